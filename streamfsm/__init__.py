@@ -1,0 +1,118 @@
+"""streamfsm: every LLM stream driven through an explicit state machine.
+
+The machine and the classifier import eagerly and do no IO; the runtime (httpx, anyio) loads on first use,
+so ``import streamfsm.machine`` stays light.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .classify import (
+    AbortSource,
+    Action,
+    Confidence,
+    Diagnosis,
+    Facts,
+    FailureClass,
+    Phase,
+    ProviderError,
+    ProviderErrorKind,
+    TransportFacts,
+    TransportKind,
+    Verdict,
+    diagnose,
+)
+from .machine import Activity, Commitment, IllegalTransition, State, StreamMachine, Trigger
+
+if TYPE_CHECKING:
+    from .runtime import (
+        Finish,
+        FinishReason,
+        Ids,
+        ReasoningDelta,
+        Run,
+        RunRecord,
+        StreamConfig,
+        StreamError,
+        StreamFailed,
+        TextDelta,
+        ToolCall,
+        ToolInputDelta,
+        ToolInputEnd,
+        ToolInputStart,
+        Usage,
+        open_stream,
+    )
+
+__version__ = "0.1.0"
+
+_RUNTIME_NAMES = frozenset(
+    {
+        "Finish",
+        "FinishReason",
+        "Ids",
+        "ReasoningDelta",
+        "Run",
+        "RunRecord",
+        "StreamConfig",
+        "StreamError",
+        "StreamFailed",
+        "TextDelta",
+        "ToolCall",
+        "ToolInputDelta",
+        "ToolInputEnd",
+        "ToolInputStart",
+        "Usage",
+        "open_stream",
+    }
+)
+
+
+def __getattr__(name: str) -> Any:
+    # The runtime pulls in httpx and anyio; load it only when a runtime name is used.
+    if name in _RUNTIME_NAMES:
+        from . import runtime
+
+        return getattr(runtime, name)
+    raise AttributeError(f"module 'streamfsm' has no attribute {name!r}")
+
+
+__all__ = [
+    "AbortSource",
+    "Action",
+    "Activity",
+    "Commitment",
+    "Confidence",
+    "Diagnosis",
+    "Facts",
+    "FailureClass",
+    "Finish",
+    "FinishReason",
+    "Ids",
+    "IllegalTransition",
+    "Phase",
+    "ProviderError",
+    "ProviderErrorKind",
+    "ReasoningDelta",
+    "Run",
+    "RunRecord",
+    "State",
+    "StreamConfig",
+    "StreamError",
+    "StreamFailed",
+    "StreamMachine",
+    "TextDelta",
+    "ToolCall",
+    "ToolInputDelta",
+    "ToolInputEnd",
+    "ToolInputStart",
+    "TransportFacts",
+    "TransportKind",
+    "Trigger",
+    "Usage",
+    "Verdict",
+    "__version__",
+    "diagnose",
+    "open_stream",
+]

@@ -1,0 +1,339 @@
+"""The state-diagram documentation in ``diagrams/``, generated from the ``transitions`` reference machines.
+
+``transitions.extensions.GraphMachine`` draws each region from the same declaration the runtime uses: Mermaid
+(no system binary needed) and Graphviz DOT source (the optional ``graphviz`` package, extra ``diagrams``). The
+raw drawings are then tidied so they read well and render on a code host:
+
+* the "active state" styling (``Class x s_active``, ``classDef``, red node colours) is dropped: a static
+  document has no current state, and GitHub's Mermaid does not need it;
+* an edge label that lists every failure trigger becomes ``any failure`` (a note lists them once; the
+  classification table has the details);
+* edges are sorted by declared state order and labels by declared trigger order.
+
+Output is deterministic (no timestamps, no absolute paths, ``\\n`` line ends, a trailing newline), so a test
+can regenerate it and compare bytes.
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from transitions.extensions import GraphMachine
+
+from .classify import Facts, diagnose
+from .machine import (
+    COMMITMENT_TRANSITIONS,
+    FAILURE_TRIGGERS,
+    INITIAL_STATE,
+    NON_TERMINAL_ACTIVITIES,
+    REACHABLE_STATES,
+    Activity,
+    Commitment,
+    State,
+    Trigger,
+    activity_machine,
+    commitment_machine,
+)
+
+ANY_FAILURE: Final = "any failure"
+FILES: Final = (
+    "README.md",
+    "activity.dot",
+    "activity.mmd",
+    "classification.md",
+    "commitment.dot",
+    "commitment.mmd",
+)
+_DOT_FILES: Final = ("activity.dot", "commitment.dot")
+_GRAPHVIZ_MISSING: Final = "DOT output needs the graphviz Python package: pip install 'streamfsm[diagrams]'"
+
+_FAILURES: Final = tuple(t for t in Trigger if t in FAILURE_TRIGGERS)
+_TRIGGER_ORDER: Final = {t.value: i for i, t in enumerate(Trigger)}
+
+ACTIVITY_MEANING: Final = {
+    Activity.IDLE: "run created, nothing sent",
+    Activity.CONNECTING: "request in flight, no response headers yet",
+    Activity.STREAMING: "2xx headers in; metadata, pings or reasoning may have arrived; nothing visible yet",
+    Activity.GENERATING: "visible output (text) has been delivered to the consumer",
+    Activity.TOOL_INPUT_OPEN: "a tool call's arguments are streaming; that tool cannot have run",
+    Activity.TOOL_CALL: "a tool call is complete (name and full arguments), none executing",
+    Activity.TOOL_EXECUTING: "the agent reported that a tool started, and the stream has said nothing newer",
+    Activity.FINISHED: "terminal: the provider's terminal event arrived",
+    Activity.FAILED: "terminal: a failure edge fired",
+}
+COMMITMENT_MEANING: Final = {
+    Commitment.NONE: "nothing escaped: a replay cannot be noticed",
+    Commitment.VISIBLE: "visible output reached the consumer: a replay would show it again",
+    Commitment.SIDE_EFFECT: "an effectful tool started: a replay could repeat its effect",
+}
+
+
+class DiagramError(RuntimeError):
+    """A diagram cannot be produced here (for DOT: the ``graphviz`` package is missing)."""
+
+
+def _graph_source(build: Callable[..., Any], title: str, engine: str) -> str:
+    machine: GraphMachine = build(machine_class=GraphMachine, graph_engine=engine, title=title)
+    graph: Any = machine.get_combined_graph(title=title)
+    source: str = graph.source
+    return source
+
+
+def _order(states: type[enum.Enum]) -> dict[str, int]:
+    return {s.value: i for i, s in enumerate(states)}
+
+
+def _label(triggers: Sequence[str]) -> str:
+    names = sorted(set(triggers), key=_TRIGGER_ORDER.__getitem__)
+    if {t.value for t in _FAILURES} <= set(names):
+        rest = [n for n in names if n not in {t.value for t in _FAILURES}]
+        return " | ".join([*rest, ANY_FAILURE])
+    return " | ".join(names)
+
+
+def _failure_note_lines(width: int = 4) -> list[str]:
+    names = [t.value for t in _FAILURES]
+    return [", ".join(names[i : i + width]) for i in range(0, len(names), width)]
+
+
+# Mermaid
+
+
+_MERMAID_EDGE: Final = re.compile(r"^\s*(\w+) --> (\w+): (.+)$")
+_MERMAID_STATE: Final = re.compile(r'^\s*state "([^"]*)" as (\w+)$')
+
+
+def _mermaid(name: str, states: type[enum.Enum], build: Callable[..., Any], initial: str) -> str:
+    raw = _graph_source(build, name, "mermaid")
+    order = _order(states)
+    nodes: list[str] = []
+    edges: dict[tuple[str, str], list[str]] = {}
+    for line in raw.splitlines():
+        if m := _MERMAID_STATE.match(line):
+            nodes.append(m.group(2))
+        elif m := _MERMAID_EDGE.match(line):
+            edges.setdefault((m.group(1), m.group(2)), []).extend(m.group(3).split(" | "))
+    if sorted(nodes, key=order.__getitem__) != [s.value for s in states]:
+        raise DiagramError(f"{name}: transitions drew states {nodes}, expected every declared state")
+    lines = ["---", f"title: {name}", "---", "stateDiagram-v2", "  direction LR"]
+    lines += [f'  state "{node}" as {node}' for node in sorted(nodes, key=order.__getitem__)]
+    lines.append(f"  [*] --> {initial}")
+    for (src, dst), labels in sorted(edges.items(), key=lambda e: (order[e[0][0]], order[e[0][1]])):
+        lines.append(f"  {src} --> {dst}: {_label(labels)}")
+    if states is Activity:
+        lines += [f"  {a.value} --> [*]" for a in Activity if a.is_terminal]
+        lines += [f"  note right of {Activity.FAILED.value}", f"    {ANY_FAILURE}:"]
+        lines += [f"    {chunk}" for chunk in _failure_note_lines()]
+        lines.append("  end note")
+    return "\n".join(lines) + "\n"
+
+
+# Graphviz DOT
+
+
+_DOT_NODE: Final = re.compile(r"^\t(\w+) \[(.*)\]$")
+_DOT_EDGE: Final = re.compile(r'^\t(\w+) -> (\w+) \[label=("[^"]*"|[^\s\]]+)\]$')
+_ACTIVE_STYLE: Final = re.compile(r" (?:color|fillcolor|peripheries)=[^\s\]]+")
+
+
+def _require_graphviz() -> None:
+    try:
+        importlib.import_module("graphviz")
+    except ImportError as exc:
+        raise DiagramError(_GRAPHVIZ_MISSING) from exc
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _dot(name: str, states: type[enum.Enum], build: Callable[..., Any], initial: str) -> str:
+    _require_graphviz()
+    raw = _graph_source(build, name, "graphviz")
+    order = _order(states)
+    header: list[str] = []
+    nodes: dict[str, str] = {}
+    edges: dict[tuple[str, str], list[str]] = {}
+    for line in raw.splitlines():
+        if m := _DOT_EDGE.match(line):
+            edges.setdefault((m.group(1), m.group(2)), []).extend(m.group(3).strip('"').split(" | "))
+        elif (m := _DOT_NODE.match(line)) and m.group(1) in order:
+            # The initial state is drawn "active" (red); a static document has no current state.
+            nodes[m.group(1)] = _ACTIVE_STYLE.sub("", f"\t{m.group(1)} [{m.group(2)}]")
+        elif line.startswith("\t") and not line.startswith("\t\t"):
+            header.append(line)
+    if sorted(nodes, key=order.__getitem__) != [s.value for s in states]:
+        raise DiagramError(f"{name}: transitions drew states {sorted(nodes)}, expected every declared state")
+    lines = [f"digraph {name} {{", *header, '\t__start [label="" shape=point width=0.15]']
+    lines += [nodes[s.value] for s in states]
+    lines.append(f"\t__start -> {initial}")
+    for (src, dst), labels in sorted(edges.items(), key=lambda e: (order[e[0][0]], order[e[0][1]])):
+        lines.append(f"\t{src} -> {dst} [label={_quote(_label(labels))}]")
+    if states is Activity:
+        note = "\\l".join([f"{ANY_FAILURE}:", *_failure_note_lines()]) + "\\l"
+        lines.append(f'\tfailures [label="{note}" shape=note]')
+        lines.append(f"\tfailures -> {Activity.FAILED.value} [style=dashed arrowhead=none]")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+# Markdown
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _table_states() -> list[State]:
+    activity, commitment = _order(Activity), _order(Commitment)
+    states = [s for s in REACHABLE_STATES if not s.is_terminal]
+    return sorted(states, key=lambda s: (activity[s.activity.value], commitment[s.commitment.value]))
+
+
+def _classification() -> str:
+    lines = [
+        "# Classification table",
+        "",
+        "Generated by `streamfsm diagram` from `streamfsm.machine` and `streamfsm.classify`; do not edit.",
+        "",
+        "Every (reachable non-terminal state, failure edge) pair, as `diagnose(state, edge, Facts())`"
+        " classifies it with no further facts. A state is `activity/commitment`. Real runs carry facts"
+        " (transport kind, provider error kind, abort source, tool name) that refine the cause, the words and"
+        " the verdict: a rejected request or a TLS failure is never retried, an identified rate limit is"
+        " retried after the provider's delay.",
+        "",
+        "| state | edge | class | summary key | verdict | action | title |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for state in _table_states():
+        for edge in _FAILURES:
+            d = diagnose(state, edge, Facts())
+            cells = [
+                f"`{state}`",
+                f"`{edge.value}`",
+                d.failure_class.value,
+                f"`{d.summary_key}`",
+                d.verdict.value,
+                d.action.value,
+                _cell(d.title),
+            ]
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _readme(activity_mmd: str, commitment_mmd: str) -> str:
+    moves = sorted({t.value for t, _, _ in COMMITMENT_TRANSITIONS}, key=_TRIGGER_ORDER.__getitem__)
+    lines = [
+        "# streamfsm state diagrams",
+        "",
+        "Generated by `streamfsm diagram` from the declaration in `streamfsm/machine/_declaration.py`;",
+        "do not edit by hand (a test fails when these files are stale). Sources: `activity.mmd`,",
+        "`commitment.mmd` (Mermaid), `activity.dot`, `commitment.dot` (Graphviz DOT, e.g.",
+        "`dot -Tsvg activity.dot -o activity.svg`), and `classification.md` (every state and failure edge",
+        "with its class, verdict, action and title).",
+        "",
+        "A stream's state is a pair **(activity, commitment)**: two regions that move on the same triggers.",
+        "The classifier's input is exactly that pair plus the failure edge that ended the run.",
+        "",
+        "## Activity: where the stream is",
+        "",
+        "```mermaid",
+        activity_mmd.rstrip("\n"),
+        "```",
+        "",
+        "| state | meaning |",
+        "|---|---|",
+        *(f"| `{a.value}` | {ACTIVITY_MEANING[a]} |" for a in Activity),
+        "",
+        f"`{ANY_FAILURE}` stands for each of the {len(_FAILURES)} failure edges, which lead from every"
+        f" non-terminal state ({', '.join(f'`{a.value}`' for a in NON_TERMINAL_ACTIVITIES)}) to `failed`.",
+        "A trigger a state does not list is illegal there: `StreamMachine.send` raises `IllegalTransition`.",
+        "",
+        "## Commitment: what already escaped",
+        "",
+        "Retry safety depends on what the world has already seen. Commitment only moves forward, and only"
+        f" {' and '.join(f'`{m}`' for m in moves)} move it; every other trigger leaves it where it is.",
+        "",
+        "```mermaid",
+        commitment_mmd.rstrip("\n"),
+        "```",
+        "",
+        "| commitment | meaning |",
+        "|---|---|",
+        *(f"| `{c.value}` | {COMMITMENT_MEANING[c]} |" for c in Commitment),
+        "",
+        "## Triggers",
+        "",
+        "| trigger | sent by | kind | resets the idle watchdog |",
+        "|---|---|---|---|",
+        *(_trigger_row(t) for t in Trigger),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _trigger_row(trigger: Trigger) -> str:
+    resets = "yes" if trigger.is_provider_progress else "no"
+    return f"| `{trigger.value}` | {trigger.source.value} | {_trigger_kind(trigger)} | {resets} |"
+
+
+def _trigger_kind(trigger: Trigger) -> str:
+    if trigger.is_timeout:
+        return "failure (watchdog)"
+    return "failure" if trigger.is_failure else "progress"
+
+
+# Public
+
+
+def _render(*, dot: bool) -> dict[str, str]:
+    activity_initial, commitment_initial = INITIAL_STATE.activity.value, INITIAL_STATE.commitment.value
+    files = {
+        "activity.mmd": _mermaid("activity", Activity, activity_machine, activity_initial),
+        "commitment.mmd": _mermaid("commitment", Commitment, commitment_machine, commitment_initial),
+        "classification.md": _classification(),
+    }
+    files["README.md"] = _readme(files["activity.mmd"], files["commitment.mmd"])
+    if dot:
+        files["activity.dot"] = _dot("activity", Activity, activity_machine, activity_initial)
+        files["commitment.dot"] = _dot("commitment", Commitment, commitment_machine, commitment_initial)
+    return dict(sorted(files.items()))
+
+
+def render_diagrams() -> dict[str, str]:
+    """Every file of ``diagrams/`` by name. Raises DiagramError when DOT cannot be produced."""
+    _require_graphviz()
+    return _render(dot=True)
+
+
+def write_diagrams(out: Path) -> list[Path]:
+    """Write every diagram file into ``out`` (created if needed) and return their paths."""
+    files = render_diagrams()  # before writing anything, so a missing graphviz leaves no half-written folder
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, text in files.items():
+        path = out / name
+        path.write_bytes(text.encode("utf-8"))
+        paths.append(path)
+    return paths
+
+
+def stale_diagrams(out: Path) -> list[str]:
+    """Names of files in ``out`` that are missing or differ from a fresh generation (with the reason, when
+    a file cannot be checked here)."""
+    try:
+        _require_graphviz()
+        files, unchecked = _render(dot=True), []
+    except DiagramError as exc:
+        files, unchecked = _render(dot=False), [f"{name} (cannot check: {exc})" for name in _DOT_FILES]
+    stale = [
+        name
+        for name, text in files.items()
+        if not (out / name).is_file() or (out / name).read_bytes() != text.encode("utf-8")
+    ]
+    return sorted(stale + unchecked)

@@ -1,0 +1,40 @@
+"""Pure classification: exception chains and provider errors become facts; (state, edge, facts) becomes a
+diagnosis with a verdict and plain words. No IO here, and nothing imports ``httpx`` or ``anyio``."""
+
+from ._diagnose import diagnose, diagnose_finished, failure_class
+from ._summaries import PROVIDER_SAID, WHAT_HAPPENED, what_happened
+from ._taxonomy import (
+    AbortSource,
+    Action,
+    Confidence,
+    Diagnosis,
+    Facts,
+    FailureClass,
+    Phase,
+    ProviderError,
+    ProviderErrorKind,
+    TransportFacts,
+    TransportKind,
+    Verdict,
+)
+
+__all__ = [
+    "PROVIDER_SAID",
+    "WHAT_HAPPENED",
+    "AbortSource",
+    "Action",
+    "Confidence",
+    "Diagnosis",
+    "Facts",
+    "FailureClass",
+    "Phase",
+    "ProviderError",
+    "ProviderErrorKind",
+    "TransportFacts",
+    "TransportKind",
+    "Verdict",
+    "diagnose",
+    "diagnose_finished",
+    "failure_class",
+    "what_happened",
+]

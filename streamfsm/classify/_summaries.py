@@ -1,0 +1,146 @@
+"""Plain-language titles and details. Raw transport strings never appear here; they live in evidence."""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from ..machine import Activity, Commitment, State
+from ._taxonomy import Facts, FailureClass, Verdict
+
+WHAT_HAPPENED: Final = {
+    # transport
+    "refused": "The provider's server refused the connection",
+    "dns": "The provider's address could not be looked up",
+    "tls": "The secure connection to the provider could not be set up",
+    "unreachable": "The provider's network could not be reached",
+    "reset": "The connection was reset",
+    "closed_before_response": "The provider closed the connection without answering",
+    "closed_mid_body": "The connection closed before the response was complete",
+    "read_timeout": "The provider stopped sending data and the read timed out",
+    "connect_timeout": "The provider did not answer within the connect deadline",
+    "protocol": "The provider's HTTP response was malformed",
+    "unknown": "The connection was lost",
+    "disconnected": "The connection was lost",
+    "connect_failed": "The connection to the provider could not be made",
+    "eof_without_terminal": "The stream ended without the provider's final event",
+    # watchdogs
+    "first_token_timeout": "The model did not start answering within the first-output deadline",
+    "idle_timeout": "The stream went silent for longer than the idle deadline",
+    "total_timeout": "The response took longer than the total deadline",
+    # local
+    "user": "You stopped the response",
+    "app": "The app stopped the response",
+    "cancelled": "The surrounding code cancelled the run",
+    "consumer_stopped": "The code reading the stream stopped early",
+    "protocol_violation": "The provider sent data that breaks its stream format",
+    "consumer_error": "The code reading the stream raised an error",
+}
+"""What happened, per cause, for every class but ``provider_error``."""
+
+PROVIDER_SAID: Final = {
+    "auth": "The provider rejected the credentials",
+    "permission": "The credentials may not use this model or endpoint",
+    "rate_limit": "The provider is rate limiting requests",
+    "quota_exhausted": "The account's quota or credit is used up",
+    "overloaded": "The provider is overloaded",
+    "server_error": "The provider had an internal error",
+    "invalid_request": "The provider rejected the request as invalid",
+    "context_overflow": "The conversation is too long for the model's context window",
+    "request_too_large": "The request is too large for the provider",
+    "content_filter": "The provider's content filter stopped the response",
+    "not_found": "The model or endpoint was not found",
+    "unknown": "The provider returned an error without saying which kind",
+}
+"""What happened, per provider error kind, for ``provider_error``."""
+
+
+def what_happened(klass: FailureClass, cause: str) -> str:
+    """The opening phrase for a cause; raises ``KeyError`` for a cause without words."""
+    return (PROVIDER_SAID if klass is FailureClass.PROVIDER_ERROR else WHAT_HAPPENED)[cause]
+
+
+_TITLE_BY_CLASS: Final = {
+    FailureClass.COMPLETED: "The response finished",
+    FailureClass.EARLY_STREAM: "The stream broke before any output",
+    FailureClass.MID_GENERATION: "The stream broke partway through the answer",
+    FailureClass.TOOL_INPUT_INTERRUPTED: "The stream broke while the model was writing a tool call",
+    FailureClass.TOOL_CALL_INTERRUPTED: "The stream broke after a tool call was complete",
+    FailureClass.TOOL_SIDE_EFFECT: "The stream broke while a tool was running",
+}
+
+_WHERE: Final = {
+    Activity.IDLE: "before the request was sent",
+    Activity.CONNECTING: "before the provider answered",
+    Activity.STREAMING: "after the stream opened, before any output was shown",
+    Activity.GENERATING: "after part of the answer was shown",
+    Activity.TOOL_INPUT_OPEN: "while the model was still writing the call to {tool}",
+    Activity.TOOL_CALL: "after the model finished the call to {tool}, before the tool started",
+    Activity.TOOL_EXECUTING: "while {tool} was running",
+}
+
+_VERDICT_LEAD: Final = {
+    Verdict.SAFE_AUTO_RETRY: "Retrying is safe",
+    Verdict.USER_CONFIRMED_RETRY: "Retry only with confirmation",
+    Verdict.NO_RETRY: "Do not retry automatically",
+}
+
+_SAFE_TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+
+
+def _tool(facts: Facts) -> str:
+    name = facts.tool_name
+    if name and _SAFE_TOOL_NAME.fullmatch(name):
+        return f"`{name}`"
+    return "a tool"
+
+
+def _tool_sentence(state: State, facts: Facts) -> str:
+    activity, commitment = state.activity, state.commitment
+    earlier = " An earlier tool had already started and may have changed things."
+    if activity is Activity.TOOL_INPUT_OPEN or (activity is Activity.TOOL_CALL and not facts.tool_ran):
+        sentence = "The tool did not run."
+        return sentence + earlier if commitment is Commitment.SIDE_EFFECT else sentence
+    if activity in (Activity.TOOL_CALL, Activity.TOOL_EXECUTING):
+        if facts.tool_effectful is False:
+            sentence = "That tool only reads, so it changed nothing."
+            return sentence + earlier if commitment is Commitment.SIDE_EFFECT else sentence
+        if commitment is Commitment.SIDE_EFFECT:
+            return "The tool had started and may already have changed things."
+        return "The tool only reads, so nothing was changed."
+    if commitment is Commitment.SIDE_EFFECT:
+        return "A tool had already started and may have changed things."
+    return ""
+
+
+def summarize(
+    klass: FailureClass,
+    cause: str,
+    state: State,
+    verdict: Verdict,
+    reason: str,
+    facts: Facts,
+    *,
+    http_status: bool = False,
+) -> tuple[str, str]:
+    """(title, detail) for a diagnosis. Never contains raw exception text. ``http_status``: the provider
+    answered with an error status, so there is no stream position to tell."""
+    if klass is FailureClass.COMPLETED:
+        return _TITLE_BY_CLASS[klass], "The provider sent its final event; the response is complete."
+    what = what_happened(klass, cause)
+    tool = _tool(facts)
+    title = _TITLE_BY_CLASS.get(klass, what)
+    if klass is FailureClass.TOOL_INPUT_INTERRUPTED and tool != "a tool":
+        title = f"The stream broke while the model was writing the call to {tool}"
+    where_template = _WHERE.get(state.activity, "")
+    if state.activity is Activity.TOOL_CALL and facts.tool_ran:
+        where_template = "after {tool} had run"
+    where = "" if http_status else where_template.format(tool=tool)
+    if state.activity is Activity.CONNECTING and facts.request_sent and not http_status:
+        where = "after the request was sent, before the provider answered (it may have started on it)"
+    parts = [f"{what} {where}." if where else f"{what}."]
+    tool_sentence = _tool_sentence(state, facts)
+    if tool_sentence:
+        parts.append(tool_sentence)
+    parts.append(f"{_VERDICT_LEAD[verdict]}: {reason}.")
+    return title, " ".join(parts)

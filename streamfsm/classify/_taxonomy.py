@@ -1,0 +1,178 @@
+"""The public vocabulary of a diagnosis, and the facts it is derived from.
+
+Every value here is stable: it appears in run records, logs and dashboards.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from ..machine import State, Trigger
+
+
+class FailureClass(enum.Enum):
+    _value_: str
+
+    COMPLETED = "completed"
+    BEFORE_CONNECTION = "before_connection"
+    EARLY_STREAM = "early_stream"
+    MID_GENERATION = "mid_generation"
+    TOOL_INPUT_INTERRUPTED = "tool_input_interrupted"
+    TOOL_CALL_INTERRUPTED = "tool_call_interrupted"
+    TOOL_SIDE_EFFECT = "tool_side_effect"
+    LOCAL_ABORT = "local_abort"
+    WATCHDOG = "watchdog"
+    PROVIDER_ERROR = "provider_error"
+    PROTOCOL_ERROR = "protocol_error"
+    CONSUMER_ERROR = "consumer_error"
+
+
+class Verdict(enum.Enum):
+    _value_: str
+
+    SAFE_AUTO_RETRY = "safe_auto_retry"
+    USER_CONFIRMED_RETRY = "user_confirmed_retry"
+    NO_RETRY = "no_retry"
+
+
+class Action(enum.Enum):
+    _value_: str
+
+    RETRY = "retry"
+    RETRY_AFTER_BACKOFF = "retry_after_backoff"
+    CONTINUE_WITH_PARTIAL = "continue_with_partial"
+    ASK_USER = "ask_user"
+    FIX_REQUEST = "fix_request"
+    STOP = "stop"
+    NONE = "none"
+
+
+class Phase(enum.Enum):
+    """Where a run was when it ended, in the words users asked for."""
+
+    _value_: str
+
+    BEFORE_CONNECTION = "before_connection"
+    EARLY_STREAM = "early_stream"
+    MID_GENERATION = "mid_generation"
+    TOOL_INPUT = "tool_input"
+    TOOL_CALL = "tool_call"
+    TOOL_EXECUTION = "tool_execution"
+    FINISHED = "finished"
+
+
+class Confidence(enum.Enum):
+    _value_: str
+
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+
+    @property
+    def rank(self) -> int:
+        return {"high": 2, "medium": 1, "low": 0}[self.value]
+
+
+class TransportKind(enum.Enum):
+    _value_: str
+
+    REFUSED = "refused"
+    DNS = "dns"
+    TLS = "tls"
+    UNREACHABLE = "unreachable"
+    RESET = "reset"
+    CLOSED_BEFORE_RESPONSE = "closed_before_response"
+    CLOSED_MID_BODY = "closed_mid_body"
+    READ_TIMEOUT = "read_timeout"
+    CONNECT_TIMEOUT = "connect_timeout"
+    PROTOCOL = "protocol"
+    UNKNOWN = "unknown"
+
+
+class ProviderErrorKind(enum.Enum):
+    _value_: str
+
+    AUTH = "auth"
+    PERMISSION = "permission"
+    RATE_LIMIT = "rate_limit"
+    QUOTA_EXHAUSTED = "quota_exhausted"
+    OVERLOADED = "overloaded"
+    SERVER_ERROR = "server_error"
+    INVALID_REQUEST = "invalid_request"
+    CONTEXT_OVERFLOW = "context_overflow"
+    REQUEST_TOO_LARGE = "request_too_large"
+    CONTENT_FILTER = "content_filter"
+    NOT_FOUND = "not_found"
+    UNKNOWN = "unknown"
+
+
+class AbortSource(enum.Enum):
+    """Who stopped a run locally."""
+
+    _value_: str
+
+    USER = "user"
+    APP = "app"
+    CANCELLED = "cancelled"  # a cancel scope or task cancellation from outside
+    CONSUMER_STOPPED = "consumer_stopped"  # the consumer left the loop early
+
+
+@dataclass(frozen=True, slots=True)
+class TransportFacts:
+    """What an exception chain says about the transport, without the exception itself."""
+
+    kind: TransportKind
+    chain: tuple[str, ...] = ()  # qualified class names, outermost first
+    errno: int | None = None
+    markers: tuple[str, ...] = ()  # the facts that decided the kind
+    confidence: Confidence = Confidence.HIGH
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderError:
+    """A provider's error, from an HTTP status, headers and body, or an in-band error event."""
+
+    kind: ProviderErrorKind
+    status: int | None = None
+    type: str | None = None  # the body's error type, e.g. "overloaded_error"
+    code: str | None = None  # the body's error code, e.g. "context_length_exceeded"
+    retry_after_s: float | None = None
+    should_retry: bool | None = None  # x-should-retry, when the provider said
+    markers: tuple[str, ...] = ()
+    confidence: Confidence = Confidence.HIGH
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """Everything the classifier may use besides the state and the edge."""
+
+    transport: TransportFacts | None = None
+    provider: ProviderError | None = None
+    abort_source: AbortSource | None = None
+    request_sent: bool = False  # the request left this process, so the provider may have acted on it
+    tool_name: str | None = None  # the tool whose call was being written or run, for the summary
+    tool_ran: bool = False  # that tool had started running
+    tool_effectful: bool | None = None  # and was declared effectful (None: not known or not started)
+    detail: str | None = None  # a short, already redacted note, e.g. a protocol violation's position
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnosis:
+    """The classifier's verdict on one ended run."""
+
+    state: State  # the state the run was in when the edge fired
+    edge: Trigger | None  # None for a run that finished
+    phase: Phase
+    cause: str  # the detail of summary_key: a transport kind, provider kind, watchdog or abort source
+    failure_class: FailureClass
+    summary_key: str  # "<class>.<cause>"
+    verdict: Verdict
+    reason: str
+    action: Action
+    title: str
+    detail: str
+    retry_after_s: float | None = None
+    possibly_delivered: bool = False  # the request was sent, so the provider may have done (and billed) it
+    confidence: Confidence = Confidence.HIGH
+    evidence: tuple[str, ...] = field(default=())
