@@ -1,0 +1,229 @@
+"""Fault scripts as data: what the fault server does, step by step, for one request.
+
+A script is a tuple of steps played in order on one connection, after the whole request has been read::
+
+    (Headers(), Send(b"data: 1\\n\\n"), Sleep(0.05), Rst())    # one event, then the peer sees ECONNRESET
+    (Status(429, (("retry-after", "2"),), b"{}"),)           # a complete error response
+    (Stall(),)                                                # stall before headers
+
+The rules, checked by `check_script` (and so by `Scenario`):
+
+* `Status` and `Headers` start the response, once, before any body step; `Send`, `Keepalive` and `End` need
+  `Headers` first.
+* `Fin`, `Rst` and `Stall` end the connection: nothing may follow them.
+* `Sleep` and `SendRaw` may appear anywhere; `SendRaw` bypasses all framing, so a connection that used it is
+  never reused.
+* When the script runs out, the server closes the connection (a FIN), unless the response was complete
+  (`End`, or `Status(close=False)`) and the client did not ask to close: then it reads the next request on the
+  same connection. A script that runs out mid-body is therefore "FIN without the terminating chunk".
+
+Connection refused is not a step: point the client at `unused_port()` instead.
+"""
+
+from __future__ import annotations
+
+import math
+import socket
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TypeAlias
+
+__all__ = [
+    "End",
+    "Fin",
+    "Headers",
+    "Keepalive",
+    "Rst",
+    "Scenario",
+    "Script",
+    "ScriptError",
+    "Send",
+    "SendRaw",
+    "Sleep",
+    "Stall",
+    "Status",
+    "Step",
+    "check_script",
+    "cut_chunk",
+    "encode_chunk",
+    "unused_port",
+]
+
+HeaderPairs: TypeAlias = tuple[tuple[str, str], ...]
+
+
+class ScriptError(ValueError):
+    """A step or script that the server could not play as written."""
+
+
+def _header_pairs(headers: Iterable[tuple[str, str]]) -> HeaderPairs:
+    pairs = tuple((str(name), str(value)) for name, value in headers)
+    for name, value in pairs:
+        # A CR or LF here would silently forge framing: malformed bytes belong in SendRaw, where they show.
+        if not name or any(c in name for c in "\r\n: \t") or "\r" in value or "\n" in value:
+            raise ScriptError(f"invalid header {name!r}: {value!r}")
+    return pairs
+
+
+def _check_code(code: int) -> None:
+    if not 100 <= code <= 999:
+        raise ScriptError(f"status code must have three digits, got {code!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """A complete, non-streaming response (with Content-Length); by default the connection closes after it."""
+
+    code: int
+    headers: HeaderPairs = ()
+    body: bytes = b""
+    close: bool = True
+
+    def __post_init__(self) -> None:
+        _check_code(self.code)
+        object.__setattr__(self, "headers", _header_pairs(self.headers))
+
+
+@dataclass(frozen=True, slots=True)
+class Headers:
+    """Start a chunked streaming response: status line and headers (``transfer-encoding: chunked`` added)."""
+
+    code: int = 200
+    headers: HeaderPairs = (("content-type", "text/event-stream"),)
+
+    def __post_init__(self) -> None:
+        _check_code(self.code)
+        object.__setattr__(self, "headers", _header_pairs(self.headers))
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """One HTTP chunk carrying ``data`` (typically one SSE frame)."""
+
+    data: bytes
+
+    def __post_init__(self) -> None:
+        if not self.data:
+            # An empty chunk is the terminating chunk: say End() when that is what is meant.
+            raise ScriptError("Send needs a non-empty payload; use End() for the terminating chunk")
+
+
+@dataclass(frozen=True, slots=True)
+class SendRaw:
+    """Raw bytes on the socket, outside any framing (a cut-short chunk, a bad chunk header, garbage)."""
+
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Sleep:
+    """Do nothing for ``seconds`` (the connection stays open and silent)."""
+
+    seconds: float
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.seconds) and self.seconds >= 0):
+            raise ScriptError(f"Sleep needs a finite, non-negative duration, got {self.seconds!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Fin:
+    """Shut down the write side, then close, without the terminating chunk: the peer sees a clean EOF."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rst:
+    """Close with SO_LINGER (1, 0): the peer sees ECONNRESET."""
+
+
+@dataclass(frozen=True, slots=True)
+class Stall:
+    """Hold the connection open doing nothing until the client goes away or the server stops."""
+
+
+@dataclass(frozen=True, slots=True)
+class End:
+    """The terminating ``0\\r\\n\\r\\n`` chunk: a clean end of the body."""
+
+
+@dataclass(frozen=True, slots=True)
+class Keepalive:
+    """``count`` times: wait ``every`` seconds, then send ``frame`` as one chunk (a stall kept alive)."""
+
+    every: float
+    count: int
+    frame: bytes = b": keepalive\n\n"
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.every) and self.every >= 0):
+            raise ScriptError(f"Keepalive needs a finite, non-negative period, got {self.every!r}")
+        if self.count < 0:
+            raise ScriptError(f"Keepalive needs a non-negative count, got {self.count!r}")
+        if not self.frame:
+            raise ScriptError("Keepalive needs a non-empty frame")
+
+
+Step: TypeAlias = Status | Headers | Send | SendRaw | Sleep | Fin | Rst | Stall | End | Keepalive
+Script: TypeAlias = tuple[Step, ...]
+
+_STEP_TYPES = (Status, Headers, Send, SendRaw, Sleep, Fin, Rst, Stall, End, Keepalive)
+
+
+def check_script(steps: Iterable[Step]) -> Script:
+    """Return ``steps`` as a tuple, or raise `ScriptError` naming the first step that cannot be played."""
+    script = tuple(steps)
+    phase = "before response"  # -> "streaming" -> "complete"
+    for index, step in enumerate(script):
+        where = f"step {index} ({step!r})"
+        if not isinstance(step, _STEP_TYPES):
+            raise ScriptError(f"{where} is not a script step")
+        if index and isinstance(script[index - 1], Fin | Rst | Stall):
+            raise ScriptError(f"{where} follows {script[index - 1]!r}, which ends the connection")
+        if isinstance(step, Status | Headers):
+            if phase != "before response":
+                raise ScriptError(f"{where}: the response has already started")
+            phase = "complete" if isinstance(step, Status) else "streaming"
+        elif isinstance(step, Send | Keepalive | End):
+            if phase != "streaming":
+                raise ScriptError(f"{where} needs an open chunked body (Headers first, End not yet sent)")
+            if isinstance(step, End):
+                phase = "complete"
+    return script
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """A named script plus free-form metadata (expected outcome and the like, filled in by its author)."""
+
+    name: str
+    script: Script
+    meta: Mapping[str, object] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "script", check_script(self.script))
+        object.__setattr__(self, "meta", MappingProxyType(dict(self.meta)))
+
+
+def encode_chunk(data: bytes) -> bytes:
+    """``data`` framed as one HTTP/1.1 chunk, for building `SendRaw` payloads."""
+    return b"%x\r\n%b\r\n" % (len(data), data)
+
+
+def cut_chunk(payload: bytes, keep: int) -> SendRaw:
+    """A chunk announcing ``len(payload)`` bytes that delivers only the first ``keep`` (then Fin or Rst)."""
+    if not 0 <= keep < len(payload):
+        raise ScriptError(f"keep must be in [0, {len(payload)}), got {keep}")
+    return SendRaw(b"%x\r\n%b" % (len(payload), payload[:keep]))
+
+
+def unused_port() -> int:
+    """A TCP port on 127.0.0.1 with no listener, for "connection refused".
+
+    The port is bound, read and released; another process could bind it before the client connects. On
+    loopback in a test run that race is rare, and a listener taking it shows up as a non-refusal, not a hang.
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
