@@ -35,6 +35,10 @@ def build_parser() -> argparse.ArgumentParser:
     diagram.add_argument("--out", default="diagrams", help="folder to write (default: diagrams)")
     diagram.add_argument("--check", action="store_true", help="exit 1 if the folder is not fresh")
     diagram.set_defaults(run=_diagram)
+
+    from . import _cli_probe
+
+    _cli_probe.add_commands(commands)
     return parser
 
 

@@ -11,7 +11,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from streamfsm.classify import (
-    what_happened,
     AbortSource,
     Action,
     Diagnosis,
@@ -26,6 +25,7 @@ from streamfsm.classify import (
     diagnose,
     diagnose_finished,
     failure_class,
+    what_happened,
 )
 from streamfsm.machine import (
     NON_TERMINAL_ACTIVITIES,

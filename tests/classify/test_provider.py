@@ -1,0 +1,923 @@
+"""Provider errors from HTTP responses, in-band events and SDK exceptions, with realistic bodies."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from email.utils import format_datetime
+
+import anthropic
+import httpx
+import httpx2
+import openai
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from streamfsm.classify._provider import (
+    parse_retry_after,
+    provider_error_from_event,
+    provider_error_from_http,
+    provider_error_from_sdk,
+)
+from streamfsm.classify._taxonomy import Confidence, ProviderError, ProviderErrorKind
+
+K = ProviderErrorKind
+SECRET = "sk-abc123SECRETxyz"
+
+# -- retry-after ---------------------------------------------------------------------------------------------
+
+NOW = 1_700_000_000.0
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        ({"retry-after": "7"}, 7.0),
+        ({"Retry-After": "1.5"}, 1.5),
+        ({"retry-after-ms": "250"}, 0.25),
+        ({"Retry-After-Ms": "1500", "retry-after": "60"}, 1.5),  # ms is preferred
+        ({"retry-after-ms": "soon", "retry-after": "3"}, 3.0),  # garbage ms falls back
+        ({"retry-after": format_datetime(datetime.fromtimestamp(NOW + 42, timezone.utc), usegmt=True)}, 42.0),
+        ({"retry-after": format_datetime(datetime.fromtimestamp(NOW - 42, timezone.utc), usegmt=True)}, 0.0),
+        ({"retry-after": "0"}, 0.0),
+        ({"retry-after": "100000"}, 300.0),  # capped
+        ({"retry-after-ms": "99999999"}, 300.0),
+        ({"retry-after": "-5"}, None),
+        ({"retry-after": "nan"}, None),
+        ({"retry-after": "inf"}, None),
+        ({"retry-after": "1e3"}, None),
+        ({"retry-after": "٣"}, None),  # a digit, but not an ASCII one
+        ({"retry-after": "tomorrow"}, None),
+        ({"retry-after": ""}, None),
+        ({"retry-after-ms": "-1"}, None),
+        ({}, None),
+        ({"x-other": "5"}, None),
+    ],
+)
+def test_parse_retry_after(headers: dict[str, str], expected: float | None) -> None:
+    assert parse_retry_after(headers, now=NOW) == expected
+
+
+def test_parse_retry_after_cap_and_header_objects() -> None:
+    assert parse_retry_after({"retry-after": "90"}, cap_s=30.0) == 30.0
+    assert parse_retry_after(httpx.Headers({"RETRY-AFTER": "12"})) == 12.0
+    assert parse_retry_after(httpx2.Headers({"retry-after-ms": "20"})) == 0.02
+
+
+# -- HTTP errors, per provider -------------------------------------------------------------------------------
+
+
+def openai_body(message: str, type_: str | None, code: str | None, param: str | None = None) -> bytes:
+    return json.dumps({"error": {"message": message, "type": type_, "param": param, "code": code}}).encode()
+
+
+def anthropic_body(type_: str, message: str) -> bytes:
+    return json.dumps({"type": "error", "error": {"type": type_, "message": message}}).encode()
+
+
+def gemini_body(code: int, status: str, message: str, details: list[object] | None = None) -> bytes:
+    error: dict[str, object] = {"code": code, "message": message, "status": status}
+    if details is not None:
+        error["details"] = details
+    return json.dumps({"error": error}).encode()
+
+
+CASES: list[tuple[str, int, dict[str, str], bytes | str | None, ProviderError]] = [
+    (
+        "openai 429 rate limit with retry-after seconds",
+        429,
+        {"retry-after": "20", "x-request-id": "req_1"},
+        openai_body(
+            "Rate limit reached for gpt-4o in organization org-x on tokens per min (TPM): Limit 30000.",
+            "tokens",
+            "rate_limit_exceeded",
+        ),
+        ProviderError(
+            K.RATE_LIMIT,
+            status=429,
+            type="tokens",
+            code="rate_limit_exceeded",
+            retry_after_s=20.0,
+            markers=("status=429", "body.code=rate_limit_exceeded", "header=retry-after"),
+        ),
+    ),
+    (
+        "openai 429 quota",
+        429,
+        {},
+        openai_body(
+            "You exceeded your current quota, please check your plan and billing details.",
+            "insufficient_quota",
+            "insufficient_quota",
+        ),
+        ProviderError(
+            K.QUOTA_EXHAUSTED,
+            status=429,
+            type="insufficient_quota",
+            code="insufficient_quota",
+            markers=("status=429", "body.code=insufficient_quota"),
+        ),
+    ),
+    (
+        "openai 400 context overflow",
+        400,
+        {},
+        openai_body(
+            "This model's maximum context length is 128000 tokens. However, you requested 130000 tokens.",
+            "invalid_request_error",
+            "context_length_exceeded",
+            "messages",
+        ),
+        ProviderError(
+            K.CONTEXT_OVERFLOW,
+            status=400,
+            type="invalid_request_error",
+            code="context_length_exceeded",
+            markers=("status=400", "body.code=context_length_exceeded"),
+        ),
+    ),
+    (
+        "openai 400 content filter",
+        400,
+        {},
+        openai_body(
+            "Your request was rejected by the safety system.", "invalid_request_error", "content_filter"
+        ),
+        ProviderError(
+            K.CONTENT_FILTER,
+            status=400,
+            type="invalid_request_error",
+            code="content_filter",
+            markers=("status=400", "body.code=content_filter"),
+        ),
+    ),
+    (
+        "openai 401 invalid key",
+        401,
+        {},
+        openai_body(f"Incorrect API key provided: {SECRET}.", "invalid_request_error", "invalid_api_key"),
+        ProviderError(
+            K.AUTH,
+            status=401,
+            type="invalid_request_error",
+            code="invalid_api_key",
+            markers=("status=401", "body.code=invalid_api_key"),
+        ),
+    ),
+    (
+        "openai 429 with retry-after-ms",
+        429,
+        {"retry-after-ms": "1500", "retry-after": "2"},
+        openai_body("Rate limit reached", "requests", "rate_limit_exceeded"),
+        ProviderError(
+            K.RATE_LIMIT,
+            status=429,
+            type="requests",
+            code="rate_limit_exceeded",
+            retry_after_s=1.5,
+            markers=("status=429", "body.code=rate_limit_exceeded", "header=retry-after-ms"),
+        ),
+    ),
+    (
+        "openai 500",
+        500,
+        {},
+        openai_body("The server had an error while processing your request.", "server_error", None),
+        ProviderError(K.SERVER_ERROR, status=500, type="server_error", markers=("status=500",)),
+    ),
+    (
+        "anthropic 529 overloaded",
+        529,
+        {"x-should-retry": "true", "request-id": "req_2"},
+        anthropic_body("overloaded_error", "Overloaded"),
+        ProviderError(
+            K.OVERLOADED,
+            status=529,
+            type="overloaded_error",
+            should_retry=True,
+            markers=("status=529", "body.type=overloaded_error", "header=x-should-retry:true"),
+        ),
+    ),
+    (
+        "anthropic 429 with an HTTP-date retry-after far ahead (capped)",
+        429,
+        {"retry-after": "Fri, 31 Dec 2100 23:59:59 GMT"},
+        anthropic_body(
+            "rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit"
+        ),
+        ProviderError(
+            K.RATE_LIMIT,
+            status=429,
+            type="rate_limit_error",
+            retry_after_s=300.0,
+            markers=("status=429", "body.type=rate_limit_error", "header=retry-after"),
+        ),
+    ),
+    (
+        "anthropic 400 prompt too long (message fallback)",
+        400,
+        {},
+        anthropic_body("invalid_request_error", "prompt is too long: 210000 tokens > 200000 maximum"),
+        ProviderError(
+            K.CONTEXT_OVERFLOW,
+            status=400,
+            type="invalid_request_error",
+            markers=("status=400", "message=context_overflow"),
+            confidence=Confidence.LOW,
+        ),
+    ),
+    (
+        "anthropic 400 other invalid request",
+        400,
+        {},
+        anthropic_body("invalid_request_error", "messages: roles must alternate"),
+        ProviderError(K.INVALID_REQUEST, status=400, type="invalid_request_error", markers=("status=400",)),
+    ),
+    (
+        "anthropic 413",
+        413,
+        {},
+        anthropic_body("request_too_large", "Request exceeds the maximum allowed number of bytes."),
+        ProviderError(
+            K.REQUEST_TOO_LARGE,
+            status=413,
+            type="request_too_large",
+            markers=("status=413", "body.type=request_too_large"),
+        ),
+    ),
+    (
+        "anthropic 401",
+        401,
+        {},
+        anthropic_body("authentication_error", "invalid x-api-key"),
+        ProviderError(
+            K.AUTH,
+            status=401,
+            type="authentication_error",
+            markers=("status=401", "body.type=authentication_error"),
+        ),
+    ),
+    (
+        "anthropic 500 api_error",
+        500,
+        {},
+        anthropic_body("api_error", "Internal server error"),
+        ProviderError(K.SERVER_ERROR, status=500, type="api_error", markers=("status=500",)),
+    ),
+    (
+        "anthropic 503 with x-should-retry false",
+        503,
+        {"x-should-retry": "false"},
+        b"<html>upstream connect error</html>",
+        ProviderError(
+            K.SERVER_ERROR,
+            status=503,
+            should_retry=False,
+            markers=("status=503", "header=x-should-retry:false"),
+        ),
+    ),
+    (
+        "gemini 429 rate limit with RetryInfo",
+        429,
+        {},
+        gemini_body(
+            429,
+            "RESOURCE_EXHAUSTED",
+            "You exceeded your current quota, please check your plan and billing details.",
+            [
+                {
+                    "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                    "violations": [
+                        {"quotaMetric": "m", "quotaId": "GenerateRequestsPerMinutePerProjectPerModel"}
+                    ],
+                },
+                {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "13s"},
+            ],
+        ),
+        ProviderError(
+            K.RATE_LIMIT,
+            status=429,
+            type="RESOURCE_EXHAUSTED",
+            code="429",
+            retry_after_s=13.0,
+            markers=("status=429", "body.status=RESOURCE_EXHAUSTED", "body.retry_delay"),
+        ),
+    ),
+    (
+        "gemini 429 per-day quota",
+        429,
+        {"retry-after": "30"},
+        gemini_body(
+            429,
+            "RESOURCE_EXHAUSTED",
+            "You exceeded your current quota.",
+            [
+                {
+                    "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                    "violations": [{"quotaId": "GenerateRequestsPerDayPerProjectPerModel-FreeTier"}],
+                }
+            ],
+        ),
+        ProviderError(
+            K.QUOTA_EXHAUSTED,
+            status=429,
+            type="RESOURCE_EXHAUSTED",
+            code="429",
+            retry_after_s=30.0,
+            markers=("status=429", "body.details=quota_per_day", "header=retry-after"),
+        ),
+    ),
+    (
+        "gemini 400 token count (message fallback)",
+        400,
+        {},
+        gemini_body(
+            400,
+            "INVALID_ARGUMENT",
+            "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).",
+        ),
+        ProviderError(
+            K.CONTEXT_OVERFLOW,
+            status=400,
+            type="INVALID_ARGUMENT",
+            code="400",
+            markers=("status=400", "message=context_overflow"),
+            confidence=Confidence.LOW,
+        ),
+    ),
+    (
+        "gemini 400 bad key, in a one-element list",
+        400,
+        {},
+        "["
+        + gemini_body(
+            400,
+            "INVALID_ARGUMENT",
+            "API key not valid. Please pass a valid API key.",
+            [
+                {
+                    "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                    "reason": "API_KEY_INVALID",
+                    "domain": "googleapis.com",
+                }
+            ],
+        ).decode()
+        + "]",
+        ProviderError(
+            K.AUTH,
+            status=400,
+            type="INVALID_ARGUMENT",
+            code="API_KEY_INVALID",
+            markers=("status=400", "body.code=API_KEY_INVALID"),
+        ),
+    ),
+    (
+        "gemini 403",
+        403,
+        {},
+        gemini_body(403, "PERMISSION_DENIED", "Permission denied on resource project x."),
+        ProviderError(
+            K.PERMISSION,
+            status=403,
+            type="PERMISSION_DENIED",
+            code="403",
+            markers=("status=403", "body.status=PERMISSION_DENIED"),
+        ),
+    ),
+    (
+        "gemini 503 unavailable",
+        503,
+        {},
+        gemini_body(503, "UNAVAILABLE", "The model is overloaded. Please try again later."),
+        ProviderError(
+            K.OVERLOADED,
+            status=503,
+            type="UNAVAILABLE",
+            code="503",
+            markers=("status=503", "body.status=UNAVAILABLE"),
+        ),
+    ),
+    (
+        "404 without a body",
+        404,
+        {},
+        None,
+        ProviderError(K.NOT_FOUND, status=404, markers=("status=404",)),
+    ),
+    (
+        "408 is transient",
+        408,
+        {},
+        b"",
+        ProviderError(K.SERVER_ERROR, status=408, markers=("status=408",), confidence=Confidence.MEDIUM),
+    ),
+    (
+        "unlisted 4xx",
+        418,
+        {},
+        b"\xff\xfe not json",
+        ProviderError(K.INVALID_REQUEST, status=418, markers=("status=418",), confidence=Confidence.MEDIUM),
+    ),
+    (
+        "error as one SSE event",
+        429,
+        {},
+        'event: error\ndata: {"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}\n\n',
+        ProviderError(
+            K.RATE_LIMIT,
+            status=429,
+            type="rate_limit_error",
+            markers=("status=429", "body.type=rate_limit_error"),
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "body", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_provider_error_from_http(
+    status: int, headers: dict[str, str], body: bytes | str | None, expected: ProviderError
+) -> None:
+    got = provider_error_from_http(status, headers, body)
+    assert got == expected
+    assert SECRET not in repr(got)
+
+
+def test_provider_error_from_http_accepts_mappings_and_header_objects() -> None:
+    body = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    got = provider_error_from_http(529, httpx.Headers({"Retry-After": "4"}), body)
+    assert (got.kind, got.retry_after_s) == (K.OVERLOADED, 4.0)
+
+
+def test_body_values_that_carry_secrets_are_not_kept() -> None:
+    body = {"error": {"type": SECRET, "code": "AKIAIOSFODNN7EXAMPLE", "message": SECRET, "status": SECRET}}
+    got = provider_error_from_http(400, {"retry-after": SECRET}, body)
+    assert (got.type, got.code, got.retry_after_s) == (None, None, None)
+    assert got.kind is K.INVALID_REQUEST
+    assert SECRET not in repr(got)
+    assert "AKIA" not in repr(got)
+
+
+def test_hostile_bodies_do_not_raise() -> None:
+    nested: object = []
+    for _ in range(5000):
+        nested = [nested]
+    deep_json = "[" * 100_000 + "]" * 100_000
+    huge = b'{"error": {"type": "overloaded_error", "message": "' + b"x" * 70_000 + b'"}}'
+    for body in (nested, deep_json, huge, b"\x00" * 10, "null", "[]", '{"error": null}', '{"error": "text"}'):
+        got = provider_error_from_http(529, None, body)  # type: ignore[arg-type]
+        assert got.kind is K.OVERLOADED  # the status still speaks when the body cannot
+    assert provider_error_from_event({"error": nested}).kind is K.UNKNOWN
+
+
+# -- in-band error events ------------------------------------------------------------------------------------
+
+EVENTS: list[tuple[str, Mapping[str, object], ProviderErrorKind, tuple[str, ...]]] = [
+    (
+        "openai chat chunk error",
+        {
+            "error": {
+                "message": "The server had an error",
+                "type": "server_error",
+                "param": None,
+                "code": None,
+            }
+        },
+        K.SERVER_ERROR,
+        ("body.type=server_error",),
+    ),
+    (
+        "responses flat error",
+        {
+            "type": "error",
+            "code": "rate_limit_exceeded",
+            "message": "slow down",
+            "param": None,
+            "sequence_number": 3,
+        },
+        K.RATE_LIMIT,
+        ("body.code=rate_limit_exceeded",),
+    ),
+    (
+        "responses nested error",
+        {
+            "type": "error",
+            "error": {
+                "type": "invalid_request_error",
+                "code": "context_length_exceeded",
+                "message": "too long",
+            },
+        },
+        K.CONTEXT_OVERFLOW,
+        ("body.code=context_length_exceeded",),
+    ),
+    (
+        "responses response.failed",
+        {
+            "type": "response.failed",
+            "response": {
+                "id": "resp_1",
+                "status": "failed",
+                "error": {"code": "server_error", "message": "x"},
+            },
+        },
+        K.SERVER_ERROR,
+        ("body.code=server_error",),
+    ),
+    (
+        "responses overloaded",
+        {
+            "type": "error",
+            "error": {"type": "server_error", "code": "server_is_overloaded", "message": "retry"},
+        },
+        K.OVERLOADED,
+        ("body.code=server_is_overloaded",),
+    ),
+    (
+        "responses policy block",
+        {"type": "response.failed", "response": {"error": {"code": "bio_policy", "message": "blocked"}}},
+        K.CONTENT_FILTER,
+        ("body.code=bio_policy",),
+    ),
+    (
+        "anthropic event: error",
+        {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+        K.OVERLOADED,
+        ("body.type=overloaded_error",),
+    ),
+    (
+        "anthropic api_error",
+        {"type": "error", "error": {"type": "api_error", "message": "Internal server error"}},
+        K.SERVER_ERROR,
+        ("body.type=api_error",),
+    ),
+    (
+        "gemini in-band 429",
+        {"error": {"code": 429, "message": "Resource has been exhausted", "status": "RESOURCE_EXHAUSTED"}},
+        K.RATE_LIMIT,
+        ("body.status=RESOURCE_EXHAUSTED",),
+    ),
+    (
+        "gemini in-band 500 (numeric code decides)",
+        {"error": {"code": 500, "message": "An internal error has occurred", "status": "INTERNAL"}},
+        K.SERVER_ERROR,
+        ("body.code=500",),
+    ),
+    (
+        "openrouter numeric 402",
+        {"error": {"code": 402, "message": "Insufficient credits"}},
+        K.QUOTA_EXHAUSTED,
+        ("body.code=402",),
+    ),
+    ("unrecognised event", {"type": "error", "message": "something odd"}, K.UNKNOWN, ()),
+]
+
+
+@pytest.mark.parametrize(("payload", "kind", "markers"), [e[1:] for e in EVENTS], ids=[e[0] for e in EVENTS])
+def test_provider_error_from_event(
+    payload: Mapping[str, object], kind: ProviderErrorKind, markers: tuple[str, ...]
+) -> None:
+    got = provider_error_from_event(payload)
+    assert got.kind is kind
+    assert got.markers == markers
+    assert got.status is None
+    assert got.confidence is (Confidence.LOW if kind is K.UNKNOWN else Confidence.HIGH)
+
+
+def test_responses_flat_event_type_is_not_an_error_type() -> None:
+    got = provider_error_from_event({"type": "error", "code": "server_error", "message": "m"})
+    assert got.type is None
+    assert got.code == "server_error"
+
+
+# -- SDK exceptions ------------------------------------------------------------------------------------------
+
+REQUEST = httpx2.Request("POST", "http://127.0.0.1/v1/chat/completions")
+
+
+def response(status: int, headers: dict[str, str] | None = None) -> httpx2.Response:
+    return httpx2.Response(status, headers=headers or {}, request=REQUEST)
+
+
+def test_openai_status_errors() -> None:
+    inner = {
+        "message": "Rate limit reached",
+        "type": "requests",
+        "param": None,
+        "code": "rate_limit_exceeded",
+    }
+    exc = openai.RateLimitError(
+        "Error code: 429", response=response(429, {"retry-after-ms": "800"}), body=inner
+    )
+    got = provider_error_from_sdk(exc)
+    assert got is not None
+    assert (got.kind, got.status, got.code, got.retry_after_s) == (
+        K.RATE_LIMIT,
+        429,
+        "rate_limit_exceeded",
+        0.8,
+    )
+    assert got.markers[0] == "sdk=openai"
+
+    inner = {
+        "message": "too long",
+        "type": "invalid_request_error",
+        "param": "messages",
+        "code": "context_length_exceeded",
+    }
+    got = provider_error_from_sdk(
+        openai.BadRequestError("Error code: 400", response=response(400), body=inner)
+    )
+    assert got is not None
+    assert got.kind is K.CONTEXT_OVERFLOW
+
+    got = provider_error_from_sdk(
+        openai.AuthenticationError("Error code: 401", response=response(401), body=None)
+    )
+    assert got is not None
+    assert got.kind is K.AUTH
+
+
+def test_anthropic_status_errors() -> None:
+    body = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    exc = anthropic.APIStatusError(str(body), response=response(529, {"x-should-retry": "true"}), body=body)
+    got = provider_error_from_sdk(exc)
+    assert got is not None
+    assert (got.kind, got.status, got.should_retry) == (K.OVERLOADED, 529, True)
+
+    body = {
+        "type": "error",
+        "error": {"type": "invalid_request_error", "message": "prompt is too long: 1 > 0"},
+    }
+    got = provider_error_from_sdk(anthropic.BadRequestError("x", response=response(400), body=body))
+    assert got is not None
+    assert (got.kind, got.confidence) == (K.CONTEXT_OVERFLOW, Confidence.LOW)
+
+
+def test_anthropic_in_band_error_is_classified_from_the_body_not_the_200() -> None:
+    body = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    exc = anthropic.APIStatusError(str(body), response=response(200), body=body)
+    assert exc.status_code == 200
+    got = provider_error_from_sdk(exc)
+    assert got is not None
+    assert got.kind is K.OVERLOADED
+    assert got.markers == ("sdk=anthropic", "status=200", "body.type=overloaded_error")
+
+
+def test_sdk_attributes_are_used_when_the_body_is_unusable() -> None:
+    exc = anthropic.APIStatusError("x", response=response(200), body="not json")
+    exc.type = "rate_limit_error"
+    got = provider_error_from_sdk(exc)
+    assert got is not None
+    assert got.kind is K.RATE_LIMIT
+
+
+def test_non_provider_exceptions_give_none() -> None:
+    assert provider_error_from_sdk(openai.APIConnectionError(request=REQUEST)) is None
+    assert provider_error_from_sdk(openai.APITimeoutError(request=REQUEST)) is None
+    assert provider_error_from_sdk(anthropic.APIConnectionError(request=REQUEST)) is None
+    assert provider_error_from_sdk(ValueError("sk-abc123SECRETxyz")) is None
+    assert provider_error_from_sdk(httpx.ReadError("boom")) is None
+
+
+# -- real SDK streams against a local peer -------------------------------------------------------------------
+
+WAIT = 3.0
+
+
+@contextmanager
+def one_response(payload: bytes) -> Iterator[int]:
+    """Serve one HTTP exchange on 127.0.0.1: read the whole request, send ``payload``, close."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(WAIT)
+
+    def serve() -> None:
+        try:
+            conn, _ = listener.accept()
+        except OSError:
+            return
+        try:
+            conn.settimeout(WAIT)
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                data += chunk
+            head, _, rest = data.partition(b"\r\n\r\n")
+            length = re.search(rb"(?im)^content-length:\s*(\d+)", head)
+            want = int(length.group(1)) if length else 0
+            while len(rest) < want:  # unread request bytes would turn our close into an RST
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                rest += chunk
+            conn.sendall(payload)
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        thread.join(WAIT * 2)
+        listener.close()
+    assert not thread.is_alive()
+
+
+def sse_response(*events: bytes) -> bytes:
+    chunks = b"".join(b"%x\r\n%s\r\n" % (len(e), e) for e in events)
+    head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+    return head + chunks + b"0\r\n\r\n"
+
+
+def caught(run: Callable[[], object]) -> BaseException:
+    try:
+        run()
+    except Exception as exc:
+        return exc
+    pytest.fail("the stream ended without an error")
+
+
+def test_real_anthropic_stream_in_band_overload() -> None:
+    start = (
+        b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":"message",'
+        b'"role":"assistant","model":"m","content":[],"stop_reason":null,"stop_sequence":null,'
+        b'"usage":{"input_tokens":1,"output_tokens":0}}}\n\n'
+    )
+    error = (
+        b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n'
+    )
+    with one_response(sse_response(start, error)) as port:
+        client = anthropic.Anthropic(
+            base_url=f"http://127.0.0.1:{port}", api_key=SECRET, max_retries=0, timeout=WAIT
+        )
+
+        def run() -> None:
+            with client.messages.stream(
+                model="m", max_tokens=8, messages=[{"role": "user", "content": "hi"}]
+            ) as s:
+                for _ in s:
+                    pass
+
+        exc = caught(run)
+    assert type(exc).__name__ == "APIStatusError"
+    got = provider_error_from_sdk(exc)
+    assert got is not None
+    assert (got.kind, got.status, got.type) == (K.OVERLOADED, 200, "overloaded_error")
+    assert SECRET not in repr(got)
+
+
+def test_real_openai_stream_in_band_error() -> None:
+    chunk = (
+        b'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m",'
+        b'"choices":[{"index":0,"delta":{"content":"hi"}}]}\n\n'
+    )
+    error = b'data: {"error":{"message":"Server error","type":"server_error","param":null,"code":null}}\n\n'
+    with one_response(sse_response(chunk, error)) as port:
+        client = openai.OpenAI(
+            base_url=f"http://127.0.0.1:{port}/v1", api_key=SECRET, max_retries=0, timeout=WAIT
+        )
+
+        def run() -> None:
+            stream = client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "hi"}], stream=True
+            )
+            for _ in stream:
+                pass
+
+        exc = caught(run)
+    assert type(exc).__name__ == "APIError"  # openai raises the bare base class for in-band errors
+    got = provider_error_from_sdk(exc)
+    assert got is not None
+    assert (got.kind, got.status, got.markers) == (
+        K.SERVER_ERROR,
+        None,
+        ("sdk=openai", "body.type=server_error"),
+    )
+
+
+# -- property: anything in, a kind out, no secret ------------------------------------------------------------
+
+_VOCAB = st.sampled_from(
+    [
+        "error",
+        "overloaded_error",
+        "rate_limit_error",
+        "invalid_request_error",
+        "context_length_exceeded",
+        "insufficient_quota",
+        "RESOURCE_EXHAUSTED",
+        "INVALID_ARGUMENT",
+        "API_KEY_INVALID",
+        "type.googleapis.com/google.rpc.RetryInfo",
+        "type.googleapis.com/google.rpc.QuotaFailure",
+        "type.googleapis.com/google.rpc.ErrorInfo",
+        "GenerateRequestsPerDay",
+        "13s",
+        "response.failed",
+        "prompt is too long",
+        SECRET,
+        f"key={SECRET}",
+    ]
+)
+_KEYS = st.one_of(
+    st.sampled_from(
+        [
+            *("error", "type", "code", "message", "status", "details", "response", "param", "@type"),
+            *("reason", "violations", "quotaId", "retryDelay", "error_code"),
+        ]
+    ),
+    st.text(max_size=8),
+)
+_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.integers(100, 599),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=20),
+    _VOCAB,
+)
+_JSONISH = st.recursive(
+    _SCALARS,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(_KEYS, inner, max_size=5)),
+    max_leaves=25,
+)
+_DICTS = st.dictionaries(_KEYS, _JSONISH, max_size=5)
+_ERROR_SHAPED = st.fixed_dictionaries(
+    {},
+    optional={
+        "error": st.one_of(_DICTS, _SCALARS),
+        "type": _VOCAB,
+        "code": _SCALARS,
+        "message": _VOCAB,
+        "response": st.fixed_dictionaries({}, optional={"error": _DICTS}),
+    },
+)
+_PAYLOADS = st.one_of(_DICTS, _ERROR_SHAPED)
+_HEADER_NAMES = st.one_of(
+    st.sampled_from(["retry-after", "Retry-After-Ms", "x-should-retry", "X-Should-Retry", "authorization"]),
+    st.text(max_size=10),
+)
+_HEADER_VALUES = st.one_of(
+    _VOCAB,
+    st.text(max_size=30),
+    st.sampled_from(["5", "1.5", "-1", "true", "false", "Wed, 21 Oct 2015 07:28:00 GMT"]),
+)
+_MARKER = re.compile(
+    r"(status=\d{3}|body\.(code|type|status)=[A-Za-z0-9_.\-]+|body\.details=quota_per_day|body\.retry_delay"
+    r"|header=retry-after(-ms)?|header=x-should-retry:(true|false)|message=context_overflow|sdk=(openai|anthropic))"
+)
+
+
+def _check(got: ProviderError) -> None:
+    assert isinstance(got.kind, ProviderErrorKind)
+    assert SECRET not in repr(got)
+    assert "abc123SECRET" not in repr(got)
+    assert got.retry_after_s is None or 0.0 <= got.retry_after_s <= 300.0
+    assert all(_MARKER.fullmatch(m) for m in got.markers), got.markers
+    for value in (got.type, got.code):
+        assert value is None or re.fullmatch(r"[A-Za-z][A-Za-z0-9_.\-]{0,63}|[1-5][0-9][0-9]", value)
+
+
+@given(
+    status=st.one_of(st.integers(), st.integers(100, 599), st.sampled_from([200, 400, 401, 429, 500, 529])),
+    headers=st.one_of(st.none(), st.dictionaries(_HEADER_NAMES, _HEADER_VALUES, max_size=4)),
+    body=st.one_of(
+        st.none(),
+        _PAYLOADS,
+        _PAYLOADS.map(lambda v: [v]),
+        _JSONISH.map(lambda v: json.dumps(v, default=str)),
+        _JSONISH.map(lambda v: json.dumps(v, default=str).encode()),
+        st.binary(max_size=64),
+        st.text(max_size=64),
+    ),
+)
+def test_any_http_error_gives_a_kind_and_keeps_no_secret(
+    status: int, headers: dict[str, str] | None, body: bytes | str | Mapping[str, object] | None
+) -> None:
+    _check(provider_error_from_http(status, headers, body))
+
+
+@given(_PAYLOADS)
+def test_any_event_gives_a_kind_and_keeps_no_secret(payload: dict[str, object]) -> None:
+    _check(provider_error_from_event(payload))
+
+
+@given(status=st.integers(100, 599), body=st.one_of(_PAYLOADS, _JSONISH))
+def test_any_sdk_error_gives_a_kind_and_keeps_no_secret(status: int, body: object) -> None:
+    exc = anthropic.APIStatusError(SECRET, response=response(status), body=body)
+    got = provider_error_from_sdk(exc)
+    assert got is not None
+    _check(got)
