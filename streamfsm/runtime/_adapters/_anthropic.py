@@ -1,0 +1,254 @@
+"""Anthropic Messages (``/v1/messages``, ``stream: true``): named events, the data repeating the name as
+``type``.
+
+Judgement calls:
+
+* The data's ``type`` is trusted over the SSE ``event:`` line (a disagreement is counted in
+  ``anomalies``); data without a ``type`` falls back to the ``event:`` name.
+* Usage: ``input_tokens`` is the whole prompt (``input_tokens`` + ``cache_read_input_tokens`` +
+  ``cache_creation_input_tokens``, as OpenAI and Gemini count it), ``cached_tokens`` the cache reads.
+  ``message_delta`` usage is cumulative; its Usage carries the prompt side from ``message_start`` unless it
+  restates it.
+* ``server_tool_use`` and ``mcp_tool_use`` blocks are calls the provider runs: ``server_side=True``.
+  Result blocks (web search, code execution, ...) are bookkeeping.
+* Blocks are strictly sequential on this wire. If a block starts (or text arrives) while a tool block is
+  still open, the tool call is closed first; its later ``content_block_stop`` is then bookkeeping, and a
+  later ``input_json_delta`` for it is ``unknown_tool_call``.
+* Stop reasons: ``end_turn`` / ``stop_sequence`` → STOP, ``max_tokens`` and
+  ``model_context_window_exceeded`` → LENGTH, ``tool_use`` → TOOL_CALLS, ``refusal`` → CONTENT_FILTER,
+  anything else (``pause_turn``, ...) → OTHER.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any, Final
+
+from .._events import (
+    Finish,
+    FinishReason,
+    Keepalive,
+    Metadata,
+    ProtocolViolation,
+    ReasoningDelta,
+    StreamEvent,
+    TextDelta,
+    ToolInputDelta,
+    Usage,
+)
+from .._sse import SSEEvent
+from ._base import (
+    UNEXPECTED_EVENT,
+    UNKNOWN_TOOL_CALL,
+    Adapter,
+    OpenCall,
+    add,
+    as_count,
+    as_dict,
+    as_str,
+    metadata_constants,
+)
+
+_TOOL_BLOCKS: Final = {"tool_use": False, "server_tool_use": True, "mcp_tool_use": True}
+_FINISH: Final = {
+    "end_turn": FinishReason.STOP,
+    "stop_sequence": FinishReason.STOP,
+    "max_tokens": FinishReason.LENGTH,
+    "model_context_window_exceeded": FinishReason.LENGTH,
+    "tool_use": FinishReason.TOOL_CALLS,
+    "refusal": FinishReason.CONTENT_FILTER,
+}
+_PING: Final = Keepalive("ping")
+_META: Final = metadata_constants(
+    "content_block_start",
+    "content_block_delta",
+    "content_block_stop",
+    "message_delta",
+)
+
+_Handler = Callable[["AnthropicAdapter", dict[str, Any], int], list[StreamEvent]]
+
+
+class AnthropicAdapter(Adapter):
+    name = "anthropic"
+    default_headers = MappingProxyType({"accept": "text/event-stream", "anthropic-version": "2023-06-01"})
+
+    __slots__ = ("_cached", "_input", "_stop_reason")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._stop_reason: str | None = None
+        self._input: int | None = None
+        self._cached: int | None = None
+
+    def request(self, base_url: str, body: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        out = dict(body)
+        out["stream"] = True
+        base = base_url.rstrip("/")
+        return (f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"), out
+
+    def _on_data(self, event: SSEEvent, data: str, index: int) -> list[StreamEvent]:
+        payload = self.load(data, index)
+        kind = payload.get("type")
+        if type(kind) is not str:
+            if payload.get("error") is not None:
+                return self.error(payload)
+            kind = event.event
+        elif event.event != kind and event.event != "message":
+            self.note("event_name_mismatch")
+        handler = _HANDLERS.get(kind)
+        if handler is not None:
+            return handler(self, payload, index)
+        if kind == "message":
+            raise ProtocolViolation(UNEXPECTED_EVENT, index)  # neither a type nor an event name
+        self.note("unknown_event")
+        return [Metadata(kind if len(kind) <= 64 else "unknown")]
+
+    # -- handlers -------------------------------------------------------------------------------------------
+
+    def _on_message_start(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
+        message = as_dict(payload.get("message")) or {}
+        self.seen(message.get("id"), message.get("model"))
+        out: list[StreamEvent] = [Metadata("message_start", self.response_id, self.model)]
+        usage = as_dict(message.get("usage"))
+        if usage is not None:
+            out.append(self._usage(usage))
+        return out
+
+    def _usage(self, usage: Mapping[str, Any]) -> Usage:
+        fresh = as_count(usage.get("input_tokens"))
+        cached = as_count(usage.get("cache_read_input_tokens"))
+        written = as_count(usage.get("cache_creation_input_tokens"))
+        if fresh is not None or cached is not None or written is not None:
+            self._input = add(add(fresh, cached), written)
+            self._cached = cached if cached is not None else self._cached
+        return Usage(
+            input_tokens=self._input,
+            output_tokens=as_count(usage.get("output_tokens")),
+            cached_tokens=self._cached,
+        )
+
+    def _on_block_start(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
+        block = as_dict(payload.get("content_block")) or {}
+        kind = as_str(block.get("type"))
+        out: list[StreamEvent] = []
+        if self._call is not None:
+            self.close_call(out)
+        position = payload.get("index")
+        position = position if type(position) is int else 0
+        if kind in _TOOL_BLOCKS:
+            call_id = as_str(block.get("id")) or self.next_call_id()
+            call = OpenCall(position, call_id, as_str(block.get("name")) or "", position, _TOOL_BLOCKS[kind])
+            start = block.get("input")
+            if start and isinstance(start, dict):
+                call.final = json.dumps(start, separators=(",", ":"))  # used only if no delta follows
+            self.open_call(out, call)
+            return out
+        if kind == "text":
+            text = block.get("text")
+            if text and isinstance(text, str):
+                out.append(TextDelta(text))
+        elif kind == "thinking":
+            thinking = block.get("thinking")
+            if thinking and isinstance(thinking, str):
+                out.append(ReasoningDelta(thinking))
+        if not out:
+            out.append(_META["content_block_start"])
+        return out
+
+    def _on_block_delta(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
+        delta = as_dict(payload.get("delta")) or {}
+        kind = as_str(delta.get("type")) or "unknown"
+        self.count_key(kind)
+        handler = _DELTAS.get(kind)
+        if handler is not None:
+            return handler(self, delta, payload, index)
+        return [_META["content_block_delta"]]
+
+    def _on_text(self, delta: dict[str, Any], payload: dict[str, Any], index: int) -> list[StreamEvent]:
+        text = delta.get("text")
+        if not text or not isinstance(text, str):
+            return [_META["content_block_delta"]]
+        if self._call is None:
+            return [TextDelta(text)]
+        out: list[StreamEvent] = []
+        self.close_call(out)
+        out.append(TextDelta(text))
+        return out
+
+    def _on_thinking(self, delta: dict[str, Any], payload: dict[str, Any], index: int) -> list[StreamEvent]:
+        text = delta.get("thinking")
+        if not text or not isinstance(text, str):
+            return [_META["content_block_delta"]]
+        if self._call is None:
+            return [ReasoningDelta(text)]
+        out: list[StreamEvent] = []
+        self.close_call(out)
+        out.append(ReasoningDelta(text))
+        return out
+
+    def _on_json(self, delta: dict[str, Any], payload: dict[str, Any], index: int) -> list[StreamEvent]:
+        call = self._call
+        if call is None or payload.get("index", call.key) != call.key:
+            raise ProtocolViolation(UNKNOWN_TOOL_CALL, index)
+        text = delta.get("partial_json")
+        if not text or not isinstance(text, str):
+            return [_META["content_block_delta"]]
+        call.final = None
+        call.parts.append(text)
+        return [ToolInputDelta(call.call_id, text)]
+
+    def _on_block_stop(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
+        call = self._call
+        if call is not None and payload.get("index", call.key) == call.key:
+            out: list[StreamEvent] = []
+            self.close_call(out)
+            return out
+        return [_META["content_block_stop"]]
+
+    def _on_message_delta(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
+        delta = as_dict(payload.get("delta")) or {}
+        reason = as_str(delta.get("stop_reason"))
+        if reason is not None:
+            self._stop_reason = reason
+        usage = as_dict(payload.get("usage"))
+        if usage is not None:
+            return [self._usage(usage)]
+        return [_META["message_delta"]]
+
+    def _on_message_stop(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
+        out: list[StreamEvent] = []
+        if self._call is not None:
+            self.close_call(out)
+        raw = self._stop_reason
+        out.append(Finish(_FINISH.get(raw, FinishReason.OTHER) if raw else FinishReason.OTHER, raw))
+        self.terminal_seen = True
+        return out
+
+    def _on_ping(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
+        return [_PING]
+
+    def _on_error(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
+        return self.error(payload)
+
+
+_DeltaHandler = Callable[[AnthropicAdapter, dict[str, Any], dict[str, Any], int], list[StreamEvent]]
+
+_DELTAS: Final[dict[str, _DeltaHandler]] = {
+    "text_delta": AnthropicAdapter._on_text,
+    "thinking_delta": AnthropicAdapter._on_thinking,
+    "input_json_delta": AnthropicAdapter._on_json,
+}
+
+_HANDLERS: Final[dict[str, _Handler]] = {
+    "message_start": AnthropicAdapter._on_message_start,
+    "content_block_start": AnthropicAdapter._on_block_start,
+    "content_block_delta": AnthropicAdapter._on_block_delta,
+    "content_block_stop": AnthropicAdapter._on_block_stop,
+    "message_delta": AnthropicAdapter._on_message_delta,
+    "message_stop": AnthropicAdapter._on_message_stop,
+    "ping": AnthropicAdapter._on_ping,
+    "error": AnthropicAdapter._on_error,
+}

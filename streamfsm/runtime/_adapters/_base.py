@@ -1,0 +1,251 @@
+"""What every wire adapter shares: the per-stream bookkeeping, the open tool call, and the safety net.
+
+An adapter turns one stream's SSE events into normalised events that speak the machine's grammar: at most
+one tool input is open, nothing but its own deltas (and usage, metadata, keepalives) may arrive while it is,
+and nothing follows the terminal event. Where a wire breaks that shape harmlessly the adapter repairs it
+(closes the open call before text, for instance); where it cannot be repaired it raises
+``ProtocolViolation`` with a fixed-vocabulary detail and the SSE event's index as position.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, ClassVar, Final
+
+from ...classify._provider import provider_error_from_event
+from .._events import (
+    Keepalive,
+    Metadata,
+    ProtocolViolation,
+    ProviderErrorEvent,
+    StreamEvent,
+    ToolCall,
+    ToolInputDelta,
+    ToolInputEnd,
+    ToolInputStart,
+)
+from .._sse import SSEEvent
+
+MAX_DELTA_KEYS: Final = 32  # distinct names kept in ``delta_keys``, "other" included
+MAX_KEY_CHARS: Final = 64  # a longer "field name" is not a field name
+MAX_TOOL_NAMES: Final = 1024
+OTHER: Final = "other"
+
+KEEPALIVE_COMMENT: Final = Keepalive("comment")
+KEEPALIVE_EMPTY: Final = Keepalive("empty_event")
+
+# Vocabulary of ProtocolViolation.detail raised by adapters.
+MALFORMED_JSON: Final = "malformed_json"
+NOT_AN_OBJECT: Final = "not_an_object"
+UNEXPECTED_SHAPE: Final = "unexpected_shape"
+UNEXPECTED_EVENT: Final = "unexpected_event"
+SEQUENCE_REGRESSED: Final = "sequence_regressed"
+UNKNOWN_TOOL_CALL: Final = "unknown_tool_call"
+DATA_AFTER_TERMINAL: Final = "data_after_terminal"
+ADAPTER_FAULT: Final = "adapter_fault"  # our bug, not the provider's: the safety net below caught it
+
+
+def as_str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def as_count(value: object) -> int | None:
+    """A token count: a non-negative int (bools are not counts)."""
+    return value if type(value) is int and value >= 0 else None
+
+
+def as_dict(value: object) -> dict[str, Any] | None:
+    return value if isinstance(value, dict) else None
+
+
+def as_arguments(value: object) -> str | None:
+    """Tool arguments as a JSON string; a few servers send the object itself."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, separators=(",", ":"))
+    return None
+
+
+def add(left: int | None, right: int | None) -> int | None:
+    if left is None:
+        return right
+    return left if right is None else left + right
+
+
+class OpenCall:
+    """The one tool call whose arguments are streaming. ``key`` is the wire's handle for it (a chat index,
+    a Responses item id, an Anthropic block index); ``ended`` means ToolInputEnd was already emitted."""
+
+    __slots__ = ("call_id", "ended", "final", "index", "key", "name", "parts", "server_side")
+
+    def __init__(self, key: object, call_id: str, name: str, index: int, server_side: bool = False) -> None:
+        self.key = key
+        self.call_id = call_id
+        self.name = name
+        self.index = index
+        self.server_side = server_side
+        self.parts: list[str] = []
+        self.final: str | None = None  # the wire's own full arguments, when it sends them at the end
+        self.ended = False
+
+    def arguments(self) -> str:
+        # Empty arguments become "{}" so every ToolCall carries parseable JSON.
+        return self.final or "".join(self.parts) or "{}"
+
+
+class Adapter:
+    """One stream's decoder from SSE events to normalised events. Create one per stream.
+
+    After ``feed`` has returned a ``Finish`` or a ``ProviderErrorEvent`` (``terminal_seen``), further data
+    events are a protocol violation, except after an error, where providers often add a second error-shaped
+    event (Responses: ``error`` then ``response.failed``); those are counted in ``anomalies`` and dropped.
+    """
+
+    name: ClassVar[str] = ""
+    default_headers: ClassVar[Mapping[str, str]] = MappingProxyType({"accept": "text/event-stream"})
+
+    __slots__ = (
+        "_call",
+        "_errored",
+        "_tool_count",
+        "anomalies",
+        "delta_keys",
+        "events_seen",
+        "model",
+        "response_id",
+        "terminal_seen",
+        "tool_names",
+    )
+
+    def __init__(self) -> None:
+        self.terminal_seen = False
+        self.response_id: str | None = None
+        self.model: str | None = None
+        self.delta_keys: dict[str, int] = {}
+        self.tool_names: dict[str, str] = {}
+        self.anomalies: dict[str, int] = {}  # fixed vocabulary: wire oddities we tolerated
+        self.events_seen = 0  # SSE events fed, comments included; a violation's position is an index here
+        self._call: OpenCall | None = None
+        self._errored = False
+        self._tool_count = 0
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} events_seen={self.events_seen} terminal_seen={self.terminal_seen}>"
+
+    # -- the interface the runtime drives -----------------------------------------------------------------
+
+    def request(self, base_url: str, body: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        """The URL to POST and the body to send (a copy; the caller's mapping is not touched)."""
+        raise NotImplementedError
+
+    def feed(self, event: SSEEvent) -> list[StreamEvent]:
+        index = self.events_seen
+        self.events_seen = index + 1
+        if event.comment:
+            return [] if self.terminal_seen else [KEEPALIVE_COMMENT]
+        if self.terminal_seen:
+            if self._errored:
+                self.note("data_after_error")
+                return []
+            raise ProtocolViolation(DATA_AFTER_TERMINAL, index)
+        data = event.data
+        if not data or data.isspace():
+            return [KEEPALIVE_EMPTY]  # an empty event says nothing; it is not worth failing a stream for
+        try:
+            return self._on_data(event, data, index)
+        except ProtocolViolation:
+            raise
+        except (LookupError, TypeError, AttributeError, ValueError, RecursionError) as exc:
+            # Never a crash: a shape the handlers did not foresee still ends as a classified violation.
+            raise ProtocolViolation(ADAPTER_FAULT, index) from exc
+
+    def end(self) -> list[StreamEvent]:
+        """A clean EOF. Formats with a terminal sentinel have nothing to add: ``terminal_seen`` tells."""
+        return []
+
+    # -- for subclasses -------------------------------------------------------------------------------------
+
+    def _on_data(self, event: SSEEvent, data: str, index: int) -> list[StreamEvent]:
+        raise NotImplementedError
+
+    @staticmethod
+    def load(data: str, index: int) -> dict[str, Any]:
+        try:
+            payload = json.loads(data)
+        except (ValueError, RecursionError):
+            raise ProtocolViolation(MALFORMED_JSON, index) from None
+        if type(payload) is not dict:
+            raise ProtocolViolation(NOT_AN_OBJECT, index)
+        return payload
+
+    def count_key(self, key: str) -> None:
+        keys = self.delta_keys
+        if key in keys:
+            keys[key] += 1
+        elif len(keys) < MAX_DELTA_KEYS - 1 and len(key) <= MAX_KEY_CHARS:
+            keys[key] = 1
+        else:
+            keys[OTHER] = keys.get(OTHER, 0) + 1
+
+    def note(self, what: str) -> None:
+        self.anomalies[what] = self.anomalies.get(what, 0) + 1
+
+    def seen(self, response_id: object, model: object) -> None:
+        if self.response_id is None and isinstance(response_id, str):
+            self.response_id = response_id
+        if self.model is None and isinstance(model, str):
+            self.model = model
+
+    def error(self, payload: Mapping[str, Any]) -> list[StreamEvent]:
+        self.terminal_seen = True
+        self._errored = True
+        return [ProviderErrorEvent(provider_error_from_event(payload))]
+
+    def next_call_id(self) -> str:
+        return f"call_{self._tool_count}"
+
+    def open_call(self, out: list[StreamEvent], call: OpenCall, first_arguments: str | None = None) -> None:
+        """Start streaming a call's arguments, closing the one still open (one input at a time)."""
+        if self._call is not None:
+            self.close_call(out)
+        self._call = call
+        self._tool_count += 1
+        self.remember_tool(call.call_id, call.name)
+        out.append(ToolInputStart(call.call_id, call.name, call.index, call.server_side))
+        if first_arguments:
+            call.parts.append(first_arguments)
+            out.append(ToolInputDelta(call.call_id, first_arguments))
+
+    def close_call(self, out: list[StreamEvent]) -> OpenCall | None:
+        """Emit what the open call still owes (its end, then the complete call) and forget it."""
+        call = self._call
+        if call is None:
+            return None
+        self._call = None
+        if not call.ended:
+            out.append(ToolInputEnd(call.call_id))
+        out.append(ToolCall(call.call_id, call.name, call.arguments(), call.index, call.server_side))
+        return call
+
+    def whole_call(self, out: list[StreamEvent], call_id: str, name: str, arguments: str, index: int) -> None:
+        """A call that arrives complete in one piece (Gemini)."""
+        if self._call is not None:
+            self.close_call(out)
+        self._tool_count += 1
+        self.remember_tool(call_id, name)
+        out.append(ToolCall(call_id, name, arguments or "{}", index))
+
+    def remember_tool(self, call_id: str, name: str) -> None:
+        names = self.tool_names
+        if call_id in names or len(names) < MAX_TOOL_NAMES:
+            names[call_id] = name
+        else:
+            self.note("tool_names_dropped")
+
+
+def metadata_constants(*types: str) -> dict[str, Metadata]:
+    """Shared, immutable Metadata per bookkeeping type: nothing is allocated for them per event."""
+    return {t: Metadata(t) for t in types}

@@ -1,0 +1,198 @@
+"""OpenAI Chat Completions (``/chat/completions``, ``stream: true``) and the many servers that copy it.
+
+Wire: ``data: {chunk}`` lines, each ``{"id", "model", "choices": [{"index", "delta", "finish_reason"}],
+"usage"}``; the usage chunk has ``choices: []`` (or ``null``); the stream ends with ``data: [DONE]``.
+
+Judgement calls:
+
+* Only choice 0 is followed (``n > 1`` streams interleave choices; the others are counted, not decoded).
+* A chunk that carries nothing visible (role-only or empty deltas, a bare ``finish_reason``) yields one
+  shared ``Metadata("chat.completion.chunk")``: it is seen and counted, and it is not progress.
+* ``reasoning_content`` and ``reasoning`` in the same delta are one piece of reasoning (servers that send
+  both send the same text): one ``ReasoningDelta``, from ``reasoning_content``; both keys are counted.
+* Tool fragments are keyed by ``index``. A fragment with a new index, or with a new ``id`` at the open
+  index (servers that number every call 0), starts a call and closes the open one. A fragment for a call
+  already closed is ``unknown_tool_call``, as are arguments for a call that never started.
+* ``finish_reason`` is remembered; only ``[DONE]`` is terminal, so a stream cut after ``finish_reason`` but
+  before ``[DONE]`` is an EOF without terminal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from .._events import (
+    Finish,
+    FinishReason,
+    Metadata,
+    ProtocolViolation,
+    ReasoningDelta,
+    StreamEvent,
+    TextDelta,
+    ToolInputDelta,
+    Usage,
+)
+from .._sse import SSEEvent
+from ._base import (
+    UNEXPECTED_SHAPE,
+    UNKNOWN_TOOL_CALL,
+    Adapter,
+    OpenCall,
+    as_arguments,
+    as_count,
+    as_dict,
+    as_str,
+)
+
+_CHUNK: Final = Metadata("chat.completion.chunk")
+_FINISH: Final = {
+    "stop": FinishReason.STOP,
+    "length": FinishReason.LENGTH,
+    "tool_calls": FinishReason.TOOL_CALLS,
+    "function_call": FinishReason.TOOL_CALLS,
+    "content_filter": FinishReason.CONTENT_FILTER,
+}
+
+
+def chat_usage(usage: Mapping[str, Any]) -> Usage:
+    completion = as_dict(usage.get("completion_tokens_details")) or {}
+    prompt = as_dict(usage.get("prompt_tokens_details")) or {}
+    return Usage(
+        input_tokens=as_count(usage.get("prompt_tokens")),
+        output_tokens=as_count(usage.get("completion_tokens")),
+        reasoning_tokens=as_count(completion.get("reasoning_tokens")),
+        cached_tokens=as_count(prompt.get("cached_tokens")),
+    )
+
+
+class OpenAIChatAdapter(Adapter):
+    name = "openai-chat"
+
+    __slots__ = ("_closed", "_finish_raw", "_started")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._started = False
+        self._finish_raw: str | None = None
+        self._closed: dict[int, str] = {}  # index -> call id of calls already complete
+
+    def request(self, base_url: str, body: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        out = dict(body)
+        out["stream"] = True
+        options = out.get("stream_options")
+        if options is None:
+            out["stream_options"] = {"include_usage": True}
+        elif isinstance(options, Mapping) and "include_usage" not in options:
+            out["stream_options"] = {**options, "include_usage": True}
+        return f"{base_url.rstrip('/')}/chat/completions", out
+
+    def _on_data(self, event: SSEEvent, data: str, index: int) -> list[StreamEvent]:
+        if data == "[DONE]" or (data[-1] != "}" and data.strip() == "[DONE]"):
+            return self._done()
+        payload = self.load(data, index)
+        if payload.get("error") is not None:
+            return self.error(payload)
+        out: list[StreamEvent] = []
+        if not self._started:
+            self._started = True
+            self.seen(payload.get("id"), payload.get("model"))
+            out.append(Metadata("chat.completion.chunk", self.response_id, self.model))
+        choices = payload.get("choices")
+        if choices:
+            if not isinstance(choices, list):
+                raise ProtocolViolation(UNEXPECTED_SHAPE, index)
+            for choice in choices:
+                if type(choice) is not dict:
+                    raise ProtocolViolation(UNEXPECTED_SHAPE, index)
+                position = choice.get("index")
+                if type(position) is int and position != 0:
+                    self.note("extra_choice")
+                    continue
+                delta = choice.get("delta")
+                if delta:
+                    if type(delta) is not dict:
+                        raise ProtocolViolation(UNEXPECTED_SHAPE, index)
+                    self._delta(delta, out, index)
+                finish = choice.get("finish_reason")
+                if isinstance(finish, str):
+                    self.close_call(out)
+                    self._finish_raw = finish
+        usage = payload.get("usage")
+        if type(usage) is dict:
+            out.append(chat_usage(usage))
+        if not out:
+            out.append(_CHUNK)
+        return out
+
+    def _delta(self, delta: dict[str, Any], out: list[StreamEvent], index: int) -> None:
+        count = self.count_key
+        for key, value in delta.items():
+            if value is not None and value != "" and value != []:
+                count(key)
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        if reasoning and isinstance(reasoning, str):
+            if self._call is not None:
+                self.close_call(out)
+            out.append(ReasoningDelta(reasoning))
+        refusal = delta.get("refusal")
+        if refusal and isinstance(refusal, str):
+            if self._call is not None:
+                self.close_call(out)
+            out.append(TextDelta(refusal, refusal=True))
+        content = delta.get("content")
+        if content and isinstance(content, str):
+            if self._call is not None:
+                self.close_call(out)
+            out.append(TextDelta(content))
+        fragments = delta.get("tool_calls")
+        if fragments:
+            if not isinstance(fragments, list):
+                raise ProtocolViolation(UNEXPECTED_SHAPE, index)
+            for fragment in fragments:
+                if type(fragment) is not dict:
+                    raise ProtocolViolation(UNEXPECTED_SHAPE, index)
+                self._fragment(fragment, out, index)
+
+    def _fragment(self, fragment: dict[str, Any], out: list[StreamEvent], index: int) -> None:
+        position = fragment.get("index")
+        if type(position) is not int:
+            position = None
+        call_id = as_str(fragment.get("id")) or None
+        function = as_dict(fragment.get("function")) or {}
+        name = as_str(function.get("name")) or None
+        arguments = as_arguments(function.get("arguments"))
+        call = self._call
+        if (
+            call is not None
+            and (position is None or position == call.index)
+            and (call_id is None or call_id == call.call_id)
+        ):
+            if name and not call.name:
+                call.name = name
+                self.remember_tool(call.call_id, name)
+            if arguments:
+                call.parts.append(arguments)
+                out.append(ToolInputDelta(call.call_id, arguments))
+            return
+        if position is None:
+            position = call.index + 1 if call is not None else len(self._closed)
+        closed_id = self._closed.get(position)
+        if (call_id is None and name is None) or (closed_id is not None and call_id in (None, closed_id)):
+            raise ProtocolViolation(UNKNOWN_TOOL_CALL, index)
+        new = OpenCall(position, call_id or self.next_call_id(), name or "", position)
+        self.open_call(out, new, arguments)
+
+    def close_call(self, out: list[StreamEvent]) -> OpenCall | None:
+        call = super().close_call(out)
+        if call is not None:
+            self._closed[call.index] = call.call_id
+        return call
+
+    def _done(self) -> list[StreamEvent]:
+        out: list[StreamEvent] = []
+        self.close_call(out)
+        raw = self._finish_raw
+        out.append(Finish(_FINISH.get(raw, FinishReason.OTHER) if raw else FinishReason.OTHER, raw))
+        self.terminal_seen = True
+        return out

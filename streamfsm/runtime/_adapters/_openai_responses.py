@@ -1,0 +1,317 @@
+"""OpenAI Responses (``/responses``, ``stream: true``): typed events, each with a ``sequence_number``.
+
+Dispatch is one dictionary lookup on the event's ``type``; bookkeeping events map to shared ``Metadata``.
+
+Judgement calls:
+
+* ``sequence_number`` must strictly increase (gaps are fine); an event without one is not checked.
+* The data's ``type`` is trusted over the SSE ``event:`` line; a disagreement is counted in ``anomalies``.
+  A typeless ``{"error": {...}}`` (what some proxies send) is an error event.
+* Function calls (and custom tool calls) are keyed by ``item_id``. ``...arguments.done`` emits
+  ``ToolInputEnd`` (its ``arguments`` become the call's arguments); ``output_item.done`` emits ``ToolCall``
+  with the item's own ``arguments`` when present. A new call, text, reasoning or the terminal event while a
+  call is still open closes it first. Deltas for a call that is closed or unknown are ``unknown_tool_call``;
+  late ``done`` events for a call already closed are bookkeeping.
+* Hosted tools (web search, file search, code interpreter, MCP, image generation) are run by the provider:
+  their events are bookkeeping, not tool calls.
+* ``response.completed`` finishes with ``TOOL_CALLS`` when a function call was seen, else ``STOP``; the raw
+  reason is the response's ``status``. ``response.incomplete`` maps ``max_output_tokens`` to ``LENGTH`` and
+  ``content_filter`` to ``CONTENT_FILTER``. Unknown types are bookkeeping too (forward compatible), counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from .._events import (
+    Finish,
+    FinishReason,
+    Metadata,
+    ProtocolViolation,
+    ReasoningDelta,
+    StreamEvent,
+    TextDelta,
+    ToolInputDelta,
+    ToolInputEnd,
+    Usage,
+)
+from .._sse import SSEEvent
+from ._base import (
+    SEQUENCE_REGRESSED,
+    UNEXPECTED_EVENT,
+    UNKNOWN_TOOL_CALL,
+    Adapter,
+    OpenCall,
+    as_arguments,
+    as_count,
+    as_dict,
+    as_str,
+    metadata_constants,
+)
+
+_TOOL_ITEMS: Final = frozenset({"function_call", "custom_tool_call"})
+_INCOMPLETE: Final = {"max_output_tokens": FinishReason.LENGTH, "content_filter": FinishReason.CONTENT_FILTER}
+_PREFIX: Final = "response."
+
+_BOOKKEEPING: Final = metadata_constants(
+    "response.output_item.added",
+    "response.output_item.done",
+    "response.content_part.added",
+    "response.content_part.done",
+    "response.output_text.done",
+    "response.output_text.annotation.added",
+    "response.refusal.done",
+    "response.reasoning_summary_part.added",
+    "response.reasoning_summary_part.done",
+    "response.reasoning_summary_text.done",
+    "response.reasoning_text.done",
+    "response.function_call_arguments.done",
+    "response.custom_tool_call_input.done",
+    "response.web_search_call.in_progress",
+    "response.web_search_call.searching",
+    "response.web_search_call.completed",
+    "response.file_search_call.in_progress",
+    "response.file_search_call.searching",
+    "response.file_search_call.completed",
+    "response.code_interpreter_call.in_progress",
+    "response.code_interpreter_call.interpreting",
+    "response.code_interpreter_call.completed",
+    "response.code_interpreter_call_code.delta",
+    "response.code_interpreter_call_code.done",
+    "response.image_generation_call.in_progress",
+    "response.image_generation_call.generating",
+    "response.image_generation_call.partial_image",
+    "response.image_generation_call.completed",
+    "response.mcp_call.in_progress",
+    "response.mcp_call.completed",
+    "response.mcp_call.failed",
+    "response.mcp_call_arguments.delta",
+    "response.mcp_call_arguments.done",
+    "response.mcp_list_tools.in_progress",
+    "response.mcp_list_tools.completed",
+    "response.mcp_list_tools.failed",
+    "response.reasoning_summary.delta",
+    "response.reasoning_summary.done",
+)
+
+
+def responses_usage(usage: Mapping[str, Any]) -> Usage:
+    output = as_dict(usage.get("output_tokens_details")) or {}
+    cached = as_dict(usage.get("input_tokens_details")) or {}
+    return Usage(
+        input_tokens=as_count(usage.get("input_tokens")),
+        output_tokens=as_count(usage.get("output_tokens")),
+        reasoning_tokens=as_count(output.get("reasoning_tokens")),
+        cached_tokens=as_count(cached.get("cached_tokens")),
+    )
+
+
+_Handler = Callable[["OpenAIResponsesAdapter", dict[str, Any], int], list[StreamEvent]]
+
+
+class OpenAIResponsesAdapter(Adapter):
+    name = "openai-responses"
+
+    __slots__ = ("_closed", "_last_sequence", "_saw_function_call")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._last_sequence = -1
+        self._saw_function_call = False
+        self._closed: set[str] = set()  # item ids of calls whose ToolCall was emitted
+
+    def request(self, base_url: str, body: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        out = dict(body)
+        out["stream"] = True
+        return f"{base_url.rstrip('/')}/responses", out
+
+    def _on_data(self, event: SSEEvent, data: str, index: int) -> list[StreamEvent]:
+        payload = self.load(data, index)
+        kind = payload.get("type")
+        if type(kind) is not str:
+            if payload.get("error") is not None:
+                return self.error(payload)
+            raise ProtocolViolation(UNEXPECTED_EVENT, index)
+        if event.event != kind and event.event != "message":
+            self.note("event_name_mismatch")
+        sequence = payload.get("sequence_number")
+        if type(sequence) is int:
+            if sequence <= self._last_sequence:
+                raise ProtocolViolation(SEQUENCE_REGRESSED, index)
+            self._last_sequence = sequence
+        handler = _HANDLERS.get(kind)
+        if handler is not None:
+            return handler(self, payload, index)
+        constant = _BOOKKEEPING.get(kind)
+        if constant is not None:
+            return [constant]
+        return self._unknown(kind)
+
+    def _unknown(self, kind: str) -> list[StreamEvent]:
+        self.note("unknown_event")
+        if kind.endswith(".delta"):
+            self.count_key(kind[len(_PREFIX) :] if kind.startswith(_PREFIX) else kind)
+        return [Metadata(kind if len(kind) <= 64 else "unknown")]
+
+    # -- handlers -------------------------------------------------------------------------------------------
+
+    def _on_created(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
+        response = as_dict(payload.get("response")) or {}
+        self.seen(response.get("id"), response.get("model"))
+        return [Metadata(payload["type"], self.response_id, self.model)]
+
+    def _on_text(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
+        self.count_key("output_text.delta")
+        return self._visible(payload, False)
+
+    def _on_refusal(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
+        self.count_key("refusal.delta")
+        return self._visible(payload, True)
+
+    def _visible(self, payload: dict[str, Any], refusal: bool) -> list[StreamEvent]:
+        text = payload.get("delta")
+        if not text or not isinstance(text, str):
+            return [_BOOKKEEPING_DELTA]
+        if self._call is None:
+            return [TextDelta(text, refusal)]
+        out: list[StreamEvent] = []
+        self.close_call(out)
+        out.append(TextDelta(text, refusal))
+        return out
+
+    def _on_summary(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
+        self.count_key("reasoning_summary_text.delta")
+        return self._reasoning(payload, True)
+
+    def _on_reasoning(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
+        self.count_key("reasoning_text.delta")
+        return self._reasoning(payload, False)
+
+    def _reasoning(self, payload: dict[str, Any], summary: bool) -> list[StreamEvent]:
+        text = payload.get("delta")
+        if not text or not isinstance(text, str):
+            return [_BOOKKEEPING_DELTA]
+        if self._call is None:
+            return [ReasoningDelta(text, summary)]
+        out: list[StreamEvent] = []
+        self.close_call(out)
+        out.append(ReasoningDelta(text, summary))
+        return out
+
+    def _on_item_added(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
+        item = as_dict(payload.get("item"))
+        if item is None or as_str(item.get("type")) not in _TOOL_ITEMS:
+            return [_BOOKKEEPING["response.output_item.added"]]
+        self._saw_function_call = True
+        item_id = as_str(item.get("id")) or as_str(item.get("call_id")) or self.next_call_id()
+        call_id = as_str(item.get("call_id")) or item_id
+        position = payload.get("output_index")
+        out: list[StreamEvent] = []
+        first = as_arguments(item.get("arguments")) or as_arguments(item.get("input"))
+        call = OpenCall(
+            item_id, call_id, as_str(item.get("name")) or "", position if type(position) is int else 0
+        )
+        self.open_call(out, call, first)
+        return out
+
+    def _on_arguments_delta(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
+        self.count_key(payload["type"][len(_PREFIX) :])
+        call = self._call
+        if call is None or call.ended or payload.get("item_id") != call.key:
+            raise ProtocolViolation(UNKNOWN_TOOL_CALL, index)
+        text = payload.get("delta")
+        if not text or not isinstance(text, str):
+            return [_BOOKKEEPING_DELTA]
+        call.parts.append(text)
+        return [ToolInputDelta(call.call_id, text)]
+
+    def _on_arguments_done(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
+        item_id = as_str(payload.get("item_id"))
+        call = self._call
+        if call is None or item_id != call.key or call.ended:
+            if item_id in self._closed or (call is not None and item_id == call.key):
+                return [_BOOKKEEPING[payload["type"]]]  # a late or repeated "done": nothing new
+            raise ProtocolViolation(UNKNOWN_TOOL_CALL, index)
+        call.ended = True
+        call.final = as_arguments(payload.get("arguments")) or as_arguments(payload.get("input")) or None
+        return [ToolInputEnd(call.call_id)]
+
+    def _on_item_done(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
+        item = as_dict(payload.get("item"))
+        if item is None or as_str(item.get("type")) not in _TOOL_ITEMS:
+            return [_BOOKKEEPING["response.output_item.done"]]
+        item_id = as_str(item.get("id")) or as_str(item.get("call_id"))
+        call = self._call
+        out: list[StreamEvent] = []
+        if call is not None and item_id == call.key:
+            call.final = as_arguments(item.get("arguments")) or as_arguments(item.get("input")) or call.final
+            self.close_call(out)
+            return out
+        if item_id in self._closed:
+            return [_BOOKKEEPING["response.output_item.done"]]
+        # A call never announced by output_item.added: it arrives whole.
+        self._saw_function_call = True
+        call_id = as_str(item.get("call_id")) or item_id or self.next_call_id()
+        arguments = as_arguments(item.get("arguments")) or as_arguments(item.get("input")) or "{}"
+        position = payload.get("output_index")
+        self.whole_call(
+            out, call_id, as_str(item.get("name")) or "", arguments, position if type(position) is int else 0
+        )
+        return out
+
+    def _on_completed(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
+        out, response = self._terminal(payload)
+        reason = FinishReason.TOOL_CALLS if self._saw_function_call else FinishReason.STOP
+        out.append(Finish(reason, as_str(response.get("status")) or "completed"))
+        return out
+
+    def _on_incomplete(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
+        out, response = self._terminal(payload)
+        details = as_dict(response.get("incomplete_details")) or {}
+        raw = as_str(details.get("reason"))
+        out.append(Finish(_INCOMPLETE.get(raw, FinishReason.OTHER) if raw else FinishReason.OTHER, raw))
+        return out
+
+    def _terminal(self, payload: dict[str, Any]) -> tuple[list[StreamEvent], dict[str, Any]]:
+        out: list[StreamEvent] = []
+        self.close_call(out)
+        response = as_dict(payload.get("response")) or {}
+        self.seen(response.get("id"), response.get("model"))
+        usage = as_dict(response.get("usage"))
+        if usage is not None:
+            out.append(responses_usage(usage))
+        self.terminal_seen = True
+        return out, response
+
+    def _on_error(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
+        return self.error(payload)
+
+    def close_call(self, out: list[StreamEvent]) -> OpenCall | None:
+        call = super().close_call(out)
+        if call is not None and isinstance(call.key, str):
+            self._closed.add(call.key)
+        return call
+
+
+_BOOKKEEPING_DELTA: Final = Metadata("empty_delta")
+
+_HANDLERS: Final[dict[str, _Handler]] = {
+    "response.created": OpenAIResponsesAdapter._on_created,
+    "response.in_progress": OpenAIResponsesAdapter._on_created,
+    "response.queued": OpenAIResponsesAdapter._on_created,
+    "response.output_text.delta": OpenAIResponsesAdapter._on_text,
+    "response.refusal.delta": OpenAIResponsesAdapter._on_refusal,
+    "response.reasoning_summary_text.delta": OpenAIResponsesAdapter._on_summary,
+    "response.reasoning_text.delta": OpenAIResponsesAdapter._on_reasoning,
+    "response.output_item.added": OpenAIResponsesAdapter._on_item_added,
+    "response.output_item.done": OpenAIResponsesAdapter._on_item_done,
+    "response.function_call_arguments.delta": OpenAIResponsesAdapter._on_arguments_delta,
+    "response.function_call_arguments.done": OpenAIResponsesAdapter._on_arguments_done,
+    "response.custom_tool_call_input.delta": OpenAIResponsesAdapter._on_arguments_delta,
+    "response.custom_tool_call_input.done": OpenAIResponsesAdapter._on_arguments_done,
+    "response.completed": OpenAIResponsesAdapter._on_completed,
+    "response.incomplete": OpenAIResponsesAdapter._on_incomplete,
+    "response.failed": OpenAIResponsesAdapter._on_error,
+    "error": OpenAIResponsesAdapter._on_error,
+}

@@ -1,0 +1,85 @@
+"""Per-run configuration: watchdog deadlines and the bounds that keep a run's memory constant."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def _check_timeout(name: str, value: float | None) -> None:
+    if value is not None and not (isinstance(value, (int, float)) and value > 0 and math.isfinite(value)):
+        raise ValueError(f"{name} must be a positive number of seconds or None, not {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class StreamConfig:
+    """How one run is watched and bounded.
+
+    Watchdogs (seconds; ``None`` turns one off):
+
+    * ``connect_timeout`` (30): from the start of the request to the response headers.
+    * ``first_token_timeout`` (300): from the headers to the first provider progress (reasoning counts).
+      Reasoning models can think for minutes before the first token, hence the long default.
+    * ``idle_timeout`` (600): the longest silence between two provider-progress events. Pings, SSE comments
+      and metadata do not count as progress, so a stall kept alive by keepalives still fires.
+    * ``total_timeout`` (None): a deadline for the whole run.
+
+    ``pause_idle_during_tools``: stop the idle clock while an effectful tool runs inside the stream.
+    """
+
+    connect_timeout: float | None = 30.0
+    first_token_timeout: float | None = 300.0
+    idle_timeout: float | None = 600.0
+    total_timeout: float | None = None
+    pause_idle_during_tools: bool = False
+    max_line_bytes: int = 1 << 20
+    max_error_body_bytes: int = 64 << 10
+    timeline_head: int = 16
+    timeline_tail: int = 48
+    history_size: int = 64
+    sinks: tuple[Any, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        for name in ("connect_timeout", "first_token_timeout", "idle_timeout", "total_timeout"):
+            _check_timeout(name, getattr(self, name))
+        for name in (
+            "max_line_bytes",
+            "max_error_body_bytes",
+            "timeline_head",
+            "timeline_tail",
+            "history_size",
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, not {value!r}")
+
+    def replace(self, **changes: Any) -> StreamConfig:
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True, slots=True)
+class Ids:
+    """Correlation ids a run carries into its record. ``context`` holds caller-supplied strings such as a
+    proxy's request id, tenant, tag or route; values are redacted and bounded at capture."""
+
+    trace_id: str | None = None
+    session_id: str | None = None
+    message_id: str | None = None
+    attempt: int = 1
+    previous_run_id: str | None = None
+    context: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def coerce(cls, value: Ids | Mapping[str, Any] | None) -> Ids:
+        if value is None:
+            return cls()
+        if isinstance(value, Ids):
+            return value
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(value) - known
+        if unknown:
+            raise TypeError(f"unknown ids {sorted(unknown)}; put caller context under 'context'")
+        return cls(**value)

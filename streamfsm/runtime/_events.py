@@ -1,0 +1,180 @@
+"""Normalised stream events: what every wire format is decoded into, and what a consumer iterates.
+
+Each event class names the machine trigger it drives. Reprs never show text or arguments, only sizes.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import ClassVar, TypeAlias
+
+from ..classify import ProviderError
+from ..machine import Trigger
+
+
+class FinishReason(enum.Enum):
+    """A finish reason unified across providers; the raw value travels beside it."""
+
+    STOP = "stop"
+    LENGTH = "length"
+    TOOL_CALLS = "tool_calls"
+    CONTENT_FILTER = "content_filter"
+    OTHER = "other"
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class TextDelta:
+    """Visible output: answer text or a refusal."""
+
+    trigger: ClassVar[Trigger] = Trigger.TEXT_DELTA
+    text: str
+    refusal: bool = False
+
+    def __repr__(self) -> str:
+        return f"TextDelta(<{len(self.text)} chars>{', refusal' if self.refusal else ''})"
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class ReasoningDelta:
+    """Reasoning text (raw or summary). Not visible output."""
+
+    trigger: ClassVar[Trigger] = Trigger.REASONING_DELTA
+    text: str
+    summary: bool = False
+
+    def __repr__(self) -> str:
+        return f"ReasoningDelta(<{len(self.text)} chars>{', summary' if self.summary else ''})"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolInputStart:
+    """A tool call's arguments begin to stream."""
+
+    trigger: ClassVar[Trigger] = Trigger.TOOL_INPUT_START
+    call_id: str
+    name: str
+    index: int = 0
+    server_side: bool = False  # run by the provider (e.g. a hosted web search), never by the agent
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class ToolInputDelta:
+    trigger: ClassVar[Trigger] = Trigger.TOOL_INPUT_DELTA
+    call_id: str
+    arguments_delta: str
+
+    def __repr__(self) -> str:
+        return f"ToolInputDelta({self.call_id!r}, <{len(self.arguments_delta)} chars>)"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolInputEnd:
+    trigger: ClassVar[Trigger] = Trigger.TOOL_INPUT_END
+    call_id: str
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class ToolCall:
+    """A complete tool call: name and full arguments (a JSON string as the provider sent it)."""
+
+    trigger: ClassVar[Trigger] = Trigger.TOOL_CALL
+    call_id: str
+    name: str
+    arguments: str
+    index: int = 0
+    server_side: bool = False
+
+    def __repr__(self) -> str:
+        return f"ToolCall({self.call_id!r}, {self.name!r}, <{len(self.arguments)} chars>)"
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token usage; providers that stream cumulative usage send several, the last one counts."""
+
+    trigger: ClassVar[Trigger] = Trigger.USAGE
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    cached_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """The provider's terminal signal arrived."""
+
+    trigger: ClassVar[Trigger] = Trigger.FINISH
+    reason: FinishReason
+    raw_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Metadata:
+    """Protocol bookkeeping (message start, content part added, ids). Not provider progress."""
+
+    trigger: ClassVar[Trigger] = Trigger.METADATA
+    type: str  # the wire event's type, e.g. "message_start"
+    response_id: str | None = None
+    model: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Keepalive:
+    """A ping or an SSE comment. Not provider progress."""
+
+    trigger: ClassVar[Trigger] = Trigger.KEEPALIVE
+    type: str = "comment"
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderErrorEvent:
+    """An in-band error event from the provider."""
+
+    trigger: ClassVar[Trigger] = Trigger.PROVIDER_ERROR_EVENT
+    error: ProviderError
+
+
+StreamEvent: TypeAlias = (
+    TextDelta
+    | ReasoningDelta
+    | ToolInputStart
+    | ToolInputDelta
+    | ToolInputEnd
+    | ToolCall
+    | Usage
+    | Finish
+    | Metadata
+    | Keepalive
+    | ProviderErrorEvent
+)
+"""Every normalised event an adapter may produce."""
+
+ConsumerEvent: TypeAlias = (
+    TextDelta | ReasoningDelta | ToolInputStart | ToolInputDelta | ToolInputEnd | ToolCall | Usage | Finish
+)
+"""The events a consumer iterates; keepalives, metadata and errors drive the machine and the record only."""
+
+CONSUMER_EVENT_TYPES: tuple[type, ...] = (
+    TextDelta,
+    ReasoningDelta,
+    ToolInputStart,
+    ToolInputDelta,
+    ToolInputEnd,
+    ToolCall,
+    Usage,
+    Finish,
+)
+
+
+class ProtocolViolation(Exception):
+    """A wire stream broke its format.
+
+    ``detail`` is fixed vocabulary (never wire content); ``position`` is the index of the offending SSE event,
+    or the byte offset for line-level faults.
+    """
+
+    def __init__(self, detail: str, position: int) -> None:
+        self.detail = detail
+        self.position = position
+        super().__init__(f"{detail} at {position}")

@@ -1,0 +1,436 @@
+"""The run record: one bounded, redacted JSON object per run (schema ``streamfsm.run/1``).
+
+Memory is bounded from the start: counters are fixed dictionaries, the timeline keeps its first N and last M
+entries with runs of one kind coalesced, and nothing holds stream content. Redaction happens once, here, at
+capture; everything that leaves a record is already safe.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import deque
+from collections.abc import Iterator, Mapping
+from datetime import datetime, timezone
+from types import MappingProxyType
+from typing import Any, Final
+
+from ..classify import Diagnosis, TransportFacts
+from ..classify._redact import redact_headers, redact_text, redact_url
+from ..machine import State, Trigger
+from ._config import Ids, StreamConfig
+
+SCHEMA: Final = "streamfsm.run/1"
+READABLE_SCHEMAS: Final = frozenset({SCHEMA})
+
+_REQUEST_OPTIONS: Final = (
+    "temperature",
+    "top_p",
+    "top_k",
+    "max_tokens",
+    "max_completion_tokens",
+    "max_output_tokens",
+    "parallel_tool_calls",
+    "n",
+    "seed",
+    "reasoning_effort",
+    "service_tier",
+)
+_MAX_CONTEXT_ITEMS: Final = 16
+
+
+class Timeline:
+    """First ``head`` entries, last ``tail`` entries, consecutive events of one kind coalesced."""
+
+    __slots__ = ("_head", "_head_size", "_last", "_tail", "omitted", "omitted_events")
+
+    def __init__(self, head: int, tail: int) -> None:
+        self._head: list[list[Any]] = []
+        self._head_size = head
+        self._tail: deque[list[Any]] = deque(maxlen=tail)
+        self._last: list[Any] | None = None
+        self.omitted = 0
+        self.omitted_events = 0
+
+    def add(self, kind: str, t: float, state: State) -> None:
+        last = self._last
+        if last is not None and last[0] == kind:
+            last[2] = t
+            last[3] += 1
+            last[4] = state
+            return
+        entry = [kind, t, t, 1, state]
+        if len(self._head) < self._head_size:
+            self._head.append(entry)
+        else:
+            tail = self._tail
+            if len(tail) == tail.maxlen:
+                self.omitted += 1
+                self.omitted_events += tail[0][3]
+            tail.append(entry)
+        self._last = entry
+
+    def __len__(self) -> int:
+        return len(self._head) + len(self._tail)
+
+    def __iter__(self) -> Iterator[list[Any]]:
+        yield from self._head
+        yield from self._tail
+
+    def to_list(self) -> list[dict[str, Any]]:
+        out = []
+        for kind, first, last, count, state in self:
+            item: dict[str, Any] = {"t": round(first, 4), "event": kind, "state": str(state)}
+            if count > 1:
+                item["n"] = count
+                item["t_last"] = round(last, 4)
+            out.append(item)
+        return out
+
+
+def _iso(wall: float) -> str:
+    return datetime.fromtimestamp(wall, tz=timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _seconds(start: float, at: float | None) -> float | None:
+    return None if at is None else round(at - start, 4)
+
+
+def request_shape(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The shape of a request, never its content: streaming, tool count, tool choice, allow-listed options."""
+    tools = body.get("tools")
+    choice = body.get("tool_choice")
+    if isinstance(choice, Mapping):
+        choice = choice.get("type")
+    options = {k: body[k] for k in _REQUEST_OPTIONS if isinstance(body.get(k), (int, float, str, bool))}
+    reasoning = body.get("reasoning")
+    if isinstance(reasoning, Mapping) and isinstance(reasoning.get("effort"), str):
+        options["reasoning.effort"] = reasoning["effort"]
+    thinking = body.get("thinking")
+    if isinstance(thinking, Mapping) and isinstance(thinking.get("type"), str):
+        options["thinking.type"] = thinking["type"]
+    return {
+        "streaming": True,
+        "tool_count": len(tools) if isinstance(tools, list) else 0,
+        "tool_choice": redact_text(choice, limit=32) if isinstance(choice, str) else None,
+        "options": {k: redact_text(v, limit=32) if isinstance(v, str) else v for k, v in options.items()},
+    }
+
+
+def _context(ids: Ids) -> dict[str, str]:
+    items = list(ids.context.items())[:_MAX_CONTEXT_ITEMS]
+    return {redact_text(str(k), limit=64): redact_text(str(v), limit=128) for k, v in items}
+
+
+class Recorder:
+    """Collects one run's facts as they happen. Per-event work is a few dictionary and attribute updates."""
+
+    __slots__ = (
+        "_last_part",
+        "abort",
+        "bytes_received",
+        "config",
+        "counts",
+        "delta_keys",
+        "finish_raw",
+        "finish_unified",
+        "first_progress",
+        "first_visible",
+        "headers_at",
+        "http_headers",
+        "ids",
+        "last_progress",
+        "model",
+        "parts",
+        "paused_s",
+        "provider",
+        "provider_ids",
+        "request",
+        "request_sent",
+        "run_id",
+        "start",
+        "started_wall",
+        "status",
+        "timeline",
+        "tokens",
+        "tools",
+        "trace_id",
+        "transport",
+        "url",
+        "watchdog_fired",
+    )
+
+    def __init__(
+        self,
+        *,
+        provider: str,
+        model: str | None,
+        body: Mapping[str, Any],
+        url: str,
+        ids: Ids,
+        config: StreamConfig,
+        run_id: str,
+        trace_id: str,
+    ) -> None:
+        self.start = time.monotonic()
+        self.started_wall = time.time()
+        self.provider = provider
+        self.model = redact_text(model, limit=128) if model else None
+        self.request = request_shape(body)
+        self.url = redact_url(url)
+        self.ids = ids
+        self.config = config
+        self.run_id = run_id
+        self.trace_id = trace_id
+        self.timeline = Timeline(config.timeline_head, config.timeline_tail)
+        self.counts: dict[str, int] = {}
+        self.delta_keys: Mapping[str, int] = {}
+        self.parts = {"text": 0, "reasoning": 0, "tool": 0}
+        self._last_part = ""
+        self.tokens: dict[str, int | None] = {
+            "input": None,
+            "output": None,
+            "reasoning": None,
+            "cached": None,
+        }
+        self.finish_raw: str | None = None
+        self.finish_unified: str | None = None
+        self.headers_at: float | None = None
+        self.first_progress: float | None = None
+        self.first_visible: float | None = None
+        self.last_progress: float | None = None
+        self.status: int | None = None
+        self.http_headers: dict[str, str] = {}
+        self.provider_ids: dict[str, str] = {}
+        self.request_sent = False
+        self.bytes_received = 0
+        self.transport: TransportFacts | None = None
+        self.abort: dict[str, Any] | None = None
+        self.watchdog_fired: str | None = None
+        self.paused_s = 0.0
+        self.tools = {"started": 0, "effectful": 0, "finished": 0, "failed": 0}
+
+    # -- per event -------------------------------------------------------------------------------------------
+
+    def event(self, kind: str, now: float, state: State) -> None:
+        counts = self.counts
+        counts[kind] = counts.get(kind, 0) + 1
+        self.timeline.add(kind, now - self.start, state)
+
+    def progress(self, trigger: Trigger, now: float) -> None:
+        if self.first_progress is None:
+            self.first_progress = now
+        self.last_progress = now
+        part = _PART_OF.get(trigger)
+        if part is not None and part != self._last_part:
+            self._last_part = part
+            self.parts[part] += 1
+        if trigger is Trigger.TEXT_DELTA and self.first_visible is None:
+            self.first_visible = now
+
+    def lifecycle(self, kind: str, state: State) -> None:
+        self.timeline.add(kind, time.monotonic() - self.start, state)
+
+    # -- facts -----------------------------------------------------------------------------------------------
+
+    def response_headers(self, status: int, headers: Mapping[str, str]) -> None:
+        self.headers_at = time.monotonic()
+        self.status = status
+        self.http_headers = redact_headers(headers)
+        for name in ("x-request-id", "request-id", "x-goog-request-id", "x-amzn-requestid", "cf-ray"):
+            value = headers.get(name)
+            if value:
+                self.provider_ids.setdefault("request_id", redact_text(value, limit=128))
+                break
+
+    def response_id(self, value: str | None) -> None:
+        if value:
+            self.provider_ids["response_id"] = redact_text(value, limit=128)
+
+    def usage(self, input: int | None, output: int | None, reasoning: int | None, cached: int | None) -> None:
+        tokens = self.tokens
+        for key, value in (
+            ("input", input),
+            ("output", output),
+            ("reasoning", reasoning),
+            ("cached", cached),
+        ):
+            if value is not None:
+                tokens[key] = value
+
+    def set_abort(self, source: str, reason: str | None) -> None:
+        self.abort = {
+            "source": source,
+            "reason": redact_text(reason, limit=200) if reason else None,
+            "at_s": round(time.monotonic() - self.start, 4),
+        }
+
+    # -- the record ------------------------------------------------------------------------------------------
+
+    def finish(self, diagnosis: Diagnosis, final: State) -> RunRecord:
+        end = time.monotonic()
+        start = self.start
+        ids = self.ids
+        transport = self.transport
+        config = self.config
+        last_progress_age = None if self.last_progress is None else round(end - self.last_progress, 4)
+        data: dict[str, Any] = {
+            "schema": SCHEMA,
+            "ids": {
+                "trace_id": self.trace_id,
+                "run_id": self.run_id,
+                "session_id": redact_text(ids.session_id, limit=128) if ids.session_id else None,
+                "message_id": redact_text(ids.message_id, limit=128) if ids.message_id else None,
+                "attempt": ids.attempt,
+                "previous_run_id": ids.previous_run_id,
+                "provider_request_id": self.provider_ids.get("request_id"),
+                "response_id": self.provider_ids.get("response_id"),
+                "context": _context(ids),
+            },
+            "started_at": _iso(self.started_wall),
+            "provider": self.provider,
+            "model": self.model,
+            "endpoint": self.url,
+            "request": self.request,
+            "outcome": {
+                "state": str(final),
+                "from_state": str(diagnosis.state),
+                "edge": diagnosis.edge.value if diagnosis.edge else None,
+                "phase": diagnosis.phase.value,
+                "cause": diagnosis.cause,
+                "class": diagnosis.failure_class.value,
+                "summary_key": diagnosis.summary_key,
+                "confidence": diagnosis.confidence.value,
+                "evidence": list(diagnosis.evidence),
+            },
+            "retry": {
+                "verdict": diagnosis.verdict.value,
+                "reason": diagnosis.reason,
+                "action": diagnosis.action.value,
+                "retry_after_s": diagnosis.retry_after_s,
+                "possibly_delivered": diagnosis.possibly_delivered,
+            },
+            "summary": {"title": diagnosis.title, "detail": diagnosis.detail},
+            "stream_events": dict(self.counts),
+            "delta_keys": dict(self.delta_keys),
+            "stored_parts": dict(self.parts),
+            "tokens": dict(self.tokens),
+            "finish_reason": {"raw": self.finish_raw, "unified": self.finish_unified},
+            "timings": {
+                "to_headers_s": _seconds(start, self.headers_at),
+                "to_first_progress_s": _seconds(start, self.first_progress),
+                "to_first_visible_s": _seconds(start, self.first_visible),
+                "last_progress_age_s": last_progress_age,
+                "total_s": round(end - start, 4),
+            },
+            "watchdog": {
+                "connect_timeout_s": config.connect_timeout,
+                "first_token_timeout_s": config.first_token_timeout,
+                "idle_timeout_s": config.idle_timeout,
+                "total_timeout_s": config.total_timeout,
+                "fired": self.watchdog_fired,
+                "idle_paused_s": round(self.paused_s, 4),
+            },
+            "abort": self.abort,
+            "transport": {
+                "kind": transport.kind.value if transport else None,
+                "chain": list(transport.chain) if transport else [],
+                "errno": transport.errno if transport else None,
+                "markers": list(transport.markers) if transport else [],
+                "request_sent": self.request_sent,
+                "headers_received": self.headers_at is not None,
+                "status": self.status,
+                "bytes_received": self.bytes_received,
+                "response_headers": self.http_headers,
+            },
+            "tools": dict(self.tools),
+            "timeline": {
+                "entries": self.timeline.to_list(),
+                "omitted": self.timeline.omitted,
+                "omitted_events": self.timeline.omitted_events,
+            },
+        }
+        return RunRecord(data)
+
+
+_PART_OF: Final = {
+    Trigger.TEXT_DELTA: "text",
+    Trigger.REASONING_DELTA: "reasoning",
+    Trigger.TOOL_CALL: "tool",
+}
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, dict):
+        return MappingProxyType({k: _freeze(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def _thaw(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _thaw(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return [_thaw(v) for v in value]
+    return value
+
+
+class RunRecord(Mapping[str, Any]):
+    """An immutable run record. Read it like a mapping; ``to_dict()`` and ``to_json()`` export it."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        schema = data.get("schema")
+        if schema not in READABLE_SCHEMAS:
+            raise ValueError(
+                f"unreadable run record schema {schema!r}; this version reads {sorted(READABLE_SCHEMAS)}"
+            )
+        self._data: Mapping[str, Any] = _freeze(dict(data))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunRecord:
+        return cls(data)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> RunRecord:
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise ValueError("a run record is a JSON object")
+        return cls(data)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def to_dict(self) -> dict[str, Any]:
+        thawed: dict[str, Any] = _thaw(self._data)
+        return thawed
+
+    def to_json(self, *, indent: int | None = None) -> str:
+        return json.dumps(self.to_dict(), indent=indent, sort_keys=False, ensure_ascii=False)
+
+    @property
+    def run_id(self) -> str:
+        return str(self._data["ids"]["run_id"])
+
+    @property
+    def failure_class(self) -> str:
+        return str(self._data["outcome"]["class"])
+
+    @property
+    def summary_key(self) -> str:
+        return str(self._data["outcome"]["summary_key"])
+
+    @property
+    def verdict(self) -> str:
+        return str(self._data["retry"]["verdict"])
+
+    def __repr__(self) -> str:
+        return f"RunRecord(run_id={self.run_id!r}, summary_key={self.summary_key!r})"

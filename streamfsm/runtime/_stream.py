@@ -1,0 +1,648 @@
+"""The run wrapper: one HTTP stream driven through the machine, watched by typed watchdogs, leaving a record.
+
+    async with open_stream("openai-chat", base_url=..., json=body, headers=auth) as run:
+        async for event in run:
+            ...
+
+Failure paths, and what the caller sees:
+
+* a transport fault, an HTTP error, an in-band provider error, a protocol violation, a watchdog, or
+  ``run.abort()``  →  ``StreamFailed`` (``.diagnosis``, ``.record``), chained from the raw cause;
+* cancellation from outside  →  recorded as ``local_abort`` (source ``cancelled``), then the cancellation
+  propagates unchanged;
+* the consumer leaves the loop early  →  recorded as ``local_abort`` (source ``consumer_stopped``);
+* the consumer's own code raises inside the loop  →  recorded as ``consumer_error``, re-raised as it was.
+
+The record is final before any of these reach the caller, and cleanup runs under a shielded scope.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+import uuid
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from types import TracebackType
+from typing import Any, Final, NoReturn
+
+import anyio
+import httpx
+
+from ..classify import AbortSource, Diagnosis, Facts, diagnose, diagnose_finished
+from ..classify._provider import provider_error_from_http
+from ..classify._taxonomy import TransportKind
+from ..classify._transport import transport_facts
+from ..machine import Activity, IllegalTransition, State, StreamMachine, Trigger
+from ._adapters import Adapter, adapter_for
+from ._config import Ids, StreamConfig
+from ._errors import StreamFailed
+from ._events import (
+    CONSUMER_EVENT_TYPES,
+    ConsumerEvent,
+    Finish,
+    Metadata,
+    ProtocolViolation,
+    ProviderErrorEvent,
+    StreamEvent,
+    ToolCall,
+    ToolInputStart,
+    Usage,
+)
+from ._record import Recorder, RunRecord
+from ._sse import SSEDecoder
+
+_EFFECTS: Final = {"effectful": True, "read_only": False}
+_CLEANUP_TIMEOUT_S: Final = 5.0
+_CONSUMER_TYPES: Final = frozenset(CONSUMER_EVENT_TYPES)
+
+
+def _no_frames(frame: Any) -> list[StreamEvent]:
+    raise RuntimeError("a Run subclass must set _feed")
+
+
+def _deadline(start: float, timeout: float | None) -> float:
+    return math.inf if timeout is None else start + timeout
+
+
+class Run:
+    """One LLM stream. Use as ``async with``; iterate it for normalised events.
+
+    The agent reports its own facts here: ``tool_started`` / ``tool_finished`` (or ``async with
+    run.tool(call_id)``) for tool execution, and ``abort()`` to stop the stream with provenance.
+
+    This class holds everything that does not depend on where events come from: the machine, the watchdogs,
+    the record, the tool ledger, and how a run ends. A subclass supplies the source through ``_connect``,
+    ``_read_frames``, ``_feed`` (frame → events), ``_eof_events`` and ``_close_source``: ``HttpRun`` for our
+    own client, ``SdkRun`` for a provider SDK's stream.
+    """
+
+    def __init__(
+        self,
+        *,
+        provider: str,
+        model: str | None,
+        body: Mapping[str, Any],
+        url: str,
+        delta_keys: Mapping[str, int],
+        config: StreamConfig | None,
+        ids: Ids | Mapping[str, Any] | None,
+    ) -> None:
+        self.config = config or StreamConfig()
+        self.ids = Ids.coerce(ids)
+        self.provider = provider
+        self.run_id = uuid.uuid4().hex
+        self.trace_id = self.ids.trace_id or uuid.uuid4().hex
+        self._machine = StreamMachine(history_size=self.config.history_size)
+        self._rec = Recorder(
+            provider=provider,
+            model=model,
+            body=body,
+            url=url,
+            ids=self.ids,
+            config=self.config,
+            run_id=self.run_id,
+            trace_id=self.trace_id,
+        )
+        self._rec.delta_keys = delta_keys  # the source's live, bounded counter
+        self._feed: Callable[[Any], list[StreamEvent]] = _no_frames  # frame → events; set by the subclass
+        self._pending: deque[ConsumerEvent] = deque()
+        self._read_scope: anyio.CancelScope | None = None
+        self._abort_request: tuple[AbortSource, str | None] | None = None
+        self._entered = False
+        self._streaming = False
+        self._done = False
+        self._record: RunRecord | None = None
+        self._diagnosis: Diagnosis | None = None
+        self._deferred: StreamFailed | None = None
+        self._completed_calls: dict[str, str] = {}
+        self._running: dict[str, bool] = {}
+        self._current_tool: str | None = None
+        self._idle_paused_since: float | None = None
+        self._idle_resumed_at = 0.0
+
+    # -- the source: overridden by subclasses ---------------------------------------------------------------
+
+    async def _connect(self) -> None:
+        """Start the request; on success the machine has taken ``headers_received``."""
+        raise NotImplementedError
+
+    async def _read_frames(self) -> list[Any] | None:
+        """Wait for the next batch of raw frames; ``None`` at a clean end of the source."""
+        raise NotImplementedError
+
+    def _eof_events(self) -> list[StreamEvent]:
+        """Events the source still owes at a clean end (e.g. a deferred finish)."""
+        return []
+
+    def _eof_detail(self) -> str | None:
+        return None
+
+    def _read_failed(self, exc: Exception) -> NoReturn:
+        """A read raised: by default a transport fault after the headers."""
+        facts = transport_facts(exc, headers_received=True)
+        self._rec.transport = facts
+        self._fail(Trigger.DISCONNECTED, self._facts(transport=facts), exc)
+
+    async def _close_source(self) -> None:
+        return None
+
+    @property
+    def delta_keys(self) -> Mapping[str, int]:
+        return self._rec.delta_keys
+
+    # -- what the caller reads --------------------------------------------------------------------------
+
+    @property
+    def state(self) -> State:
+        return self._machine.state
+
+    @property
+    def history(self) -> tuple[Trigger, ...]:
+        return tuple(self._machine.history)
+
+    @property
+    def record(self) -> RunRecord | None:
+        """The run record, once the run has ended (finished or failed)."""
+        return self._record
+
+    @property
+    def diagnosis(self) -> Diagnosis | None:
+        return self._diagnosis
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.provider} {self._machine.state} run_id={self.run_id}>"
+
+    # -- lifecycle --------------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Run:
+        if self._entered:
+            raise RuntimeError("a Run can be entered only once; open a new stream for a new attempt")
+        self._entered = True
+        try:
+            await self._connect()
+        except BaseException as exc:
+            if not self._done:
+                self._end_locally(exc)
+            await self._cleanup()
+            raise
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        try:
+            if not self._done:
+                self._end_locally(exc)
+        finally:
+            await self._cleanup()
+
+    def _end_locally(self, exc: BaseException | None) -> None:
+        """The run stopped before its terminal event for a reason on our side of the wire."""
+        if exc is None:
+            self._finalize_failure(Trigger.LOCAL_ABORT, self._abort_facts(AbortSource.CONSUMER_STOPPED, None))
+        elif isinstance(exc, anyio.get_cancelled_exc_class()):
+            self._finalize_failure(Trigger.LOCAL_ABORT, self._abort_facts(AbortSource.CANCELLED, None))
+        elif isinstance(exc, Exception):
+            self._finalize_failure(Trigger.CONSUMER_ERROR, self._facts())
+        else:  # KeyboardInterrupt, SystemExit, GeneratorExit: the application is going away
+            self._finalize_failure(
+                Trigger.LOCAL_ABORT, self._abort_facts(AbortSource.APP, type(exc).__name__)
+            )
+
+    async def _cleanup(self) -> None:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(_CLEANUP_TIMEOUT_S):
+            try:
+                await self._close_source()
+            finally:
+                await self._emit()
+
+    async def _emit(self) -> None:
+        record = self._record
+        if record is None:
+            return
+        for sink in self.config.sinks:
+            await _deliver(sink, record)
+
+    # -- connecting -------------------------------------------------------------------------------------
+
+    def _connect_deadline(self) -> tuple[float, Trigger]:
+        start = self._rec.start
+        connect = _deadline(start, self.config.connect_timeout)
+        total = _deadline(start, self.config.total_timeout)
+        return (connect, Trigger.CONNECT_TIMEOUT) if connect <= total else (total, Trigger.TOTAL_TIMEOUT)
+
+    def _headers_received(self) -> None:
+        self._advance(Trigger.HEADERS_RECEIVED, time.monotonic())
+        self._streaming = True
+
+    # -- streaming --------------------------------------------------------------------------------------
+
+    def __aiter__(self) -> Run:
+        return self
+
+    async def __anext__(self) -> ConsumerEvent:
+        pending = self._pending
+        while not pending:
+            if self._done:
+                failure, self._deferred = self._deferred, None
+                if failure is not None:
+                    raise failure
+                raise StopAsyncIteration
+            try:
+                await self._pump()
+            except StreamFailed as failure:
+                if not pending:
+                    raise
+                # Events that arrived before the fault in the same chunk are delivered first.
+                self._deferred = failure
+        return pending.popleft()
+
+    async def _pump(self) -> None:
+        """Wait for the next frames (or the end of the source) and apply every event in them."""
+        if not self._streaming:
+            raise RuntimeError("iterate a run inside its `async with` block")
+        if self._abort_request is not None:
+            self._fail_cancelled(Trigger.LOCAL_ABORT)
+        deadline, edge = self._read_deadline()
+        frames: list[Any] | None = None
+        with anyio.CancelScope(deadline=self._to_loop_time(deadline)) as scope:
+            self._read_scope = scope
+            try:
+                frames = await self._read_frames()
+            except ProtocolViolation as violation:
+                self._fail(Trigger.PROTOCOL_VIOLATION, self._facts(detail=violation.detail), violation)
+            except Exception as exc:
+                self._read_failed(exc)
+        self._read_scope = None
+        if scope.cancelled_caught:
+            self._fail_cancelled(edge)
+        try:
+            if frames is not None:
+                feed = self._feed
+                for frame in frames:
+                    if self._done:
+                        return  # data after the terminal event is not part of this response
+                    self._apply_all(feed(frame))
+            else:
+                self._apply_all(self._eof_events())
+                if not self._done:
+                    self._fail(Trigger.EOF_WITHOUT_TERMINAL, self._facts(detail=self._eof_detail()))
+        except ProtocolViolation as violation:
+            self._fail(Trigger.PROTOCOL_VIOLATION, self._facts(detail=violation.detail), violation)
+
+    def _apply_all(self, events: list[StreamEvent]) -> None:
+        for event in events:
+            if self._done:
+                return
+            self._apply(event)
+
+    def _apply(self, event: StreamEvent) -> None:
+        if isinstance(event, ProviderErrorEvent):
+            self._fail(Trigger.PROVIDER_ERROR_EVENT, self._facts(provider=event.error))
+        trigger = event.trigger
+        now = time.monotonic()
+        self._advance(trigger, now)
+        if trigger.is_provider_progress:
+            self._rec.progress(trigger, now)
+        kind = type(event)
+        if kind in _CONSUMER_TYPES:
+            self._pending.append(event)  # type: ignore[arg-type]  # narrowed by _CONSUMER_TYPES
+        on_event = _ON_EVENT.get(kind)
+        if on_event is not None:
+            on_event(self, event)
+
+    def _on_tool_input_start(self, event: ToolInputStart) -> None:
+        self._current_tool = event.name
+
+    def _on_tool_call(self, event: ToolCall) -> None:
+        self._completed_calls[event.call_id] = event.name
+        self._current_tool = event.name
+
+    def _on_usage(self, event: Usage) -> None:
+        self._rec.usage(event.input_tokens, event.output_tokens, event.reasoning_tokens, event.cached_tokens)
+
+    def _on_metadata(self, event: Metadata) -> None:
+        self._rec.response_id(event.response_id)
+
+    def _on_finish(self, event: Finish) -> None:
+        self._rec.finish_raw = event.raw_reason
+        self._rec.finish_unified = event.reason.value
+        self._finalize_finished()
+
+    def _advance(self, trigger: Trigger, now: float) -> None:
+        try:
+            state = self._machine.send(trigger)
+        except IllegalTransition as illegal:
+            self._fail(
+                Trigger.PROTOCOL_VIOLATION,
+                self._facts(detail=f"illegal {trigger.value} in {illegal.state}"),
+                illegal,
+            )
+        self._rec.event(trigger.value, now, state)
+
+    # -- watchdogs --------------------------------------------------------------------------------------
+
+    def _read_deadline(self) -> tuple[float, Trigger]:
+        """The earliest armed watchdog deadline (monotonic clock) and the edge it fires."""
+        rec = self._rec
+        config = self.config
+        best, edge = _deadline(rec.start, config.total_timeout), Trigger.TOTAL_TIMEOUT
+        if rec.first_progress is None:
+            assert rec.headers_at is not None
+            first = _deadline(rec.headers_at, config.first_token_timeout)
+            if first < best:
+                best, edge = first, Trigger.FIRST_TOKEN_TIMEOUT
+        elif self._idle_paused_since is None:
+            since = max(rec.last_progress or rec.start, self._idle_resumed_at)
+            idle = _deadline(since, config.idle_timeout)
+            if idle < best:
+                best, edge = idle, Trigger.IDLE_TIMEOUT
+        return best, edge
+
+    @staticmethod
+    def _to_loop_time(deadline: float) -> float:
+        # Event-loop clocks may be offset from time.monotonic (trio's is, on purpose).
+        if deadline == math.inf:
+            return math.inf
+        return anyio.current_time() + (deadline - time.monotonic())
+
+    def _fail_cancelled(self, edge: Trigger) -> NoReturn:
+        """Our own scope was cancelled: by ``abort()`` or by the watchdog whose deadline passed."""
+        if self._abort_request is not None:
+            source, reason = self._abort_request
+            self._fail(Trigger.LOCAL_ABORT, self._abort_facts(source, reason))
+        self._rec.watchdog_fired = edge.value
+        self._fail(edge, self._facts())
+
+    # -- the agent's facts ------------------------------------------------------------------------------
+
+    def abort(self, reason: str | None = None, *, source: AbortSource | str = AbortSource.USER) -> None:
+        """Stop the stream now; the run fails as ``local_abort`` with this source and reason."""
+        source = AbortSource(source)
+        if self._done or self._abort_request is not None:
+            return
+        self._abort_request = (source, reason)
+        if self._read_scope is not None:
+            self._read_scope.cancel()
+
+    def tool_started(self, call_id: str, effect: str = "effectful") -> None:
+        """The agent started running a complete tool call. ``effect``: "effectful" or "read_only"."""
+        if effect not in _EFFECTS:
+            raise ValueError(f"effect must be 'effectful' or 'read_only', not {effect!r}")
+        effectful = _EFFECTS[effect]
+        trigger = (
+            Trigger.TOOL_EXECUTION_START_EFFECTFUL if effectful else Trigger.TOOL_EXECUTION_START_READ_ONLY
+        )
+        if call_id not in self._completed_calls:
+            raise IllegalTransition(self._machine.state, trigger)
+        if call_id in self._running:
+            raise ValueError(f"tool call {call_id!r} is already running")
+        tools = self._rec.tools
+        tools["started"] += 1
+        tools["effectful"] += effectful
+        if not self._done:
+            self._machine.send(trigger)
+            self._rec.lifecycle(trigger.value, self._machine.state)
+            self._current_tool = self._completed_calls[call_id]
+        self._running[call_id] = effectful
+        if effectful and self.config.pause_idle_during_tools and self._idle_paused_since is None:
+            self._idle_paused_since = time.monotonic()
+
+    def tool_finished(self, call_id: str, ok: bool = True) -> None:
+        if call_id not in self._running:
+            raise IllegalTransition(self._machine.state, Trigger.TOOL_EXECUTION_END)
+        del self._running[call_id]
+        self._rec.tools["finished" if ok else "failed"] += 1
+        if self._idle_paused_since is not None and not any(self._running.values()):
+            now = time.monotonic()
+            self._rec.paused_s += now - self._idle_paused_since
+            self._idle_paused_since = None
+            self._idle_resumed_at = now
+        if not self._running and not self._done:
+            self._machine.send(Trigger.TOOL_EXECUTION_END)
+            self._rec.lifecycle(Trigger.TOOL_EXECUTION_END.value, self._machine.state)
+
+    @asynccontextmanager
+    async def tool(self, call_id: str, effect: str = "effectful") -> AsyncIterator[None]:
+        """``async with run.tool(call_id):`` brackets one tool execution."""
+        self.tool_started(call_id, effect)
+        ok = False
+        try:
+            yield
+            ok = True
+        finally:
+            self.tool_finished(call_id, ok=ok)
+
+    # -- ending -----------------------------------------------------------------------------------------
+
+    def _facts(self, **overrides: Any) -> Facts:
+        fields: dict[str, Any] = {"request_sent": self._rec.request_sent, "tool_name": self._current_tool}
+        fields.update(overrides)
+        return Facts(**fields)
+
+    def _abort_facts(self, source: AbortSource, reason: str | None) -> Facts:
+        self._rec.set_abort(source.value, reason)
+        return self._facts(abort_source=source)
+
+    def _finalize_failure(self, edge: Trigger, facts: Facts) -> StreamFailed:
+        from_state = self._machine.state
+        final = self._machine.send(edge)
+        self._rec.lifecycle(edge.value, final)
+        diagnosis = diagnose(from_state, edge, facts)
+        record = self._rec.finish(diagnosis, final)
+        self._diagnosis, self._record, self._done = diagnosis, record, True
+        return StreamFailed(diagnosis, record)
+
+    def _fail(self, edge: Trigger, facts: Facts, cause: BaseException | None = None) -> NoReturn:
+        raise self._finalize_failure(edge, facts) from cause
+
+    def _finalize_finished(self) -> None:
+        state = self._machine.state
+        diagnosis = diagnose_finished(state)
+        self._diagnosis, self._record, self._done = diagnosis, self._rec.finish(diagnosis, state), True
+
+    @property
+    def finished(self) -> bool:
+        return self._machine.state.activity is Activity.FINISHED
+
+
+class HttpRun(Run):
+    """A run over our own ``httpx`` client: SSE bytes → wire adapter → events."""
+
+    def __init__(
+        self,
+        provider: str,
+        *,
+        base_url: str,
+        json: Mapping[str, Any],
+        headers: Mapping[str, str] | None = None,
+        client: httpx.AsyncClient | None = None,
+        config: StreamConfig | None = None,
+        ids: Ids | Mapping[str, Any] | None = None,
+    ) -> None:
+        if not isinstance(json, Mapping):
+            raise TypeError("json must be a mapping (the request body)")
+        adapter: Adapter = adapter_for(provider)
+        url, body = adapter.request(base_url, json)
+        model = json.get("model")
+        super().__init__(
+            provider=adapter.name,
+            model=model if isinstance(model, str) else None,
+            body=json,
+            url=url,
+            delta_keys=adapter.delta_keys,
+            config=config,
+            ids=ids,
+        )
+        self._adapter = adapter
+        self._url, self._body = url, body
+        self._headers = dict(headers or {})
+        self._client = client
+        self._owns_client = client is None
+        self._decoder = SSEDecoder(self.config.max_line_bytes)
+        self._response: httpx.Response | None = None
+        self._chunks: AsyncIterator[bytes] | None = None
+        self._connected = False
+        self._feed = adapter.feed
+
+    async def _trace(self, name: str, info: Mapping[str, Any]) -> None:
+        if not name.endswith(".complete"):
+            return
+        if "connect_tcp" in name or "connect_unix" in name:
+            self._connected = True
+            self._rec.lifecycle("connected", self._machine.state)
+        elif "send_request_body" in name:
+            self._rec.request_sent = True
+            self._rec.lifecycle("request_written", self._machine.state)
+
+    async def _connect(self) -> None:
+        config = self.config
+        rec = self._rec
+        self._machine.send(Trigger.REQUEST_SENT)
+        rec.lifecycle(Trigger.REQUEST_SENT.value, self._machine.state)
+        if self._client is None:
+            self._client = httpx.AsyncClient()
+        timeout = httpx.Timeout(
+            connect=config.connect_timeout,
+            read=None,
+            write=config.connect_timeout,
+            pool=config.connect_timeout,
+        )
+        request = self._client.build_request(
+            "POST",
+            self._url,
+            json=self._body,
+            headers=self._headers,
+            timeout=timeout,
+            extensions={"trace": self._trace},
+        )
+        deadline, edge = self._connect_deadline()
+        response: httpx.Response | None = None
+        with anyio.CancelScope(deadline=self._to_loop_time(deadline)) as scope:
+            self._read_scope = scope
+            try:
+                response = await self._client.send(request, stream=True)
+            except Exception as exc:
+                facts = transport_facts(exc, headers_received=False)
+                if facts.kind is TransportKind.CONNECT_TIMEOUT:
+                    fault = Trigger.CONNECT_TIMEOUT
+                elif self._connected or facts.kind is TransportKind.CLOSED_BEFORE_RESPONSE:
+                    fault = Trigger.DISCONNECTED
+                else:
+                    fault = Trigger.CONNECT_FAILED
+                rec.transport = facts
+                self._fail(fault, self._facts(transport=facts), exc)
+        self._read_scope = None
+        if response is None:
+            self._fail_cancelled(edge)
+        self._response = response
+        rec.response_headers(response.status_code, response.headers)
+        if not 200 <= response.status_code < 300:
+            body = await self._read_error_body(response, deadline, edge)
+            error = provider_error_from_http(response.status_code, response.headers, body)
+            self._fail(Trigger.HTTP_ERROR, self._facts(provider=error))
+        self._chunks = response.aiter_bytes().__aiter__()
+        self._headers_received()
+
+    async def _read_error_body(self, response: httpx.Response, deadline: float, edge: Trigger) -> bytes:
+        limit = self.config.max_error_body_bytes
+        body = bytearray()
+        with anyio.CancelScope(deadline=self._to_loop_time(deadline)) as scope:
+            self._read_scope = scope
+            try:
+                async for chunk in response.aiter_bytes():
+                    body += chunk
+                    if len(body) >= limit:
+                        break
+            except Exception:
+                pass  # the status already says what happened; a broken error body only loses detail
+        self._read_scope = None
+        if scope.cancelled_caught and self._abort_request is not None:
+            self._fail_cancelled(edge)
+        return bytes(body[:limit])
+
+    async def _read_frames(self) -> list[Any] | None:
+        assert self._chunks is not None
+        try:
+            chunk = await self._chunks.__anext__()
+        except StopAsyncIteration:
+            return None
+        self._rec.bytes_received += len(chunk)
+        return self._decoder.feed(chunk)
+
+    def _eof_events(self) -> list[StreamEvent]:
+        events = [event for frame in self._decoder.close() for event in self._adapter.feed(frame)]
+        return events + self._adapter.end()
+
+    def _eof_detail(self) -> str | None:
+        return "incomplete_event" if self._decoder.truncated else None
+
+    async def _close_source(self) -> None:
+        try:
+            if self._response is not None:
+                await self._response.aclose()
+        finally:
+            if self._owns_client and self._client is not None:
+                await self._client.aclose()
+
+
+_ON_EVENT: Final[dict[type, Callable[[Run, Any], None]]] = {
+    ToolInputStart: Run._on_tool_input_start,
+    ToolCall: Run._on_tool_call,
+    Usage: Run._on_usage,
+    Metadata: Run._on_metadata,
+    Finish: Run._on_finish,
+}
+
+
+async def _deliver(sink: Any, record: RunRecord) -> None:
+    """Hand a record to a sink; a sink's failure never reaches the agent."""
+    try:
+        result = sink(record)
+        if hasattr(result, "__await__"):
+            await result
+    except Exception:
+        logging.getLogger("streamfsm").exception("a run record sink failed (%s)", type(sink).__name__)
+
+
+def open_stream(
+    provider: str,
+    *,
+    base_url: str,
+    json: Mapping[str, Any],
+    headers: Mapping[str, str] | None = None,
+    client: httpx.AsyncClient | None = None,
+    config: StreamConfig | None = None,
+    ids: Ids | Mapping[str, Any] | None = None,
+) -> HttpRun:
+    """Open one streaming request to ``provider`` ("openai-chat", "openai-responses", "anthropic", "gemini").
+
+    Use it as an async context manager; the request is sent on entry. ``headers`` carries auth and is never
+    recorded. ``client`` is used and left open when given; otherwise the run owns a fresh client.
+    """
+    return HttpRun(
+        provider, base_url=base_url, json=json, headers=headers, client=client, config=config, ids=ids
+    )

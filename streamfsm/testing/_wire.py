@@ -1,0 +1,537 @@
+"""Realistic SSE wire streams for the four formats, as lists of frames.
+
+Each frame is one complete SSE event as bytes, blank line included, so a test server or a fault provider can
+send them one by one and cut anywhere (between frames, or inside one with ``frame[:n]``). Shapes follow
+what the providers send: ids, ``created``, ``model``, ``sequence_number``, the bookkeeping events, the usage
+chunk, ``[DONE]``; Gemini frames use CRLF line ends, as Google's servers do.
+
+A stream is built from parts, in order::
+
+    ("reasoning", text)  ("text", text)  ("refusal", text)  ("tool", name, arguments_json)
+
+``build(fmt, parts)`` is the general builder; ``text_stream`` and ``tool_call_stream`` are the common cases.
+Usage, when included, is always ``PROMPT_TOKENS`` in (``CACHED_TOKENS`` of them cached) and
+``OUTPUT_TOKENS`` out (``REASONING_TOKENS`` of them reasoning when the stream has reasoning).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Final, Literal, TypeAlias
+
+FORMATS: Final = ("openai-chat", "openai-responses", "anthropic", "gemini")
+Format: TypeAlias = Literal["openai-chat", "openai-responses", "anthropic", "gemini"]
+Part: TypeAlias = tuple[str, ...]  # ("text", s), ("reasoning", s), ("refusal", s), ("tool", name, args)
+ErrorKind: TypeAlias = Literal["overloaded", "rate_limit", "server_error", "context_overflow"]
+
+PROMPT_TOKENS: Final = 25
+CACHED_TOKENS: Final = 5
+OUTPUT_TOKENS: Final = 40
+REASONING_TOKENS: Final = 8
+
+CREATED: Final = 1_730_000_000
+MODELS: Final = {
+    "openai-chat": "gpt-4o-mini-2024-07-18",
+    "openai-responses": "gpt-5-mini-2025-08-07",
+    "anthropic": "claude-sonnet-4-5-20250929",
+    "gemini": "gemini-2.5-flash",
+}
+RESPONSE_IDS: Final = {
+    "openai-chat": "chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG",
+    "openai-responses": "resp_68af4030592c81938ec0a5fbab4a3e9f",
+    "anthropic": "msg_01XFDUDYJgAACzvnptvVoYEL",
+    "gemini": "1e4bs8KpCJmJz7IP8tuR0Qo",
+}
+ARGUMENT_PIECE: Final = 12  # characters of tool arguments per delta
+
+
+def _dumps(obj: object) -> str:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def frame(data: object, event: str | None = None, *, crlf: bool = False) -> bytes:
+    """One SSE event. ``data`` is JSON-encoded unless it is already a string."""
+    text = data if isinstance(data, str) else _dumps(data)
+    lines = ([f"event: {event}"] if event else []) + [f"data: {line}" for line in text.split("\n")]
+    end = "\r\n" if crlf else "\n"
+    return (end.join(lines) + end + end).encode()
+
+
+def comment(text: str = "keepalive") -> bytes:
+    return f": {text}\n\n".encode()
+
+
+def keepalive(fmt: Format) -> bytes:
+    """What the format sends to keep a connection warm: Anthropic's ``ping`` event, else an SSE comment."""
+    return frame({"type": "ping"}, "ping") if fmt == "anthropic" else comment()
+
+
+def _pieces(text: str, size: int = ARGUMENT_PIECE) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+def _usage_numbers(parts: Sequence[Part]) -> tuple[int, int, int, int]:
+    reasoning = REASONING_TOKENS if any(p[0] == "reasoning" for p in parts) else 0
+    return PROMPT_TOKENS, CACHED_TOKENS, OUTPUT_TOKENS, reasoning
+
+
+# -- OpenAI Chat Completions ---------------------------------------------------------------------------------
+
+
+def _chat(
+    parts: Sequence[Part], usage: bool, finish: str | None, reasoning_key: str, **_: Any
+) -> list[bytes]:
+    base = {
+        "id": RESPONSE_IDS["openai-chat"],
+        "object": "chat.completion.chunk",
+        "created": CREATED,
+        "model": MODELS["openai-chat"],
+        "system_fingerprint": "fp_560af6e559",
+    }
+
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+        return frame({**base, "choices": [choice], "usage": None} if usage else {**base, "choices": [choice]})
+
+    out = [chunk({"role": "assistant", "content": "", "refusal": None})]
+    calls = 0
+    for part in parts:
+        kind = part[0]
+        if kind == "tool":
+            first = {"index": calls, "id": f"call_{calls:02d}qJ7x", "type": "function"}
+            out.append(chunk({"tool_calls": [{**first, "function": {"name": part[1], "arguments": ""}}]}))
+            for piece in _pieces(part[2]):
+                out.append(chunk({"tool_calls": [{"index": calls, "function": {"arguments": piece}}]}))
+            calls += 1
+        else:
+            key = {"text": "content", "refusal": "refusal", "reasoning": reasoning_key}[kind]
+            out.append(chunk({key: part[1]}))
+    out.append(chunk({}, finish or ("tool_calls" if calls else "stop")))
+    if usage:
+        prompt, cached, output, reasoning = _usage_numbers(parts)
+        numbers = {
+            "prompt_tokens": prompt,
+            "completion_tokens": output,
+            "total_tokens": prompt + output,
+            "prompt_tokens_details": {"cached_tokens": cached, "audio_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": reasoning, "audio_tokens": 0},
+        }
+        out.append(frame({**base, "choices": [], "usage": numbers}))
+    out.append(frame("[DONE]"))
+    return out
+
+
+# -- OpenAI Responses ----------------------------------------------------------------------------------------
+
+
+def _responses(parts: Sequence[Part], usage: bool, finish: str | None, **_: Any) -> list[bytes]:
+    out: list[bytes] = []
+    response: dict[str, Any] = {
+        "id": RESPONSE_IDS["openai-responses"],
+        "object": "response",
+        "created_at": CREATED,
+        "status": "in_progress",
+        "model": MODELS["openai-responses"],
+        "output": [],
+        "usage": None,
+    }
+
+    def emit(kind: str, **fields: Any) -> None:
+        out.append(frame({"type": kind, "sequence_number": len(out), **fields}, kind))
+
+    emit("response.created", response=response)
+    emit("response.in_progress", response=response)
+    index = -1
+    open_item: str | None = None  # the message or reasoning item text is being added to
+
+    def close_item() -> None:
+        nonlocal open_item
+        if open_item is None:
+            return
+        item_id, kind = open_item.split(":")
+        if kind == "reasoning":
+            emit("response.reasoning_summary_text.done", item_id=item_id, output_index=index, summary_index=0)
+            emit("response.reasoning_summary_part.done", item_id=item_id, output_index=index, summary_index=0)
+            emit("response.output_item.done", output_index=index, item={"id": item_id, "type": "reasoning"})
+        else:
+            part_type = "refusal" if kind == "refusal" else "output_text"
+            emit(f"response.{part_type}.done", item_id=item_id, output_index=index, content_index=0)
+            emit("response.content_part.done", item_id=item_id, output_index=index, content_index=0)
+            item = {"id": item_id, "type": "message", "status": "completed", "role": "assistant"}
+            emit("response.output_item.done", output_index=index, item=item)
+        open_item = None
+
+    saw_calls = False
+    for n, part in enumerate(parts):
+        kind = part[0]
+        if kind == "tool":
+            close_item()
+            saw_calls = True
+            index += 1
+            item_id, call_id = f"fc_{n:02d}68af40", f"call_{n:02d}Xz9"
+            item = {"id": item_id, "type": "function_call", "status": "in_progress", "arguments": ""}
+            item |= {"call_id": call_id, "name": part[1]}
+            done = item | {"status": "completed", "arguments": part[2]}
+            emit("response.output_item.added", output_index=index, item=item)
+            for piece in _pieces(part[2]):
+                emit(
+                    "response.function_call_arguments.delta", item_id=item_id, output_index=index, delta=piece
+                )
+            emit(
+                "response.function_call_arguments.done",
+                item_id=item_id,
+                output_index=index,
+                arguments=part[2],
+            )
+            emit("response.output_item.done", output_index=index, item=done)
+            continue
+        wanted = "reasoning" if kind == "reasoning" else kind
+        if open_item is None or not open_item.endswith(":" + wanted):
+            close_item()
+            index += 1
+            if kind == "reasoning":
+                item_id = f"rs_{n:02d}68af40"
+                emit(
+                    "response.output_item.added",
+                    output_index=index,
+                    item={"id": item_id, "type": "reasoning"},
+                )
+                emit(
+                    "response.reasoning_summary_part.added",
+                    item_id=item_id,
+                    output_index=index,
+                    summary_index=0,
+                    part={"type": "summary_text", "text": ""},
+                )
+            else:
+                item_id = f"msg_{n:02d}68af40"
+                item = {"id": item_id, "type": "message", "status": "in_progress", "role": "assistant"}
+                emit("response.output_item.added", output_index=index, item=item | {"content": []})
+                part_body = (
+                    {"type": "refusal", "refusal": ""}
+                    if kind == "refusal"
+                    else {
+                        "type": "output_text",
+                        "text": "",
+                        "annotations": [],
+                    }
+                )
+                emit(
+                    "response.content_part.added",
+                    item_id=item_id,
+                    output_index=index,
+                    content_index=0,
+                    part=part_body,
+                )
+            open_item = f"{item_id}:{wanted}"
+        item_id = open_item.split(":")[0]
+        if kind == "reasoning":
+            emit(
+                "response.reasoning_summary_text.delta",
+                item_id=item_id,
+                output_index=index,
+                summary_index=0,
+                delta=part[1],
+            )
+        elif kind == "refusal":
+            emit(
+                "response.refusal.delta", item_id=item_id, output_index=index, content_index=0, delta=part[1]
+            )
+        else:
+            emit(
+                "response.output_text.delta",
+                item_id=item_id,
+                output_index=index,
+                content_index=0,
+                delta=part[1],
+                logprobs=[],
+            )
+    close_item()
+    final = {**response, "status": "incomplete" if finish else "completed"}
+    if usage:
+        prompt, cached, output, reasoning = _usage_numbers(parts)
+        final["usage"] = {
+            "input_tokens": prompt,
+            "input_tokens_details": {"cached_tokens": cached},
+            "output_tokens": output,
+            "output_tokens_details": {"reasoning_tokens": reasoning},
+            "total_tokens": prompt + output,
+        }
+    if finish:
+        final["incomplete_details"] = {"reason": finish}
+        emit("response.incomplete", response=final)
+    else:
+        final["parallel_tool_calls"] = saw_calls
+        emit("response.completed", response=final)
+    return out
+
+
+# -- Anthropic Messages --------------------------------------------------------------------------------------
+
+
+def _anthropic(parts: Sequence[Part], usage: bool, finish: str | None, **_: Any) -> list[bytes]:
+    def emit(data: dict[str, Any]) -> None:
+        out.append(frame(data, data["type"]))
+
+    out: list[bytes] = []
+    prompt, cached, output, _reasoning = _usage_numbers(parts)
+    start_usage = {
+        "input_tokens": prompt - cached,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": cached,
+        "output_tokens": 1,
+    }
+    message: dict[str, Any] = {
+        "id": RESPONSE_IDS["anthropic"],
+        "type": "message",
+        "role": "assistant",
+        "model": MODELS["anthropic"],
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": start_usage if usage else {},
+    }
+    emit({"type": "message_start", "message": message})
+    block = -1
+    open_kind: str | None = None
+
+    def close_block() -> None:
+        nonlocal open_kind
+        if open_kind is None:
+            return
+        if open_kind == "thinking":
+            delta = {
+                "type": "signature_delta",
+                "signature": "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pk",
+            }
+            emit({"type": "content_block_delta", "index": block, "delta": delta})
+        emit({"type": "content_block_stop", "index": block})
+        open_kind = None
+
+    saw_calls = False
+    for n, part in enumerate(parts):
+        kind = "text" if part[0] == "refusal" else part[0]
+        if kind == "tool":
+            close_block()
+            saw_calls = True
+            block += 1
+            start = {"type": "tool_use", "id": f"toolu_{n:02d}01A09q90qw", "name": part[1], "input": {}}
+            emit({"type": "content_block_start", "index": block, "content_block": start})
+            emit(
+                {
+                    "type": "content_block_delta",
+                    "index": block,
+                    "delta": {"type": "input_json_delta", "partial_json": ""},
+                }
+            )
+            for piece in _pieces(part[2]):
+                delta = {"type": "input_json_delta", "partial_json": piece}
+                emit({"type": "content_block_delta", "index": block, "delta": delta})
+            emit({"type": "content_block_stop", "index": block})
+            continue
+        if open_kind != kind:
+            close_block()
+            block += 1
+            start = (
+                {"type": "thinking", "thinking": ""} if kind == "reasoning" else {"type": "text", "text": ""}
+            )
+            emit({"type": "content_block_start", "index": block, "content_block": start})
+            if block == 0:
+                emit({"type": "ping"})
+            open_kind = "thinking" if kind == "reasoning" else kind
+        if kind == "reasoning":
+            delta = {"type": "thinking_delta", "thinking": part[1]}
+        else:
+            delta = {"type": "text_delta", "text": part[1]}
+        emit({"type": "content_block_delta", "index": block, "delta": delta})
+    close_block()
+    reason = finish or (
+        "tool_use" if saw_calls else "refusal" if parts and parts[-1][0] == "refusal" else "end_turn"
+    )
+    delta_message: dict[str, Any] = {
+        "type": "message_delta",
+        "delta": {"stop_reason": reason, "stop_sequence": None},
+    }
+    if usage:
+        delta_message["usage"] = {"output_tokens": output}
+    emit(delta_message)
+    emit({"type": "message_stop"})
+    return out
+
+
+# -- Gemini --------------------------------------------------------------------------------------------------
+
+
+def _gemini(parts: Sequence[Part], usage: bool, finish: str | None, parallel: bool, **_: Any) -> list[bytes]:
+    def chunk(wire_parts: list[dict[str, Any]], last: bool = False) -> bytes:
+        candidate: dict[str, Any] = {"content": {"parts": wire_parts, "role": "model"}, "index": 0}
+        body: dict[str, Any] = {"candidates": [candidate]}
+        if last:
+            candidate["finishReason"] = finish or "STOP"
+            if usage:
+                prompt, cached, output, reasoning = _usage_numbers(parts)
+                body["usageMetadata"] = {
+                    "promptTokenCount": prompt,
+                    "candidatesTokenCount": output - reasoning,
+                    "totalTokenCount": prompt + output,
+                    "cachedContentTokenCount": cached,
+                    "promptTokensDetails": [{"modality": "TEXT", "tokenCount": prompt}],
+                } | ({"thoughtsTokenCount": reasoning} if reasoning else {})
+        body["modelVersion"] = MODELS["gemini"]
+        body["responseId"] = RESPONSE_IDS["gemini"]
+        return frame(body, crlf=True)
+
+    groups: list[list[dict[str, Any]]] = []
+    signed = False
+    for part in parts:
+        if part[0] == "tool":
+            call: dict[str, Any] = {"functionCall": {"name": part[1], "args": json.loads(part[2] or "{}")}}
+            if not signed:
+                call["thoughtSignature"] = "CiIBVKhc7oDPpCaXyJKKssjqr4hmExxq5ZXmXsvxLNdVgvVL"
+                signed = True
+            if parallel and groups and "functionCall" in groups[-1][-1]:
+                groups[-1].append(call)  # parallel calls arrive together, in one chunk
+            else:
+                groups.append([call])
+        elif part[0] == "reasoning":
+            groups.append([{"text": part[1], "thought": True}])
+        else:
+            groups.append([{"text": part[1]}])
+    if not groups:
+        groups.append([{"text": ""}])
+    return [chunk(group, last=i == len(groups) - 1) for i, group in enumerate(groups)]
+
+
+_BUILDERS: Final[dict[str, Callable[..., list[bytes]]]] = {
+    "openai-chat": _chat,
+    "openai-responses": _responses,
+    "anthropic": _anthropic,
+    "gemini": _gemini,
+}
+
+
+def build(
+    fmt: Format,
+    parts: Iterable[Part],
+    *,
+    usage: bool = True,
+    finish: str | None = None,
+    parallel: bool = True,
+    reasoning_key: str = "reasoning_content",
+) -> list[bytes]:
+    """A whole stream of ``parts``, ending with the format's terminal event.
+
+    ``finish`` overrides the raw finish reason (chat ``finish_reason``, Anthropic ``stop_reason``, Gemini
+    ``finishReason``; for Responses it ends with ``response.incomplete`` and that reason). ``parallel``:
+    Gemini sends adjacent function calls in one chunk (the streamed formats always serialise calls).
+    ``reasoning_key``: chat's reasoning field, ``reasoning_content`` or ``reasoning``.
+    """
+    try:
+        builder = _BUILDERS[fmt]
+    except KeyError:
+        raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}") from None
+    return builder(list(parts), usage=usage, finish=finish, parallel=parallel, reasoning_key=reasoning_key)
+
+
+def text_stream(
+    fmt: Format, texts: Iterable[str], *, reasoning: Iterable[str] = (), usage: bool = True, **options: Any
+) -> list[bytes]:
+    """Reasoning deltas (if any), then text deltas, then the terminal event."""
+    parts: list[Part] = [("reasoning", r) for r in reasoning]
+    parts += [("text", t) for t in texts]
+    return build(fmt, parts, usage=usage, **options)
+
+
+def refusal_stream(fmt: Format, texts: Iterable[str], *, usage: bool = True) -> list[bytes]:
+    return build(fmt, [("refusal", t) for t in texts], usage=usage)
+
+
+def tool_call_stream(
+    fmt: Format,
+    calls: Iterable[tuple[str, str]],
+    *,
+    text: Iterable[str] = (),
+    reasoning: Iterable[str] = (),
+    parallel: bool = True,
+    usage: bool = True,
+) -> list[bytes]:
+    """Reasoning, text, then the tool calls ``(name, arguments_json)`` of one turn."""
+    parts: list[Part] = [("reasoning", r) for r in reasoning]
+    parts += [("text", t) for t in text]
+    parts += [("tool", name, arguments) for name, arguments in calls]
+    return build(fmt, parts, parallel=parallel, usage=usage)
+
+
+_ERRORS: Final[dict[str, dict[str, tuple[Any, ...]]]] = {
+    # kind: (OpenAI type, OpenAI code, message) / (Anthropic type, message) / (Gemini code, status, message)
+    "openai": {
+        "overloaded": ("server_error", "server_is_overloaded", "The server is overloaded. Please retry."),
+        "rate_limit": ("requests", "rate_limit_exceeded", "Rate limit reached for requests."),
+        "server_error": ("server_error", "server_error", "The server had an error processing your request."),
+        "context_overflow": (
+            "invalid_request_error",
+            "context_length_exceeded",
+            "Your input exceeds the context window of this model.",
+        ),
+    },
+    "anthropic": {
+        "overloaded": ("overloaded_error", "Overloaded"),
+        "rate_limit": (
+            "rate_limit_error",
+            "Number of request tokens has exceeded your per-minute rate limit",
+        ),
+        "server_error": ("api_error", "Internal server error"),
+        "context_overflow": ("invalid_request_error", "prompt is too long: 210000 tokens > 200000 maximum"),
+    },
+    "gemini": {
+        "overloaded": (503, "UNAVAILABLE", "The model is overloaded. Please try again later."),
+        "rate_limit": (429, "RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota)."),
+        "server_error": (500, "INTERNAL", "An internal error has occurred."),
+        "context_overflow": (
+            400,
+            "INVALID_ARGUMENT",
+            "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).",
+        ),
+    },
+}
+
+
+def error_event(
+    fmt: Format,
+    kind: ErrorKind = "overloaded",
+    *,
+    shape: Literal["flat", "nested", "failed"] = "nested",
+    sequence_number: int | None = None,
+) -> bytes:
+    """One in-band error frame. For Responses, ``shape`` picks the flat ``error`` event, the nested one, or
+    ``response.failed``; pass ``sequence_number`` past the frames sent before it (``len(frames)`` for a
+    prefix of a built stream)."""
+    if fmt == "anthropic":
+        error_type, message = _ERRORS["anthropic"][kind]
+        return frame({"type": "error", "error": {"type": error_type, "message": message}}, "error")
+    if fmt == "gemini":
+        code, status, message = _ERRORS["gemini"][kind]
+        return frame({"error": {"code": code, "message": message, "status": status}}, crlf=True)
+    error_type, code, message = _ERRORS["openai"][kind]
+    if fmt == "openai-chat":
+        return frame({"error": {"message": message, "type": error_type, "param": None, "code": code}})
+    if fmt != "openai-responses":
+        raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    numbered = {} if sequence_number is None else {"sequence_number": sequence_number}
+    if shape == "flat":
+        return frame({"type": "error", "code": code, "message": message, "param": None, **numbered}, "error")
+    if shape == "nested":
+        nested = {"type": error_type, "code": code, "message": message, "param": None}
+        return frame({"type": "error", "error": nested, **numbered}, "error")
+    response = {
+        "id": RESPONSE_IDS["openai-responses"],
+        "object": "response",
+        "created_at": CREATED,
+        "status": "failed",
+        "model": MODELS["openai-responses"],
+        "error": {"code": code, "message": message},
+        "output": [],
+        "usage": None,
+    }
+    return frame({"type": "response.failed", "response": response, **numbered}, "response.failed")

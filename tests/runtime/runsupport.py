@@ -1,0 +1,71 @@
+"""Helpers for runtime tests: cut points in wire streams, consuming a run, checking records."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import jsonschema
+
+import streamfsm
+from streamfsm.runtime._adapters import adapter_for
+from streamfsm.runtime._events import StreamEvent
+from streamfsm.runtime._sse import SSEDecoder
+from streamfsm.testing import FORMATS
+
+BODIES: dict[str, dict[str, Any]] = {
+    "openai-chat": {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]},
+    "openai-responses": {"model": "gpt-5-mini", "input": "hi"},
+    "anthropic": {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 64,
+        "messages": [{"role": "user", "content": "hi"}],
+    },
+    "gemini": {"model": "gemini-2.5-flash", "contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
+}
+__all__ = ["BODIES", "FORMATS", "consume", "cut_before", "cut_through", "validate_record"]
+
+
+def _first_frame_with(fmt: str, frames: Sequence[bytes], kind: type) -> int:
+    adapter = adapter_for(fmt)
+    decoder = SSEDecoder()
+    for index, raw in enumerate(frames):
+        events: list[StreamEvent] = []
+        for sse in decoder.feed(raw):
+            events += adapter.feed(sse)
+        if any(type(event) is kind for event in events):
+            return index
+    raise AssertionError(f"no {kind.__name__} in the {fmt} stream")
+
+
+def cut_before(fmt: str, frames: Sequence[bytes], kind: type) -> list[bytes]:
+    """The frames before the first one that yields an event of ``kind``."""
+    return list(frames[: _first_frame_with(fmt, frames, kind)])
+
+
+def cut_through(fmt: str, frames: Sequence[bytes], kind: type) -> list[bytes]:
+    """The frames up to and including the first one that yields an event of ``kind``."""
+    return list(frames[: _first_frame_with(fmt, frames, kind) + 1])
+
+
+@cache
+def _schema() -> dict[str, Any]:
+    text = resources.files("streamfsm").joinpath("schemas/run-1.json").read_text()
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+def validate_record(record: streamfsm.RunRecord) -> dict[str, Any]:
+    """Validate a record against the JSON Schema, after a JSON round trip; return the dict."""
+    data: dict[str, Any] = json.loads(record.to_json())
+    jsonschema.validate(data, _schema())
+    assert streamfsm.RunRecord.from_dict(data).to_dict() == data
+    return data
+
+
+async def consume(run: streamfsm.Run) -> list[Any]:
+    """Iterate a run to its end, returning the events it delivered."""
+    return [event async for event in run]
