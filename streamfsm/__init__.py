@@ -6,6 +6,7 @@ so ``import streamfsm.machine`` stays light.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from .classify import (
@@ -46,6 +47,9 @@ if TYPE_CHECKING:
     )
 
 __version__ = "0.1.0"
+
+# A library stays silent until the application configures logging.
+logging.getLogger("streamfsm").addHandler(logging.NullHandler())
 
 _RUNTIME_NAMES = frozenset(
     {

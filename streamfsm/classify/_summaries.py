@@ -33,6 +33,7 @@ WHAT_HAPPENED: Final = {
     "app": "The app stopped the response",
     "cancelled": "The surrounding code cancelled the run",
     "consumer_stopped": "The code reading the stream stopped early",
+    "client": "The client receiving the relayed stream went away",
     "protocol_violation": "The provider sent data that breaks its stream format",
     "consumer_error": "The code reading the stream raised an error",
 }

@@ -116,6 +116,7 @@ class AbortSource(enum.Enum):
     APP = "app"
     CANCELLED = "cancelled"  # a cancel scope or task cancellation from outside
     CONSUMER_STOPPED = "consumer_stopped"  # the consumer left the loop early
+    CLIENT = "client"  # a proxy's downstream client went away
 
 
 @dataclass(frozen=True, slots=True)

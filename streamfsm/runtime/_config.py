@@ -6,7 +6,15 @@ import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ._record import RunRecord
+
+
+MAX_TIMELINE = 256  # entries; the JSON Schema holds the same bound
 
 
 def _check_timeout(name: str, value: float | None) -> None:
@@ -40,7 +48,7 @@ class StreamConfig:
     timeline_head: int = 16
     timeline_tail: int = 48
     history_size: int = 64
-    sinks: tuple[Any, ...] = field(default=())
+    sinks: tuple[Callable[[RunRecord], None], ...] = field(default=())
 
     def __post_init__(self) -> None:
         for name in ("connect_timeout", "first_token_timeout", "idle_timeout", "total_timeout"):
@@ -55,6 +63,14 @@ class StreamConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, not {value!r}")
+        if self.timeline_head + self.timeline_tail > MAX_TIMELINE:
+            raise ValueError(
+                f"timeline_head + timeline_tail must be at most {MAX_TIMELINE} (the record's bound)"
+            )
+        object.__setattr__(self, "sinks", tuple(self.sinks))
+        for sink in self.sinks:
+            if not callable(sink):
+                raise TypeError(f"a sink must be callable with a RunRecord, not {type(sink).__name__}")
 
     def replace(self, **changes: Any) -> StreamConfig:
         return dataclasses.replace(self, **changes)

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from types import MappingProxyType
 from typing import Any, Final
 
-from ..classify import Diagnosis, TransportFacts
+from ..classify import Diagnosis, FailureClass, TransportFacts
 from ..classify._redact import redact_headers, redact_text, redact_url
 from ..machine import State, Trigger
 from ._config import Ids, StreamConfig
@@ -145,6 +145,7 @@ class Recorder:
         "paused_s",
         "provider",
         "provider_ids",
+        "relay",
         "request",
         "request_sent",
         "run_id",
@@ -209,6 +210,7 @@ class Recorder:
         self.watchdog_fired: str | None = None
         self.paused_s = 0.0
         self.tools = {"started": 0, "effectful": 0, "finished": 0, "failed": 0}
+        self.relay: dict[str, Any] | None = None  # only for callers that relay the stream downstream
 
     # -- per event -------------------------------------------------------------------------------------------
 
@@ -265,10 +267,37 @@ class Recorder:
             "at_s": round(time.monotonic() - self.start, 4),
         }
 
+    def relayed(self, kind: str, nbytes: int, terminal: bool) -> None:
+        relay = self.relay
+        if relay is None:
+            relay = self.relay = {
+                "events_sent": 0,
+                "chunks_written": 0,
+                "bytes_written": 0,
+                "terminal_sent": False,
+            }
+        relay["events_sent"] += 1
+        relay["chunks_written"] += nbytes > 0
+        relay["bytes_written"] += nbytes
+        relay["last_event_sent"] = kind
+        relay["terminal_sent"] = relay["terminal_sent"] or terminal
+
+    def _relay_section(self, diagnosis: Diagnosis) -> dict[str, Any] | None:
+        if self.relay is None:
+            return None
+        counts = self.counts
+        return {
+            "close": _RELAY_CLOSE[diagnosis.failure_class],
+            "upstream_events": sum(counts.values()),
+            **self.relay,
+            "reasoning_seen": counts.get("reasoning_delta", 0) > 0,
+        }
+
     # -- the record ------------------------------------------------------------------------------------------
 
-    def finish(self, diagnosis: Diagnosis, final: State) -> RunRecord:
-        end = time.monotonic()
+    def finish(self, diagnosis: Diagnosis, final: State, *, end: float | None = None) -> RunRecord:
+        """Seal the record. ``end``: when the stream ended, if earlier than now."""
+        end = time.monotonic() if end is None else end
         start = self.start
         ids = self.ids
         transport = self.transport
@@ -344,6 +373,7 @@ class Recorder:
                 "response_headers": self.http_headers,
             },
             "tools": dict(self.tools),
+            "relay": self._relay_section(diagnosis),
             "timeline": {
                 "entries": self.timeline.to_list(),
                 "omitted": self.timeline.omitted,
@@ -352,6 +382,27 @@ class Recorder:
         }
         return RunRecord(data)
 
+
+# Seed 004's close kinds for a proxy, from the outcome alone.
+_RELAY_CLOSE: Final = {
+    FailureClass.COMPLETED: "completed",
+    FailureClass.LOCAL_ABORT: "client_abort",
+    FailureClass.CONSUMER_ERROR: "client_write_failed",
+    FailureClass.PROVIDER_ERROR: "upstream_error",
+    FailureClass.PROTOCOL_ERROR: "upstream_error",
+    FailureClass.WATCHDOG: "upstream_timeout",
+    **dict.fromkeys(
+        (
+            FailureClass.BEFORE_CONNECTION,
+            FailureClass.EARLY_STREAM,
+            FailureClass.MID_GENERATION,
+            FailureClass.TOOL_INPUT_INTERRUPTED,
+            FailureClass.TOOL_CALL_INTERRUPTED,
+            FailureClass.TOOL_SIDE_EFFECT,
+        ),
+        "upstream_premature_close",
+    ),
+}
 
 _PART_OF: Final = {
     Trigger.TEXT_DELTA: "text",

@@ -18,7 +18,6 @@ The record is final before any of these reach the caller, and cleanup runs under
 
 from __future__ import annotations
 
-import logging
 import math
 import time
 import uuid
@@ -52,6 +51,7 @@ from ._events import (
     Usage,
 )
 from ._record import Recorder, RunRecord
+from ._sinks import deliver
 from ._sse import SSEDecoder
 
 _EFFECTS: Final = {"effectful": True, "read_only": False}
@@ -117,6 +117,7 @@ class Run:
         self._record: RunRecord | None = None
         self._diagnosis: Diagnosis | None = None
         self._deferred: StreamFailed | None = None
+        self._finished_at: float | None = None
         self._completed_calls: dict[str, str] = {}
         self._running: dict[str, bool] = {}
         self._current_tool: str | None = None
@@ -196,6 +197,7 @@ class Run:
         try:
             if not self._done:
                 self._end_locally(exc)
+            self._seal()
         finally:
             await self._cleanup()
 
@@ -217,14 +219,11 @@ class Run:
             try:
                 await self._close_source()
             finally:
-                await self._emit()
+                self._emit()
 
-    async def _emit(self) -> None:
-        record = self._record
-        if record is None:
-            return
-        for sink in self.config.sinks:
-            await _deliver(sink, record)
+    def _emit(self) -> None:
+        if self._record is not None:
+            deliver(self.config.sinks, self._record)  # never raises; logs the run, then each sink in order
 
     # -- connecting -------------------------------------------------------------------------------------
 
@@ -250,6 +249,7 @@ class Run:
                 failure, self._deferred = self._deferred, None
                 if failure is not None:
                     raise failure
+                self._seal()
                 raise StopAsyncIteration
             try:
                 await self._pump()
@@ -425,6 +425,20 @@ class Run:
             self._machine.send(Trigger.TOOL_EXECUTION_END)
             self._rec.lifecycle(Trigger.TOOL_EXECUTION_END.value, self._machine.state)
 
+    def relayed(self, event: ConsumerEvent | str, nbytes: int = 0, *, terminal: bool | None = None) -> None:
+        """A proxy reports what it wrote downstream: the event (or a wire event name) and the bytes written.
+
+        The record then carries a ``relay`` section (events, chunks and bytes written, the last event sent,
+        whether the terminal event was sent) with the close kind of the run: ``client_abort``,
+        ``client_write_failed``, ``upstream_error``, ``upstream_timeout`` or ``upstream_premature_close``.
+        """
+        if isinstance(event, str):
+            kind = event[:64]
+        else:
+            kind = event.trigger.value
+            terminal = isinstance(event, Finish) if terminal is None else terminal
+        self._rec.relayed(kind, nbytes, bool(terminal))
+
     @asynccontextmanager
     async def tool(self, call_id: str, effect: str = "effectful") -> AsyncIterator[None]:
         """``async with run.tool(call_id):`` brackets one tool execution."""
@@ -460,9 +474,17 @@ class Run:
         raise self._finalize_failure(edge, facts) from cause
 
     def _finalize_finished(self) -> None:
-        state = self._machine.state
-        diagnosis = diagnose_finished(state)
-        self._diagnosis, self._record, self._done = diagnosis, self._rec.finish(diagnosis, state), True
+        # The record is sealed when the consumer is done with the run (see _seal), so what it does with the
+        # last events (relaying the terminal event, starting tools) is still counted.
+        self._diagnosis, self._finished_at, self._done = (
+            diagnose_finished(self._machine.state),
+            time.monotonic(),
+            True,
+        )
+
+    def _seal(self) -> None:
+        if self._record is None and self._diagnosis is not None:
+            self._record = self._rec.finish(self._diagnosis, self._machine.state, end=self._finished_at)
 
     @property
     def finished(self) -> bool:
@@ -616,16 +638,6 @@ _ON_EVENT: Final[dict[type, Callable[[Run, Any], None]]] = {
     Metadata: Run._on_metadata,
     Finish: Run._on_finish,
 }
-
-
-async def _deliver(sink: Any, record: RunRecord) -> None:
-    """Hand a record to a sink; a sink's failure never reaches the agent."""
-    try:
-        result = sink(record)
-        if hasattr(result, "__await__"):
-            await result
-    except Exception:
-        logging.getLogger("streamfsm").exception("a run record sink failed (%s)", type(sink).__name__)
 
 
 def open_stream(

@@ -1,0 +1,674 @@
+"""People-facing commands over run records: ``streamfsm diagnose`` and ``streamfsm report``.
+
+Both read a single record, a JSON-lines log (with its rotated siblings ``FILE.N``, unless
+``--no-rotated``), or a session export that embeds records; ``-`` reads standard input. Skipped parts of a
+file (a torn last line, a corrupt line, a record of an unknown schema) are reported on standard error and
+the rest is used. Exit codes: 0 done, 1 the input holds no readable record (or no record matches
+``--run``), 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import re
+import shutil
+import sys
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from .runtime._logs import LogProblem
+    from .runtime._record import RunRecord
+
+__all__ = ["add_commands", "parse_since", "run_diagram_dot", "run_diagram_mermaid", "run_path"]
+
+_DASH: Final = "—"
+_SAMPLES: Final = 3
+_RELATIVE: Final = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([smhdw])")
+_UNITS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_UNSAFE: Final = re.compile(r"[^A-Za-z0-9_.\-]")
+_GROUPINGS: Final = {
+    "signature": ("summary_key", "provider", "model", "transport_kind"),
+    "provider": ("provider",),
+    "model": ("model",),
+    "class": ("class",),
+}
+_VISITED_STYLE: Final = "fill:#dbeafe,stroke:#1d4ed8,stroke-width:2px"
+_FAILED_FROM_STYLE: Final = "fill:#fee2e2,stroke:#b91c1c,stroke-width:3px"
+
+
+class _UsageError(Exception):
+    """Bad usage found after parsing (exit 2)."""
+
+
+# -- shared helpers ----------------------------------------------------------------------------------------
+
+
+def _clean(value: object) -> str:
+    # Record strings come from files anyone could write: never let one drive the terminal.
+    text = str(value)
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
+
+
+def _show(value: object, unit: str = "") -> str:
+    if value is None:
+        return _DASH
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.3f}{unit}"
+    return _clean(value) + (unit if isinstance(value, int) else "")
+
+
+def _get(data: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(data, Mapping):
+            return None
+        data = data.get(key)
+    return data
+
+
+class _Records:
+    """The records of one input, streamed (a log can hold far more than memory should); problems are
+    printed to standard error as they are met and kept for ``--json``."""
+
+    def __init__(self, path: str, *, rotated: bool) -> None:
+        self.path = path
+        self.rotated = rotated
+        self.problems: list[LogProblem] = []
+        self.count = 0
+
+    def _problem(self, problem: LogProblem) -> None:
+        self.problems.append(problem)
+        print(f"streamfsm: warning: {_clean(problem)}", file=sys.stderr)
+
+    def __iter__(self) -> Iterator[RunRecord]:
+        from .runtime._logs import read_records
+
+        if self.path == "-":
+            source = read_records(sys.stdin.buffer, on_problem=self._problem)
+        else:
+            source = read_records(self.path, rotated=self.rotated, on_problem=self._problem)
+        for record in source:
+            self.count += 1
+            yield record
+
+
+def _cannot_read(command: str, path: str, exc: OSError) -> int:
+    reason = exc.strerror or type(exc).__name__
+    print(f"streamfsm {command}: cannot read {_clean(path)}: {reason}", file=sys.stderr)
+    return 1
+
+
+def _problems_json(problems: Iterable[LogProblem]) -> list[dict[str, Any]]:
+    return [
+        {"source": p.source, "line": p.line, "kind": p.kind.value, "message": p.message} for p in problems
+    ]
+
+
+def _when(record: Mapping[str, Any]) -> datetime | None:
+    raw = record.get("started_at")
+    if not isinstance(raw, str):
+        return None
+    try:
+        when = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
+
+
+def _utc(when: datetime | None) -> str:
+    return _DASH if when is None else when.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def parse_since(text: str, *, now: datetime | None = None) -> datetime:
+    """``2h``, ``30m``, ``7d``, ``90s``, ``1w`` (before now), or an ISO date/time (a time without a zone is
+    local time). Raises ``ValueError``."""
+    now = now or datetime.now(timezone.utc)
+    text = text.strip()
+    m = _RELATIVE.fullmatch(text)
+    if m is not None:
+        return now - timedelta(seconds=float(m.group(1)) * _UNITS[m.group(2)])
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"not a time: {text!r} (use e.g. 2h, 30m, 7d or 2025-01-31T12:00)") from None
+    return when if when.tzinfo is not None else when.astimezone()
+
+
+def _since_arg(text: str) -> datetime:
+    try:
+        return parse_since(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, not {text!r}")
+    return value
+
+
+# -- the run diagram ---------------------------------------------------------------------------------------
+
+
+def _activity(state: object) -> str | None:
+    from .machine import Activity
+
+    if not isinstance(state, str):
+        return None
+    name = state.split("/", 1)[0]
+    return name if name in Activity._value2member_map_ else None
+
+
+def run_path(record: Mapping[str, Any]) -> list[str]:
+    """The activities a run passed through, in order, from its timeline (entries carry the state *after*
+    each event, as ``activity/commitment``), starting at the initial state and ending at its final state.
+    With ``timeline.omitted`` > 0 the middle of the run is not known, so the path may skip states."""
+    from .machine import INITIAL_STATE
+
+    path = [INITIAL_STATE.activity.value]
+    states = [
+        entry.get("state")
+        for entry in _get(record, "timeline", "entries") or ()
+        if isinstance(entry, Mapping)
+    ]
+    states.append(_get(record, "outcome", "state"))
+    for state in states:
+        activity = _activity(state)
+        if activity is not None and activity != path[-1]:
+            path.append(activity)
+    return path
+
+
+def _failed_from(record: Mapping[str, Any]) -> str | None:
+    if _get(record, "outcome", "class") == "completed":
+        return None
+    return _activity(_get(record, "outcome", "from_state"))
+
+
+def _legal_steps(path: Sequence[str]) -> set[tuple[str, str]]:
+    from .machine import TABLE
+
+    legal = {(src.activity.value, dst.activity.value) for (src, _), dst in TABLE.items()}
+    return {step for step in itertools.pairwise(path) if step in legal}
+
+
+def _token(value: object) -> str:
+    # For names and labels inside Mermaid/DOT sources and file names: no quotes, colons or separators.
+    return _UNSAFE.sub("_", str(value))
+
+
+def _run_title(record: Mapping[str, Any]) -> str:
+    run_id = _token(_get(record, "ids", "run_id") or "?")[:12]
+    return f"run {run_id} {_token(_get(record, 'outcome', 'summary_key') or '')}".rstrip()
+
+
+def run_diagram_mermaid(record: Mapping[str, Any]) -> str:
+    """The activity machine as Mermaid (the same drawing as ``diagrams/activity.mmd``), with the states this
+    run passed through highlighted and the state it failed from marked."""
+    from ._diagrams import _mermaid
+    from .machine import INITIAL_STATE, Activity, activity_machine
+
+    base = _mermaid("activity", Activity, activity_machine, INITIAL_STATE.activity.value)
+    lines = [
+        f"title: {_run_title(record)}" if line == "title: activity" else line for line in base.splitlines()
+    ]
+    path = run_path(record)
+    failed_from = _failed_from(record)
+    visited = [a.value for a in Activity if a.value in path and a.value != failed_from]
+    lines.append(f"  %% path: {' --> '.join(path)}")
+    if visited:
+        lines.append(f"  classDef visited {_VISITED_STYLE}")
+        lines.append(f"  class {','.join(visited)} visited")
+    if failed_from is not None:
+        edge = _token(_get(record, "outcome", "edge") or "failure")
+        commitment = _token(str(_get(record, "outcome", "from_state") or "").partition("/")[2] or "?")
+        lines.append(f"  classDef failedFrom {_FAILED_FROM_STYLE}")
+        lines.append(f"  class {failed_from} failedFrom")
+        lines += [
+            f"  note left of {failed_from}",
+            f"    failed here: {edge}",
+            f"    commitment: {commitment}",
+        ]
+        lines.append("  end note")
+    return "\n".join(lines) + "\n"
+
+
+_DOT_NODE: Final = re.compile(r"^\t(\w+) \[(.*)\]$")
+_DOT_EDGE: Final = re.compile(r"^\t(\w+) -> (\w+) \[(.*)\]$")
+
+
+def run_diagram_dot(record: Mapping[str, Any]) -> str:
+    """The same highlighted drawing as Graphviz DOT. Needs the ``graphviz`` package (DiagramError)."""
+    from ._diagrams import _dot
+    from .machine import INITIAL_STATE, Activity, activity_machine
+
+    base = _dot("activity", Activity, activity_machine, INITIAL_STATE.activity.value)
+    path = run_path(record)
+    steps = _legal_steps(path)
+    failed_from = _failed_from(record)
+    edge = _token(_get(record, "outcome", "edge") or "failure")
+    out = []
+    for line in base.splitlines():
+        if (m := _DOT_EDGE.match(line)) and (m.group(1), m.group(2)) in steps:
+            line = f'\t{m.group(1)} -> {m.group(2)} [{m.group(3)} color="#1d4ed8" penwidth=2]'
+        elif (m := _DOT_NODE.match(line)) and m.group(1) == failed_from:
+            extra = f'fillcolor="#fee2e2" color="#b91c1c" penwidth=3 xlabel="failed here: {edge}"'
+            line = f"\t{m.group(1)} [{m.group(2)} {extra}]"
+        elif (m := _DOT_NODE.match(line)) and m.group(1) in path:
+            line = f'\t{m.group(1)} [{m.group(2)} fillcolor="#dbeafe" color="#1d4ed8" penwidth=2]'
+        elif line.startswith("\tgraph [") and "label=activity" in line:
+            line = line.replace("label=activity", f'label="{_run_title(record)}"')
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def _svg(record: Mapping[str, Any]) -> tuple[bytes | None, str]:
+    """(SVG, "") or (None, why not)."""
+    from ._diagrams import DiagramError
+
+    try:
+        import graphviz
+    except ImportError:
+        return None, "SVG needs the graphviz Python package: pip install 'streamfsm[diagrams]'"
+    if shutil.which("dot") is None:
+        return None, "SVG needs Graphviz's `dot` program on PATH (https://graphviz.org/download/)"
+    try:
+        source = run_diagram_dot(record)
+        svg = graphviz.Source(source).pipe(format="svg")
+    except (DiagramError, graphviz.ExecutableNotFound, graphviz.CalledProcessError) as exc:
+        return None, f"SVG not drawn: {type(exc).__name__}"
+    return (svg if isinstance(svg, bytes) else str(svg).encode("utf-8")), ""
+
+
+def _svg_path(args: argparse.Namespace, record: RunRecord, several: bool) -> Path:
+    run12 = _token(record.run_id)[:12]
+    if args.out is not None:
+        out = Path(args.out)
+        return out.with_name(f"{out.stem}.{run12}{out.suffix or '.svg'}") if several else out
+    folder = Path.cwd() if args.file == "-" else Path(args.file).parent
+    stem = "stdin" if args.file == "-" else Path(args.file).name
+    return folder / f"{stem}.{run12}.svg"
+
+
+# -- diagnose ----------------------------------------------------------------------------------------------
+
+
+def _timings(t: Mapping[str, Any]) -> str:
+    parts = [
+        ("headers", t.get("to_headers_s")),
+        ("first progress", t.get("to_first_progress_s")),
+        ("first visible", t.get("to_first_visible_s")),
+        ("last progress age", t.get("last_progress_age_s")),
+        ("total", t.get("total_s")),
+    ]
+    return ", ".join(f"{name} {_show(value, ' s')}" for name, value in parts if value is not None) or _DASH
+
+
+def _tokens(t: Mapping[str, Any]) -> str:
+    parts = [(name, t.get(name)) for name in ("input", "output", "reasoning", "cached")]
+    shown = [f"{name} {value}" for name, value in parts if value is not None]
+    return ", ".join(shown) or _DASH
+
+
+def _transport(t: Mapping[str, Any]) -> str:
+    parts = [_show(t.get("kind"))]
+    if t.get("errno") is not None:
+        parts.append(f"errno {t['errno']}")
+    parts.append("headers received" if t.get("headers_received") else "no headers")
+    parts.append(f"{t.get('bytes_received', 0)} bytes received")
+    return ", ".join(parts)
+
+
+def _abort(a: Any) -> str:
+    if not isinstance(a, Mapping):
+        return _DASH
+    text = _show(a.get("source"))
+    if a.get("reason"):
+        text += f" ({_clean(a['reason'])})"
+    if a.get("at_s") is not None:
+        text += f" at {_show(a['at_s'], ' s')}"
+    return text
+
+
+def _finish(f: Mapping[str, Any]) -> str:
+    unified, raw = f.get("unified"), f.get("raw")
+    if unified is None and raw is None:
+        return _DASH
+    return _show(unified) + (f" (raw {_clean(raw)})" if raw is not None and raw != unified else "")
+
+
+def _events(counts: Mapping[str, Any]) -> str:
+    items = sorted(counts.items(), key=lambda kv: (-int(kv[1]), kv[0]))
+    return ", ".join(f"{_clean(k)} {v}" for k, v in items) or _DASH
+
+
+def _timeline(tl: Mapping[str, Any]) -> list[str]:
+    entries = [e for e in tl.get("entries") or () if isinstance(e, Mapping)]
+    omitted, omitted_events = tl.get("omitted", 0), tl.get("omitted_events", 0)
+    head = f"timeline ({len(entries)} entries"
+    head += f"; {omitted} more entries ({omitted_events} events) omitted in the middle)" if omitted else ")"
+    rows = [("t (s)", "event", "state")]
+    for e in entries:
+        event = _clean(e.get("event", "?"))
+        if e.get("n"):
+            event += f" x{e['n']} (to {_show(e.get('t_last'))})"
+        rows.append((_show(e.get("t")), event, _clean(e.get("state", ""))))
+    width = [max(len(r[i]) for r in rows) for i in range(3)]
+    lines = [head]
+    lines += [f"  {r[0]:>{width[0]}}  {r[1]:<{width[1]}}  {r[2]}".rstrip() for r in rows]
+    return lines
+
+
+def format_record(record: RunRecord) -> str:
+    """The plain-language diagnosis of one run, for people."""
+    r = record
+    ids, outcome, retry = r["ids"], r["outcome"], r["retry"]
+    transport = r.get("transport") or {}
+    final = outcome.get("state")
+    lines = [
+        f"run {_clean(r.run_id)}  started {_show(r.get('started_at'))}  attempt {_show(ids.get('attempt'))}",
+        "",
+        _clean(r["summary"]["title"]),
+        f"  {_clean(r['summary'].get('detail', ''))}",
+        "",
+    ]
+    facts = [
+        ("class", f"{_clean(outcome['class'])} ({_clean(outcome['summary_key'])})"),
+        ("verdict", f"{_clean(retry['verdict'])}, action {_show(retry.get('action'))}"),
+        ("reason", _show(retry.get("reason"))),
+        ("retry after", _show(retry.get("retry_after_s"), " s")),
+        ("confidence", _show(outcome.get("confidence"))),
+        ("", ""),
+        ("provider", _show(r.get("provider"))),
+        ("model", _show(r.get("model"))),
+        ("phase", _show(outcome.get("phase"))),
+        ("edge", f"{_show(outcome.get('edge'))} ({_show(outcome.get('from_state'))} -> {_show(final)})"),
+        ("transport", _transport(transport)),
+        ("exception chain", " <- ".join(_clean(c) for c in transport.get("chain") or ()) or _DASH),
+        ("http status", _show(transport.get("status"))),
+        ("request id", _show(ids.get("provider_request_id"))),
+        ("response id", _show(ids.get("response_id"))),
+        ("trace id", _show(ids.get("trace_id"))),
+        ("session id", _show(ids.get("session_id"))),
+        ("tokens", _tokens(r.get("tokens") or {})),
+        ("finish reason", _finish(r.get("finish_reason") or {})),
+        ("timings", _timings(r.get("timings") or {})),
+        ("watchdog fired", _show(_get(r, "watchdog", "fired"))),
+        ("abort", _abort(r.get("abort"))),
+        ("events", _events(r.get("stream_events") or {})),
+    ]
+    width = max(len(name) for name, _ in facts)
+    lines += [f"{name:<{width}}  {value}".rstrip() for name, value in facts]
+    evidence = outcome.get("evidence") or ()
+    if evidence:
+        lines += ["", "evidence", *(f"  {_clean(item)}" for item in evidence)]
+    lines += ["", *_timeline(r.get("timeline") or {})]
+    return "\n".join(lines) + "\n"
+
+
+def _select(records: Iterable[RunRecord], run: str | None, last: int) -> list[RunRecord]:
+    """The last ``last`` records, or the one whose run id is ``run`` (or starts with it, if unique)."""
+    if run is None:
+        return list(deque(records, maxlen=last))
+    exact: RunRecord | None = None
+    prefixed: dict[str, RunRecord] = {}
+    for record in records:
+        if record.run_id == run:
+            exact = record
+        elif record.run_id.startswith(run) and (record.run_id in prefixed or len(prefixed) < 5):
+            prefixed[record.run_id] = record
+    if exact is not None:
+        return [exact]
+    if len(prefixed) > 1:
+        raise _UsageError(f"run id prefix {run!r} is ambiguous: {', '.join(sorted(prefixed))}, ...")
+    return list(prefixed.values())
+
+
+def _diagnose(args: argparse.Namespace) -> int:
+    data = _Records(args.file, rotated=args.rotated)
+    try:
+        chosen = _select(data, args.run_id, args.last)
+    except OSError as exc:
+        return _cannot_read("diagnose", args.file, exc)
+    except _UsageError as exc:
+        print(f"streamfsm diagnose: {_clean(exc)}", file=sys.stderr)
+        return 2
+    if data.count == 0:
+        print(f"streamfsm diagnose: no readable run record in {_clean(args.file)}", file=sys.stderr)
+        return 1
+    if not chosen:
+        print(
+            f"streamfsm diagnose: no record with run id {_clean(args.run_id)!r} in {_clean(args.file)}",
+            file=sys.stderr,
+        )
+        return 1
+    if args.run_id is None and data.count > len(chosen):
+        print(
+            f"streamfsm diagnose: showing the last {len(chosen)} of {data.count} records"
+            " (pick one with --run ID, or more with --last N)",
+            file=sys.stderr,
+        )
+    several = len(chosen) > 1
+    diagrams: list[dict[str, Any]] = []
+    texts: list[str] = []
+    for record in chosen:
+        text = format_record(record)
+        if args.diagram:
+            mermaid = run_diagram_mermaid(record)
+            svg, why = _svg(record)
+            svg_path: Path | None = None
+            if svg is not None:
+                svg_path = _svg_path(args, record, several)
+                svg_path.write_bytes(svg)
+                print(f"streamfsm diagnose: wrote {svg_path}", file=sys.stderr)
+            else:
+                print(f"streamfsm diagnose: {why}; printing Mermaid only", file=sys.stderr)
+            diagrams.append(
+                {
+                    "run_id": record.run_id,
+                    "mermaid": mermaid,
+                    "svg": None if svg_path is None else str(svg_path),
+                }
+            )
+            text += "\n" + mermaid
+        texts.append(text)
+    if args.json:
+        out: dict[str, Any] = {
+            "records": [r.to_dict() for r in chosen],
+            "total": data.count,
+            "problems": _problems_json(data.problems),
+        }
+        if args.diagram:
+            out["diagrams"] = diagrams
+        print(json.dumps(out, indent=2, ensure_ascii=False))
+    else:
+        print(("\n" + "=" * 78 + "\n\n").join(texts), end="")
+    return 0
+
+
+# -- report ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Group:
+    key: tuple[str | None, ...]
+    count: int = 0
+    first: datetime | None = None
+    last: datetime | None = None
+    samples: list[str] = field(default_factory=list)  # most recent last
+    title: str = ""
+
+
+def _key_value(record: RunRecord, name: str) -> str | None:
+    if name == "summary_key":
+        return record.summary_key
+    if name == "class":
+        return record.failure_class
+    value = _get(record, "transport", "kind") if name == "transport_kind" else record.get(name)
+    return value if isinstance(value, str) else None
+
+
+def _add(
+    groups: dict[tuple[str | None, ...], _Group], key: tuple[str | None, ...], record: RunRecord
+) -> None:
+    group = groups.setdefault(key, _Group(key))
+    group.count += 1
+    when = _when(record)
+    if when is not None:
+        group.first = when if group.first is None else min(group.first, when)
+        if group.last is None or when >= group.last:
+            group.last = when
+            group.title = str(record["summary"]["title"])
+    elif not group.title:
+        group.title = str(record["summary"]["title"])
+    if record.run_id not in group.samples:
+        group.samples.append(record.run_id)  # the latest in log order
+        del group.samples[:-_SAMPLES]
+
+
+def _by_count(groups: Iterable[_Group]) -> list[_Group]:
+    oldest = datetime.min.replace(tzinfo=timezone.utc)
+    return sorted(
+        groups,
+        key=lambda g: (-g.count, -(g.last or oldest).timestamp(), tuple(k or "" for k in g.key)),
+    )
+
+
+def _iso(when: datetime | None) -> str | None:
+    return None if when is None else when.astimezone(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _report(args: argparse.Namespace) -> int:
+    data = _Records(args.file, rotated=args.rotated)
+    since: datetime | None = args.since
+    names = _GROUPINGS[args.by]
+    table: dict[tuple[str | None, ...], _Group] = {}
+    runs = failures = 0
+    try:
+        for record in data:  # one pass, holding only the groups
+            if since is not None and ((when := _when(record)) is None or when < since):
+                continue
+            runs += 1
+            if record.failure_class != "completed":
+                failures += 1
+                _add(table, tuple(_key_value(record, n) for n in names), record)
+    except OSError as exc:
+        return _cannot_read("report", args.file, exc)
+    if data.count == 0:
+        print(f"streamfsm report: no readable run record in {_clean(args.file)}", file=sys.stderr)
+        return 1
+    groups = _by_count(table.values())
+    names = _GROUPINGS[args.by]
+    if args.json:
+        out = {
+            "source": args.file,
+            "by": args.by,
+            "since": _iso(since),
+            "records": data.count,
+            "runs": runs,
+            "failures": failures,
+            "groups": [
+                {
+                    "key": dict(zip(names, g.key, strict=True)),
+                    "count": g.count,
+                    "first_seen": _iso(g.first),
+                    "last_seen": _iso(g.last),
+                    "sample_run_ids": list(reversed(g.samples)),
+                    "title": g.title,
+                }
+                for g in groups
+            ],
+            "problems": _problems_json(data.problems),
+        }
+        print(json.dumps(out, indent=2, ensure_ascii=False))
+        return 0
+    window = f" since {_utc(since)}" if since is not None else ""
+    print(
+        f"{failures} failed of {runs} runs{window} in {_clean(args.file)}:"
+        f" {len(groups)} {'signature' if args.by == 'signature' else args.by}"
+        f"{'' if len(groups) == 1 else 's'}"
+    )
+    if not groups:
+        return 0
+    header = ("COUNT", "FIRST SEEN (UTC)", "LAST SEEN (UTC)", *(n.upper().replace("_", " ") for n in names))
+    header += ("SAMPLE RUNS",) + (("WHAT HAPPENED",) if args.by in ("signature", "class") else ())
+    rows = [header]
+    for g in groups:
+        row = (str(g.count), _utc(g.first), _utc(g.last), *(_show(k) for k in g.key))
+        row += (", ".join(_clean(s)[:12] for s in reversed(g.samples)),)
+        row += (_clean(g.title),) if args.by in ("signature", "class") else ()
+        rows.append(row)
+    width = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    print()
+    for r in rows:
+        cells = [f"{r[0]:>{width[0]}}", *(f"{c:<{width[i]}}" for i, c in enumerate(r) if i)]
+        print("  ".join(cells).rstrip())
+    return 0
+
+
+# -- wiring ------------------------------------------------------------------------------------------------
+
+
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``diagnose`` and ``report`` to the ``streamfsm`` command line."""
+    diagnose = commands.add_parser(
+        "diagnose",
+        help="explain a run from its record: what happened, may it be retried, the facts and the timeline",
+        description="Explain runs from a record, a JSON-lines log or a session export.",
+    )
+    diagnose.add_argument(
+        "file", metavar="FILE", help="record, JSON-lines log or session export ('-': stdin)"
+    )
+    # dest run_id: "run" is the handler the main parser calls
+    diagnose.add_argument(
+        "--run", dest="run_id", metavar="ID", help="the run to show (a run id or a unique prefix)"
+    )
+    diagnose.add_argument(
+        "--last", metavar="N", type=_positive, default=1, help="without --run: show the last N records (1)"
+    )
+    diagnose.add_argument(
+        "--diagram",
+        action="store_true",
+        help="also draw the machine with this run's path (Mermaid; SVG too when Graphviz is installed)",
+    )
+    diagnose.add_argument("--out", metavar="PATH", help="where to write the SVG (default: beside FILE)")
+    diagnose.add_argument("--json", action="store_true", help="print the records as JSON, for machines")
+    diagnose.add_argument(
+        "--no-rotated", dest="rotated", action="store_false", help="ignore FILE.1, FILE.2, …"
+    )
+    diagnose.set_defaults(run=_diagnose)
+
+    report = commands.add_parser(
+        "report",
+        help="group failed runs in a log by signature, provider, model or class, like an errors tab",
+        description="Group the failed runs of a log: count, first and last seen, sample run ids.",
+    )
+    report.add_argument("file", metavar="LOG", help="JSON-lines log, record or session export ('-': stdin)")
+    report.add_argument(
+        "--since",
+        metavar="T",
+        type=_since_arg,
+        help="only runs started at or after T: 30m, 2h, 7d, or an ISO time (no zone: local time)",
+    )
+    report.add_argument(
+        "--by",
+        choices=tuple(_GROUPINGS),
+        default="signature",
+        help="signature = summary key + provider + model + transport kind (default)",
+    )
+    report.add_argument("--json", action="store_true", help="print JSON, for machines")
+    report.add_argument("--no-rotated", dest="rotated", action="store_false", help="ignore LOG.1, LOG.2, …")
+    report.set_defaults(run=_report)
