@@ -107,6 +107,8 @@ def _tool_sentence(state: State, facts: Facts) -> str:
             sentence = "That tool only reads, so it changed nothing."
             return sentence + earlier if commitment is Commitment.SIDE_EFFECT else sentence
         if commitment is Commitment.SIDE_EFFECT:
+            if activity is Activity.TOOL_CALL:
+                return "The tool had run and may have changed things."
             return "The tool had started and may already have changed things."
         return "The tool only reads, so nothing was changed."
     if commitment is Commitment.SIDE_EFFECT:

@@ -119,8 +119,10 @@ class Run:
         self._deferred: StreamFailed | None = None
         self._finished_at: float | None = None
         self._completed_calls: dict[str, str] = {}
+        self._call_names: dict[str, str] = {}  # one entry per tool call the stream announced
         self._running: dict[str, bool] = {}
-        self._current_tool: str | None = None
+        self._current_call: str | None = None  # the call the stream (or the agent) last worked on
+        self._effects: dict[str, bool] = {}  # call id -> effectful, for every call the agent started
         self._idle_paused_since: float | None = None
         self._idle_resumed_at = 0.0
 
@@ -266,6 +268,11 @@ class Run:
             raise RuntimeError("iterate a run inside its `async with` block")
         if self._abort_request is not None:
             self._fail_cancelled(Trigger.LOCAL_ABORT)
+        self._apply_frames(await self._read_watched())
+
+    async def _read_watched(self) -> list[Any] | None:
+        """``_read_frames`` under the earliest watchdog deadline, in a cancel scope ``abort()`` can cancel too;
+        a fault there fails the run. A source that watches its own reads (``SdkRun``) overrides this."""
         deadline, edge = self._read_deadline()
         frames: list[Any] | None = None
         with anyio.CancelScope(deadline=self._to_loop_time(deadline)) as scope:
@@ -279,6 +286,11 @@ class Run:
         self._read_scope = None
         if scope.cancelled_caught:
             self._fail_cancelled(edge)
+        return frames
+
+    def _apply_frames(self, frames: list[Any] | None) -> None:
+        """Apply every event in ``frames``; ``None`` is the clean end of the source. Sync, so that a sync
+        source (``SyncSdkRun``) shares it."""
         try:
             if frames is not None:
                 feed = self._feed
@@ -315,11 +327,13 @@ class Run:
             on_event(self, event)
 
     def _on_tool_input_start(self, event: ToolInputStart) -> None:
-        self._current_tool = event.name
+        self._current_call = event.call_id
+        self._call_names[event.call_id] = event.name
 
     def _on_tool_call(self, event: ToolCall) -> None:
         self._completed_calls[event.call_id] = event.name
-        self._current_tool = event.name
+        self._call_names[event.call_id] = event.name
+        self._current_call = event.call_id
 
     def _on_usage(self, event: Usage) -> None:
         self._rec.usage(event.input_tokens, event.output_tokens, event.reasoning_tokens, event.cached_tokens)
@@ -406,8 +420,9 @@ class Run:
         if not self._done:
             self._machine.send(trigger)
             self._rec.lifecycle(trigger.value, self._machine.state)
-            self._current_tool = self._completed_calls[call_id]
+            self._current_call = call_id
         self._running[call_id] = effectful
+        self._effects[call_id] = effectful
         if effectful and self.config.pause_idle_during_tools and self._idle_paused_since is None:
             self._idle_paused_since = time.monotonic()
 
@@ -453,7 +468,13 @@ class Run:
     # -- ending -----------------------------------------------------------------------------------------
 
     def _facts(self, **overrides: Any) -> Facts:
-        fields: dict[str, Any] = {"request_sent": self._rec.request_sent, "tool_name": self._current_tool}
+        call = self._current_call
+        fields: dict[str, Any] = {
+            "request_sent": self._rec.request_sent,
+            "tool_name": self._call_names.get(call) if call else None,
+            "tool_ran": call in self._effects,
+            "tool_effectful": self._effects.get(call) if call else None,
+        }
         fields.update(overrides)
         return Facts(**fields)
 

@@ -425,3 +425,43 @@ async def test_caller_client_is_used_and_left_open() -> None:
             await consume(run)
         assert not client.is_closed
         assert run.finished
+
+
+async def test_cut_after_a_tool_ran_and_finished_says_it_ran() -> None:
+    frames = tool_call_stream("anthropic", [("write_file", '{"path": "b.txt"}')])
+    steps = script(cut_through("anthropic", frames, ToolCall), Fin())
+    async with FaultServer(steps) as server:
+        with pytest.raises(StreamFailed) as info:
+            async with streamfsm.open_stream(
+                "anthropic", base_url=server.base_url, json=BODIES["anthropic"]
+            ) as run:
+                async for event in run:
+                    if isinstance(event, ToolCall):
+                        async with run.tool(event.call_id, effect="effectful"):
+                            pass
+    diagnosis = info.value.diagnosis
+    assert str(diagnosis.state) == "tool_call/side_effect"
+    assert "after `write_file` had run" in diagnosis.detail
+    assert "did not run" not in diagnosis.detail
+    assert diagnosis.verdict.value == "no_retry"
+
+
+async def test_a_read_only_tool_is_not_blamed_for_an_earlier_side_effect() -> None:
+    calls = [("write_file", '{"path": "b.txt"}'), ("read_file", '{"path": "a.txt"}')]
+    frames = tool_call_stream("openai-responses", calls)
+    first_call = cut_through("openai-responses", frames, ToolCall)
+    rest = frames[len(first_call) :]
+    steps = script(first_call + cut_through("openai-responses", rest, ToolCall), Fin())
+    async with FaultServer(steps) as server:
+        with pytest.raises(StreamFailed) as info:
+            async with streamfsm.open_stream(
+                "openai-responses", base_url=server.base_url, json=BODIES["openai-responses"]
+            ) as run:
+                async for event in run:
+                    if isinstance(event, ToolCall):
+                        effect = "effectful" if event.name == "write_file" else "read_only"
+                        run.tool_started(event.call_id, effect=effect)
+    detail = info.value.diagnosis.detail
+    assert "`read_file`" in detail
+    assert "That tool only reads" in detail
+    assert "An earlier tool had already started" in detail
