@@ -271,8 +271,8 @@ class Run:
         self._apply_frames(await self._read_watched())
 
     async def _read_watched(self) -> list[Any] | None:
-        """``_read_frames`` under the earliest watchdog deadline, in a cancel scope ``abort()`` can cancel too;
-        a fault there fails the run. A source that watches its own reads (``SdkRun``) overrides this."""
+        """``_read_frames`` under the earliest watchdog deadline, in a cancel scope that ``abort()`` can
+        cancel too; a fault there fails the run. A source that watches its own reads overrides this."""
         deadline, edge = self._read_deadline()
         frames: list[Any] | None = None
         with anyio.CancelScope(deadline=self._to_loop_time(deadline)) as scope:
