@@ -1,0 +1,315 @@
+"""OpenTelemetry export of finished runs: one GenAI client span, the timeline as span events, and metrics.
+
+``OtelSink`` is a run-record sink (``StreamConfig(sinks=(OtelSink(),))``). Everything it emits is read from
+the record alone, which is already redacted: no prompt, output, key or header value reaches a collector that
+the JSON record would not carry. It never raises into the runtime, and it reads older or partial records
+without complaint (a missing field is a missing attribute).
+
+Conventions: OpenTelemetry GenAI semantic conventions (status Development) as published at
+https://opentelemetry.io/docs/specs/semconv/gen-ai/ (``gen-ai-spans``, ``gen-ai-metrics``) and maintained in
+github.com/open-telemetry/semantic-conventions-genai (``docs/gen-ai/gen-ai-spans.md``, ``gen-ai-metrics.md``,
+``client-inference.md``); names checked against opentelemetry-semantic-conventions 0.66b2. Used from them:
+
+* span: name ``{gen_ai.operation.name} {gen_ai.request.model}`` (the operation alone when the model is
+  unknown), kind ``CLIENT``, status ``ERROR`` with a description when the operation ended in an error;
+* span attributes: ``gen_ai.operation.name`` (``chat``), ``gen_ai.provider.name`` (well-known values
+  ``openai``, ``anthropic``, ``gcp.gemini``), ``gen_ai.request.model``, ``gen_ai.request.stream``,
+  ``gen_ai.response.id``, ``gen_ai.response.finish_reasons``, ``gen_ai.response.time_to_first_chunk``,
+  ``gen_ai.usage.input_tokens``, ``gen_ai.usage.output_tokens``, ``gen_ai.usage.cache_read.input_tokens``,
+  ``gen_ai.usage.reasoning.output_tokens``, ``gen_ai.conversation.id``, ``server.address``, ``server.port``,
+  ``error.type`` (conditionally required: only when the run failed);
+* metrics: ``gen_ai.client.operation.duration`` (histogram, ``s``, with ``error.type`` on failure),
+  ``gen_ai.client.operation.time_to_first_chunk`` (histogram, ``s``, streaming calls only),
+  ``gen_ai.client.token.usage`` (histogram, ``{token}``, ``gen_ai.token.type`` = ``input`` / ``output``),
+  each with the conventions' advisory bucket boundaries.
+
+The conventions repository's development draft (``client-inference.md``) renames the metrics to
+``gen_ai.client.inference.*``; we follow the published names until that lands in a release.
+
+Ours, under ``streamfsm.*``: the classification (class, summary key, verdict, action, phase, edge, cause,
+confidence, states), correlation ids, transport facts, and the counter ``streamfsm.runs`` (every run, by
+``streamfsm.class`` and ``streamfsm.verdict``; a finished run counts as class ``completed``).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+try:
+    from opentelemetry import metrics, trace
+    from opentelemetry.trace import SpanKind, Status, StatusCode
+    from opentelemetry.util.types import AttributeValue
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "streamfsm's OpenTelemetry sink needs the 'otel' extra: pip install 'streamfsm[otel]'"
+    ) from exc
+
+from .. import __version__
+
+__all__ = ["OtelSink"]
+
+_log: Final = logging.getLogger("streamfsm.otel")
+
+OPERATION: Final = "chat"
+PROVIDER_NAMES: Final[Mapping[str, str]] = {
+    "openai-chat": "openai",
+    "openai-responses": "openai",
+    "anthropic": "anthropic",
+    "gemini": "gcp.gemini",
+}
+
+# Metric names, units and advisory buckets from gen-ai-metrics.md.
+DURATION: Final = "gen_ai.client.operation.duration"
+TIME_TO_FIRST_CHUNK: Final = "gen_ai.client.operation.time_to_first_chunk"
+TOKEN_USAGE: Final = "gen_ai.client.token.usage"
+RUNS: Final = "streamfsm.runs"
+_SECONDS_BUCKETS: Final = tuple(0.01 * 2**i for i in range(14))  # 0.01, 0.02, 0.04, ... 81.92
+_TOKEN_BUCKETS: Final = tuple(float(4**i) for i in range(14))  # 1, 4, 16, ... 67108864
+
+_NS: Final = 1_000_000_000
+_Attrs = dict[str, AttributeValue]
+
+
+def _section(record: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = record.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _seconds(value: Any) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < math.inf:
+        return float(value)
+    return None
+
+
+def _put(attrs: _Attrs, key: str, value: Any) -> None:
+    """Set ``key`` when ``value`` is a plain, present attribute value; anything else is left out."""
+    if isinstance(value, (str, bool, int, float)) and value != "":
+        attrs[key] = value
+
+
+def _start_ns(record: Mapping[str, Any], total_s: float, now_ns: int) -> int:
+    started = record.get("started_at")
+    if isinstance(started, str):
+        try:
+            parsed = datetime.fromisoformat(started)
+        except ValueError:
+            parsed = None
+        if parsed is not None and parsed.tzinfo is not None:
+            return round(parsed.timestamp() * 1000) * 1_000_000  # the record keeps milliseconds
+    return now_ns - round(total_s * _NS)
+
+
+def _server(endpoint: Any) -> tuple[str | None, int | None]:
+    if not isinstance(endpoint, str):
+        return None, None
+    try:
+        parts = urlsplit(endpoint)
+        host, port = parts.hostname, parts.port
+    except ValueError:  # includes a host masked by redaction: "http://[REDACTED]/..."
+        return None, None
+    if not host:
+        return None, None
+    if port is None:
+        port = {"https": 443, "http": 80}.get(parts.scheme)
+    return host, port
+
+
+class OtelSink:
+    """A run-record sink that emits one OpenTelemetry GenAI client span and metrics per run.
+
+    ``tracer_provider`` and ``meter_provider`` default to the global providers. The span is created when the
+    record arrives, as a child of the then-current context (the caller's span, when there is one), with the
+    run's real start and end times.
+    """
+
+    __slots__ = ("_duration", "_runs", "_time_to_first_chunk", "_token_usage", "_tracer")
+
+    def __init__(
+        self,
+        tracer_provider: trace.TracerProvider | None = None,
+        meter_provider: metrics.MeterProvider | None = None,
+    ) -> None:
+        self._tracer = trace.get_tracer("streamfsm", __version__, tracer_provider=tracer_provider)
+        meter = metrics.get_meter("streamfsm", __version__, meter_provider=meter_provider)
+        self._duration = meter.create_histogram(
+            DURATION,
+            unit="s",
+            description="GenAI operation duration.",
+            explicit_bucket_boundaries_advisory=_SECONDS_BUCKETS,
+        )
+        self._time_to_first_chunk = meter.create_histogram(
+            TIME_TO_FIRST_CHUNK,
+            unit="s",
+            description="Time to receive the first chunk of a streaming response.",
+            explicit_bucket_boundaries_advisory=_SECONDS_BUCKETS,
+        )
+        self._token_usage = meter.create_histogram(
+            TOKEN_USAGE,
+            unit="{token}",
+            description="Number of input and output tokens used.",
+            explicit_bucket_boundaries_advisory=_TOKEN_BUCKETS,
+        )
+        self._runs = meter.create_counter(
+            RUNS, unit="{run}", description="Finished and failed runs, by failure class and retry verdict."
+        )
+
+    def __repr__(self) -> str:
+        return "OtelSink()"
+
+    def __call__(self, record: Mapping[str, Any]) -> None:
+        try:
+            self._emit(record)
+        except Exception as exc:
+            # Like the sink deliverer: the class only, never the text, which may quote data.
+            _log.warning("the OpenTelemetry sink dropped a run record (%s)", type(exc).__name__)
+
+    # -- emitting -------------------------------------------------------------------------------------------
+
+    def _emit(self, record: Mapping[str, Any]) -> None:
+        outcome = _section(record, "outcome")
+        retry = _section(record, "retry")
+        timings = _section(record, "timings")
+        known_class = _str(outcome.get("class"))
+        klass = known_class or "unknown"
+        # A local abort (the user pressed stop, the app cancelled) is a choice, not an error: it is counted
+        # by class below but leaves the span status unset and carries no error.type.
+        failed = klass not in ("completed", "local_abort")
+        # error.type: our stable summary key, else the class, else the conventions' fallback ``_OTHER``.
+        error_type = (_str(outcome.get("summary_key")) or known_class or "_OTHER") if failed else None
+
+        common = self._common(record)
+        total_s = _seconds(timings.get("total_s")) or 0.0
+        first_chunk_s = _seconds(timings.get("to_first_progress_s"))
+
+        self._span(record, common, error_type, total_s, first_chunk_s)
+
+        duration_attrs = dict(common)
+        _put(duration_attrs, "error.type", error_type)
+        self._duration.record(total_s, duration_attrs)
+        if first_chunk_s is not None:
+            self._time_to_first_chunk.record(first_chunk_s, common)
+        tokens = _section(record, "tokens")
+        for token_type in ("input", "output"):
+            count = _int(tokens.get(token_type))
+            if count is not None and count >= 0:
+                self._token_usage.record(count, {**common, "gen_ai.token.type": token_type})
+        run_attrs: _Attrs = {
+            "streamfsm.class": klass,
+            "streamfsm.verdict": _str(retry.get("verdict")) or "unknown",
+        }
+        _put(run_attrs, "gen_ai.provider.name", common.get("gen_ai.provider.name"))
+        self._runs.add(1, run_attrs)
+
+    @staticmethod
+    def _common(record: Mapping[str, Any]) -> _Attrs:
+        """The attributes spans and metrics share: operation, provider, model, server."""
+        attrs: _Attrs = {"gen_ai.operation.name": OPERATION}
+        provider = _str(record.get("provider"))
+        _put(attrs, "gen_ai.provider.name", PROVIDER_NAMES.get(provider, provider) if provider else None)
+        _put(attrs, "gen_ai.request.model", _str(record.get("model")))
+        host, port = _server(record.get("endpoint"))
+        if host is not None:
+            attrs["server.address"] = host
+            _put(attrs, "server.port", port)
+        return attrs
+
+    def _span(
+        self,
+        record: Mapping[str, Any],
+        common: _Attrs,
+        error_type: str | None,
+        total_s: float,
+        first_chunk_s: float | None,
+    ) -> None:
+        now_ns = time.time_ns()
+        start_ns = _start_ns(record, total_s, now_ns)
+        end_ns = start_ns + round(total_s * _NS)
+        model = common.get("gen_ai.request.model")
+        name = f"{OPERATION} {model}" if model else OPERATION
+        attrs = {**common, **self._span_attributes(record)}
+        _put(attrs, "gen_ai.response.time_to_first_chunk", first_chunk_s)
+        _put(attrs, "error.type", error_type)
+
+        span = self._tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attrs, start_time=start_ns)
+        try:
+            for event_name, event_attrs, offset_s in _events(record):
+                span.add_event(event_name, event_attrs, timestamp=start_ns + round(offset_s * _NS))
+            if error_type is not None:
+                title = _str(_section(record, "summary").get("title"))
+                span.set_status(Status(StatusCode.ERROR, title or error_type))
+        finally:
+            span.end(end_time=end_ns)
+
+    @staticmethod
+    def _span_attributes(record: Mapping[str, Any]) -> _Attrs:
+        ids = _section(record, "ids")
+        outcome = _section(record, "outcome")
+        retry = _section(record, "retry")
+        tokens = _section(record, "tokens")
+        finish = _section(record, "finish_reason")
+        transport = _section(record, "transport")
+        abort = _section(record, "abort")
+        attrs: _Attrs = {"gen_ai.request.stream": True}
+        _put(attrs, "gen_ai.response.id", _str(ids.get("response_id")))
+        raw_finish = _str(finish.get("raw"))
+        if raw_finish is not None:
+            attrs["gen_ai.response.finish_reasons"] = (raw_finish,)
+        _put(attrs, "gen_ai.conversation.id", _str(ids.get("session_id")))
+        for key, name in (
+            ("input", "gen_ai.usage.input_tokens"),
+            ("output", "gen_ai.usage.output_tokens"),
+            ("cached", "gen_ai.usage.cache_read.input_tokens"),
+            ("reasoning", "gen_ai.usage.reasoning.output_tokens"),
+        ):
+            _put(attrs, name, _int(tokens.get(key)))
+
+        for key in ("class", "summary_key", "phase", "edge", "cause", "confidence", "state", "from_state"):
+            _put(attrs, f"streamfsm.{key}", _str(outcome.get(key)))
+        for key in ("verdict", "action"):
+            _put(attrs, f"streamfsm.{key}", _str(retry.get(key)))
+        _put(attrs, "streamfsm.retry_after_s", _seconds(retry.get("retry_after_s")))
+        for key in ("run_id", "trace_id", "message_id", "previous_run_id", "provider_request_id"):
+            _put(attrs, f"streamfsm.{key}", _str(ids.get(key)))
+        _put(attrs, "streamfsm.attempt", _int(ids.get("attempt")))
+        _put(attrs, "streamfsm.provider", _str(record.get("provider")))
+        _put(attrs, "streamfsm.finish_reason", _str(finish.get("unified")))
+        _put(attrs, "streamfsm.transport.kind", _str(transport.get("kind")))
+        _put(attrs, "streamfsm.http.status_code", _int(transport.get("status")))
+        _put(attrs, "streamfsm.watchdog.fired", _str(_section(record, "watchdog").get("fired")))
+        _put(attrs, "streamfsm.abort.source", _str(abort.get("source")))
+        _put(attrs, "streamfsm.timeline.omitted", _int(_section(record, "timeline").get("omitted")))
+        return attrs
+
+
+def _events(record: Mapping[str, Any]) -> list[tuple[str, _Attrs, float]]:
+    """The timeline's entries as (name, attributes, offset in seconds), in order (bounded, as it is)."""
+    entries = _section(record, "timeline").get("entries")
+    if not isinstance(entries, Sequence) or isinstance(entries, str):
+        return []
+    out: list[tuple[str, _Attrs, float]] = []
+    for entry in entries:
+        if not isinstance(entry, Mapping):
+            continue
+        name = _str(entry.get("event"))
+        offset = _seconds(entry.get("t"))
+        if name is None or offset is None:
+            continue
+        attrs: _Attrs = {"streamfsm.n": _int(entry.get("n")) or 1}
+        _put(attrs, "streamfsm.state", _str(entry.get("state")))
+        _put(attrs, "streamfsm.t_last_s", _seconds(entry.get("t_last")))
+        out.append((name, attrs, offset))
+    return out
