@@ -1,0 +1,51 @@
+"""Records written before a later section existed stay readable: by the reader, the schema and diagnose."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from logsupport import assert_valid, mid_generation_disconnect
+
+from streamfsm.runtime._logs import read_records
+from streamfsm.runtime._record import RunRecord
+
+# Sections added to streamfsm.run/1 after its first records were written; all optional by design.
+LATER_SECTIONS = ("relay", "attempts")
+
+
+def first_release_record() -> dict[str, object]:
+    data = mid_generation_disconnect().to_dict()
+    for section in LATER_SECTIONS:
+        data.pop(section, None)
+    return data
+
+
+def test_a_record_without_later_sections_validates_and_loads() -> None:
+    data = first_release_record()
+    assert_valid(data)
+    assert RunRecord.from_dict(data).summary_key == "mid_generation.closed_mid_body"
+
+
+def test_diagnose_reads_an_older_record(tmp_path: Path) -> None:
+    path = tmp_path / "old.jsonl"
+    path.write_text(json.dumps(first_release_record()) + "\n")
+    assert [r.summary_key for r in read_records(path)] == ["mid_generation.closed_mid_body"]
+    done = subprocess.run(
+        [sys.executable, "-m", "streamfsm", "diagnose", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "The stream broke partway through the answer" in done.stdout
+
+
+def test_a_future_major_schema_is_refused_with_a_clear_error() -> None:
+    data = {**first_release_record(), "schema": "streamfsm.run/2"}
+    with pytest.raises(ValueError, match=r"streamfsm\.run/2"):
+        RunRecord.from_dict(data)
