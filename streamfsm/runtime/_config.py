@@ -76,6 +76,41 @@ class StreamConfig:
         return dataclasses.replace(self, **changes)
 
 
+MAX_ATTEMPT_LINKS = 32
+"""The most earlier attempts a record lists (a `RetryPolicy` allows at most this many attempts)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptLink:
+    """One attempt of a retried stream, as the retry executor (``streamfsm.retrying``) links it.
+
+    A record lists the attempts *before* its own under ``attempts``: each was retried (``decision``
+    ``"auto_retry"`` or ``"confirmed_retry"``) after waiting ``delay_s`` seconds for ``delay_reason``
+    (``"retry_after"``: the provider said so; ``"backoff"``: exponential backoff; ``"none"``). In
+    ``RetryingRun.attempts`` and ``StreamFailed.attempts`` the last link says how the chain ended:
+    ``"completed"`` or ``"stopped"``. ``verdict`` is the machine's verdict on that attempt.
+    """
+
+    run_id: str
+    attempt: int
+    summary_key: str
+    verdict: str
+    decision: str
+    delay_s: float = 0.0
+    delay_reason: str = "none"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "attempt": self.attempt,
+            "summary_key": self.summary_key,
+            "verdict": self.verdict,
+            "decision": self.decision,
+            "delay_s": self.delay_s,
+            "delay_reason": self.delay_reason,
+        }
+
+
 @dataclass(frozen=True, slots=True)
 class Ids:
     """Correlation ids a run carries into its record. ``context`` holds caller-supplied strings such as a
@@ -87,6 +122,13 @@ class Ids:
     attempt: int = 1
     previous_run_id: str | None = None
     context: Mapping[str, str] = field(default_factory=dict)
+    attempts: tuple[AttemptLink, ...] = ()  # the earlier attempts of a retried stream, oldest first
+
+    def __post_init__(self) -> None:
+        links = tuple(
+            link if isinstance(link, AttemptLink) else AttemptLink(**link) for link in self.attempts
+        )
+        object.__setattr__(self, "attempts", links)
 
     @classmethod
     def coerce(cls, value: Ids | Mapping[str, Any] | None) -> Ids:

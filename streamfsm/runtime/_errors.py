@@ -2,6 +2,7 @@
 
     StreamError
     └── StreamFailed        a run ended in ``failed``; carries ``.diagnosis`` and ``.record``
+                            (from the retry executor also ``.partial``, ``.attempts``, ``.stop_reason``)
 
 Raw transport exceptions never escape a run: they are the ``__cause__`` of a ``StreamFailed``.
 """
@@ -12,7 +13,9 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..classify import Diagnosis
+    from ._config import AttemptLink
     from ._record import RunRecord
+    from ._retry import Partial
 
 
 class StreamError(Exception):
@@ -20,11 +23,20 @@ class StreamError(Exception):
 
 
 class StreamFailed(StreamError):
-    """A run failed. ``str()`` is the plain-language summary; the raw cause is ``__cause__``."""
+    """A run failed. ``str()`` is the plain-language summary; the raw cause is ``__cause__``.
+
+    Raised by a `RetryingRun` (``streamfsm.retrying``), it is the last attempt's failure and also carries
+    ``partial`` (what the consumer was given: text, complete tool calls, finished tool results), ``attempts``
+    (every attempt, the last one ``"stopped"``) and ``stop_reason`` (why no further attempt was made). A
+    plain run leaves them ``None``, ``()`` and ``None``.
+    """
 
     def __init__(self, diagnosis: Diagnosis, record: RunRecord) -> None:
         self.diagnosis = diagnosis
         self.record = record
+        self.partial: Partial | None = None
+        self.attempts: tuple[AttemptLink, ...] = ()
+        self.stop_reason: str | None = None
         # Most details open with the title's words; say them once.
         detail = diagnosis.detail
         super().__init__(detail if detail.startswith(diagnosis.title) else f"{diagnosis.title}. {detail}")

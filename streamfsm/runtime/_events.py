@@ -135,6 +135,19 @@ class ProviderErrorEvent:
     error: ProviderError
 
 
+@dataclass(frozen=True, slots=True)
+class Restarted:
+    """Not from the wire: the retry executor is starting a new attempt after a *confirmed* retry.
+
+    Drop what you showed of the previous attempt; the new attempt's events follow. ``attempt`` is the number
+    of the attempt that starts now, ``summary_key`` why the previous one failed. It has no machine trigger: it
+    is never fed to a run, and it is not a `ConsumerEvent` (only a `RetryingRun` yields it).
+    """
+
+    attempt: int
+    summary_key: str
+
+
 StreamEvent: TypeAlias = (
     TextDelta
     | ReasoningDelta
