@@ -1,0 +1,1006 @@
+"""The SDK drop-in: ``wrap()`` drives a stream from the ``openai`` or ``anthropic`` SDK through the machine.
+
+    stream = await client.chat.completions.create(model=..., messages=..., stream=True)
+    async with streamfsm.wrap(stream) as run:
+        async for event in run:
+            ...
+
+    # Hand over the un-awaited call instead, and HTTP and connection errors are classified too:
+    async with streamfsm.wrap(client.messages.create(..., stream=True)) as run:
+        ...
+
+    # A sync SDK stream gives a sync run:
+    with streamfsm.wrap(sync_client.responses.create(..., stream=True)) as run:
+        for event in run:
+            ...
+
+The run is the same as ``open_stream``'s (events, ``record``, the tool ledger, ``abort``, ``StreamFailed``):
+``SdkRun`` and ``SyncSdkRun`` are ``Run`` subclasses that supply the source, like ``HttpRun`` does.
+
+**What it takes.** Async: an ``openai`` ``AsyncStream`` of Chat Completions chunks or Responses events, an
+``anthropic`` ``AsyncStream`` of raw message events or ``AsyncMessageStream`` (``client.messages.stream()``,
+entered or not; its helper events are skipped), or an awaitable that produces one (awaited on entry, under the
+connect watchdog). Sync: the ``Stream`` / ``MessageStream`` counterparts (and an un-entered
+``MessageStreamManager``). The provider format is read from the object (its SDK by qualified class name, the
+stream's item type, or the first item); ``provider=`` names it instead, and is checked against what is seen.
+Neither SDK is imported: classes are recognised by name.
+
+**Facts.** Status, allow-listed headers, request ids and the endpoint come from the SDK's ``response``; the
+model and the request's shape from its request body (parsed once, when under 1 MiB). Items are translated by
+attribute access (``_adapters._sdk_items``), never ``model_dump``. SDK exceptions are classified once:
+``APIStatusError`` (and openai's bare in-band ``APIError``) through ``provider_error_from_sdk``, connection
+faults through ``transport_facts`` (openai 3.x wraps httpx2 errors in ``APIConnectionError``; openai 2.x and
+anthropic let raw ``httpx``/``httpx2`` errors escape; both are read by class name and chain), a JSON or shape
+error from the SDK's decoder as a protocol violation. Anything else raised while connecting is not a
+transport fact and propagates as it was (recorded as ``consumer_error``).
+
+**Watchdogs.** Like ``HttpRun``, one cancel scope per network read: the run wraps the ``response.stream``
+byte stream the SDK is about to read (an ``AsyncByteStream`` subclass of the SDK's own httpx generation), so a
+read that outlives the earliest deadline is cancelled inside the SDK, surfaces as our own exception, and ends
+the run with the watchdog's edge. A fast stream carries many events per read, so this costs per chunk, not per
+event. When the byte stream cannot be wrapped (the caller already started iterating), the scope goes around
+each item instead. Sync runs check the deadline before each read and keep one watchdog thread per run which,
+when the deadline passes (or ``abort()`` is called from another thread), shuts the socket down
+(``shutdown(SHUT_RDWR)``: closing a socket from another thread does not wake a blocked ``recv``, measured), so
+the blocked read returns; the fired flag, never the exception's message, decides the edge. Without an HTTP/1.1
+socket to shut (HTTP/2), the response is closed instead, which may not wake a blocked read. A sync connect (an
+un-entered ``MessageStreamManager``) is bounded by the SDK client's own timeout only.
+
+**Where it differs from open_stream** (each forced by what the SDKs hide):
+
+* Terminal signal, openai Chat Completions: the SDK swallows ``data: [DONE]`` and also ends silently at a
+  clean EOF without it, so an iteration that ends *after a* ``finish_reason`` counts as finished, and one
+  that ends without any is ``eof_without_terminal`` (detail ``no_finish_reason``). A cut between the
+  ``finish_reason`` chunk and ``[DONE]`` cannot be seen. Responses and Anthropic keep their terminal events.
+* Keepalives: the SDKs drop SSE comments and Anthropic pings, so ``stream_events`` has no ``keepalive`` count;
+  the idle watchdog is unaffected (keepalives never count as progress).
+* Timings start at ``wrap()``: for a stream the caller opened, the connect phase happened before it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import math
+import socket
+import threading
+import time
+import typing
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
+from types import TracebackType
+from typing import Any, Final, NoReturn, overload
+
+import anyio
+
+from ..classify import AbortSource
+from ..classify._provider import provider_error_from_event, provider_error_from_sdk
+from ..classify._redact import redact_text, redact_url
+from ..classify._taxonomy import ProviderError, TransportKind
+from ..classify._transport import transport_facts
+from ..machine import Trigger
+from ._adapters._base import MALFORMED_JSON, UNEXPECTED_EVENT, UNEXPECTED_SHAPE
+from ._adapters._sdk_items import (
+    NO_FINISH_REASON,
+    SdkAnthropic,
+    SdkOpenAIChat,
+    SdkOpenAIResponses,
+    SdkTranslator,
+)
+from ._config import Ids, StreamConfig
+from ._errors import StreamFailed
+from ._events import ConsumerEvent, ProtocolViolation, StreamEvent
+from ._record import request_shape
+from ._stream import Run
+
+__all__ = ["SDK_PROVIDERS", "SdkRun", "SyncSdkRun", "wrap"]
+
+SDK_PROVIDERS: Final = ("openai-chat", "openai-responses", "anthropic")
+"""The provider formats ``wrap()`` understands."""
+
+_TRANSLATORS: Final[dict[str, type[SdkTranslator]]] = {
+    "openai-chat": SdkOpenAIChat,
+    "openai-responses": SdkOpenAIResponses,
+    "anthropic": SdkAnthropic,
+}
+_MAX_REQUEST_BODY: Final = 1 << 20
+_WATCHDOG_JOIN_S: Final = 1.0
+_HTTP_FAMILIES: Final = frozenset({"httpx", "httpx2"})
+_SDKS: Final = frozenset({"openai", "anthropic"})
+# Connect faults after which no request can have left: the run never reached the provider.
+_NOT_CONNECTED: Final = frozenset(
+    {
+        TransportKind.REFUSED,
+        TransportKind.DNS,
+        TransportKind.TLS,
+        TransportKind.UNREACHABLE,
+        TransportKind.UNKNOWN,
+    }
+)
+
+# What an object is, by (top-level module, class name) anywhere in its MRO.
+_ASYNC_STREAM: Final = "async_stream"
+_SYNC_STREAM: Final = "sync_stream"
+_ASYNC_MANAGER: Final = "async_manager"
+_SYNC_MANAGER: Final = "sync_manager"
+_KINDS: Final[dict[tuple[str, str], tuple[str, bool]]] = {
+    # (module, class) -> (kind, yields anthropic helper events)
+    ("openai", "AsyncStream"): (_ASYNC_STREAM, False),
+    ("openai", "Stream"): (_SYNC_STREAM, False),
+    ("anthropic", "AsyncStream"): (_ASYNC_STREAM, False),
+    ("anthropic", "Stream"): (_SYNC_STREAM, False),
+    ("anthropic", "AsyncMessageStream"): (_ASYNC_STREAM, True),
+    ("anthropic", "MessageStream"): (_SYNC_STREAM, True),
+    ("anthropic", "BetaAsyncMessageStream"): (_ASYNC_STREAM, True),
+    ("anthropic", "BetaMessageStream"): (_SYNC_STREAM, True),
+    ("anthropic", "AsyncMessageStreamManager"): (_ASYNC_MANAGER, True),
+    ("anthropic", "MessageStreamManager"): (_SYNC_MANAGER, True),
+    ("anthropic", "BetaAsyncMessageStreamManager"): (_ASYNC_MANAGER, True),
+    ("anthropic", "BetaMessageStreamManager"): (_SYNC_MANAGER, True),
+}
+_SDK_ERROR: Final = "APIError"
+_NOT_PROVIDER_ERRORS: Final = frozenset(
+    {"APIConnectionError", "APITimeoutError", "APIResponseValidationError"}
+)
+_SHAPE_ERRORS: Final = frozenset(
+    {("openai", "APIResponseValidationError"), ("anthropic", "APIResponseValidationError")}
+)
+
+
+def _top(klass: type) -> str:
+    return str(getattr(klass, "__module__", "") or "").partition(".")[0]
+
+
+def _names(obj: object) -> Iterator[tuple[str, str]]:
+    for klass in type(obj).__mro__:
+        yield _top(klass), klass.__qualname__
+
+
+def _kind_of(obj: object) -> tuple[str, str, bool] | None:
+    """(sdk, kind, helper events) of an SDK stream or stream manager, by qualified class name."""
+    for name in _names(obj):
+        found = _KINDS.get(name)
+        if found is not None:
+            return name[0], found[0], found[1]
+    return None
+
+
+def _sdk_error(exc: BaseException) -> str | None:
+    """The SDK family of ``exc`` ("provider", "transport", "shape"); None if it is not an SDK error."""
+    for top, name in _names(exc):
+        if top in _SDKS:
+            if (top, name) in _SHAPE_ERRORS:
+                return "shape"
+            if name in _NOT_PROVIDER_ERRORS:
+                return "transport"
+            if name == _SDK_ERROR or name == "APIStatusError":
+                return "provider"
+    return None
+
+
+def _class_modules(tp: object, out: list[str], depth: int = 0) -> list[str]:
+    """The modules of the classes in a (possibly Annotated / Union) type, bounded."""
+    if depth > 4 or len(out) > 64:
+        return out
+    if isinstance(tp, type):
+        out.append(str(getattr(tp, "__module__", "")))
+        return out
+    for arg in typing.get_args(tp):
+        _class_modules(arg, out, depth + 1)
+    return out
+
+
+def _flavour_from_modules(modules: Iterable[str]) -> str | None:
+    found = set()
+    for module in modules:
+        if module.startswith(("openai.types.chat", "openai.resources.chat")):
+            found.add("openai-chat")
+        elif module.startswith(("openai.types.responses", "openai.resources.responses")):
+            found.add("openai-responses")
+        elif module.startswith(("anthropic.types", "anthropic.resources")):
+            found.add("anthropic")
+    return found.pop() if len(found) == 1 else None
+
+
+def _stream_hint(stream: object) -> tuple[str | None, bool]:
+    """(format, known): the format the SDK stream says it yields (its private cast type), and whether the
+    cast type was readable at all; a readable cast type of another kind (legacy completions) is refused."""
+    try:
+        cast = object.__getattribute__(stream, "_cast_to")
+    except AttributeError:
+        return None, False
+    modules = _class_modules(cast, [])
+    return _flavour_from_modules(modules), bool(modules)
+
+
+def _awaitable_hint(source: object) -> tuple[str | None, str | None]:
+    """(sdk, format) of an un-awaited SDK call, from the module of the coroutine's code."""
+    frame = getattr(source, "cr_frame", None)
+    module = getattr(frame, "f_globals", {}).get("__name__") if frame is not None else None
+    if not isinstance(module, str):
+        return None, None
+    sdk = module.partition(".")[0]
+    return (sdk if sdk in _SDKS else None), _flavour_from_modules([module])
+
+
+def _flavour_of_item(item: object) -> str | None:
+    module = str(getattr(type(item), "__module__", ""))
+    flavour = _flavour_from_modules([module])
+    if flavour is not None:
+        return flavour
+    if getattr(item, "object", None) == "chat.completion.chunk":
+        return "openai-chat"
+    kind = getattr(item, "type", None)
+    if isinstance(kind, str) and (kind.startswith("response.") or kind == "error"):
+        return "openai-responses"
+    return None
+
+
+def _check_provider(provider: str | None) -> str | None:
+    if provider is None:
+        return None
+    if provider not in SDK_PROVIDERS:
+        valid = ", ".join(repr(p) for p in SDK_PROVIDERS)
+        raise ValueError(f"wrap() supports the provider formats {valid}, not {provider!r}")
+    return provider
+
+
+def _check_match(provider: str, sdk: str | None, flavour: str | None) -> None:
+    if sdk is not None and not provider.startswith(sdk):
+        raise ValueError(f"provider={provider!r} does not match a stream from the {sdk!r} SDK")
+    if flavour is not None and flavour != provider:
+        raise ValueError(f"provider={provider!r} does not match a stream of {flavour!r} items")
+
+
+def _find_interrupt(exc: BaseException) -> _Interrupted | None:
+    """Our own interruption, even if some SDK version wrapped it."""
+    seen = 0
+    current: BaseException | None = exc
+    while current is not None and seen < 16:
+        if isinstance(current, _Interrupted):
+            return current
+        current = current.__cause__ or current.__context__
+        seen += 1
+    return None
+
+
+_UNKNOWN_PROVIDER_ERROR: Final[ProviderError] = provider_error_from_event({"error": {}})
+
+
+class _Interrupted(Exception):
+    """Raised inside the SDK's read when our watchdog (or ``abort()``) stopped it; never escapes a run."""
+
+    def __init__(self, edge: Trigger) -> None:
+        super().__init__(edge.value)
+        self.edge = edge
+
+
+# -- the byte-stream taps: one watched read per network chunk ---------------------------------------------
+
+
+class _AsyncTap:
+    """Wraps ``response.stream`` so each network read runs under the run's watchdog deadline.
+
+    Mixed, at run time, into the ``AsyncByteStream`` class of the response's own httpx generation (the
+    response checks ``isinstance``); everything else is forwarded to the wrapped stream."""
+
+    def __init__(self, inner: Any, run: SdkRun) -> None:
+        self._inner = inner
+        self._run = run
+        # anthropic looks this up on the response's stream for every item: keep it a plain attribute (a
+        # miss through __getattr__ would raise and catch an AttributeError per item). It is set once, when
+        # the SDK's tracing wraps the body, before the tap is installed.
+        self.stream_observer = getattr(inner, "stream_observer", None)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("_inner", "_run"):
+            raise AttributeError(name)
+        return getattr(self._inner, name)  # e.g. httpx2's ``elapsed``
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        run = self._run
+        rec = run._rec
+        chunks = self._inner.__aiter__()
+        try:
+            while True:
+                deadline, edge = run._read_deadline()
+                if run._abort_request is not None:  # abort() came while the SDK was between reads
+                    raise _Interrupted(edge)
+                with anyio.CancelScope(deadline=run._to_loop_time(deadline)) as scope:
+                    run._read_scope = scope
+                    try:
+                        chunk = await chunks.__anext__()
+                    except StopAsyncIteration:
+                        return
+                    finally:
+                        run._read_scope = None
+                if scope.cancelled_caught:
+                    raise _Interrupted(edge)
+                rec.bytes_received += len(chunk)
+                yield chunk
+        finally:
+            close = getattr(chunks, "aclose", None)
+            if close is not None:
+                await close()
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _SyncTap:
+    """The sync counterpart of ``_AsyncTap``: each read armed on the run's watchdog thread."""
+
+    def __init__(self, inner: Any, run: SyncSdkRun) -> None:
+        self._inner = inner
+        self._run = run
+        self.stream_observer = getattr(inner, "stream_observer", None)  # see _AsyncTap
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("_inner", "_run"):
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+    def __iter__(self) -> Iterator[bytes]:
+        run = self._run
+        rec = run._rec
+        chunks = iter(self._inner)
+        try:
+            while True:
+                try:
+                    chunk = run._watched_next(chunks)
+                except StopIteration:
+                    return
+                rec.bytes_received += len(chunk)
+                yield chunk
+        finally:
+            close = getattr(chunks, "close", None)
+            if close is not None:
+                close()
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+_TAP_CLASSES: dict[tuple[type, type], type] = {}
+
+
+def _tap_class(stream_type: type, base_name: str, mixin: type) -> type | None:
+    """``mixin`` over the ``base_name`` class (``AsyncByteStream``/``SyncByteStream``) of the response's own
+    httpx generation, found in the MRO of the stream it carries; None if there is none."""
+    base = next(
+        (k for k in stream_type.__mro__ if k.__name__ == base_name and _top(k) in _HTTP_FAMILIES),
+        None,
+    )
+    if base is None:
+        return None
+    key = (mixin, base)
+    tap = _TAP_CLASSES.get(key)
+    if tap is None:
+        tap = _TAP_CLASSES[key] = type(f"{mixin.__name__}_{_top(base)}", (mixin, base), {})
+    return tap
+
+
+# -- the shared part ------------------------------------------------------------------------------------
+
+
+class _SdkBase(Run):
+    """What the async and the sync SDK runs share: the source's description, its translator, its facts, and
+    how its exceptions are classified."""
+
+    def __init__(
+        self,
+        *,
+        stream: Any,
+        opener: Callable[[], Any] | None,
+        closer: Callable[[Any, Any, Any], Any] | None,
+        sdk: str | None,
+        provider: str | None,
+        flavour: str | None,
+        helper_events: bool,
+        config: StreamConfig | None,
+        ids: Ids | Mapping[str, Any] | None,
+    ) -> None:
+        provider = _check_provider(provider)
+        if provider is not None:
+            _check_match(provider, sdk, flavour)
+        super().__init__(
+            provider=provider or flavour or sdk or "sdk",
+            model=None,
+            body={},
+            url="",
+            delta_keys={},
+            config=config,
+            ids=ids,
+        )
+        self._sdk_stream = stream
+        self._opener = opener
+        self._closer = closer
+        self._sdk = sdk
+        self._format: str | None = None
+        self._given = provider
+        self._helper_events = helper_events
+        self._translator: SdkTranslator | None = None
+        self._response: Any = None
+        self._tapped = False
+        self._feed = self._first_item
+        known = provider or flavour
+        if known is not None:
+            self._use(known)
+
+    # -- the format ---------------------------------------------------------------------------------------
+
+    def _use(self, provider: str) -> None:
+        translator = _TRANSLATORS[provider]()
+        self._translator = translator
+        self._format = provider
+        self.provider = self._rec.provider = provider
+        self._rec.delta_keys = translator.delta_keys
+        if self._helper_events and isinstance(translator, SdkAnthropic):
+            self._feed = translator.feed_helper_item
+        else:
+            self._feed = translator.feed_item
+
+    def _first_item(self, item: Any) -> list[StreamEvent]:
+        """The format was not known before the first item: decide it now, then translate as usual."""
+        flavour = _flavour_of_item(item)
+        if flavour is None or (self._sdk is not None and not flavour.startswith(self._sdk)):
+            raise ProtocolViolation(UNEXPECTED_EVENT, 0)
+        self._use(flavour)
+        return self._feed(item)
+
+    # -- the opened stream --------------------------------------------------------------------------------
+
+    def _attach(self, stream: Any, mode: str) -> None:
+        """Take the opened SDK stream: check it, read its response's facts, and wrap its byte stream."""
+        found = _kind_of(stream)
+        if found is None or found[1] != mode:
+            raise TypeError(
+                f"expected an {'async' if mode == _ASYNC_STREAM else 'sync'} openai/anthropic SDK stream, "
+                f"got {type(stream).__module__}.{type(stream).__qualname__}"
+            )
+        sdk, _, helper = found
+        if self._sdk is None:
+            self._sdk = sdk
+        self._helper_events = self._helper_events or helper
+        flavour, readable = _stream_hint(stream)
+        if sdk == "openai" and readable and flavour is None:
+            raise ValueError("wrap() supports openai Chat Completions and Responses streams, not this one")
+        if self._given is not None:
+            _check_match(self._given, sdk, flavour)
+        if self._format is None and (flavour or sdk == "anthropic"):
+            self._use(flavour or "anthropic")
+        elif (
+            self._translator is not None
+            and self._helper_events
+            and isinstance(self._translator, SdkAnthropic)
+        ):
+            self._feed = self._translator.feed_helper_item
+        self._sdk_stream = stream
+        self._response = response = getattr(stream, "response", None)
+        self._rec.request_sent = True
+        self._response_facts(response)
+        self._tapped = self._install_tap(response, mode)
+
+    def _response_facts(self, response: Any) -> None:
+        rec = self._rec
+        status = getattr(response, "status_code", None)
+        headers = getattr(response, "headers", None)
+        if type(status) is int and isinstance(headers, Mapping):
+            rec.response_headers(status, headers)
+        try:
+            request = response.request
+            url = str(request.url)
+            content = request.content
+        except Exception:  # no request on this response, or a streamed request body
+            return
+        rec.url = redact_url(url)
+        if isinstance(content, (bytes, bytearray)) and 0 < len(content) <= _MAX_REQUEST_BODY:
+            try:
+                body = json.loads(content)
+            except (ValueError, RecursionError):
+                return
+            if isinstance(body, dict):
+                rec.request = request_shape(body)
+                model = body.get("model")
+                if isinstance(model, str) and model:
+                    rec.model = redact_text(model, limit=128)
+
+    def _install_tap(self, response: Any, mode: str) -> bool:
+        stream = getattr(response, "stream", None)
+        if (
+            stream is None
+            or getattr(response, "is_stream_consumed", True)
+            or getattr(response, "is_closed", True)
+        ):
+            return False
+        if mode == _ASYNC_STREAM:
+            tap = _tap_class(type(stream), "AsyncByteStream", _AsyncTap)
+        else:
+            tap = _tap_class(type(stream), "SyncByteStream", _SyncTap)
+        if tap is None:
+            return False
+        response.stream = tap(stream, self)
+        return True
+
+    # -- faults -------------------------------------------------------------------------------------------
+
+    def _connect_failed(self, exc: Exception) -> None:
+        """Fail the run for an SDK or transport fault raised while connecting; return for anything else."""
+        interrupted = _find_interrupt(exc)
+        if interrupted is not None:
+            self._fail_cancelled(interrupted.edge)
+        family = _sdk_error(exc)
+        provider = provider_error_from_sdk(exc)
+        if provider is not None or family == "provider":
+            response = getattr(exc, "response", None)
+            if response is not None:
+                self._response_facts(response)
+            self._rec.request_sent = True
+            self._fail(Trigger.HTTP_ERROR, self._facts(provider=provider or _UNKNOWN_PROVIDER_ERROR), exc)
+        facts = transport_facts(exc, headers_received=False)
+        if facts.kind is TransportKind.UNKNOWN and family is None and not facts.markers:
+            return  # not a fault of the connection: the caller's own error, raised as it was
+        if facts.kind is TransportKind.CONNECT_TIMEOUT:
+            edge = Trigger.CONNECT_TIMEOUT
+        elif facts.kind in _NOT_CONNECTED:
+            edge = Trigger.CONNECT_FAILED
+        else:  # a connection existed and broke before the headers: the request may have been delivered
+            edge = Trigger.DISCONNECTED
+            self._rec.request_sent = True
+        self._rec.transport = facts
+        self._fail(edge, self._facts(transport=facts), exc)
+
+    def _read_failed(self, exc: Exception) -> NoReturn:
+        interrupted = _find_interrupt(exc)
+        if interrupted is not None:
+            self._fail_cancelled(interrupted.edge)
+        family = _sdk_error(exc)
+        provider = provider_error_from_sdk(exc)
+        if provider is not None or family == "provider":
+            # openai raises in-band error data as a bare APIError; anthropic raises `event: error` as an
+            # APIStatusError with status 200: the body decides, never the 200.
+            facts = self._facts(provider=provider or _UNKNOWN_PROVIDER_ERROR)
+            self._fail(Trigger.PROVIDER_ERROR_EVENT, facts, exc)
+        if isinstance(exc, json.JSONDecodeError):
+            self._fail(Trigger.PROTOCOL_VIOLATION, self._facts(detail=MALFORMED_JSON), exc)
+        if family == "shape" or any(n == ("pydantic_core", "ValidationError") for n in _names(exc)):
+            self._fail(Trigger.PROTOCOL_VIOLATION, self._facts(detail=UNEXPECTED_SHAPE), exc)
+        super()._read_failed(exc)
+
+    def _eof_events(self) -> list[StreamEvent]:
+        return self._translator.end() if self._translator is not None else []
+
+    def _eof_detail(self) -> str | None:
+        if isinstance(self._translator, SdkOpenAIChat) and self._translator._finish_raw is None:
+            return NO_FINISH_REASON
+        return None
+
+
+# -- async --------------------------------------------------------------------------------------------------
+
+
+class SdkRun(_SdkBase):
+    """A run over an async SDK stream (or the awaitable that opens one). Make one with ``wrap()``."""
+
+    async def __aenter__(self) -> SdkRun:
+        await super().__aenter__()
+        return self
+
+    async def _connect(self) -> None:
+        self._machine.send(Trigger.REQUEST_SENT)
+        self._rec.lifecycle(Trigger.REQUEST_SENT.value, self._machine.state)
+        stream = self._sdk_stream
+        if stream is None:
+            stream = self._sdk_stream = await self._open()  # closed at cleanup even if _attach refuses it
+        self._attach(stream, _ASYNC_STREAM)
+        self._next: Callable[[], Awaitable[Any]] = _anext_of(stream)
+        self._headers_received()
+
+    async def _open(self) -> Any:
+        assert self._opener is not None
+        deadline, edge = self._connect_deadline()
+        stream: Any = None
+        with anyio.CancelScope(deadline=self._to_loop_time(deadline)) as scope:
+            self._read_scope = scope
+            try:
+                stream = await self._opener()
+            except Exception as exc:
+                self._connect_failed(exc)
+                raise
+        self._read_scope = None
+        if scope.cancelled_caught:
+            self._rec.request_sent = True  # unknown; the request may well have left: say it may be delivered
+            self._fail_cancelled(edge)
+        return stream
+
+    async def _read_watched(self) -> list[Any] | None:
+        if not self._tapped:
+            return await super()._read_watched()  # no tap: a cancel scope around each item
+        # The tap already runs each network read under the watchdog deadline: no scope per item here.
+        try:
+            return [await self._next()]
+        except StopAsyncIteration:
+            return None
+        except _Interrupted as stop:
+            self._fail_cancelled(stop.edge)
+        except Exception as exc:
+            self._read_failed(exc)
+
+    async def _read_frames(self) -> list[Any] | None:
+        try:
+            item = await self._next()
+        except StopAsyncIteration:
+            return None
+        if self._response is not None:
+            self._rec.bytes_received = getattr(self._response, "num_bytes_downloaded", 0)
+        return [item]
+
+    async def _close_source(self) -> None:
+        stream = self._sdk_stream
+        if stream is None:
+            return
+        if self._closer is not None:  # an entered MessageStreamManager
+            await self._closer(None, None, None)
+            return
+        closed = getattr(stream, "close", None)
+        result = closed() if callable(closed) else None
+        if inspect.isawaitable(result):
+            await result
+
+
+def _anext_of(stream: Any) -> Callable[[], Awaitable[Any]]:
+    anext = getattr(stream, "__anext__", None)
+    if callable(anext):
+        return anext  # type: ignore[no-any-return]
+    return stream.__aiter__().__anext__  # type: ignore[no-any-return]
+
+
+# -- sync ---------------------------------------------------------------------------------------------------
+
+
+class _Watchdog:
+    """One thread per sync run that calls ``interrupt`` when the armed deadline (monotonic) passes.
+
+    Arming and disarming cost a lock and an assignment: the thread sleeps until the deadline it last saw, and
+    is woken early only when a new deadline is earlier. ``fired`` tells the reader what happened."""
+
+    def __init__(self, interrupt: Callable[[], None]) -> None:
+        self._interrupt = interrupt
+        self._cond = threading.Condition(threading.Lock())
+        self._deadline = math.inf
+        self._sleeping_until = math.inf
+        self._stopped = False
+        self._thread: threading.Thread | None = None
+        self.fired = False
+
+    def arm(self, deadline: float) -> None:
+        with self._cond:
+            self._deadline = deadline
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name="streamfsm-watchdog", daemon=True)
+                self._thread.start()
+            elif deadline < self._sleeping_until:
+                self._cond.notify()
+
+    def disarm(self) -> None:
+        self._deadline = math.inf  # the thread notices when it next wakes
+
+    def interrupt_now(self) -> None:
+        """``abort()``, maybe from another thread: interrupt the read in progress, and make the next one
+        (if the reader is between ``arm`` and its read) give up at once through ``fired``."""
+        with self._cond:
+            armed = self._deadline != math.inf
+            self._deadline = math.inf
+            self.fired = True
+        if armed:
+            self._interrupt()
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._cond.notify()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(_WATCHDOG_JOIN_S)
+
+    def _loop(self) -> None:
+        cond = self._cond
+        while True:
+            with cond:
+                while True:
+                    if self._stopped:
+                        return
+                    deadline = self._deadline
+                    now = time.monotonic()
+                    if deadline <= now:
+                        break
+                    self._sleeping_until = deadline
+                    cond.wait(None if deadline == math.inf else deadline - now)
+                    self._sleeping_until = math.inf
+                self._deadline = math.inf
+                self.fired = True
+            self._interrupt()
+
+
+class SyncSdkRun(_SdkBase):
+    """A run over a sync SDK stream: ``with wrap(stream) as run: for event in run: ...``.
+
+    The same interface as the async run, minus what needs an event loop (``async with``, ``run.tool()``);
+    ``tool_started`` / ``tool_finished`` and ``abort`` (also from another thread) work as there."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._watchdog = _Watchdog(self._interrupt_read)
+        self._socket: Any = None
+
+    # -- lifecycle --------------------------------------------------------------------------------------
+
+    def __enter__(self) -> SyncSdkRun:
+        if self._entered:
+            raise RuntimeError("a run can be entered only once; open a new stream for a new attempt")
+        self._entered = True
+        try:
+            self._connect_sync()
+        except BaseException as exc:
+            if not self._done:
+                self._end_locally(exc)
+            self._cleanup_sync()
+            raise
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        try:
+            if not self._done:
+                self._end_locally(exc)
+            self._seal()
+        finally:
+            self._cleanup_sync()
+
+    async def __aenter__(self) -> SyncSdkRun:
+        raise TypeError("this run wraps a sync SDK stream: use `with` and `for`, not `async with`")
+
+    def __aiter__(self) -> SyncSdkRun:
+        raise TypeError("this run wraps a sync SDK stream: iterate it with `for`")
+
+    def _end_locally(self, exc: BaseException | None) -> None:
+        # No event loop here: nothing is a cancellation, so no anyio lookup (the base's version needs one).
+        if exc is None:
+            self._finalize_failure(Trigger.LOCAL_ABORT, self._abort_facts(AbortSource.CONSUMER_STOPPED, None))
+        elif isinstance(exc, Exception):
+            self._finalize_failure(Trigger.CONSUMER_ERROR, self._facts())
+        else:  # KeyboardInterrupt, SystemExit, GeneratorExit
+            self._finalize_failure(
+                Trigger.LOCAL_ABORT, self._abort_facts(AbortSource.APP, type(exc).__name__)
+            )
+
+    def _cleanup_sync(self) -> None:
+        try:
+            stream = self._sdk_stream
+            if stream is not None:
+                if self._closer is not None:  # an entered MessageStreamManager
+                    self._closer(None, None, None)
+                elif callable(getattr(stream, "close", None)):
+                    stream.close()
+        except Exception as exc:  # the class only: a message may quote data
+            logging.getLogger("streamfsm").warning("closing the SDK stream failed (%s)", type(exc).__name__)
+        finally:
+            self._watchdog.stop()
+            self._emit()
+
+    # -- connecting -------------------------------------------------------------------------------------
+
+    def _connect_sync(self) -> None:
+        self._machine.send(Trigger.REQUEST_SENT)
+        self._rec.lifecycle(Trigger.REQUEST_SENT.value, self._machine.state)
+        stream = self._sdk_stream
+        if stream is None:
+            assert self._opener is not None
+            try:
+                stream = self._sdk_stream = self._opener()
+            except Exception as exc:
+                self._connect_failed(exc)
+                raise
+        self._attach(stream, _SYNC_STREAM)
+        self._socket = _socket_of(self._response)
+        self._iterator: Iterator[Any] = _next_source(stream)
+        self._headers_received()
+
+    # -- streaming --------------------------------------------------------------------------------------
+
+    def __iter__(self) -> SyncSdkRun:
+        return self
+
+    def __next__(self) -> ConsumerEvent:
+        pending = self._pending
+        while not pending:
+            if self._done:
+                failure, self._deferred = self._deferred, None
+                if failure is not None:
+                    raise failure
+                self._seal()
+                raise StopIteration
+            try:
+                self._pump_sync()
+            except StreamFailed as failure:
+                if not pending:
+                    raise
+                self._deferred = failure  # events that came before the fault are delivered first
+        return pending.popleft()
+
+    def _pump_sync(self) -> None:
+        if not self._streaming:
+            raise RuntimeError("iterate a run inside its `with` block")
+        if self._abort_request is not None:
+            self._fail_cancelled(Trigger.LOCAL_ABORT)
+        self._apply_frames(self._read_sync())
+
+    def _read_sync(self) -> list[Any] | None:
+        try:
+            if self._tapped:
+                item = next(self._iterator)
+            else:
+                item = self._watched_next(self._iterator)
+                if self._response is not None:
+                    self._rec.bytes_received = getattr(self._response, "num_bytes_downloaded", 0)
+        except StopIteration:
+            return None
+        except _Interrupted as stop:
+            self._fail_cancelled(stop.edge)
+        except Exception as exc:
+            self._read_failed(exc)
+        return [item]
+
+    def _watched_next(self, iterator: Iterator[Any]) -> Any:
+        """``next(iterator)`` under the earliest deadline: checked first, then watched by the thread."""
+        deadline, edge = self._read_deadline()
+        watchdog = self._watchdog
+        if self._abort_request is not None or watchdog.fired or time.monotonic() >= deadline:
+            raise _Interrupted(edge)
+        watchdog.arm(deadline)
+        try:
+            if watchdog.fired:  # abort() between the check above and arm()
+                raise _Interrupted(edge)
+            value = next(iterator)
+        except _Interrupted:
+            raise
+        except BaseException:
+            if watchdog.fired:  # the read failed because we shut it down: the flag says so, not the message
+                raise _Interrupted(edge) from None
+            raise
+        finally:
+            watchdog.disarm()
+        if watchdog.fired:
+            raise _Interrupted(edge)
+        return value
+
+    def _interrupt_read(self) -> None:
+        """Make a blocked read return: shut the socket down (a close from another thread would not)."""
+        sock = self._socket
+        try:
+            if sock is not None:
+                sock.shutdown(socket.SHUT_RDWR)
+            elif self._response is not None:
+                self._response.close()
+        except Exception:
+            pass  # already closed: the read has returned or is about to
+
+    def abort(self, reason: str | None = None, *, source: AbortSource | str = AbortSource.USER) -> None:
+        """Stop the stream now, also from another thread; the run fails as ``local_abort``."""
+        already = self._done or self._abort_request is not None
+        super().abort(reason, source=source)
+        if not already:
+            self._watchdog.interrupt_now()
+
+
+def _next_source(stream: Any) -> Iterator[Any]:
+    if callable(getattr(stream, "__next__", None)):
+        return stream  # type: ignore[no-any-return]
+    return iter(stream)
+
+
+def _socket_of(response: Any) -> Any:
+    """The HTTP/1.1 connection's socket, to shut down from the watchdog thread; None for anything else."""
+    if getattr(response, "http_version", None) != "HTTP/1.1":
+        return None
+    try:
+        network = response.extensions.get("network_stream")
+        sock = network.get_extra_info("socket") if network is not None else None
+    except Exception:
+        return None
+    return sock if isinstance(sock, socket.socket) else None
+
+
+# -- the entry point ----------------------------------------------------------------------------------------
+
+
+@overload
+def wrap(
+    sdk_stream: AsyncIterable[Any] | Awaitable[Any] | AbstractAsyncContextManager[Any],
+    *,
+    provider: str | None = None,
+    ids: Ids | Mapping[str, Any] | None = None,
+    config: StreamConfig | None = None,
+) -> SdkRun: ...
+
+
+@overload
+def wrap(
+    sdk_stream: Iterable[Any] | AbstractContextManager[Any],
+    *,
+    provider: str | None = None,
+    ids: Ids | Mapping[str, Any] | None = None,
+    config: StreamConfig | None = None,
+) -> SyncSdkRun: ...
+
+
+def wrap(
+    sdk_stream: object,
+    *,
+    provider: str | None = None,
+    ids: Ids | Mapping[str, Any] | None = None,
+    config: StreamConfig | None = None,
+) -> SdkRun | SyncSdkRun:
+    """Drive an ``openai`` / ``anthropic`` SDK stream through the machine; see the module docstring.
+
+    ``sdk_stream``: an async or sync SDK stream, an anthropic ``MessageStreamManager`` (async or sync), or
+    an un-awaited call that returns an async SDK stream. ``provider``: "openai-chat", "openai-responses" or
+    "anthropic"; detected when None. Returns an ``SdkRun`` (``async with``) or, for a sync stream, a
+    ``SyncSdkRun`` (``with``). Raises ``TypeError`` for anything else, ``ValueError`` for a provider that
+    is unknown or does not match the stream.
+    """
+    _check_provider(provider)
+    found = _kind_of(sdk_stream)
+    common: dict[str, Any] = {"provider": provider, "config": config, "ids": ids}
+    if found is not None:
+        sdk, kind, helper = found
+        flavour, readable = ("anthropic", True) if sdk == "anthropic" else _stream_hint(sdk_stream)
+        if readable and flavour is None:
+            raise ValueError("wrap() supports openai Chat Completions and Responses streams, not this one")
+        if kind in (_ASYNC_MANAGER, _SYNC_MANAGER):
+            manager: Any = sdk_stream
+            if kind == _ASYNC_MANAGER:
+                return SdkRun(
+                    stream=None,
+                    opener=manager.__aenter__,
+                    closer=manager.__aexit__,
+                    sdk=sdk,
+                    flavour=flavour,
+                    helper_events=helper,
+                    **common,
+                )
+            return SyncSdkRun(
+                stream=None,
+                opener=manager.__enter__,
+                closer=manager.__exit__,
+                sdk=sdk,
+                flavour=flavour,
+                helper_events=helper,
+                **common,
+            )
+        cls = SdkRun if kind == _ASYNC_STREAM else SyncSdkRun
+        return cls(
+            stream=sdk_stream,
+            opener=None,
+            closer=None,
+            sdk=sdk,
+            flavour=flavour,
+            helper_events=helper,
+            **common,
+        )
+    if inspect.isawaitable(sdk_stream):
+        awaitable = sdk_stream
+        maker, made = _awaitable_hint(awaitable)
+
+        async def opener() -> Any:
+            return await awaitable
+
+        return SdkRun(
+            stream=None, opener=opener, closer=None, sdk=maker, flavour=made, helper_events=False, **common
+        )
+    raise TypeError(
+        "wrap() takes a stream from the openai or anthropic SDK (or the un-awaited call that opens one), "
+        f"not {type(sdk_stream).__module__}.{type(sdk_stream).__qualname__}"
+    )
