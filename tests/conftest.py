@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 
 import pytest
@@ -17,6 +18,12 @@ settings.register_profile(
 )
 _default = "ci" if os.environ.get("CI") == "true" else "dev"
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or _default)
+
+# The project's own tests use its pytest plugin (the ``fault_provider`` fixture). Installed, pytest loads it
+# through the ``pytest11`` entry point; from a plain checkout, load it here (never twice).
+_PLUGIN = "streamfsm.testing.pytest_plugin"
+if not any(ep.value == _PLUGIN for ep in importlib.metadata.entry_points(group="pytest11")):
+    pytest_plugins = [_PLUGIN]
 
 
 @pytest.fixture(params=["asyncio", "trio"])

@@ -1,5 +1,58 @@
-"""Test helpers: realistic wire streams for the four provider formats."""
+"""Test kit: a fault-injecting provider, the scenario catalog, the harness that checks outcomes, and
+realistic wire streams for the four provider formats.
 
+* `FaultServer` / `FaultServerThread`: a real HTTP/1.1 server on 127.0.0.1 that plays a script per request.
+* Script steps (`Headers`, `Send`, `Fin`, `Rst`, `Stall`, …) and `Scenario`: faults as data, with the
+  outcome the taxonomy says they must have; `Agent`: the part the agent plays.
+* `catalog()` / `find()`: every fault of the catalog, per format, by stable name.
+* `run_scenario()` / `run_catalog()`: play scenarios through the runtime (or an SDK and ``wrap()``) and
+  compare each run record with the expectation (`Outcome`).
+* Wire builders (`build`, `text_stream`, `tool_call_stream`, `error_event`, …).
+* ``streamfsm.testing.pytest_plugin``: the ``fault_provider`` fixture; ``streamfsm.testing.strategies``:
+  Hypothesis strategies.
+"""
+
+from ._harness import (
+    BODIES,
+    DEFAULT_TIMEOUT_S,
+    RAW_TRANSPORT_STRINGS,
+    SCENARIO_HEADER,
+    SDK_FORMATS,
+    Outcome,
+    ScenarioRouter,
+    SdkUnavailable,
+    http_client,
+    peak_in_flight,
+    plan,
+    run_catalog,
+    run_scenario,
+    scenario_url,
+    sdk_available,
+    sdk_client,
+)
+from ._scenarios import WATCHDOG_S, catalog, find, names
+from ._script import (
+    Agent,
+    End,
+    Fin,
+    Headers,
+    Keepalive,
+    Rst,
+    Scenario,
+    Script,
+    ScriptError,
+    Send,
+    SendRaw,
+    Sleep,
+    Stall,
+    Status,
+    Step,
+    check_script,
+    cut_chunk,
+    encode_chunk,
+    unused_port,
+)
+from ._server import FaultServer, FaultServerError, FaultServerThread, Request, RequestRecord
 from ._wire import (
     CACHED_TOKENS,
     FORMATS,
@@ -17,17 +70,61 @@ from ._wire import (
 )
 
 __all__ = [
+    "BODIES",
     "CACHED_TOKENS",
+    "DEFAULT_TIMEOUT_S",
     "FORMATS",
     "OUTPUT_TOKENS",
     "PROMPT_TOKENS",
+    "RAW_TRANSPORT_STRINGS",
     "REASONING_TOKENS",
+    "SCENARIO_HEADER",
+    "SDK_FORMATS",
+    "WATCHDOG_S",
+    "Agent",
+    "End",
+    "FaultServer",
+    "FaultServerError",
+    "FaultServerThread",
+    "Fin",
+    "Headers",
+    "Keepalive",
+    "Outcome",
+    "Request",
+    "RequestRecord",
+    "Rst",
+    "Scenario",
+    "ScenarioRouter",
+    "Script",
+    "ScriptError",
+    "SdkUnavailable",
+    "Send",
+    "SendRaw",
+    "Sleep",
+    "Stall",
+    "Status",
+    "Step",
     "build",
+    "catalog",
+    "check_script",
     "comment",
+    "cut_chunk",
+    "encode_chunk",
     "error_event",
+    "find",
     "frame",
+    "http_client",
     "keepalive",
+    "names",
+    "peak_in_flight",
+    "plan",
     "refusal_stream",
+    "run_catalog",
+    "run_scenario",
+    "scenario_url",
+    "sdk_available",
+    "sdk_client",
     "text_stream",
     "tool_call_stream",
+    "unused_port",
 ]

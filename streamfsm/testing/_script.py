@@ -22,14 +22,19 @@ Connection refused is not a step: point the client at `unused_port()` instead.
 
 from __future__ import annotations
 
+import enum
 import math
 import socket
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from types import MappingProxyType
-from typing import TypeAlias
+from typing import TypeAlias, TypeVar
+
+from ..classify import AbortSource, Action, FailureClass, Phase, Verdict
+from ..machine import Trigger
 
 __all__ = [
+    "Agent",
     "End",
     "Fin",
     "Headers",
@@ -192,17 +197,122 @@ def check_script(steps: Iterable[Step]) -> Script:
     return script
 
 
+_EFFECTS = ("effectful", "read_only")
+
+_E = TypeVar("_E", bound=enum.Enum)
+
+
+def _coerce(kind: type[_E], value: _E | str | None, name: str) -> _E | None:
+    # Enums inside the code; plain strings accepted from data written by hand (they are the enum values).
+    if value is None or isinstance(value, kind):
+        return value
+    try:
+        return kind(value)
+    except ValueError:
+        choices = ", ".join(str(member.value) for member in kind)
+        raise ScriptError(f"{name} must be one of {choices}; got {value!r}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Agent:
+    """The part the agent plays while a scenario streams: what the code reading the stream does.
+
+    * ``tools``: tool name → declared effect (``"effectful"`` or ``"read_only"``). When a complete
+      ``ToolCall`` for a listed tool arrives, the agent calls ``run.tool_started(call_id, effect)``; calls to
+      tools not listed are left alone (the tool never starts).
+    * ``abort_on``: on the first event driving this trigger, ``run.abort(abort_reason, source=abort_source)``.
+    * ``cancel_on``: on the first such event, cancel the scope around the run from outside (the run only sees
+      a cancellation).
+    * ``stop_on``: leave the ``async for`` loop early (``break``).
+    * ``raise_on``: raise an error of the agent's own inside the loop.
+    """
+
+    tools: Mapping[str, str] = field(default_factory=dict, hash=False)
+    abort_on: Trigger | None = None
+    abort_source: AbortSource = AbortSource.USER
+    abort_reason: str | None = None
+    cancel_on: Trigger | None = None
+    stop_on: Trigger | None = None
+    raise_on: Trigger | None = None
+
+    def __post_init__(self) -> None:
+        tools = dict(self.tools)
+        for name, effect in tools.items():
+            if effect not in _EFFECTS:
+                raise ScriptError(f"tool {name!r}: effect must be 'effectful' or 'read_only', not {effect!r}")
+        object.__setattr__(self, "tools", MappingProxyType(tools))
+        for name in ("abort_on", "cancel_on", "stop_on", "raise_on"):
+            object.__setattr__(self, name, _coerce(Trigger, getattr(self, name), name))
+        object.__setattr__(self, "abort_source", _coerce(AbortSource, self.abort_source, "abort_source"))
+
+
 @dataclass(frozen=True, slots=True)
 class Scenario:
-    """A named script plus free-form metadata (expected outcome and the like, filled in by its author)."""
+    """A named script, the agent's part, and the outcome the taxonomy says it must have.
+
+    ``meta`` is free-form. The typed fields are what the harness (`streamfsm.testing.run_scenario`) uses:
+
+    * ``format``: the wire format the script speaks ("openai-chat", "openai-responses", "anthropic",
+      "gemini"); None for a script that is not a stream of any one format.
+    * ``expected_class`` / ``expected_verdict`` / ``expected_edge`` / ``expected_phase``, and optionally
+      ``expected_cause``, ``expected_action`` and ``expected_retry_after_s``: the outcome, written by hand
+      from the taxonomy. A field left None is not checked, except that a run expected to complete has no edge.
+      Strings are accepted and turned into the enums (``expected_class="mid_generation"``).
+    * ``config``: `StreamConfig` overrides for this scenario, e.g. ``{"idle_timeout": 0.3}``.
+    * ``agent``: the agent's part (`Agent`): tool effects, abort, cancellation.
+    * ``no_listener``: connect to a port nobody listens on ("connection refused"); the script is not played.
+    * ``sdk``: whether the scenario also makes sense through a provider SDK (a ``config`` knob the SDK's own
+      decoder does not have, such as ``max_line_bytes``, does not).
+    """
 
     name: str
     script: Script
     meta: Mapping[str, object] = field(default_factory=dict, hash=False)
+    _: KW_ONLY
+    format: str | None = None
+    description: str = ""
+    expected_class: FailureClass | None = None
+    expected_verdict: Verdict | None = None
+    expected_edge: Trigger | None = None
+    expected_phase: Phase | None = None
+    expected_cause: str | None = None
+    expected_action: Action | None = None
+    expected_retry_after_s: float | None = None
+    config: Mapping[str, object] = field(default_factory=dict, hash=False)
+    agent: Agent = field(default_factory=Agent)
+    no_listener: bool = False
+    sdk: bool = True
 
     def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ScriptError(f"a scenario needs a non-empty name, got {self.name!r}")
         object.__setattr__(self, "script", check_script(self.script))
         object.__setattr__(self, "meta", MappingProxyType(dict(self.meta)))
+        object.__setattr__(self, "config", MappingProxyType(dict(self.config)))
+        if self.config:
+            from ..runtime._config import StreamConfig  # lazily: scripts alone need no runtime
+
+            try:
+                StreamConfig().replace(**self.config)
+            except (TypeError, ValueError) as exc:
+                raise ScriptError(f"scenario {self.name!r}: invalid config override: {exc}") from None
+        for name, kind in (
+            ("expected_class", FailureClass),
+            ("expected_verdict", Verdict),
+            ("expected_edge", Trigger),
+            ("expected_phase", Phase),
+            ("expected_action", Action),
+        ):
+            object.__setattr__(self, name, _coerce(kind, getattr(self, name), name))
+        if self.expected_edge is not None and not self.expected_edge.is_failure:
+            raise ScriptError(f"expected_edge must be a failure edge, got {self.expected_edge.value!r}")
+        if self.expected_class is FailureClass.COMPLETED and self.expected_edge is not None:
+            raise ScriptError("a scenario expected to complete has no failure edge")
+
+    @property
+    def expects(self) -> bool:
+        """True when the scenario states an expected outcome (at least its class)."""
+        return self.expected_class is not None
 
 
 def encode_chunk(data: bytes) -> bytes:

@@ -310,6 +310,7 @@ class FaultServer:
         port: int = 0,
         max_records: int = 1000,
         max_body: int = 16 * 1024 * 1024,
+        backlog: int = 4096,
     ) -> None:
         if isinstance(router, Scenario):
             router = router.script
@@ -317,6 +318,7 @@ class FaultServer:
             router = check_script(router)
         self._router = router
         self._requested_port = port
+        self._backlog = backlog
         self._max_body = max_body
         self._records: collections.deque[RequestRecord] = collections.deque(maxlen=max_records)
         self._lock = threading.Lock()  # records are read from other threads under FaultServerThread
@@ -378,7 +380,10 @@ class FaultServer:
         try:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind((_HOST, self._requested_port))
-            sock.listen(128)
+            # A deep accept queue: when hundreds of clients connect at once, an overflowing queue makes the
+            # kernel drop handshakes (seconds of SYN retries) or, with SYN cookies, answer requests with RST,
+            # a fault nobody scripted. The kernel caps it at net.core.somaxconn.
+            sock.listen(self._backlog)
             sock.setblocking(False)
             self._port = sock.getsockname()[1]
             self._listener = await anyio.abc.SocketListener.from_socket(sock)
@@ -561,8 +566,11 @@ class FaultServerThread:
         port: int = 0,
         max_records: int = 1000,
         max_body: int = 16 * 1024 * 1024,
+        backlog: int = 4096,
     ) -> None:
-        self._server = FaultServer(router, port=port, max_records=max_records, max_body=max_body)
+        self._server = FaultServer(
+            router, port=port, max_records=max_records, max_body=max_body, backlog=backlog
+        )
         self._backend = backend
         self._start_timeout = start_timeout
         self._stop_timeout = stop_timeout

@@ -1,0 +1,217 @@
+"""``streamfsm harness``: every catalog scenario against the local fault provider, as a table.
+
+    streamfsm harness                                  # every scenario, through our own client
+    streamfsm harness --sdk                            # and through the openai / anthropic SDKs + wrap()
+    streamfsm harness --format anthropic --scenario '*/tool-*'
+    streamfsm harness --json records.jsonl             # every run record, one JSON object per line
+
+Exit status: 0 when every outcome matches its scenario's expectation, 1 when any differs, 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import shutil
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+COLUMNS = ("format", "scenario", "state", "edge", "class", "verdict", "action", "title")
+SDKS = ("openai", "anthropic")
+
+
+class UsageError(Exception):
+    """Bad command-line input: exit status 2."""
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def select(names: Sequence[str] | None, formats: Sequence[str] | None) -> list[Any]:
+    """The catalog scenarios matching any of ``names`` (exact names or shell patterns) and ``formats``."""
+    from .testing import catalog
+
+    scenarios = catalog(formats or None)
+    if not names:
+        return scenarios
+    chosen = [s for s in scenarios if any(fnmatch.fnmatchcase(s.name, pattern) for pattern in names)]
+    unmatched = [p for p in names if not any(fnmatch.fnmatchcase(s.name, p) for s in scenarios)]
+    if unmatched:
+        raise UsageError(
+            f"no scenario matches {', '.join(map(repr, unmatched))}"
+            + (f" in format(s) {', '.join(formats)}" if formats else "")
+            + " (streamfsm harness --list shows them all)"
+        )
+    return chosen
+
+
+def _fit(text: str, width: int) -> str:
+    if len(text) <= width:
+        return text
+    return text[: max(0, width - 1)] + "…"
+
+
+def _slug(name: str, fmt: str | None) -> str:
+    # The format has its own column: show "text-then-fin" for "openai-chat/text-then-fin".
+    return name[len(fmt) + 1 :] if fmt and name.startswith(fmt + "/") else name
+
+
+def table(outcomes: Sequence[Any], width: int | None = None, *, with_via: bool = False) -> str:
+    """The outcomes as an aligned table; with ``width``, the title column is cut to fit it."""
+    columns = list(COLUMNS)
+    if with_via:
+        columns.insert(2, "via")
+    rows = [
+        {**outcome.row(), "scenario": ("" if outcome.matched else "✗ ") + _slug(outcome.name, outcome.format)}
+        for outcome in outcomes
+    ]
+    widths = {c: max([len(c), *(len(row[c]) for row in rows)]) for c in columns[:-1]}
+    used = sum(widths.values()) + 2 * (len(columns) - 1)
+    title_width = max(16, width - used) if width else max([5, *(len(row["title"]) for row in rows)])
+    lines = ["  ".join(c.ljust(widths[c]) for c in columns[:-1]) + "  title"]
+    lines.append("  ".join("-" * widths[c] for c in columns[:-1]) + "  " + "-" * min(title_width, 40))
+    for row in rows:
+        cells = [row[c].ljust(widths[c]) for c in columns[:-1]]
+        lines.append("  ".join(cells) + "  " + _fit(row["title"], title_width))
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def summary(outcomes: Sequence[Any], seconds: float) -> str:
+    mismatched = [o for o in outcomes if not o.matched]
+    runs = len(outcomes)
+    head = f"{runs} scenario run{'s' if runs != 1 else ''} in {seconds:.1f} s"
+    if not mismatched:
+        return f"{head}, all matched"
+    lines = [f"{head}, {len(mismatched)} did not match:"]
+    lines += [f"  {o.name} ({o.via}): {o.mismatch}" for o in mismatched]
+    return "\n".join(lines)
+
+
+class _Progress:
+    """A one-line progress indicator on a terminal; silent otherwise."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._live = stream.isatty()
+        self._failed = 0
+
+    def __call__(self, done: int, total: int, outcome: Any) -> None:
+        if not outcome.matched:
+            self._failed += 1
+        if not self._live:
+            return
+        width = shutil.get_terminal_size((100, 24)).columns
+        bad = f", {self._failed} mismatched" if self._failed else ""
+        line = f"[{done}/{total}{bad}] {outcome.name} ({outcome.via})"
+        self._stream.write("\r" + _fit(line, width - 1).ljust(width - 1))
+        self._stream.flush()
+
+    def clear(self) -> None:
+        if self._live:
+            width = shutil.get_terminal_size((100, 24)).columns
+            self._stream.write("\r" + " " * (width - 1) + "\r")
+            self._stream.flush()
+
+
+async def _harness(args: argparse.Namespace) -> int:
+    from .testing import run_catalog, sdk_available
+
+    scenarios = select(args.scenario, args.format)
+    if args.list:
+        for scenario in scenarios:
+            print(f"{scenario.name}  {scenario.description}")
+        return 0
+    paths: list[str | None] = [None]
+    if args.sdk:
+        for sdk in SDKS:
+            why = sdk_available(sdk)
+            if why is None:
+                paths.append(sdk)
+            else:
+                print(f"streamfsm harness: skipping the {sdk} SDK path: {why}", file=sys.stderr)
+    records_out: TextIO | None = None
+    table_out: TextIO = sys.stdout
+    if args.json == "-":
+        records_out, table_out = sys.stdout, sys.stderr
+    elif args.json:
+        try:
+            records_out = open(args.json, "w", encoding="utf-8")  # noqa: SIM115  # closed below
+        except OSError as exc:
+            raise UsageError(f"--json {args.json}: {exc.strerror or exc}") from None
+    progress = _Progress(sys.stderr)
+    started = time.monotonic()
+    try:
+        outcomes = await run_catalog(
+            scenarios, sdk=paths, concurrency=args.concurrency, progress=progress, timeout=args.timeout
+        )
+    finally:
+        progress.clear()
+    seconds = time.monotonic() - started
+    try:
+        if records_out is not None:
+            for outcome in outcomes:
+                if outcome.record is not None:
+                    records_out.write(outcome.record.to_json() + "\n")
+            records_out.flush()
+    finally:
+        if records_out is not None and records_out is not sys.stdout:
+            records_out.close()
+    # Cut titles to the terminal (or $COLUMNS); into a pipe or a file, print them whole.
+    width = shutil.get_terminal_size((0, 0)).columns or None
+    print(table(outcomes, width, with_via=len(paths) > 1), file=table_out)
+    print(summary(outcomes, seconds), file=table_out)
+    return 0 if all(o.matched for o in outcomes) else 1
+
+
+def run_harness(args: argparse.Namespace) -> int:
+    import anyio
+
+    try:
+        code: int = anyio.run(_harness, args)
+    except UsageError as exc:
+        print(f"streamfsm harness: {exc}", file=sys.stderr)
+        return 2
+    return code
+
+
+def add_commands(commands: Any) -> None:
+    from .testing import FORMATS
+
+    harness = commands.add_parser(
+        "harness",
+        help="play every fault scenario against a local fault provider and check each outcome",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    harness.add_argument(
+        "--sdk", action="store_true", help="also run the openai and anthropic SDK paths through wrap()"
+    )
+    harness.add_argument(
+        "--scenario",
+        action="append",
+        metavar="NAME",
+        help="only this scenario (a name or a shell pattern such as 'anthropic/*'); repeatable",
+    )
+    harness.add_argument(
+        "--format", action="append", choices=FORMATS, help="only this wire format; repeatable"
+    )
+    harness.add_argument(
+        "--json", metavar="PATH", help="write every run record as JSON lines to PATH ('-': stdout)"
+    )
+    harness.add_argument(
+        "--concurrency", type=_positive_int, default=32, metavar="N", help="runs in flight (default 32)"
+    )
+    harness.add_argument(
+        "--timeout", type=float, default=10.0, metavar="S", help="bound on each run (default 10 s)"
+    )
+    harness.add_argument("--list", action="store_true", help="list the selected scenarios and exit")
+    harness.set_defaults(run=run_harness)

@@ -1,0 +1,963 @@
+"""The scenario catalog: every fault of issue 4, for each wire format that has its shape, as data.
+
+Each `Scenario` is a fault script (what the fault server does on the wire), the part the agent plays
+(`Agent`: which tool effects it declares, whether it aborts or cancels), and the outcome the taxonomy says
+the run must have: class, verdict, edge and phase (and often cause, action and retry-after). The
+expectations are written here by hand from the rules in ``streamfsm.classify._diagnose`` and
+``_provider``; nothing here calls the classifier, so the harness checks the runtime against the taxonomy
+rather than against itself.
+
+Names are stable and read ``<format>/<fault>``, e.g. ``openai-chat/text-then-fin``::
+
+    from streamfsm.testing import catalog, find
+
+    everything = catalog()                               # all formats
+    anthropic = catalog(["anthropic"])                   # one format
+    scenario = find("anthropic/tool-args-cut")           # one scenario, by name
+
+Writing your own scenario is writing data the same way; `run_scenario` and the pytest fixture accept it::
+
+    from streamfsm import FailureClass, Phase, Trigger, Verdict
+    from streamfsm.testing import Agent, Fin, Headers, Scenario, Send, tool_call_stream
+
+    frames = tool_call_stream("anthropic", [("write_file", '{"path": "notes.md"}')])
+    mine = Scenario(
+        "mine/write-file-then-fin",
+        (Headers(), *(Send(f) for f in frames[:-2]), Fin()),   # the call completes, then the peer leaves
+        format="anthropic",
+        agent=Agent(tools={"write_file": "effectful"}),          # the agent declares the tool's effect
+        expected_class=FailureClass.TOOL_SIDE_EFFECT,           # or the plain strings: "tool_side_effect"
+        expected_verdict=Verdict.NO_RETRY,
+        expected_edge=Trigger.DISCONNECTED,
+        expected_phase=Phase.TOOL_EXECUTION,
+        config={"idle_timeout": 5.0},                           # StreamConfig overrides
+    )
+
+Formats without a shape get no scenario rather than a pretend one: Gemini sends whole function calls (no
+argument stream to cut, so its honest equivalent is a cut inside the chunk that carries the call), has no
+``x-should-retry`` header and puts its retry delay in the body (``RetryInfo``), and reports a bad API key
+as ``400 INVALID_ARGUMENT`` with reason ``API_KEY_INVALID``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Callable, Iterable, Sequence
+from functools import cache
+from typing import Any, Final
+
+from ..classify import AbortSource, Action, FailureClass, Phase, Verdict
+from ..machine import Trigger
+from ._script import (
+    Agent,
+    End,
+    Fin,
+    Headers,
+    Keepalive,
+    Rst,
+    Scenario,
+    Send,
+    Stall,
+    Status,
+    Step,
+    cut_chunk,
+)
+from ._wire import FORMATS, Format, error_event, keepalive, text_stream, tool_call_stream
+
+__all__ = ["WATCHDOG_S", "catalog", "find", "names"]
+
+WATCHDOG_S: Final = 0.3
+"""The watchdog deadline (seconds) the catalog's stall scenarios configure: short, so a run takes seconds."""
+
+_C, _V, _A, _P, _T = FailureClass, Verdict, Action, Phase, Trigger
+
+# Unique strings, so a frame can be found by what it carries (never by running the adapters).
+TEXT: Final = ("Hello", " world", ", again")
+REASONING: Final = ("Considering the question", " carefully")
+PATCH_ARGS: Final = '{"patch": "' + "x" * 60 + '"}'
+JSON_HEADERS: Final = (("content-type", "application/json"),)
+
+
+def _escaped(text: str) -> bytes:
+    """``text`` as it appears inside a JSON string on the wire."""
+    return json.dumps(text, ensure_ascii=False)[1:-1].encode()
+
+
+def _index(frames: Sequence[bytes], *markers: bytes, start: int = 0) -> int:
+    for index in range(start, len(frames)):
+        if all(marker in frames[index] for marker in markers):
+            return index
+    raise ValueError(f"no frame carries {markers!r}")  # a bug in this catalog, found at import by the tests
+
+
+def _through(frames: Sequence[bytes], *markers: bytes) -> list[bytes]:
+    """The frames up to and including the first one carrying every marker."""
+    return list(frames[: _index(frames, *markers) + 1])
+
+
+def _before(frames: Sequence[bytes], *markers: bytes) -> list[bytes]:
+    """The frames before the first one carrying every marker."""
+    return list(frames[: _index(frames, *markers)])
+
+
+def _call_complete(fmt: Format, frames: Sequence[bytes]) -> list[bytes]:
+    """The frames through the one that completes the first tool call, per format."""
+    if fmt == "openai-chat":  # the finish_reason chunk closes the open call; only [DONE] is terminal
+        return _through(frames, b'"finish_reason":"tool_calls"')
+    if fmt == "openai-responses":
+        return _through(frames, b'"response.output_item.done"', b'"function_call"')
+    if fmt == "anthropic":  # the content_block_stop of the tool_use block
+        start = _index(frames, b'"tool_use"')
+        return list(frames[: _index(frames, b"content_block_stop", start=start) + 1])
+    return _through(frames, b'"functionCall"')  # gemini: a whole call in one chunk
+
+
+def _play(frames: Iterable[bytes], *tail: Step) -> tuple[Step, ...]:
+    return (Headers(), *(Send(frame) for frame in frames), *tail)
+
+
+def _expect(
+    klass: FailureClass,
+    verdict: Verdict,
+    edge: Trigger | None,
+    phase: Phase,
+    cause: str | None = None,
+    action: Action | None = None,
+    retry_after: float | None = None,
+) -> dict[str, Any]:
+    return {
+        "expected_class": klass,
+        "expected_verdict": verdict,
+        "expected_edge": edge,
+        "expected_phase": phase,
+        "expected_cause": cause,
+        "expected_action": action,
+        "expected_retry_after_s": retry_after,
+    }
+
+
+COMPLETED: Final = _expect(_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "finished", _A.NONE)
+
+
+def _safe(
+    klass: FailureClass, edge: Trigger, phase: Phase, cause: str, action: Action = _A.RETRY
+) -> dict[str, Any]:
+    return _expect(klass, _V.SAFE_AUTO_RETRY, edge, phase, cause, action)
+
+
+def _shown(klass: FailureClass, edge: Trigger, cause: str) -> dict[str, Any]:
+    """A failure after visible text: the user must confirm a retry, the partial answer stays."""
+    return _expect(klass, _V.USER_CONFIRMED_RETRY, edge, _P.MID_GENERATION, cause, _A.CONTINUE_WITH_PARTIAL)
+
+
+# -- HTTP error responses, per provider ----------------------------------------------------------------------
+
+
+def _openai_error(message: str, type_: str, code: str | None, param: str | None = None) -> bytes:
+    return json.dumps({"error": {"message": message, "type": type_, "param": param, "code": code}}).encode()
+
+
+def _anthropic_error(type_: str, message: str) -> bytes:
+    return json.dumps({"type": "error", "error": {"type": type_, "message": message}}).encode()
+
+
+def _gemini_error(code: int, status: str, message: str, details: list[dict[str, Any]] | None = None) -> bytes:
+    error: dict[str, Any] = {"code": code, "message": message, "status": status}
+    if details:
+        error["details"] = details
+    return json.dumps({"error": error}, indent=2).encode()
+
+
+_OPENAI_HEADERS: Final = (*JSON_HEADERS, ("x-request-id", "req_8f1a2b3c4d5e6f708192a3b4c5d6e7f8"))
+_ANTHROPIC_HEADERS: Final = (*JSON_HEADERS, ("request-id", "req_011CSHoEeqs5C35K2UUqR7Fy"))
+_GEMINI_HEADERS: Final = (
+    ("content-type", "application/json; charset=UTF-8"),
+    ("server", "scaffolding on HTTPServer2"),
+)
+_HTML_413: Final = (
+    b"<html>\r\n<head><title>413 Request Entity Too Large</title></head>\r\n<body>\r\n"
+    b"<center><h1>413 Request Entity Too Large</h1></center>\r\n<hr><center>nginx</center>\r\n"
+    b"</body>\r\n</html>\r\n"
+)
+_GOOGLE_413: Final = (
+    b"<!DOCTYPE html>\n<html lang=en>\n  <meta charset=utf-8>\n"
+    b"  <title>Error 413 (Request Entity Too Large)!!1</title>\n"
+    b"  <p><b>413.</b> <ins>That\xe2\x80\x99s an error.</ins>\n"
+    b"  <p>Your client issued a request that was too large.  <ins>That\xe2\x80\x99s all we know.</ins>\n"
+)
+
+
+def _http(cause: str, verdict: Verdict, action: Action, retry_after: float | None = None) -> dict[str, Any]:
+    return _expect(
+        _C.PROVIDER_ERROR, verdict, _T.HTTP_ERROR, _P.BEFORE_CONNECTION, cause, action, retry_after
+    )
+
+
+def _http_errors(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any]]]:
+    """(slug, description, script, expectation) for each HTTP error the provider behind ``fmt`` sends."""
+    backoff, safe = _A.RETRY_AFTER_BACKOFF, _V.SAFE_AUTO_RETRY
+    if fmt in ("openai-chat", "openai-responses"):
+        h = _OPENAI_HEADERS
+        limited = _openai_error(
+            "Rate limit reached for gpt-4o-mini in organization org-Zx9 on requests per min (RPM): Limit 500,"
+            " Used 500, Requested 1. Please try again in 2s.",
+            "requests",
+            "rate_limit_exceeded",
+        )
+        # An HTTP date already past means "retry now" (RFC 9110): an exact expectation that needs neither the
+        # clock nor the classifier's cap, and a date the parser failed on would leave no delay at all.
+        date = "Wed, 21 Oct 2015 07:28:00 GMT"
+        return [
+            (
+                "http-429-retry-after",
+                "429 with retry-after in seconds",
+                (Status(429, (*h, ("retry-after", "2"), ("x-ratelimit-remaining-requests", "0")), limited),),
+                _http("rate_limit", safe, backoff, 2.0),
+            ),
+            (
+                "http-429-retry-after-ms",
+                "429 with retry-after-ms (preferred over retry-after)",
+                (Status(429, (*h, ("retry-after-ms", "1500"), ("retry-after", "2")), limited),),
+                _http("rate_limit", safe, backoff, 1.5),
+            ),
+            (
+                "http-429-retry-after-date",
+                "429 with retry-after as an HTTP date, one already past: retry now (0 s)",
+                (Status(429, (*h, ("retry-after", date)), limited),),
+                _http("rate_limit", safe, backoff, 0.0),
+            ),
+            (
+                "http-503-overloaded",
+                "503 'overloaded' from OpenAI: no specific code, so the status decides (server_error)",
+                (
+                    Status(
+                        503,
+                        h,
+                        _openai_error(
+                            "That model is currently overloaded with other requests."
+                            " You can retry your request.",
+                            "server_error",
+                            None,
+                        ),
+                    ),
+                ),
+                _http("server_error", safe, backoff),
+            ),
+            (
+                "http-500",
+                "500 server_error",
+                (
+                    Status(
+                        500,
+                        h,
+                        _openai_error(
+                            "The server had an error while processing your request. Sorry about that!",
+                            "server_error",
+                            None,
+                        ),
+                    ),
+                ),
+                _http("server_error", safe, backoff),
+            ),
+            (
+                "http-503-should-not-retry",
+                "503 with x-should-retry: false",
+                (
+                    Status(
+                        503,
+                        (*h, ("x-should-retry", "false")),
+                        _openai_error("Service Unavailable", "server_error", None),
+                    ),
+                ),
+                _http("server_error", _V.NO_RETRY, _A.STOP),
+            ),
+            (
+                "http-401",
+                "401 invalid_api_key (the body quotes part of the key; it must not reach the record)",
+                (
+                    Status(
+                        401,
+                        h,
+                        _openai_error(
+                            "Incorrect API key provided: sk-proj-********************abcd."
+                            " You can find your API key at https://platform.openai.com/account/api-keys.",
+                            "invalid_request_error",
+                            "invalid_api_key",
+                        ),
+                    ),
+                ),
+                _http("auth", _V.NO_RETRY, _A.FIX_REQUEST),
+            ),
+            (
+                "http-400-context-overflow",
+                "400 context_length_exceeded",
+                (
+                    Status(
+                        400,
+                        h,
+                        _openai_error(
+                            "This model's maximum context length is 128000 tokens. However, your messages"
+                            " resulted in 131072 tokens. Please reduce the length of the messages.",
+                            "invalid_request_error",
+                            "context_length_exceeded",
+                            "messages",
+                        ),
+                    ),
+                ),
+                _http("context_overflow", _V.NO_RETRY, _A.FIX_REQUEST),
+            ),
+            (
+                "http-413",
+                "413 from the front proxy, as HTML",
+                (Status(413, (("content-type", "text/html"), ("server", "cloudflare")), _HTML_413),),
+                _http("request_too_large", _V.NO_RETRY, _A.FIX_REQUEST),
+            ),
+        ]
+    if fmt == "anthropic":
+        h = _ANTHROPIC_HEADERS
+        return [
+            (
+                "http-429-retry-after",
+                "429 rate_limit_error with retry-after in seconds",
+                (
+                    Status(
+                        429,
+                        (*h, ("retry-after", "2"), ("anthropic-ratelimit-requests-remaining", "0")),
+                        _anthropic_error(
+                            "rate_limit_error",
+                            "Number of request tokens has exceeded your per-minute rate limit (https://docs."
+                            "claude.com/en/api/rate-limits); see the response headers for current usage.",
+                        ),
+                    ),
+                ),
+                _http("rate_limit", safe, backoff, 2.0),
+            ),
+            (
+                "http-529-overloaded",
+                "529 overloaded_error",
+                (
+                    Status(
+                        529,
+                        (*h, ("x-should-retry", "true")),
+                        _anthropic_error("overloaded_error", "Overloaded"),
+                    ),
+                ),
+                _http("overloaded", safe, backoff),
+            ),
+            (
+                "http-500",
+                "500 api_error",
+                (Status(500, h, _anthropic_error("api_error", "Internal server error")),),
+                _http("server_error", safe, backoff),
+            ),
+            (
+                "http-503-should-not-retry",
+                "503 with x-should-retry: false",
+                (
+                    Status(
+                        503,
+                        (*h, ("x-should-retry", "false")),
+                        _anthropic_error("api_error", "Service unavailable"),
+                    ),
+                ),
+                _http("server_error", _V.NO_RETRY, _A.STOP),
+            ),
+            (
+                "http-401",
+                "401 authentication_error",
+                (Status(401, h, _anthropic_error("authentication_error", "invalid x-api-key")),),
+                _http("auth", _V.NO_RETRY, _A.FIX_REQUEST),
+            ),
+            (
+                "http-400-context-overflow",
+                "400 invalid_request_error 'prompt is too long' (told only in words: low confidence)",
+                (
+                    Status(
+                        400,
+                        h,
+                        _anthropic_error(
+                            "invalid_request_error", "prompt is too long: 210000 tokens > 200000 maximum"
+                        ),
+                    ),
+                ),
+                _http("context_overflow", _V.NO_RETRY, _A.FIX_REQUEST),
+            ),
+            (
+                "http-413",
+                "413 request_too_large",
+                (
+                    Status(
+                        413,
+                        h,
+                        _anthropic_error(
+                            "request_too_large", "Request exceeds the maximum allowed number of bytes."
+                        ),
+                    ),
+                ),
+                _http("request_too_large", _V.NO_RETRY, _A.FIX_REQUEST),
+            ),
+        ]
+    h = _GEMINI_HEADERS
+    retry_info: list[dict[str, Any]] = [
+        {
+            "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+            "violations": [
+                {
+                    "quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests",
+                    "quotaId": "GenerateRequestsPerMinutePerProjectPerModel-FreeTier",
+                }
+            ],
+        },
+        {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "17s"},
+    ]
+    key_invalid = [
+        {
+            "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+            "reason": "API_KEY_INVALID",
+            "domain": "googleapis.com",
+            "metadata": {"service": "generativelanguage.googleapis.com"},
+        }
+    ]
+    return [
+        (
+            "http-429-retry-delay",
+            "429 RESOURCE_EXHAUSTED with its retry delay in the body (RetryInfo), per-minute quota",
+            (
+                Status(
+                    429,
+                    h,
+                    _gemini_error(
+                        429,
+                        "RESOURCE_EXHAUSTED",
+                        "You exceeded your current quota, please check your plan and billing details.",
+                        retry_info,
+                    ),
+                ),
+            ),
+            _http("rate_limit", safe, backoff, 17.0),
+        ),
+        (
+            "http-503-overloaded",
+            "503 UNAVAILABLE: the model is overloaded",
+            (
+                Status(
+                    503,
+                    h,
+                    _gemini_error(503, "UNAVAILABLE", "The model is overloaded. Please try again later."),
+                ),
+            ),
+            _http("overloaded", safe, backoff),
+        ),
+        (
+            "http-500",
+            "500 INTERNAL",
+            (
+                Status(
+                    500,
+                    h,
+                    _gemini_error(
+                        500, "INTERNAL", "An internal error has occurred. Please retry or report it."
+                    ),
+                ),
+            ),
+            _http("server_error", safe, backoff),
+        ),
+        (
+            "http-400-api-key-invalid",
+            "Gemini's 401: 400 INVALID_ARGUMENT with reason API_KEY_INVALID",
+            (
+                Status(
+                    400,
+                    h,
+                    _gemini_error(
+                        400,
+                        "INVALID_ARGUMENT",
+                        "API key not valid. Please pass a valid API key.",
+                        key_invalid,
+                    ),
+                ),
+            ),
+            _http("auth", _V.NO_RETRY, _A.FIX_REQUEST),
+        ),
+        (
+            "http-400-context-overflow",
+            "400 INVALID_ARGUMENT: input token count over the limit (told only in words: low confidence)",
+            (
+                Status(
+                    400,
+                    h,
+                    _gemini_error(
+                        400,
+                        "INVALID_ARGUMENT",
+                        "The input token count (1200000) exceeds the maximum number of tokens"
+                        " allowed (1048576).",
+                    ),
+                ),
+            ),
+            _http("context_overflow", _V.NO_RETRY, _A.FIX_REQUEST),
+        ),
+        (
+            "http-413",
+            "413 from Google's front end, as HTML",
+            (Status(413, (("content-type", "text/html; charset=UTF-8"),), _GOOGLE_413),),
+            _http("request_too_large", _V.NO_RETRY, _A.FIX_REQUEST),
+        ),
+    ]
+
+
+# -- streams -------------------------------------------------------------------------------------------------
+
+
+_MALFORMED: Final[dict[str, bytes]] = {
+    # A frame cut inside its JSON and closed as if complete (what a buggy proxy that splits lines sends).
+    "openai-chat": b'data: {"id":"chatcmpl-B9MHDbslfkBeAs8l4bebG","choices":[{"index":0,"delta":{"cont\n\n',
+    "openai-responses": b'event: response.output_text.delta\ndata: {"type":"response.output_text.de\n\n',
+    "anthropic": b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta"\n\n',
+    "gemini": b'data: {"candidates": [{"content": {"parts": [{"text": "Hel\r\n\r\n',
+}
+
+
+def _streams(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
+    """(slug, description, script, expectation, extra fields) for the streaming faults of ``fmt``."""
+    text = text_stream(fmt, TEXT)
+    thought = text_stream(fmt, TEXT, reasoning=REASONING)
+    hello = _escaped(TEXT[0])
+    preamble = _before(text, hello)  # headers' worth of bookkeeping: nothing the user sees
+    through_text = _through(text, hello)
+    watch = {"idle_timeout": WATCHDOG_S}
+    D, EOF, IDLE = _T.DISCONNECTED, _T.EOF_WITHOUT_TERMINAL, _T.IDLE_TIMEOUT
+    out: list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]] = [
+        (
+            "headers-then-fin",
+            "200 and headers, then FIN before any event",
+            (Headers(), Fin()),
+            _safe(_C.EARLY_STREAM, D, _P.EARLY_STREAM, "closed_mid_body"),
+            {},
+        ),
+        (
+            "reasoning-then-fin",
+            "reasoning deltas (not visible output), then FIN",
+            _play(_before(thought, hello), Fin()),
+            _safe(_C.EARLY_STREAM, D, _P.EARLY_STREAM, "closed_mid_body"),
+            {},
+        ),
+        (
+            "text-then-fin",
+            "visible text, then FIN without the terminating chunk",
+            _play(through_text, Fin()),
+            _shown(_C.MID_GENERATION, D, "closed_mid_body"),
+            {},
+        ),
+        (
+            "text-then-rst",
+            "visible text, then a TCP reset",
+            _play(through_text, Rst()),
+            _shown(_C.MID_GENERATION, D, "reset"),
+            {},
+        ),
+        (
+            "chunk-cut-short",
+            "visible text, then an HTTP chunk that announces more bytes than it delivers, then FIN",
+            _play(through_text, cut_chunk(text[len(through_text)], 9), Fin()),
+            _shown(_C.MID_GENERATION, D, "closed_mid_body"),
+            {},
+        ),
+        (
+            "text-then-clean-close",
+            "visible text, then a clean end of the body without the format's terminal event",
+            _play(through_text, End()),
+            _shown(_C.MID_GENERATION, EOF, "eof_without_terminal"),
+            {},
+        ),
+        (
+            "first-token-stall",
+            "headers and bookkeeping, then silence: the first-token watchdog fires",
+            _play(preamble, Stall()),
+            _safe(_C.WATCHDOG, _T.FIRST_TOKEN_TIMEOUT, _P.EARLY_STREAM, "first_token_timeout"),
+            {"config": {"first_token_timeout": WATCHDOG_S}},
+        ),
+        (
+            "keepalive-before-output-stall",
+            "headers and bookkeeping, then only keepalives: they are not progress, so the first-token"
+            " watchdog fires",
+            _play(preamble, Keepalive(0.05, 200, keepalive(fmt)), End()),
+            _safe(_C.WATCHDOG, _T.FIRST_TOKEN_TIMEOUT, _P.EARLY_STREAM, "first_token_timeout"),
+            {"config": {"first_token_timeout": WATCHDOG_S}},
+        ),
+        (
+            "text-then-silent-stall",
+            "visible text, then silence with the connection open: the idle watchdog fires (never a success)",
+            _play(through_text, Stall()),
+            _shown(_C.WATCHDOG, IDLE, "idle_timeout"),
+            {"config": watch},
+        ),
+        (
+            "text-then-keepalive-stall",
+            "visible text, then only keepalives ("
+            + ("ping events" if fmt == "anthropic" else "SSE comments")
+            + "): they are not progress, so the idle watchdog fires",
+            _play(through_text, Keepalive(0.05, 200, keepalive(fmt)), End()),
+            _shown(_C.WATCHDOG, IDLE, "idle_timeout"),
+            {"config": watch},
+        ),
+        (
+            "reasoning-then-keepalive-stall",
+            "reasoning, then only keepalives: the idle watchdog fires before anything was shown",
+            _play(_before(thought, hello), Keepalive(0.05, 200, keepalive(fmt)), End()),
+            _safe(_C.WATCHDOG, IDLE, _P.EARLY_STREAM, "idle_timeout"),
+            {"config": watch},
+        ),
+        (
+            "malformed-json",
+            "visible text, then an event whose JSON is cut off",
+            _play(through_text, Send(_MALFORMED[fmt]), Stall()),
+            _shown(_C.PROTOCOL_ERROR, _T.PROTOCOL_VIOLATION, "protocol_violation"),
+            {},
+        ),
+        (
+            "oversize-line",
+            "a 6000-byte event line against a 4096-byte line bound, before any output",
+            _play(preamble, Send(_through(text_stream(fmt, ["y" * 6000]), b"y" * 6000)[-1]), Stall()),
+            _expect(
+                _C.PROTOCOL_ERROR,
+                _V.USER_CONFIRMED_RETRY,
+                _T.PROTOCOL_VIOLATION,
+                _P.EARLY_STREAM,
+                "protocol_violation",
+                _A.ASK_USER,
+            ),
+            # The SDKs' decoders have no line bound: this knob is ours only.
+            {"config": {"max_line_bytes": 4096}, "sdk": False},
+        ),
+        (
+            "text-with-usage-and-reasoning",
+            "a normal completion: reasoning, text, usage, the terminal event",
+            _play(thought, End()),
+            COMPLETED,
+            {},
+        ),
+        (
+            "tool-call-completes",
+            "a normal completion with one tool call (the agent does not start it before the end)",
+            _play(
+                tool_call_stream(fmt, [("read_file", '{"path": "README.md"}')], text=["Let me look."]), End()
+            ),
+            COMPLETED,
+            {},
+        ),
+        (
+            "parallel-tool-calls",
+            "two tool calls in one turn, completing normally; the agent starts read_file (read_only) and"
+            " write_file (effectful) as each call completes",
+            _play(
+                tool_call_stream(
+                    fmt,
+                    [("read_file", '{"path": "a.txt"}'), ("write_file", '{"path": "b.txt", "text": "hi"}')],
+                ),
+                End(),
+            ),
+            COMPLETED,
+            {"agent": Agent(tools={"read_file": "read_only", "write_file": "effectful"})},
+        ),
+        (
+            "user-abort",
+            "the user presses stop on the first visible text (run.abort, source user)",
+            _play(through_text, Stall()),
+            _expect(_C.LOCAL_ABORT, _V.NO_RETRY, _T.LOCAL_ABORT, _P.MID_GENERATION, "user", _A.NONE),
+            {
+                "agent": Agent(
+                    abort_on=_T.TEXT_DELTA, abort_source=AbortSource.USER, abort_reason="user pressed stop"
+                )
+            },
+        ),
+        (
+            "outside-cancellation",
+            "the code around the run cancels its scope on the first visible text",
+            _play(through_text, Stall()),
+            _expect(_C.LOCAL_ABORT, _V.NO_RETRY, _T.LOCAL_ABORT, _P.MID_GENERATION, "cancelled", _A.NONE),
+            {"agent": Agent(cancel_on=_T.TEXT_DELTA)},
+        ),
+        (
+            "consumer-stops-early",
+            "the code reading the stream leaves the loop on the first visible text",
+            _play(text, End()),
+            _expect(
+                _C.LOCAL_ABORT, _V.NO_RETRY, _T.LOCAL_ABORT, _P.MID_GENERATION, "consumer_stopped", _A.NONE
+            ),
+            {"agent": Agent(stop_on=_T.TEXT_DELTA)},
+        ),
+        (
+            "consumer-error",
+            "the code reading the stream raises on the first visible text",
+            _play(text, End()),
+            _expect(
+                _C.CONSUMER_ERROR,
+                _V.NO_RETRY,
+                _T.CONSUMER_ERROR,
+                _P.MID_GENERATION,
+                "consumer_error",
+                _A.STOP,
+            ),
+            {"agent": Agent(raise_on=_T.TEXT_DELTA)},
+        ),
+    ]
+    if fmt == "openai-chat":
+        out.append(
+            (
+                "done-missing-clean-close",
+                "text and the finish_reason chunk, then a clean end of body without data: [DONE]. The"
+                " openai SDK swallows [DONE] and ends quietly without it, so wrap() cannot see this cut:"
+                " no SDK path",
+                _play(_before(text, b"data: [DONE]"), End()),
+                _shown(_C.MID_GENERATION, EOF, "eof_without_terminal"),
+                {"sdk": False},
+            )
+        )
+    if fmt == "anthropic":
+        out.append(
+            (
+                "text-then-comment-stall",
+                "visible text, then only SSE comments (a proxy's keepalive): the idle watchdog fires",
+                _play(through_text, Keepalive(0.05, 200, b": keepalive\n\n"), End()),
+                _shown(_C.WATCHDOG, IDLE, "idle_timeout"),
+                {"config": watch},
+            )
+        )
+    out += _tool_streams(fmt)
+    out += _in_band_errors(fmt, preamble, through_text)
+    return out
+
+
+def _tool_streams(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
+    D = _T.DISCONNECTED
+    one_call = tool_call_stream(fmt, [("apply_patch", PATCH_ARGS)])
+    write = tool_call_stream(fmt, [("write_file", '{"path": "b.txt", "text": "hi"}')])
+    out: list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]] = []
+    if fmt == "gemini":
+        # Gemini sends whole calls: a cut inside the chunk carrying the call leaves no tool state behind.
+        chunk = one_call[_index(one_call, b'"functionCall"')]
+        out.append(
+            (
+                "tool-call-chunk-cut",
+                "Gemini's honest equivalent of a cut mid-arguments: the chunk carrying the whole call is cut"
+                " in half, then FIN; no call was ever seen, so the tool cannot have run",
+                (Headers(), Send(chunk[: len(chunk) // 2]), Fin()),
+                _safe(_C.EARLY_STREAM, D, _P.EARLY_STREAM, "closed_mid_body"),
+                {},
+            )
+        )
+    else:
+        second_piece = _escaped(PATCH_ARGS[12:24])
+        out.append(
+            (
+                "tool-args-cut",
+                "a tool call's arguments cut mid-way (two deltas in), then FIN: the tool did not run",
+                _play(_through(one_call, second_piece), Fin()),
+                _safe(_C.TOOL_INPUT_INTERRUPTED, D, _P.TOOL_INPUT, "closed_mid_body"),
+                {},
+            )
+        )
+        two = tool_call_stream(fmt, [("write_file", '{"path": "b.txt"}'), ("apply_patch", PATCH_ARGS)])
+        out.append(
+            (
+                "parallel-effectful-then-args-cut",
+                "two calls in one turn: the agent starts write_file (effectful) as soon as it is complete,"
+                " then the stream is cut while apply_patch's arguments are still streaming",
+                _play(_through(two, second_piece), Fin()),
+                _expect(
+                    _C.TOOL_INPUT_INTERRUPTED,
+                    _V.NO_RETRY,  # write_file already ran: replaying could repeat its effect
+                    D,
+                    _P.TOOL_INPUT,
+                    "closed_mid_body",
+                    _A.CONTINUE_WITH_PARTIAL,
+                ),
+                {"agent": Agent(tools={"write_file": "effectful"})},
+            )
+        )
+    out += [
+        (
+            "tool-call-then-fin",
+            "a complete tool call the agent has not started, then FIN",
+            _play(_call_complete(fmt, write), Fin()),
+            _safe(_C.TOOL_CALL_INTERRUPTED, D, _P.TOOL_CALL, "closed_mid_body"),
+            {},
+        ),
+        (
+            "effectful-tool-running-then-fin",
+            "a complete tool call; the agent declares write_file effectful and starts it; then FIN",
+            _play(_call_complete(fmt, write), Fin()),
+            _expect(
+                _C.TOOL_SIDE_EFFECT,
+                _V.NO_RETRY,
+                D,
+                _P.TOOL_EXECUTION,
+                "closed_mid_body",
+                _A.CONTINUE_WITH_PARTIAL,
+            ),
+            {"agent": Agent(tools={"write_file": "effectful"})},
+        ),
+        (
+            "read-only-tool-running-then-rst",
+            "a complete tool call; the agent declares write_file read_only and starts it; then a reset",
+            _play(_call_complete(fmt, write), Rst()),
+            _safe(_C.TOOL_CALL_INTERRUPTED, _T.DISCONNECTED, _P.TOOL_EXECUTION, "reset"),
+            {"agent": Agent(tools={"write_file": "read_only"})},
+        ),
+    ]
+    return out
+
+
+def _in_band_errors(
+    fmt: Format, preamble: list[bytes], through_text: list[bytes]
+) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
+    E = _T.PROVIDER_ERROR_EVENT
+    backoff = _A.RETRY_AFTER_BACKOFF
+
+    def before(kind: str, shape: str = "nested") -> tuple[Step, ...]:
+        event = error_event(fmt, kind, shape=shape, sequence_number=len(preamble))  # type: ignore[arg-type]
+        return _play(preamble, Send(event), End())
+
+    def after(kind: str, shape: str = "nested") -> tuple[Step, ...]:
+        event = error_event(fmt, kind, shape=shape, sequence_number=len(through_text))  # type: ignore[arg-type]
+        return _play(through_text, Send(event), End())
+
+    shape_name = {
+        "openai-chat": "an {'error': {...}} chunk",
+        "anthropic": "an 'event: error' (overloaded_error)",
+        "gemini": "an {'error': {...}} chunk (503 UNAVAILABLE)",
+    }
+    if fmt != "openai-responses":
+        return [
+            (
+                "error-before-output",
+                f"an in-band overload error before any output: {shape_name[fmt]}",
+                before("overloaded"),
+                _safe(_C.PROVIDER_ERROR, E, _P.EARLY_STREAM, "overloaded", backoff),
+                {},
+            ),
+            (
+                "error-after-output",
+                f"an in-band overload error after visible text: {shape_name[fmt]}",
+                after("overloaded"),
+                _shown(_C.PROVIDER_ERROR, E, "overloaded"),
+                {},
+            ),
+            (
+                "context-overflow-in-band",
+                "an in-band context-overflow error before any output: the request must change",
+                before("context_overflow"),
+                _expect(
+                    _C.PROVIDER_ERROR, _V.NO_RETRY, E, _P.EARLY_STREAM, "context_overflow", _A.FIX_REQUEST
+                ),
+                {},
+            ),
+        ]
+    out: list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]] = []
+    for shape, kind, label in (
+        ("flat", "rate_limit", "the flat 'error' event (code rate_limit_exceeded)"),
+        ("nested", "overloaded", "the nested 'error' event (code server_is_overloaded)"),
+        ("failed", "server_error", "'response.failed' (code server_error)"),
+    ):
+        slug = "response-failed" if shape == "failed" else f"error-{shape}"
+        out += [
+            (
+                f"{slug}-before-output",
+                f"before any output: {label}",
+                before(kind, shape),
+                _safe(_C.PROVIDER_ERROR, E, _P.EARLY_STREAM, kind, backoff),
+                {},
+            ),
+            (
+                f"{slug}-after-output",
+                f"after visible text: {label}",
+                after(kind, shape),
+                _shown(_C.PROVIDER_ERROR, E, kind),
+                {},
+            ),
+        ]
+    return out
+
+
+def _connection(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
+    B, D = _P.BEFORE_CONNECTION, _T.DISCONNECTED
+    return [
+        (
+            "connection-refused",
+            "nobody listens on the port",
+            (),
+            _safe(_C.BEFORE_CONNECTION, _T.CONNECT_FAILED, B, "refused"),
+            {"no_listener": True},
+        ),
+        (
+            "fin-before-response",
+            "the server reads the request, then closes (FIN) without answering",
+            (Fin(),),
+            _safe(_C.BEFORE_CONNECTION, D, B, "closed_before_response"),
+            {},
+        ),
+        (
+            "rst-before-response",
+            "the server reads the request, then resets the connection",
+            (Rst(),),
+            _safe(_C.BEFORE_CONNECTION, D, B, "reset"),
+            {},
+        ),
+        (
+            "stall-before-headers",
+            "the server reads the request and never answers: the connect watchdog fires",
+            (Stall(),),
+            _safe(_C.WATCHDOG, _T.CONNECT_TIMEOUT, B, "connect_timeout"),
+            {"config": {"connect_timeout": WATCHDOG_S}},
+        ),
+    ]
+
+
+def _for_format(fmt: Format) -> list[Scenario]:
+    rows = _connection(fmt)
+    rows += [(slug, text, script, expect, {}) for slug, text, script, expect in _http_errors(fmt)]
+    rows += _streams(fmt)
+    return [
+        Scenario(f"{fmt}/{slug}", script, format=fmt, description=text, **expect, **extra)
+        for slug, text, script, expect, extra in rows
+    ]
+
+
+@cache
+def _by_name() -> dict[str, Scenario]:
+    scenarios: dict[str, Scenario] = {}
+    for fmt in FORMATS:
+        for scenario in _for_format(fmt):
+            if scenario.name in scenarios:
+                raise AssertionError(f"duplicate scenario name {scenario.name!r}")
+            scenarios[scenario.name] = scenario
+    return scenarios
+
+
+def catalog(formats: Iterable[str] | str | None = None) -> list[Scenario]:
+    """Every catalog scenario, in a stable order; ``formats`` keeps only those formats."""
+    wanted: Callable[[Scenario], bool]
+    if formats is None:
+        wanted = lambda scenario: True  # noqa: E731
+    else:
+        chosen = {formats} if isinstance(formats, str) else set(formats)
+        unknown = chosen - set(FORMATS)
+        if unknown:
+            raise ValueError(f"unknown format(s) {sorted(unknown)}; expected some of {', '.join(FORMATS)}")
+        wanted = lambda scenario: scenario.format in chosen  # noqa: E731
+    return [scenario for scenario in _by_name().values() if wanted(scenario)]
+
+
+def names() -> list[str]:
+    return list(_by_name())
+
+
+def find(name: str) -> Scenario:
+    """The catalog scenario called ``name`` (e.g. ``"openai-chat/text-then-fin"``)."""
+    try:
+        return _by_name()[name]
+    except KeyError:
+        close = difflib.get_close_matches(name, _by_name(), n=4, cutoff=0.75)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise KeyError(f"no scenario named {name!r}{hint}") from None
