@@ -31,6 +31,12 @@ __all__ = ["add_commands", "parse_since", "run_diagram_dot", "run_diagram_mermai
 _DASH: Final = "—"
 _SAMPLES: Final = 3
 _RELATIVE: Final = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([smhdw])")
+_GROUP_NOUNS: Final = {
+    "signature": ("signature", "signatures"),
+    "provider": ("provider", "providers"),
+    "model": ("model", "models"),
+    "class": ("class", "classes"),
+}
 _UNITS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _UNSAFE: Final = re.compile(r"[^A-Za-z0-9_.\-]")
@@ -598,8 +604,7 @@ def _report(args: argparse.Namespace) -> int:
     window = f" since {_utc(since)}" if since is not None else ""
     print(
         f"{failures} failed of {runs} runs{window} in {_clean(args.file)}:"
-        f" {len(groups)} {'signature' if args.by == 'signature' else args.by}"
-        f"{'' if len(groups) == 1 else 's'}"
+        f" {len(groups)} {_GROUP_NOUNS[args.by][len(groups) != 1]}"
     )
     if not groups:
         return 0

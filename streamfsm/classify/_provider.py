@@ -45,7 +45,9 @@ __all__ = [
 _P = ProviderErrorKind
 
 MAX_BODY_BYTES: Final = 64 * 1024
-RETRY_AFTER_CAP_S: Final = 300.0
+# Only a guard against nonsense (a date decades away): the retry policy decides what delay is too long, so
+# it must see the provider's real request.
+RETRY_AFTER_CAP_S: Final = 86_400.0
 _MAX_MESSAGE: Final = 2000
 _MAX_DETAILS: Final = 16
 _MAX_HEADER_VALUE: Final = 64

@@ -29,6 +29,14 @@ class FailureClass(enum.Enum):
 
 
 class Verdict(enum.Enum):
+    """Whether the failed run may be replayed.
+
+    ``SAFE_AUTO_RETRY`` means nothing visible reached the user and no effectful tool started. A consumer that
+    retries by itself must still drop what it received from the failed attempt that was not visible
+    (reasoning, tool-argument fragments, a complete call nobody ran); ``retrying()`` holds such events back so
+    that they never reach the consumer at all.
+    """
+
     _value_: str
 
     SAFE_AUTO_RETRY = "safe_auto_retry"

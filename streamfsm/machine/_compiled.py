@@ -18,16 +18,18 @@ from ._reference import ACTIVITY_EDGES, COMMITMENT_EDGES
 class State:
     """A stream's state: the pair (activity, commitment). Interned: compare with ``is`` or ``==``."""
 
-    __slots__ = ("_next", "activity", "commitment")
+    __slots__ = ("_next", "_str", "activity", "commitment")
 
     activity: Activity
     commitment: Commitment
     _next: dict[Trigger, State]
+    _str: str
 
     def __init__(self, activity: Activity, commitment: Commitment) -> None:
         object.__setattr__(self, "activity", activity)
         object.__setattr__(self, "commitment", commitment)
         object.__setattr__(self, "_next", {})
+        object.__setattr__(self, "_str", f"{activity.value}/{commitment.value}")  # every record prints states
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("State is immutable")
@@ -49,7 +51,7 @@ class State:
         return f"State({self.activity.value}, {self.commitment.value})"
 
     def __str__(self) -> str:
-        return f"{self.activity.value}/{self.commitment.value}"
+        return self._str
 
     def __reduce__(self) -> tuple[object, tuple[Activity, Commitment]]:
         return (State.of, (self.activity, self.commitment))

@@ -18,7 +18,7 @@ from typing import Any, Final
 from ..classify import Diagnosis, FailureClass, TransportFacts
 from ..classify._redact import redact_headers, redact_text, redact_url
 from ..machine import State, Trigger
-from ._config import Ids, StreamConfig
+from ._config import MAX_ATTEMPT_LINKS, Ids, StreamConfig
 
 SCHEMA: Final = "streamfsm.run/1"
 READABLE_SCHEMAS: Final = frozenset({SCHEMA})
@@ -42,12 +42,14 @@ _MAX_CONTEXT_ITEMS: Final = 16
 class Timeline:
     """First ``head`` entries, last ``tail`` entries, consecutive events of one kind coalesced."""
 
-    __slots__ = ("_head", "_head_size", "_last", "_tail", "omitted", "omitted_events")
+    __slots__ = ("_head", "_head_size", "_last", "_tail", "_tail_size", "omitted", "omitted_events")
 
     def __init__(self, head: int, tail: int) -> None:
         self._head: list[list[Any]] = []
         self._head_size = head
-        self._tail: deque[list[Any]] = deque(maxlen=tail)
+        # Made on first use: most runs fit in the head, and an empty deque already costs ~0.7 KB per run.
+        self._tail: deque[list[Any]] | None = None
+        self._tail_size = tail
         self._last: list[Any] | None = None
         self.omitted = 0
         self.omitted_events = 0
@@ -64,18 +66,21 @@ class Timeline:
             self._head.append(entry)
         else:
             tail = self._tail
-            if len(tail) == tail.maxlen:
+            if tail is None:
+                tail = self._tail = deque(maxlen=self._tail_size)
+            elif len(tail) == self._tail_size:
                 self.omitted += 1
                 self.omitted_events += tail[0][3]
             tail.append(entry)
         self._last = entry
 
     def __len__(self) -> int:
-        return len(self._head) + len(self._tail)
+        return len(self._head) + (len(self._tail) if self._tail is not None else 0)
 
     def __iter__(self) -> Iterator[list[Any]]:
         yield from self._head
-        yield from self._tail
+        if self._tail is not None:
+            yield from self._tail
 
     def to_list(self) -> list[dict[str, Any]]:
         out = []
@@ -120,6 +125,17 @@ def request_shape(body: Mapping[str, Any]) -> dict[str, Any]:
 def _context(ids: Ids) -> dict[str, str]:
     items = list(ids.context.items())[:_MAX_CONTEXT_ITEMS]
     return {redact_text(str(k), limit=64): redact_text(str(v), limit=128) for k, v in items}
+
+
+def _attempts(ids: Ids) -> list[dict[str, Any]]:
+    """The earlier attempts of a retried stream (the retry executor's chain), newest ``MAX_ATTEMPT_LINKS``."""
+    out = []
+    for link in ids.attempts[-MAX_ATTEMPT_LINKS:]:
+        item = link.to_dict()
+        for key in ("run_id", "summary_key", "verdict", "decision", "delay_reason"):
+            item[key] = redact_text(str(item[key]), limit=64)
+        out.append(item)
+    return out
 
 
 class Recorder:
@@ -217,18 +233,27 @@ class Recorder:
     def event(self, kind: str, now: float, state: State) -> None:
         counts = self.counts
         counts[kind] = counts.get(kind, 0) + 1
-        self.timeline.add(kind, now - self.start, state)
+        timeline = self.timeline
+        last = timeline._last
+        if last is not None and last[0] == kind:  # Timeline.add's coalescing, inlined: the common case
+            last[2] = now - self.start
+            last[3] += 1
+            last[4] = state
+        else:
+            timeline.add(kind, now - self.start, state)
 
     def progress(self, trigger: Trigger, now: float) -> None:
         if self.first_progress is None:
             self.first_progress = now
         self.last_progress = now
         part = _PART_OF.get(trigger)
-        if part is not None and part != self._last_part:
-            self._last_part = part
-            self.parts[part] += 1
-        if trigger is Trigger.TEXT_DELTA and self.first_visible is None:
-            self.first_visible = now
+        if part is not None:
+            # Text and reasoning parts are runs of deltas; every tool call is a part of its own.
+            if part != self._last_part or part == "tool":
+                self._last_part = part
+                self.parts[part] += 1
+            if part == "text" and self.first_visible is None:  # "text" is exactly TEXT_DELTA
+                self.first_visible = now
 
     def lifecycle(self, kind: str, state: State) -> None:
         self.timeline.add(kind, time.monotonic() - self.start, state)
@@ -316,6 +341,7 @@ class Recorder:
                 "response_id": self.provider_ids.get("response_id"),
                 "context": _context(ids),
             },
+            "attempts": _attempts(ids),
             "started_at": _iso(self.started_wall),
             "provider": self.provider,
             "model": self.model,
@@ -412,11 +438,17 @@ _PART_OF: Final = {
 
 
 def _freeze(value: Any) -> Any:
+    # Recurse into containers only: most values are scalars, and a call per scalar was most of the cost.
     if isinstance(value, dict):
-        return MappingProxyType({k: _freeze(v) for k, v in value.items()})
+        return MappingProxyType(
+            {k: _freeze(v) if isinstance(v, _CONTAINERS) else v for k, v in value.items()}
+        )
     if isinstance(value, list):
-        return tuple(_freeze(v) for v in value)
+        return tuple([_freeze(v) if isinstance(v, _CONTAINERS) else v for v in value])
     return value
+
+
+_CONTAINERS: Final = (dict, list)
 
 
 def _thaw(value: Any) -> Any:

@@ -18,7 +18,9 @@ The record is final before any of these reach the caller, and cleanup runs under
 
 from __future__ import annotations
 
+import functools
 import math
+import ssl
 import time
 import uuid
 from collections import deque
@@ -65,6 +67,13 @@ def _no_frames(frame: Any) -> list[StreamEvent]:
 
 def _deadline(start: float, timeout: float | None) -> float:
     return math.inf if timeout is None else start + timeout
+
+
+@functools.cache
+def _default_tls() -> ssl.SSLContext:
+    """httpx's default TLS context, built once: building one loads the CA bundle, ~30 ms, nearly all of what a
+    fresh ``httpx.AsyncClient()`` costs. Like httpx, it honours SSL_CERT_FILE / SSL_CERT_DIR (read once)."""
+    return httpx.create_ssl_context()
 
 
 class Run:
@@ -185,6 +194,8 @@ class Run:
             raise RuntimeError("a Run can be entered only once; open a new stream for a new attempt")
         self._entered = True
         try:
+            if self._abort_request is not None:  # aborted before it started: send nothing
+                self._fail_cancelled(Trigger.LOCAL_ABORT)
             await self._connect()
         except BaseException as exc:
             if not self._done:
@@ -236,7 +247,8 @@ class Run:
         return (connect, Trigger.CONNECT_TIMEOUT) if connect <= total else (total, Trigger.TOTAL_TIMEOUT)
 
     def _headers_received(self) -> None:
-        self._advance(Trigger.HEADERS_RECEIVED, time.monotonic())
+        # A lifecycle step like the connect: on the timeline, but not a stream event to count.
+        self._rec.lifecycle(Trigger.HEADERS_RECEIVED.value, self._machine.send(Trigger.HEADERS_RECEIVED))
         self._streaming = True
 
     # -- streaming --------------------------------------------------------------------------------------
@@ -418,9 +430,10 @@ class Run:
         tools["started"] += 1
         tools["effectful"] += effectful
         if not self._done:
-            self._machine.send(trigger)
-            self._rec.lifecycle(trigger.value, self._machine.state)
-            self._current_call = call_id
+            state = self._machine.send(trigger)
+            self._rec.lifecycle(trigger.value, state)
+            if state.activity is Activity.TOOL_EXECUTING:  # else the stream is busy with another call
+                self._current_call = call_id
         self._running[call_id] = effectful
         self._effects[call_id] = effectful
         if effectful and self.config.pause_idle_during_tools and self._idle_paused_since is None:
@@ -567,7 +580,7 @@ class HttpRun(Run):
         self._machine.send(Trigger.REQUEST_SENT)
         rec.lifecycle(Trigger.REQUEST_SENT.value, self._machine.state)
         if self._client is None:
-            self._client = httpx.AsyncClient()
+            self._client = httpx.AsyncClient(verify=_default_tls())
         timeout = httpx.Timeout(
             connect=config.connect_timeout,
             read=None,

@@ -46,8 +46,9 @@ NOW = 1_700_000_000.0
         ({"retry-after": format_datetime(datetime.fromtimestamp(NOW + 42, timezone.utc), usegmt=True)}, 42.0),
         ({"retry-after": format_datetime(datetime.fromtimestamp(NOW - 42, timezone.utc), usegmt=True)}, 0.0),
         ({"retry-after": "0"}, 0.0),
-        ({"retry-after": "100000"}, 300.0),  # capped
-        ({"retry-after-ms": "99999999"}, 300.0),
+        ({"retry-after": "100000"}, 86_400.0),  # capped at a day: beyond that it is nonsense
+        ({"retry-after-ms": "99999999"}, 86_400.0),
+        ({"retry-after": "1000"}, 1000.0),  # long but real: the retry policy, not the parser, decides
         ({"retry-after": "-5"}, None),
         ({"retry-after": "nan"}, None),
         ({"retry-after": "inf"}, None),
@@ -215,7 +216,7 @@ CASES: list[tuple[str, int, dict[str, str], bytes | str | None, ProviderError]] 
             K.RATE_LIMIT,
             status=429,
             type="rate_limit_error",
-            retry_after_s=300.0,
+            retry_after_s=86_400.0,
             markers=("status=429", "body.type=rate_limit_error", "header=retry-after"),
         ),
     ),

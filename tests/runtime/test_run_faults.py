@@ -465,3 +465,15 @@ async def test_a_read_only_tool_is_not_blamed_for_an_earlier_side_effect() -> No
     assert "`read_file`" in detail
     assert "That tool only reads" in detail
     assert "An earlier tool had already started" in detail
+
+
+async def test_abort_before_entering_sends_nothing() -> None:
+    async with FaultServer((Headers(), Stall())) as server:
+        run = streamfsm.open_stream("openai-chat", base_url=server.base_url, json=BODIES["openai-chat"])
+        run.abort("changed my mind")
+        with pytest.raises(StreamFailed) as info:
+            async with run:
+                pass
+        assert server.requests_seen == 0
+    assert str(info.value.diagnosis.state) == "idle/none"
+    assert info.value.record["abort"]["reason"] == "changed my mind"

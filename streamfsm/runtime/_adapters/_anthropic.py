@@ -159,9 +159,17 @@ class AnthropicAdapter(Adapter):
         return out
 
     def _on_block_delta(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
-        delta = as_dict(payload.get("delta")) or {}
-        kind = as_str(delta.get("type")) or "unknown"
-        self.count_key(kind)
+        delta = payload.get("delta")
+        if not isinstance(delta, dict):
+            delta = {}
+        kind = delta.get("type")
+        if not kind or not isinstance(kind, str):
+            kind = "unknown"
+        keys = self.delta_keys
+        if kind in keys:
+            keys[kind] += 1
+        else:
+            self.count_key(kind)
         handler = _DELTAS.get(kind)
         if handler is not None:
             return handler(self, delta, payload, index)

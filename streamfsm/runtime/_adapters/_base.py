@@ -10,7 +10,7 @@ and nothing follows the terminal event. Where a wire breaks that shape harmlessl
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar, Final
 
@@ -45,6 +45,9 @@ SEQUENCE_REGRESSED: Final = "sequence_regressed"
 UNKNOWN_TOOL_CALL: Final = "unknown_tool_call"
 DATA_AFTER_TERMINAL: Final = "data_after_terminal"
 ADAPTER_FAULT: Final = "adapter_fault"  # our bug, not the provider's: the safety net below caught it
+
+# The C scanner behind json.loads (typeshed does not declare the attribute).
+_scan_once: Final[Callable[[str, int], tuple[Any, int]]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
 def as_str(value: object) -> str | None:
@@ -173,10 +176,20 @@ class Adapter:
 
     @staticmethod
     def load(data: str, index: int) -> dict[str, Any]:
+        # json.loads is this scanner call wrapped in two regex matches for surrounding whitespace and a
+        # few Python frames; a compact payload (what every provider sends) skips them. Anything else, a
+        # leading or trailing blank included, takes json.loads itself, so the accepted language is the same.
         try:
-            payload = json.loads(data)
+            payload, end = _scan_once(data, 0)
+        except StopIteration:
+            end = -1
         except (ValueError, RecursionError):
             raise ProtocolViolation(MALFORMED_JSON, index) from None
+        if end != len(data):
+            try:
+                payload = json.loads(data)
+            except (ValueError, RecursionError):
+                raise ProtocolViolation(MALFORMED_JSON, index) from None
         if type(payload) is not dict:
             raise ProtocolViolation(NOT_AN_OBJECT, index)
         return payload

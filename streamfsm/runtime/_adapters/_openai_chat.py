@@ -126,10 +126,20 @@ class OpenAIChatAdapter(Adapter):
         return out
 
     def _delta(self, delta: dict[str, Any], out: list[StreamEvent], index: int) -> None:
-        count = self.count_key
+        keys = self.delta_keys
         for key, value in delta.items():
             if value is not None and value != "" and value != []:
-                count(key)
+                if key in keys:
+                    keys[key] += 1
+                else:
+                    self.count_key(key)
+        if len(delta) == 1:  # the common chunk: one piece of answer text and nothing else
+            content = delta.get("content")
+            if content and type(content) is str:
+                if self._call is not None:
+                    self.close_call(out)
+                out.append(TextDelta(content))
+                return
         reasoning = delta.get("reasoning_content") or delta.get("reasoning")
         if reasoning and isinstance(reasoning, str):
             if self._call is not None:
