@@ -1,6 +1,7 @@
 """The chaos soak: hundreds of concurrent runs against one fault server, a random catalog fault per run.
 
-Afterwards every run has exactly one record (counted by a sink, by run id and by scenario), no run is left
+Afterwards every run has exactly one record (counted by a sink and in the audit log on disk, by run id and
+by scenario), no run is left
 unclassified, and every record's class (and verdict, edge, phase) is what the injected fault's scenario
 expects. The RNG seed is printed; replay one with ``STREAMFSM_SOAK_SEED=<seed>``. The bigger variant is
 ``python -m benchmarks.soak --runs 5000 --concurrency 1000``.
@@ -13,11 +14,12 @@ import dataclasses
 import os
 import random
 import time
+from pathlib import Path
 
 import anyio
 import pytest
 
-from streamfsm import FailureClass, RunRecord, StreamConfig
+from streamfsm import AuditLog, FailureClass, RunRecord, StreamConfig, read_records
 from streamfsm.testing import Scenario, catalog, peak_in_flight, run_catalog
 
 pytestmark = [pytest.mark.soak, pytest.mark.anyio]
@@ -34,7 +36,7 @@ def chaos(runs: int, seed: int) -> list[Scenario]:
     return [dataclasses.replace(s, name=f"{s.name}#{i}") for i, s in enumerate(rng.choices(pool, k=runs))]
 
 
-async def test_chaos_soak(anyio_backend: str) -> None:
+async def test_chaos_soak(anyio_backend: str, tmp_path: Path) -> None:
     seed = int(os.environ.get("STREAMFSM_SOAK_SEED") or random.SystemRandom().randrange(2**32))
     print(f"soak seed {seed} ({anyio_backend}): replay with STREAMFSM_SOAK_SEED={seed}")
     scenarios = chaos(RUNS, seed)
@@ -42,7 +44,9 @@ async def test_chaos_soak(anyio_backend: str) -> None:
     started = time.monotonic()
     with anyio.fail_after(BOUND):
         outcomes = await run_catalog(
-            scenarios, concurrency=CONCURRENCY, config=StreamConfig(sinks=(delivered.append,))
+            scenarios,
+            concurrency=CONCURRENCY,
+            config=StreamConfig(sinks=(delivered.append, AuditLog(tmp_path / "audit.jsonl"))),
         )
     seconds = time.monotonic() - started
     peak = peak_in_flight(outcomes)
@@ -57,6 +61,11 @@ async def test_chaos_soak(anyio_backend: str) -> None:
     by_scenario = collections.Counter(record["ids"]["context"]["scenario"] for record in delivered)
     assert set(by_scenario) == {s.name for s in scenarios} and max(by_scenario.values()) == 1
     assert {o.record.run_id for o in outcomes if o.record is not None} == set(by_run)
+    # The audit log on disk holds the same: one intact line per run, none lost, none twice.
+    logged = collections.Counter(
+        record.run_id for record in read_records(tmp_path / "audit.jsonl", rotated=True)
+    )
+    assert logged == by_run, f"seed {seed}: the audit log disagrees with the runs"
     # None unclassified, each as its fault says.
     known = {c.value for c in FailureClass}
     for record in delivered:
