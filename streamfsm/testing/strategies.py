@@ -11,45 +11,8 @@
     call → ``tool_call_interrupted``; the terminal event delivered → ``completed``). The oracle decodes the
     frames with ``json`` and the formats' rules; it never calls the runtime or the classifier.
 
-How an agent author tests that their agent retries only what is safe, against real sockets (this example
-runs as ``tests/testing/test_user_kit_example.py``)::
-
-    import pytest
-    from hypothesis import HealthCheck, given, settings
-
-    import streamfsm
-    from streamfsm.testing import BODIES
-    from streamfsm.testing.strategies import faulty_streams
-
-    pytestmark = pytest.mark.anyio
-
-
-    async def my_agent(base_url: str, fmt: str) -> tuple[str, int]:
-        # The code under test: stream once; retry automatically (once) only when the record says it is safe.
-        attempts = 0
-        while True:
-            attempts += 1
-            try:
-                async with streamfsm.open_stream(fmt, base_url=base_url, json=BODIES[fmt]) as run:
-                    async for _ in run:
-                        pass  # show text, start tools, ...
-                return "done", attempts
-            except streamfsm.StreamFailed as failure:
-                if failure.diagnosis.verdict is not streamfsm.Verdict.SAFE_AUTO_RETRY or attempts == 2:
-                    return failure.diagnosis.verdict.value, attempts
-
-
-    @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-    @given(stream=faulty_streams())
-    async def test_my_agent_retries_only_what_is_safe(fault_provider, stream):
-        url = fault_provider.play(stream.scenario())  # the fault server plays this cut stream
-        outcome, attempts = await my_agent(url, stream.format)
-        if stream.expected_class is streamfsm.FailureClass.COMPLETED:
-            assert (outcome, attempts) == ("done", 1)
-        elif stream.expected_verdict is streamfsm.Verdict.SAFE_AUTO_RETRY:
-            assert attempts == 2  # it retried: nothing had reached the user yet
-        else:
-            assert attempts == 1  # text was already shown: never retried without asking
+How an agent author uses `faulty_streams` to test that their agent retries only what is safe, over real
+sockets: the README's "Test kit" section, which runs as ``tests/testing/test_user_kit_example.py``.
 """
 
 from __future__ import annotations
