@@ -90,29 +90,38 @@ def _check() -> None:
     assert machine.state.activity.value == reference.state == "finished"
 
 
+def measure(repeat: int = 15) -> dict[str, float]:
+    """Median ns per event (compiled, transitions activity region, both regions) and per machine built."""
+    _check()
+    events = len(SEQUENCE)
+    builds = 200
+    return {
+        "events": events,
+        "compiled_ns": _median_ns(_compiled, repeat * 4) / events,
+        "transitions_activity_ns": _median_ns(_transitions_activity, repeat) / events,
+        "transitions_both_ns": _median_ns(_transitions_both, repeat) / events,
+        "build_compiled_ns": _median_ns(lambda: StreamMachine, repeat, number=builds * 10),
+        "build_activity_ns": _median_ns(lambda: activity_machine, repeat, number=builds),
+        "build_both_ns": _median_ns(
+            lambda: lambda: (activity_machine(), commitment_machine()), repeat, number=builds
+        ),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.machine", description=__doc__)
     parser.add_argument("--repeat", type=int, default=15, help="repeats of each measurement (default: 15)")
     args = parser.parse_args(argv)
     repeat: int = args.repeat
-    _check()
-    events = len(SEQUENCE)
-
-    compiled = _median_ns(_compiled, repeat * 4) / events
-    activity = _median_ns(_transitions_activity, repeat) / events
-    both = _median_ns(_transitions_both, repeat) / events
-    builds = 200
-    build_compiled = _median_ns(lambda: StreamMachine, repeat, number=builds * 10)
-    build_activity = _median_ns(lambda: activity_machine, repeat, number=builds)
-    build_both = _median_ns(lambda: lambda: (activity_machine(), commitment_machine()), repeat, number=builds)
+    m = measure(repeat)
 
     print(
         f"python {platform.python_version()}, transitions {transitions.__version__}, {platform.machine()}; "
-        f"{events} events per run, median of {repeat} repeats"
+        f"{m['events']:.0f} events per run, median of {repeat} repeats"
     )
     rows = [
-        ("per event", compiled, activity, both),
-        ("build one machine", build_compiled, build_activity, build_both),
+        ("per event", m["compiled_ns"], m["transitions_activity_ns"], m["transitions_both_ns"]),
+        ("build one machine", m["build_compiled_ns"], m["build_activity_ns"], m["build_both_ns"]),
     ]
     header = ("", "compiled", "transitions (activity)", "ratio", "transitions (both regions)", "ratio")
     print(f"{header[0]:<18} {header[1]:>12} {header[2]:>24} {header[3]:>8} {header[4]:>28} {header[5]:>8}")
