@@ -304,10 +304,9 @@ class _AsyncTap:
         chunks = self._inner.__aiter__()
         try:
             while True:
-                deadline, edge = run._read_deadline()
                 if run._abort_request is not None:  # abort() came while the SDK was between reads
-                    raise _Interrupted(edge)
-                with anyio.CancelScope(deadline=run._to_loop_time(deadline)) as scope:
+                    raise _Interrupted(Trigger.LOCAL_ABORT)
+                with anyio.CancelScope(deadline=run._to_loop_time(run._read_began())) as scope:
                     run._read_scope = scope
                     try:
                         chunk = await chunks.__anext__()
@@ -315,8 +314,9 @@ class _AsyncTap:
                         return
                     finally:
                         run._read_scope = None
+                        run._read_ended()
                 if scope.cancelled_caught:
-                    raise _Interrupted(edge)
+                    raise _Interrupted(run._read_edge)
                 rec.bytes_received += len(chunk)
                 yield chunk
         finally:
@@ -855,26 +855,36 @@ class SyncSdkRun(_SdkBase):
 
     def _watched_next(self, iterator: Iterator[Any]) -> Any:
         """``next(iterator)`` under the earliest deadline: checked first, then watched by the thread."""
-        deadline, edge = self._read_deadline()
         watchdog = self._watchdog
-        if self._abort_request is not None or watchdog.fired or time.monotonic() >= deadline:
-            raise _Interrupted(edge)
-        watchdog.arm(deadline)
+        deadline = self._read_began()
         try:
-            if watchdog.fired:  # abort() between the check above and arm()
-                raise _Interrupted(edge)
-            value = next(iterator)
-        except _Interrupted:
-            raise
-        except BaseException:
-            if watchdog.fired:  # the read failed because we shut it down: the flag says so, not the message
-                raise _Interrupted(edge) from None
-            raise
+            if self._abort_request is not None or watchdog.fired or time.monotonic() >= deadline:
+                raise _Interrupted(self._read_edge)
+            watchdog.arm(deadline)
+            try:
+                if watchdog.fired:  # abort() between the check above and arm()
+                    raise _Interrupted(self._read_edge)
+                value = next(iterator)
+            except _Interrupted:
+                raise
+            except BaseException:
+                if (
+                    watchdog.fired
+                ):  # the read failed because we shut it down: the flag says so, not the message
+                    raise _Interrupted(self._read_edge) from None
+                raise
+            finally:
+                watchdog.disarm()
         finally:
-            watchdog.disarm()
+            self._read_ended()
         if watchdog.fired:
-            raise _Interrupted(edge)
+            raise _Interrupted(self._read_edge)
         return value
+
+    def _rearm(self) -> None:
+        super()._rearm()
+        if self._reading:  # the read blocked in the SDK is watched by the thread, not a cancel scope
+            self._watchdog.arm(self._read_deadline(time.monotonic())[0])
 
     def _interrupt_read(self) -> None:
         """Make a blocked read return: shut the socket down (a close from another thread would not)."""

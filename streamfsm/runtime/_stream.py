@@ -19,6 +19,7 @@ The record is final before any of these reach the caller, and cleanup runs under
 from __future__ import annotations
 
 import functools
+import logging
 import math
 import ssl
 import time
@@ -56,6 +57,7 @@ from ._record import Recorder, RunRecord
 from ._sinks import deliver
 from ._sse import SSEDecoder
 
+_log = logging.getLogger("streamfsm")
 _EFFECTS: Final = {"effectful": True, "read_only": False}
 _CLEANUP_TIMEOUT_S: Final = 5.0
 _CONSUMER_TYPES: Final = frozenset(CONSUMER_EVENT_TYPES)
@@ -133,7 +135,13 @@ class Run:
         self._current_call: str | None = None  # the call the stream (or the agent) last worked on
         self._effects: dict[str, bool] = {}  # call id -> effectful, for every call the agent started
         self._idle_paused_since: float | None = None
-        self._idle_resumed_at = 0.0
+        # Idle time is time spent waiting on the provider since its last progress: a slow consumer, or an
+        # effectful tool with pause_idle_during_tools, does not count. _idle_waited holds the finished reads'
+        # share; _idle_read_started is set while a read waits and the clock runs.
+        self._idle_waited = 0.0
+        self._idle_read_started: float | None = None
+        self._reading = False
+        self._read_edge = Trigger.TOTAL_TIMEOUT  # the edge the armed read deadline fires
 
     # -- the source: overridden by subclasses ---------------------------------------------------------------
 
@@ -231,6 +239,9 @@ class Run:
         with anyio.CancelScope(shield=True), anyio.move_on_after(_CLEANUP_TIMEOUT_S):
             try:
                 await self._close_source()
+            except Exception as exc:
+                # Never let a failing close replace what is in flight (a cancellation, a StreamFailed).
+                _log.warning("closing the stream's source failed (%s)", type(exc).__name__)
             finally:
                 self._emit()
 
@@ -285,9 +296,8 @@ class Run:
     async def _read_watched(self) -> list[Any] | None:
         """``_read_frames`` under the earliest watchdog deadline, in a cancel scope that ``abort()`` can
         cancel too; a fault there fails the run. A source that watches its own reads overrides this."""
-        deadline, edge = self._read_deadline()
         frames: list[Any] | None = None
-        with anyio.CancelScope(deadline=self._to_loop_time(deadline)) as scope:
+        with anyio.CancelScope(deadline=self._to_loop_time(self._read_began())) as scope:
             self._read_scope = scope
             try:
                 frames = await self._read_frames()
@@ -295,9 +305,11 @@ class Run:
                 self._fail(Trigger.PROTOCOL_VIOLATION, self._facts(detail=violation.detail), violation)
             except Exception as exc:
                 self._read_failed(exc)
-        self._read_scope = None
+            finally:
+                self._read_scope = None
+                self._read_ended()
         if scope.cancelled_caught:
-            self._fail_cancelled(edge)
+            self._fail_cancelled(self._read_edge)
         return frames
 
     def _apply_frames(self, frames: list[Any] | None) -> None:
@@ -331,6 +343,7 @@ class Run:
         self._advance(trigger, now)
         if trigger.is_provider_progress:
             self._rec.progress(trigger, now)
+            self._idle_waited = 0.0
         kind = type(event)
         if kind in _CONSUMER_TYPES:
             self._pending.append(event)  # type: ignore[arg-type]  # narrowed by _CONSUMER_TYPES
@@ -371,22 +384,45 @@ class Run:
 
     # -- watchdogs --------------------------------------------------------------------------------------
 
-    def _read_deadline(self) -> tuple[float, Trigger]:
-        """The earliest armed watchdog deadline (monotonic clock) and the edge it fires."""
+    def _read_began(self) -> float:
+        """A read starts waiting on the provider: start the idle clock, arm the earliest deadline (monotonic
+        clock; its edge goes to ``_read_edge``) and return it. Every read pairs this with ``_read_ended``."""
+        now = time.monotonic()
+        self._reading = True
+        if self._idle_paused_since is None:
+            self._idle_read_started = now
+        deadline, self._read_edge = self._read_deadline(now)
+        return deadline
+
+    def _read_ended(self) -> None:
+        self._reading = False
+        started = self._idle_read_started
+        if started is not None:
+            self._idle_waited += time.monotonic() - started
+            self._idle_read_started = None
+
+    def _read_deadline(self, now: float) -> tuple[float, Trigger]:
+        """The earliest armed watchdog deadline (monotonic clock) for a read at ``now``, and its edge."""
         rec = self._rec
         config = self.config
         best, edge = _deadline(rec.start, config.total_timeout), Trigger.TOTAL_TIMEOUT
         if rec.first_progress is None:
-            assert rec.headers_at is not None
-            first = _deadline(rec.headers_at, config.first_token_timeout)
+            first = _deadline(rec.headers_at or rec.start, config.first_token_timeout)
             if first < best:
                 best, edge = first, Trigger.FIRST_TOKEN_TIMEOUT
-        elif self._idle_paused_since is None:
-            since = max(rec.last_progress or rec.start, self._idle_resumed_at)
-            idle = _deadline(since, config.idle_timeout)
+        elif self._idle_paused_since is None and config.idle_timeout is not None:
+            idle = now + config.idle_timeout - self._idle_waited
             if idle < best:
                 best, edge = idle, Trigger.IDLE_TIMEOUT
         return best, edge
+
+    def _rearm(self) -> None:
+        """The idle clock paused or resumed while a read waits: move that read's deadline."""
+        now = time.monotonic()
+        deadline, self._read_edge = self._read_deadline(now)
+        scope = self._read_scope
+        if scope is not None:
+            scope.deadline = self._to_loop_time(deadline)
 
     @staticmethod
     def _to_loop_time(deadline: float) -> float:
@@ -437,7 +473,13 @@ class Run:
         self._running[call_id] = effectful
         self._effects[call_id] = effectful
         if effectful and self.config.pause_idle_during_tools and self._idle_paused_since is None:
-            self._idle_paused_since = time.monotonic()
+            now = time.monotonic()
+            self._idle_paused_since = now
+            if self._idle_read_started is not None:  # a read is waiting: bank its time, stop its clock
+                self._idle_waited += now - self._idle_read_started
+                self._idle_read_started = None
+            if self._reading:
+                self._rearm()
 
     def tool_finished(self, call_id: str, ok: bool = True) -> None:
         if call_id not in self._running:
@@ -448,7 +490,9 @@ class Run:
             now = time.monotonic()
             self._rec.paused_s += now - self._idle_paused_since
             self._idle_paused_since = None
-            self._idle_resumed_at = now
+            if self._reading:  # a read is waiting: its idle clock runs again from now
+                self._idle_read_started = now
+                self._rearm()
         if not self._running and not self._done:
             self._machine.send(Trigger.TOOL_EXECUTION_END)
             self._rec.lifecycle(Trigger.TOOL_EXECUTION_END.value, self._machine.state)

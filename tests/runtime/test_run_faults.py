@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 from runsupport import BODIES, FORMATS, consume, cut_before, cut_through, validate_record
 
@@ -477,3 +478,85 @@ async def test_abort_before_entering_sends_nothing() -> None:
         assert server.requests_seen == 0
     assert str(info.value.diagnosis.state) == "idle/none"
     assert info.value.record["abort"]["reason"] == "changed my mind"
+
+
+async def test_a_slow_consumer_is_not_blamed_on_the_provider() -> None:
+    # The provider sends everything promptly; the consumer takes longer than idle_timeout per event.
+    frames = text_stream("openai-chat", ["a", "b", "c", "d"])
+    steps = (Headers(), *(step for f in frames for step in (Send(f), Sleep(0.02))), End())
+    async with FaultServer(steps) as server:
+        with anyio.fail_after(10):
+            async with streamfsm.open_stream(
+                "openai-chat",
+                base_url=server.base_url,
+                json=BODIES["openai-chat"],
+                config=StreamConfig(idle_timeout=0.3),
+            ) as run:
+                async for _ in run:
+                    await anyio.sleep(0.5)
+    assert run.finished
+
+
+async def test_the_idle_clock_resumes_for_a_read_already_waiting_when_a_paused_tool_ends() -> None:
+    frames = cut_through("openai-chat", tool_call_stream("openai-chat", [("write_file", "{}")]), ToolCall)
+    config = StreamConfig(idle_timeout=0.4, pause_idle_during_tools=True)
+    failure: StreamFailed | None = None
+    async with FaultServer(script(frames, Stall())) as server:
+        with anyio.fail_after(5):
+            async with (
+                streamfsm.open_stream(
+                    "openai-chat", base_url=server.base_url, json=BODIES["openai-chat"], config=config
+                ) as run,
+                anyio.create_task_group() as tg,
+            ):
+
+                async def run_tool(call_id: str) -> None:
+                    async with run.tool(call_id, effect="effectful"):
+                        await anyio.sleep(0.3)  # the consumer is already waiting on the next read
+
+                try:
+                    async for event in run:
+                        if isinstance(event, ToolCall):
+                            tg.start_soon(run_tool, event.call_id)
+                except StreamFailed as caught:
+                    failure = caught
+    assert failure is not None, "the idle watchdog fired after the tool ended"
+    record = failure.record
+    assert record["watchdog"]["fired"] == "idle_timeout"
+    assert record["watchdog"]["idle_paused_s"] >= 0.25
+    assert record["tools"]["finished"] == 1
+
+
+class _BodyThatFailsToClose(httpx.AsyncByteStream):
+    def __init__(self, frames: list[bytes]) -> None:
+        self.frames = frames
+
+    async def __aiter__(self) -> Any:
+        for data in self.frames:
+            yield data
+        await anyio.sleep(3600)
+
+    async def aclose(self) -> None:
+        raise OSError("close failed")
+
+
+async def test_a_failing_close_never_replaces_an_outside_cancellation(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    frames = text_stream("openai-chat", ["hi"])[:1]
+    transport = httpx.MockTransport(
+        lambda _: httpx.Response(
+            200, headers={"content-type": "text/event-stream"}, stream=_BodyThatFailsToClose(frames)
+        )
+    )
+    async with httpx.AsyncClient(transport=transport) as client:
+        run = streamfsm.open_stream(
+            "openai-chat", base_url="http://provider", json=BODIES["openai-chat"], client=client
+        )
+        with anyio.move_on_after(0.3) as scope:
+            async with run:
+                await consume(run)
+    assert scope.cancelled_caught, "the cancellation reached its scope"
+    assert run.record is not None
+    assert run.record["abort"]["source"] == "cancelled"
+    assert any("closing the stream's source failed (OSError)" in r.getMessage() for r in caplog.records)
