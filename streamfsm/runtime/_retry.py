@@ -44,9 +44,10 @@ them, in order, at that moment:
   needing confirmation (rule 2) instead of being replayed under the consumer's feet;
 * `Finish`: the attempt succeeded.
 
-When another attempt follows, a failed attempt's held events are dropped: nothing of it ever reaches the
-consumer, which is why an automatic retry is seamless. When the chain stops at that attempt, they are released
-before the `StreamFailed`, so with ``attempts=1`` a retrying run yields exactly what the plain run would. The
+When another attempt follows, a failed attempt's held events are dropped (as that attempt opens, not before):
+nothing of it ever reaches the consumer, which is why an automatic retry is seamless. When the chain stops at
+that attempt, even during the delay or the ``confirm`` before the next one, they are released before the
+`StreamFailed`, so with ``attempts=1`` a retrying run yields exactly what the plain run would. The
 price is latency: reasoning and tool-argument deltas arrive in one burst at the commit. The buffer is bounded
 (``max_held_events``, default 10 000): past it, the events are released and the attempt is exposed.
 
@@ -65,8 +66,9 @@ summary key, verdict, decision, the delay waited after it and why), so the last 
 
 **Aborting.** ``abort()`` goes to the running attempt (which then fails as ``local_abort``, never retried).
 During a delay or a ``confirm`` it ends the wait and the chain stops with the last failure (``stop_reason``
-says so). Cancellation from outside and the consumer leaving the loop or raising are recorded by the running
-attempt, as for a plain run; cancellation during a delay leaves no record beyond the attempts already made.
+says so). Either way the stopped attempt's diagnosis is reported after rule 2, like any other. Cancellation
+from outside and the consumer leaving the loop or raising are recorded by the running attempt, as for a plain
+run; cancellation during a delay leaves no record beyond the attempts already made.
 """
 
 from __future__ import annotations
@@ -254,6 +256,24 @@ def _reported(diagnosis: Diagnosis, reason: str, action: Action, marker: str) ->
     )
 
 
+def _downgraded(policy: RetryPolicy, diagnosis: Diagnosis, exposed: str | None) -> Diagnosis:
+    """Rule 2: the diagnosis reported for a failed attempt. A ``safe_auto_retry`` the executor cannot stand
+    behind (the attempt was exposed, or possibly delivered under a policy that does not retry that) becomes
+    ``user_confirmed_retry``; any other diagnosis is reported as is. Applies whether or not the chain goes on
+    (a local abort stops it, but never reports an exposed attempt as safe)."""
+    if diagnosis.verdict is not Verdict.SAFE_AUTO_RETRY:
+        return diagnosis
+    if exposed is not None:
+        return _reported(diagnosis, exposed, Action.CONTINUE_WITH_PARTIAL, "executor=exposed")
+    if diagnosis.possibly_delivered and not policy.retry_possibly_delivered:
+        reason = (
+            "the request was sent and never answered, so the provider may have done (and billed) it; "
+            "this policy does not retry that automatically"
+        )
+        return _reported(diagnosis, reason, Action.ASK_USER, "executor=possibly_delivered")
+    return diagnosis
+
+
 def decide(
     policy: RetryPolicy,
     diagnosis: Diagnosis,
@@ -268,16 +288,7 @@ def decide(
     verdict = diagnosis.verdict
     if verdict is Verdict.NO_RETRY:
         return Decision("stop", diagnosis, stop_reason=f"the attempt must not be retried: {diagnosis.reason}")
-    reported = diagnosis
-    if verdict is Verdict.SAFE_AUTO_RETRY:
-        if exposed is not None:
-            reported = _reported(diagnosis, exposed, Action.CONTINUE_WITH_PARTIAL, "executor=exposed")
-        elif diagnosis.possibly_delivered and not policy.retry_possibly_delivered:
-            reason = (
-                "the request was sent and never answered, so the provider may have done (and billed) it; "
-                "this policy does not retry that automatically"
-            )
-            reported = _reported(diagnosis, reason, Action.ASK_USER, "executor=possibly_delivered")
+    reported = _downgraded(policy, diagnosis, exposed)
     automatic = reported.verdict is Verdict.SAFE_AUTO_RETRY
     if attempt >= policy.attempts:
         return Decision(
@@ -505,6 +516,8 @@ class RetryingRun:
         if run.ids.trace_id != ids.trace_id or run.ids.attempt != number:
             raise TypeError("open_attempt must build the run with the Ids it is given (ids=ids)")
         self._current = self._last = run
+        # The next attempt opens: only now are the failed attempt's held events dropped (a stop during the
+        # delay or the confirmation releases them), and its exposure forgotten.
         self._held, self._exposed = [], None
         if self._abort_request is not None:
             source, reason = self._abort_request
@@ -598,7 +611,10 @@ class RetryingRun:
         assert failure is not None
         assert run is not None
         if self._abort_request is not None:
-            self._stop(failure, failure.diagnosis, self._aborted_reason("before a retry"))
+            # Stopped locally, but the attempt is reported by the same rule 2 as any other: an exposed or
+            # possibly delivered attempt is never reported as safe to replay.
+            reported = _downgraded(self.policy, failure.diagnosis, self._exposed)
+            self._stop(failure, reported, self._aborted_reason("before a retry"))
             return
         assert self._started_at is not None
         decision = decide(
@@ -634,7 +650,8 @@ class RetryingRun:
             self._restart(run.ids.attempt + 1, failure.diagnosis.summary_key)
         else:
             self._links.append(self._link(run, "auto_retry", decision.delay_s, decision.delay_reason))
-        self._held.clear()  # another attempt follows: nothing held of this one ever reaches the consumer
+        # Another attempt follows: nothing held of this one reaches the consumer, but the events stay held
+        # until that attempt opens (`_open_next`), so an abort during the delay still releases them.
         self._next_delay = decision.delay_s
 
     async def _ask(self, diagnosis: Diagnosis) -> object:

@@ -25,7 +25,7 @@ from streamfsm.runtime import (
 )
 from streamfsm.runtime._retry import decide
 from streamfsm.testing import error_event, text_stream, tool_call_stream
-from streamfsm.testing._script import End, Fin, Headers, Send, Stall, Status
+from streamfsm.testing._script import End, Fin, Headers, Rst, Send, Stall, Status
 from streamfsm.testing._server import FaultServer
 
 pytestmark = pytest.mark.anyio
@@ -328,6 +328,98 @@ async def test_abort_during_a_retry_delay_stops_at_once() -> None:
     assert server.requests_seen == 1
     assert failure.stop_reason is not None and "stopped locally (source: app)" in failure.stop_reason
     assert [a.decision for a in failure.attempts] == ["stopped"]
+
+
+def _exposed_then_cut() -> tuple[Any, ...]:
+    frames = tool_call_stream("openai-chat", [("get_weather", '{"city": "Paris"}')])
+    return stream(cut_through("openai-chat", frames, ToolCall), Rst())
+
+
+def _reasoning_then_cut() -> tuple[Any, ...]:
+    frames = text_stream("openai-chat", ["A1 visible"], reasoning=["A1 thinking"])
+    return stream(cut_before("openai-chat", frames, TextDelta), Rst())
+
+
+@pytest.mark.parametrize(
+    ("how", "expected"),
+    [
+        ("exposed", Verdict.USER_CONFIRMED_RETRY),
+        ("possibly_delivered", Verdict.USER_CONFIRMED_RETRY),
+        ("held_only", Verdict.SAFE_AUTO_RETRY),
+    ],
+)
+async def test_an_abort_during_the_failed_attempts_cleanup_still_reports_by_rule_2(
+    how: str, expected: Verdict
+) -> None:
+    # The abort lands while the failed attempt closes (here from its sink), when no attempt is in flight:
+    # the chain stops, but the reported verdict goes through rule 2 as without the abort.
+    first = {
+        "exposed": _exposed_then_cut(),
+        "possibly_delivered": (Fin(),),
+        "held_only": _reasoning_then_cut(),
+    }
+    holder: list[streamfsm.RetryingRun] = []
+
+    def sink(record: RunRecord) -> None:
+        if record["ids"]["attempt"] == 1:
+            holder[0].abort("user pressed stop", source="user")
+
+    seen: list[RetryingEvent] = []
+    retry_policy = policy(retry_possibly_delivered=how != "possibly_delivered")
+    async with FaultServer(per_attempt([first[how], ok_script("openai-chat", "A2")])) as server:
+        spies = Spies(server.base_url, config=StreamConfig(sinks=(sink,)))
+        with anyio.fail_after(10), pytest.raises(StreamFailed) as info:
+            async with retrying(retry_policy, spies) as run:
+                holder.append(run)
+                await collect(run, seen)
+    failure = info.value
+    assert server.requests_seen == 1
+    machine = spies[0].diagnosis
+    assert machine is not None and machine.verdict is Verdict.SAFE_AUTO_RETRY, "the machine said safe"
+    assert failure.diagnosis.verdict is expected
+    assert run.diagnosis is failure.diagnosis
+    assert failure.stop_reason == "the chain was stopped locally (source: user) before a retry"
+    assert [a.decision for a in failure.attempts] == ["stopped"]
+    assert failure.record is spies[0].record
+    assert seen == spies[0].yielded, "everything the attempt yielded, nothing more"
+    if how == "exposed":
+        assert failure.diagnosis.action.value == "continue_with_partial"
+        assert "executor=exposed" in failure.diagnosis.evidence
+        assert failure.partial is not None and [c.name for c in failure.partial.tool_calls] == ["get_weather"]
+    elif how == "possibly_delivered":
+        assert failure.diagnosis.possibly_delivered and "billed" in failure.diagnosis.reason
+        assert failure.diagnosis.action.value == "ask_user"
+    else:
+        assert failure.diagnosis is machine and texts(seen) == "A1 thinking"
+
+
+async def test_an_abort_during_the_retry_delay_releases_the_held_events() -> None:
+    holder: list[streamfsm.RetryingRun] = []
+    delays: list[float] = []
+
+    async def sleep(delay: float) -> None:  # the delay starts: abort it (deterministically), then wait
+        delays.append(delay)
+        holder[0].abort("app closing", source="app")
+        await anyio.sleep_forever()
+
+    seen: list[RetryingEvent] = []
+    slow = policy(initial_delay_s=3, max_delay_s=3, jitter=0)
+    async with FaultServer(per_attempt([_reasoning_then_cut(), ok_script("openai-chat", "A2")])) as server:
+        spies = Spies(server.base_url)
+        with anyio.fail_after(10), pytest.raises(StreamFailed) as info:
+            async with retrying(slow, spies, sleep=sleep) as run:
+                holder.append(run)
+                await collect(run, seen)
+    failure = info.value
+    assert delays == [3.0] and server.requests_seen == 1
+    assert any(isinstance(e, ReasoningDelta) for e in spies[0].yielded)
+    # The chain stopped at attempt 1: its held reasoning reaches the consumer before the failure.
+    assert seen == spies[0].yielded and texts(seen) == "A1 thinking"
+    assert all(a is b for a, b in zip(seen, spies[0].yielded, strict=True))
+    assert failure.stop_reason == "the chain was stopped locally (source: app) while waiting to retry"
+    assert [a.decision for a in failure.attempts] == ["stopped"]
+    assert failure.diagnosis.verdict is Verdict.SAFE_AUTO_RETRY
+    assert failure.partial is not None and failure.partial.attempt == 1
 
 
 # -- budgets and delays --------------------------------------------------------------------------------------
