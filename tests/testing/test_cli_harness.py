@@ -104,8 +104,7 @@ def test_sdk_paths_run_through_wrap_or_are_skipped_with_a_reason(
 
     monkeypatch.setattr(streamfsm.testing, "sdk_available", no_anthropic)
     missing = real("openai")
-    if missing is not None:
-        pytest.skip(missing)
+    assert missing is None, f"the dev extra installs the SDKs: {missing}"
     assert harness("--sdk", "--format", "openai-chat", "--scenario", "*/text-then-*") == 0
     out, err = capsys.readouterr()
     assert "skipping the anthropic SDK path: the anthropic SDK is not installed" in err
