@@ -26,7 +26,53 @@ BODIES: dict[str, dict[str, Any]] = {
     },
     "gemini": {"model": "gemini-2.5-flash", "contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
 }
-__all__ = ["BODIES", "FORMATS", "consume", "cut_before", "cut_through", "validate_record"]
+__all__ = ["BODIES", "FORMATS", "HTTP_ERRORS", "consume", "cut_before", "cut_through", "validate_record"]
+
+# (status, headers, body, cause, verdict, retry_after_s): HTTP errors before any stream, with what the
+# taxonomy says of each; shared by the open_stream and the SDK drop-in tests.
+HTTP_ERRORS = [
+    (
+        429,
+        (("retry-after", "2"),),
+        b'{"error": {"type": "requests", "code": "rate_limit_exceeded"}}',
+        "rate_limit",
+        "safe_auto_retry",
+        2.0,
+    ),
+    (
+        429,
+        (("retry-after-ms", "1500"),),
+        b'{"error": {"type": "requests"}}',
+        "rate_limit",
+        "safe_auto_retry",
+        1.5,
+    ),
+    (
+        401,
+        (),
+        b'{"error": {"type": "invalid_request_error", "code": "invalid_api_key"}}',
+        "auth",
+        "no_retry",
+        None,
+    ),
+    (
+        400,
+        (),
+        b'{"error": {"type": "invalid_request_error", "code": "context_length_exceeded"}}',
+        "context_overflow",
+        "no_retry",
+        None,
+    ),
+    (503, (("x-should-retry", "false"),), b"{}", "server_error", "no_retry", None),
+    (
+        529,
+        (),
+        b'{"type": "error", "error": {"type": "overloaded_error"}}',
+        "overloaded",
+        "safe_auto_retry",
+        None,
+    ),
+]
 
 
 def _first_frame_with(fmt: str, frames: Sequence[bytes], kind: type) -> int:

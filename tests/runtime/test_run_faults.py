@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from runsupport import BODIES, FORMATS, consume, cut_before, cut_through, validate_record
+from runsupport import BODIES, FORMATS, HTTP_ERRORS, consume, cut_before, cut_through, validate_record
 
 import streamfsm
 from streamfsm import StreamConfig, StreamFailed
@@ -288,52 +288,7 @@ async def test_consumer_error_is_recorded_and_reraised_as_it_was() -> None:
     assert record["retry"]["verdict"] == "no_retry"
 
 
-@pytest.mark.parametrize(
-    ("status", "headers", "body", "cause", "verdict", "retry_after"),
-    [
-        (
-            429,
-            (("retry-after", "2"),),
-            b'{"error": {"type": "requests", "code": "rate_limit_exceeded"}}',
-            "rate_limit",
-            "safe_auto_retry",
-            2.0,
-        ),
-        (
-            429,
-            (("retry-after-ms", "1500"),),
-            b'{"error": {"type": "requests"}}',
-            "rate_limit",
-            "safe_auto_retry",
-            1.5,
-        ),
-        (
-            401,
-            (),
-            b'{"error": {"type": "invalid_request_error", "code": "invalid_api_key"}}',
-            "auth",
-            "no_retry",
-            None,
-        ),
-        (
-            400,
-            (),
-            b'{"error": {"type": "invalid_request_error", "code": "context_length_exceeded"}}',
-            "context_overflow",
-            "no_retry",
-            None,
-        ),
-        (503, (("x-should-retry", "false"),), b"{}", "server_error", "no_retry", None),
-        (
-            529,
-            (),
-            b'{"type": "error", "error": {"type": "overloaded_error"}}',
-            "overloaded",
-            "safe_auto_retry",
-            None,
-        ),
-    ],
-)
+@pytest.mark.parametrize(("status", "headers", "body", "cause", "verdict", "retry_after"), HTTP_ERRORS)
 async def test_http_errors_are_classified_before_any_stream(
     status: int, headers: tuple[tuple[str, str], ...], body: bytes, cause: str, verdict: str, retry_after: Any
 ) -> None:

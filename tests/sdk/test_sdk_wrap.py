@@ -23,7 +23,7 @@ import anthropic
 import anyio
 import openai
 import pytest
-from runsupport import BODIES, consume, cut_before, cut_through, validate_record
+from runsupport import BODIES, HTTP_ERRORS, consume, cut_before, cut_through, validate_record
 
 import streamfsm
 from streamfsm import StreamConfig, StreamFailed
@@ -431,51 +431,6 @@ async def test_consumer_error_is_recorded_and_reraised_as_it_was() -> None:
     record = validate_record(run.record)  # type: ignore[arg-type]
     assert record["outcome"]["class"] == "consumer_error"
     assert record["retry"]["verdict"] == "no_retry"
-
-
-HTTP_ERRORS = [
-    (
-        429,
-        (("retry-after", "2"),),
-        b'{"error": {"type": "requests", "code": "rate_limit_exceeded"}}',
-        "rate_limit",
-        "safe_auto_retry",
-        2.0,
-    ),
-    (
-        429,
-        (("retry-after-ms", "1500"),),
-        b'{"error": {"type": "requests"}}',
-        "rate_limit",
-        "safe_auto_retry",
-        1.5,
-    ),
-    (
-        401,
-        (),
-        b'{"error": {"type": "invalid_request_error", "code": "invalid_api_key"}}',
-        "auth",
-        "no_retry",
-        None,
-    ),
-    (
-        400,
-        (),
-        b'{"error": {"type": "invalid_request_error", "code": "context_length_exceeded"}}',
-        "context_overflow",
-        "no_retry",
-        None,
-    ),
-    (503, (("x-should-retry", "false"),), b"{}", "server_error", "no_retry", None),
-    (
-        529,
-        (),
-        b'{"type": "error", "error": {"type": "overloaded_error"}}',
-        "overloaded",
-        "safe_auto_retry",
-        None,
-    ),
-]
 
 
 @pytest.mark.anyio
