@@ -26,7 +26,9 @@ def _iterate(source: Source) -> Iterable[bytes]:
     return source if isinstance(source, list) else source()
 
 
-class _Body(httpx.AsyncByteStream):
+class _Chunks:
+    """A body that yields ``source``'s chunks, one event-loop checkpoint each, like socket reads."""
+
     def __init__(self, source: Source) -> None:
         self._source = source
 
@@ -38,6 +40,11 @@ class _Body(httpx.AsyncByteStream):
 
     async def aclose(self) -> None:
         return None
+
+
+# httpx and httpx2 have separate class trees: one body each, the same chunks.
+class _Body(_Chunks, httpx.AsyncByteStream):
+    pass
 
 
 class MemoryTransport(httpx.AsyncBaseTransport):
@@ -53,18 +60,8 @@ class MemoryTransport(httpx.AsyncBaseTransport):
         return httpx.Response(200, headers=HEADERS, stream=_Body(self.source), request=request)
 
 
-class _Body2(httpx2.AsyncByteStream):
-    def __init__(self, source: Source) -> None:
-        self._source = source
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        checkpoint = anyio.lowlevel.checkpoint
-        for chunk in _iterate(self._source):
-            await checkpoint()
-            yield chunk
-
-    async def aclose(self) -> None:
-        return None
+class _Body2(_Chunks, httpx2.AsyncByteStream):
+    pass
 
 
 class MemoryTransport2(httpx2.AsyncBaseTransport):
