@@ -34,10 +34,11 @@ anthropic let raw ``httpx``/``httpx2`` errors escape; both are read by class nam
 error from the SDK's decoder as a protocol violation. Anything else raised while connecting is not a
 transport fact and propagates as it was (recorded as ``consumer_error``).
 
-**Watchdogs.** Like ``HttpRun``, one cancel scope per network read: the run wraps the ``response.stream``
-byte stream the SDK is about to read (an ``AsyncByteStream`` subclass of the SDK's own httpx generation), so a
-read that outlives the earliest deadline is cancelled inside the SDK, surfaces as our own exception, and ends
-the run with the watchdog's edge. A fast stream carries many events per read, so this costs per chunk, not per
+**Watchdogs.** Like ``HttpRun``, each network read waits in a cancel scope that the loop's watchdog
+cancels when the earliest deadline passes (``_watchdog``): the run wraps the ``response.stream`` byte stream
+the SDK is about to read (an ``AsyncByteStream`` subclass of the SDK's own httpx generation), so a read that
+outlives the deadline is cancelled inside the SDK, surfaces as our own exception, and ends the run with the
+watchdog's edge. A fast stream carries many events per read, so this costs per chunk, not per
 event. When the byte stream cannot be wrapped (the caller already started iterating), the scope goes around
 each item instead. Sync runs check the deadline before each read and keep one watchdog thread per run which,
 when the deadline passes (or ``abort()`` is called from another thread), shuts the socket down
@@ -93,6 +94,7 @@ from ._errors import StreamFailed
 from ._events import ConsumerEvent, ProtocolViolation, StreamEvent
 from ._record import request_shape
 from ._stream import Run
+from ._watchdog import loop_time
 
 __all__ = ["SDK_PROVIDERS", "SdkRun", "SyncSdkRun", "wrap"]
 
@@ -306,8 +308,7 @@ class _AsyncTap:
             while True:
                 if run._abort_request is not None:  # abort() came while the SDK was between reads
                     raise _Interrupted(Trigger.LOCAL_ABORT)
-                with anyio.CancelScope(deadline=run._to_loop_time(run._read_began())) as scope:
-                    run._read_scope = scope
+                with run._watched_read_scope() as scope:
                     try:
                         chunk = await chunks.__anext__()
                     except StopAsyncIteration:
@@ -601,7 +602,7 @@ class SdkRun(_SdkBase):
         assert self._opener is not None
         deadline, edge = self._connect_deadline()
         stream: Any = None
-        with anyio.CancelScope(deadline=self._to_loop_time(deadline)) as scope:
+        with anyio.CancelScope(deadline=loop_time(deadline)) as scope:
             self._read_scope = scope
             try:
                 stream = await self._opener()
@@ -881,10 +882,9 @@ class SyncSdkRun(_SdkBase):
             raise _Interrupted(self._read_edge)
         return value
 
-    def _rearm(self) -> None:
-        super()._rearm()
-        if self._reading:  # the read blocked in the SDK is watched by the thread, not a cancel scope
-            self._watchdog.arm(self._read_deadline(time.monotonic())[0])
+    def _watch(self, deadline: float) -> None:
+        # The read blocked in the SDK is watched by this run's thread, not by a loop's watchdog.
+        self._watchdog.arm(deadline)
 
     def _interrupt_read(self) -> None:
         """Make a blocked read return: shut the socket down (a close from another thread would not)."""

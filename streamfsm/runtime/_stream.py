@@ -56,6 +56,7 @@ from ._events import (
 from ._record import Recorder, RunRecord
 from ._sinks import deliver
 from ._sse import SSEDecoder
+from ._watchdog import Entry, loop_time, loop_watchdog, plain_scope_class
 
 _log = logging.getLogger("streamfsm")
 _EFFECTS: Final = {"effectful": True, "read_only": False}
@@ -121,6 +122,7 @@ class Run:
         self._feed: Callable[[Any], list[StreamEvent]] = _no_frames  # frame → events; set by the subclass
         self._pending: deque[ConsumerEvent] = deque()
         self._read_scope: anyio.CancelScope | None = None
+        self._scope_class: Callable[[], anyio.CancelScope] = anyio.CancelScope
         self._abort_request: tuple[AbortSource, str | None] | None = None
         self._entered = False
         self._streaming = False
@@ -141,7 +143,11 @@ class Run:
         self._idle_waited = 0.0
         self._idle_read_started: float | None = None
         self._reading = False
-        self._read_edge = Trigger.TOTAL_TIMEOUT  # the edge the armed read deadline fires
+        self._read_deadline_at = math.inf  # the waiting read's earliest watchdog deadline (monotonic)
+        self._read_edge = Trigger.TOTAL_TIMEOUT  # and the edge it fires
+        # The loop's watchdog looks at this run by _watched_until (see _watch); inf: it is not watching.
+        self._watch_entry: Entry | None = None
+        self._watched_until = math.inf
 
     # -- the source: overridden by subclasses ---------------------------------------------------------------
 
@@ -201,6 +207,7 @@ class Run:
         if self._entered:
             raise RuntimeError("a Run can be entered only once; open a new stream for a new attempt")
         self._entered = True
+        self._scope_class = plain_scope_class()
         try:
             if self._abort_request is not None:  # aborted before it started: send nothing
                 self._fail_cancelled(Trigger.LOCAL_ABORT)
@@ -236,6 +243,9 @@ class Run:
             )
 
     async def _cleanup(self) -> None:
+        if self._watch_entry is not None:
+            loop_watchdog().forget(self._watch_entry)
+            self._watch_entry, self._watched_until = None, math.inf
         with anyio.CancelScope(shield=True), anyio.move_on_after(_CLEANUP_TIMEOUT_S):
             try:
                 await self._close_source()
@@ -294,11 +304,11 @@ class Run:
         self._apply_frames(await self._read_watched())
 
     async def _read_watched(self) -> list[Any] | None:
-        """``_read_frames`` under the earliest watchdog deadline, in a cancel scope that ``abort()`` can
-        cancel too; a fault there fails the run. A source that watches its own reads overrides this."""
+        """``_read_frames`` in a cancel scope that the loop's watchdog cancels when the earliest deadline
+        passes, and ``abort()`` at once; a fault there fails the run. A source that watches its own reads
+        overrides this."""
         frames: list[Any] | None = None
-        with anyio.CancelScope(deadline=self._to_loop_time(self._read_began())) as scope:
-            self._read_scope = scope
+        with self._watched_read_scope() as scope:
             try:
                 frames = await self._read_frames()
             except ProtocolViolation as violation:
@@ -385,14 +395,42 @@ class Run:
     # -- watchdogs --------------------------------------------------------------------------------------
 
     def _read_began(self) -> float:
-        """A read starts waiting on the provider: start the idle clock, arm the earliest deadline (monotonic
-        clock; its edge goes to ``_read_edge``) and return it. Every read pairs this with ``_read_ended``."""
+        """A read starts waiting on the provider: start the idle clock, work out the earliest watchdog
+        deadline (monotonic clock; its edge goes to ``_read_edge``) and return it. Every read pairs this with
+        ``_read_ended``; the caller has the deadline watched (``_watch``)."""
         now = time.monotonic()
         self._reading = True
         if self._idle_paused_since is None:
             self._idle_read_started = now
         deadline, self._read_edge = self._read_deadline(now)
+        self._read_deadline_at = deadline
         return deadline
+
+    def _watched_read_scope(self) -> anyio.CancelScope:
+        """Begin an async read: the scope to wait in, which the loop's watchdog (or ``abort()``) cancels."""
+        self._watch(self._read_began())
+        scope = self._read_scope = self._scope_class()
+        return scope
+
+    def _watch(self, deadline: float) -> None:
+        """Have the loop's watchdog look at this run by ``deadline``. Lazily: a later deadline keeps the
+        earlier look, which registers again if the read is still waiting and not yet due."""
+        if deadline >= self._watched_until:
+            return
+        watchdog = loop_watchdog()
+        if self._watch_entry is not None:
+            watchdog.forget(self._watch_entry)
+        self._watch_entry, self._watched_until = watchdog.watch(deadline, self._watch_due), deadline
+
+    def _watch_due(self, now: float) -> None:
+        self._watch_entry, self._watched_until = None, math.inf
+        if not self._reading or self._done:
+            return  # the next read registers its own deadline
+        if self._read_deadline_at <= now:
+            if self._read_scope is not None:
+                self._read_scope.cancel()  # _fail_cancelled reads _read_edge
+        else:
+            self._watch(self._read_deadline_at)
 
     def _read_ended(self) -> None:
         self._reading = False
@@ -418,18 +456,9 @@ class Run:
 
     def _rearm(self) -> None:
         """The idle clock paused or resumed while a read waits: move that read's deadline."""
-        now = time.monotonic()
-        deadline, self._read_edge = self._read_deadline(now)
-        scope = self._read_scope
-        if scope is not None:
-            scope.deadline = self._to_loop_time(deadline)
-
-    @staticmethod
-    def _to_loop_time(deadline: float) -> float:
-        # Event-loop clocks may be offset from time.monotonic (trio's is, on purpose).
-        if deadline == math.inf:
-            return math.inf
-        return anyio.current_time() + (deadline - time.monotonic())
+        deadline, self._read_edge = self._read_deadline(time.monotonic())
+        self._read_deadline_at = deadline
+        self._watch(deadline)
 
     def _fail_cancelled(self, edge: Trigger) -> NoReturn:
         """Our own scope was cancelled: by ``abort()`` or by the watchdog whose deadline passed."""
@@ -641,7 +670,7 @@ class HttpRun(Run):
         )
         deadline, edge = self._connect_deadline()
         response: httpx.Response | None = None
-        with anyio.CancelScope(deadline=self._to_loop_time(deadline)) as scope:
+        with anyio.CancelScope(deadline=loop_time(deadline)) as scope:
             self._read_scope = scope
             try:
                 response = await self._client.send(request, stream=True)
@@ -670,7 +699,7 @@ class HttpRun(Run):
     async def _read_error_body(self, response: httpx.Response, deadline: float, edge: Trigger) -> bytes:
         limit = self.config.max_error_body_bytes
         body = bytearray()
-        with anyio.CancelScope(deadline=self._to_loop_time(deadline)) as scope:
+        with anyio.CancelScope(deadline=loop_time(deadline)) as scope:
             self._read_scope = scope
             try:
                 async for chunk in response.aiter_bytes():

@@ -1,0 +1,155 @@
+"""The loop's watchdog: every registered time is called back once, at or after it, in order; a forgotten one
+never is; its task ends when nothing is left to watch. And through real runs: a stream that keeps producing
+is looked at lazily and never times out, a stall after it does, and no task outlives the runs."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import anyio
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from runsupport import BODIES, cut_before
+
+import streamfsm
+from streamfsm import Finish, StreamConfig, StreamFailed
+from streamfsm.runtime._watchdog import LoopWatchdog, loop_watchdog
+from streamfsm.testing import End, FaultServer, Headers, Send, Sleep, Stall, text_stream
+
+# One op: register a callback due in `delay` seconds, forget it (or not) after `forget_after` seconds, and
+# wait `pause` seconds before the next op. Times are milliseconds: each example is over in well under 0.1 s.
+_OP = st.tuples(
+    st.integers(0, 8).map(lambda ms: ms / 1000),
+    st.none() | st.integers(0, 8).map(lambda ms: ms / 1000),
+    st.integers(0, 3).map(lambda ms: ms / 1000),
+)
+
+
+async def _play(ops: list[tuple[float, float | None, float]]) -> tuple[LoopWatchdog, dict[int, Any]]:
+    watchdog = LoopWatchdog()
+    due: dict[int, float] = {}
+    calls: list[tuple[int, float]] = []
+    forgotten: set[int] = set()
+
+    async def forget_later(entry: Any, index: int, after: float) -> None:
+        await anyio.sleep(after)
+        if entry[2] is not None:  # not called back yet: from now on it must never be
+            forgotten.add(index)
+        watchdog.forget(entry)
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            for index, (delay, forget_after, pause) in enumerate(ops):
+                due[index] = time.monotonic() + delay
+                entry = watchdog.watch(due[index], lambda now, i=index: calls.append((i, now)))
+                if forget_after is not None:
+                    tg.start_soon(forget_later, entry, index, forget_after)
+                await anyio.sleep(pause)
+        while watchdog.running:
+            await anyio.sleep(0.001)
+    return watchdog, {"due": due, "calls": calls, "forgotten": forgotten}
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+@settings(max_examples=40)
+@given(ops=st.lists(_OP, min_size=1, max_size=12))
+def test_every_registered_time_is_called_back_once_at_or_after_it(
+    backend: str, ops: list[tuple[float, float | None, float]]
+) -> None:
+    watchdog, seen = anyio.run(_play, ops, backend=backend)
+    called = [index for index, _ in seen["calls"]]
+    assert len(called) == len(set(called)), "a callback ran twice"
+    assert not set(called) & seen["forgotten"], "a forgotten callback ran"
+    assert set(called) | seen["forgotten"] == set(range(len(ops))), "a callback never ran"
+    for index, now in seen["calls"]:
+        assert now >= seen["due"][index], "called back before its time"
+    whens = [seen["due"][index] for index in called]
+    assert whens == sorted(whens), "called back out of order"
+    assert not watchdog.running
+
+
+@pytest.mark.anyio
+async def test_a_callback_may_watch_again_and_a_failing_one_does_not_stop_the_others(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    watchdog = LoopWatchdog()
+    calls: list[str] = []
+
+    def again(now: float) -> None:
+        calls.append("first")
+        watchdog.watch(now + 0.01, lambda _: calls.append("again"))
+
+    def broken(now: float) -> None:
+        raise RuntimeError("boom")
+
+    start = time.monotonic()
+    watchdog.watch(start + 0.01, broken)
+    watchdog.watch(start + 0.02, again)
+    watchdog.watch(start + 0.05, lambda _: calls.append("last"))
+    with anyio.fail_after(5):
+        while watchdog.running:
+            await anyio.sleep(0.005)
+    assert calls == ["first", "again", "last"]
+    assert "a watchdog callback failed" in caplog.text
+
+
+@pytest.mark.anyio
+async def test_an_earlier_time_wakes_a_watchdog_asleep_until_a_later_one() -> None:
+    watchdog = LoopWatchdog()
+    fired = anyio.Event()
+    late = watchdog.watch(time.monotonic() + 60, lambda _: None)
+    await anyio.sleep(0.01)  # the task is now asleep until the late entry
+    start = time.monotonic()
+    watchdog.watch(start + 0.02, lambda _: fired.set())
+    with anyio.fail_after(5):
+        await fired.wait()
+    assert time.monotonic() - start < 2  # not the 60 s it was asleep for
+    watchdog.forget(late)
+    with anyio.fail_after(5):
+        while watchdog.running:
+            await anyio.sleep(0.005)
+
+
+@pytest.mark.anyio
+async def test_forgotten_entries_do_not_pile_up() -> None:
+    watchdog = LoopWatchdog()
+    keep = watchdog.watch(time.monotonic() + 60, lambda _: None)
+    for _ in range(10_000):  # runs that ended long before their deadlines
+        watchdog.forget(watchdog.watch(time.monotonic() + 30, lambda _: None))
+    assert len(watchdog._heap) < 100
+    watchdog.forget(keep)
+
+
+def _steady(frames: list[bytes], gap: float) -> tuple[Any, ...]:
+    return (Headers(), *(step for f in frames[:-1] for step in (Send(f), Sleep(gap))), Send(frames[-1]))
+
+
+@pytest.mark.anyio
+async def test_a_stream_that_keeps_producing_outlives_many_idle_timeouts_and_then_a_stall_fires() -> None:
+    # 30 deltas 0.05 s apart under a 0.2 s idle timeout: 1.5 s of stream, over seven idle timeouts long.
+    config = StreamConfig(idle_timeout=0.2)
+    async with FaultServer((*_steady(text_stream("openai-chat", ["a"] * 30), 0.05), End())) as server:
+        with anyio.fail_after(10):
+            async with streamfsm.open_stream(
+                "openai-chat", base_url=server.base_url, json=BODIES["openai-chat"], config=config
+            ) as run:
+                async for _ in run:
+                    pass
+    assert run.finished
+
+    frames = cut_before("openai-chat", text_stream("openai-chat", ["a"] * 20), Finish)
+    async with FaultServer((*_steady(frames, 0.05), Stall())) as server:
+        with anyio.fail_after(10), pytest.raises(StreamFailed) as info:
+            async with streamfsm.open_stream(
+                "openai-chat", base_url=server.base_url, json=BODIES["openai-chat"], config=config
+            ) as run:
+                async for _ in run:
+                    pass
+    record = info.value.record
+    assert record["watchdog"]["fired"] == "idle_timeout"
+    assert record["stream_events"]["text_delta"] == 20  # every delta before the stall arrived
+    with anyio.fail_after(5):
+        while loop_watchdog().running:  # the loop's watchdog ended with the last run
+            await anyio.sleep(0.005)
