@@ -27,12 +27,19 @@ def _iterate(source: Source) -> Iterable[bytes]:
 
 
 class _Chunks:
-    """A body that yields ``source``'s chunks, one event-loop checkpoint each, like socket reads."""
+    """A body that yields ``source``'s chunks, one event-loop checkpoint each, like socket reads.
+
+    Read once, like a network body: iterating it again yields nothing (the ``openai`` SDK drains the body
+    after ``[DONE]``; a replay would charge every contender for reading the stream twice)."""
 
     def __init__(self, source: Source) -> None:
         self._source = source
+        self._read = False
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
+        if self._read:
+            return
+        self._read = True
         checkpoint = anyio.lowlevel.checkpoint
         for chunk in _iterate(self._source):
             await checkpoint()

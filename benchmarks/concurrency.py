@@ -33,9 +33,10 @@ Measured per configuration:
   (same arithmetic) and splits them by the package that allocated them, from a snapshot taken when every
   stream is live: the ``streamfsm`` share is what a run itself costs.
 
-Section 5 (``--watchdog``): each stream streams like a section 3 stream for 1 to ``steps`` chunks (so the
-deadlines are spread over time while other streams are still streaming: that is the load), then sends only
-an SSE comment every 500 ms: a stall kept alive. With
+Section 5 (``--watchdog``): each stream streams like a section 3 stream until every stream has connected,
+then for 1 to ``steps`` chunks more (so the deadlines are spread over time while other streams are still
+streaming: that is the load; a storm of new connections is section 3's event-loop lag), then sends only an
+SSE comment every 500 ms: a stall kept alive. With
 ``idle_timeout`` armed, every run must fail with ``idle_timeout``; lateness is the record's
 ``last_progress_age_s`` minus the timeout: how long after its deadline the watchdog fired, as the run itself
 measured it. The baseline is the same with 10 streams (no load). The full run repeats the loaded case with
@@ -172,9 +173,16 @@ def _clients(n: int) -> Iterator[list[Any]]:
     ]
 
 
+def _watchdog_steps(cfg: Config, i: int) -> int:
+    """Chunks stream ``i`` sends before it stalls: it streams until every stream has connected, then 1 to
+    ``steps`` chunks more, so the stalls (and deadlines) are spread over time while other streams stream."""
+    started = i / cfg.streams * cfg.ramp_s
+    return -(-int((cfg.ramp_s - started) * 1000) // cfg.interval_ms) + 1 + i % cfg.steps
+
+
 def _events_per_stream(cfg: Config, i: int) -> int:
     if cfg.watchdog:
-        return 5 * (1 + i % cfg.steps) + 1  # deltas and the role chunk
+        return 5 * _watchdog_steps(cfg, i) + 1  # deltas and the role chunk
     return cfg.deltas + 3  # role chunk, deltas, finish chunk, usage chunk
 
 
@@ -197,7 +205,7 @@ async def _run_config(cfg: Config) -> Result:
 
     def url_for(i: int) -> str:
         if cfg.watchdog:
-            steps = 1 + i % cfg.steps
+            steps = _watchdog_steps(cfg, i)
             return base + path(steps * 5, steps, cfg.interval_ms, "ka500")
         return base + path(cfg.deltas, cfg.steps, cfg.interval_ms, "end")
 

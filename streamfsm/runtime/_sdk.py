@@ -823,20 +823,17 @@ class SyncSdkRun(_SdkBase):
                     raise failure
                 self._seal()
                 raise StopIteration
+            if not self._streaming:
+                raise RuntimeError("iterate a run inside its `with` block")
             try:
-                self._pump_sync()
+                if self._abort_request is not None:
+                    self._fail_cancelled(Trigger.LOCAL_ABORT)
+                self._apply_frames(self._read_sync())
             except StreamFailed as failure:
                 if not pending:
                     raise
                 self._deferred = failure  # events that came before the fault are delivered first
         return pending.popleft()
-
-    def _pump_sync(self) -> None:
-        if not self._streaming:
-            raise RuntimeError("iterate a run inside its `with` block")
-        if self._abort_request is not None:
-            self._fail_cancelled(Trigger.LOCAL_ABORT)
-        self._apply_frames(self._read_sync())
 
     def _read_sync(self) -> list[Any] | None:
         try:

@@ -63,6 +63,28 @@ def _decode(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
 
+# The providers' event names, decoded once; any other name is decoded per event.
+_NAMES: Final[dict[bytes, str]] = {
+    name.encode(): name
+    for name in (
+        "message_start",
+        "message_delta",
+        "message_stop",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "ping",
+        "error",
+        "response.output_text.delta",
+        "response.reasoning_summary_text.delta",
+        "response.function_call_arguments.delta",
+        "response.output_item.added",
+        "response.output_item.done",
+        "response.completed",
+    )
+}
+
+
 class SSEDecoder:
     """Feed it the body's bytes as they arrive; it returns the events each chunk completed.
 
@@ -179,10 +201,11 @@ class SSEDecoder:
             if not line:
                 if data:
                     text = _decode(data[0]) if len(data) == 1 else _decode(b"\n".join(data))
+                    name = self._event
                     events.append(
                         SSEEvent(
                             text,
-                            _decode(self._event) if self._event else "message",
+                            (_NAMES.get(name) or _decode(name)) if name else "message",
                             self.last_event_id,
                             self._retry,
                         )
@@ -195,6 +218,10 @@ class SSEDecoder:
                 continue
             if line.startswith(b"data:"):  # the hot path
                 data.append(line[6:] if line[5:6] == b" " else line[5:])
+                self._block_open = True
+                continue
+            if line.startswith(b"event:"):  # the other line of most events (anthropic, responses)
+                self._event = line[7:] if line[6:7] == b" " else line[6:]
                 self._block_open = True
                 continue
             colon = line.find(b":")

@@ -37,7 +37,7 @@ from ..classify import AbortSource, Diagnosis, Facts, diagnose, diagnose_finishe
 from ..classify._provider import provider_error_from_http
 from ..classify._taxonomy import TransportKind
 from ..classify._transport import transport_facts
-from ..machine import Activity, IllegalTransition, State, StreamMachine, Trigger
+from ..machine import PROVIDER_PROGRESS, Activity, IllegalTransition, State, StreamMachine, Trigger
 from ._adapters import Adapter, adapter_for
 from ._config import Ids, StreamConfig
 from ._errors import StreamFailed
@@ -286,22 +286,19 @@ class Run:
                     raise failure
                 self._seal()
                 raise StopAsyncIteration
+            if not self._streaming:
+                raise RuntimeError("iterate a run inside its `async with` block")
             try:
-                await self._pump()
+                if self._abort_request is not None:
+                    self._fail_cancelled(Trigger.LOCAL_ABORT)
+                # Wait for the next frames (or the end of the source) and apply every event in them.
+                self._apply_frames(await self._read_watched())
             except StreamFailed as failure:
                 if not pending:
                     raise
                 # Events that arrived before the fault in the same chunk are delivered first.
                 self._deferred = failure
         return pending.popleft()
-
-    async def _pump(self) -> None:
-        """Wait for the next frames (or the end of the source) and apply every event in them."""
-        if not self._streaming:
-            raise RuntimeError("iterate a run inside its `async with` block")
-        if self._abort_request is not None:
-            self._fail_cancelled(Trigger.LOCAL_ABORT)
-        self._apply_frames(await self._read_watched())
 
     async def _read_watched(self) -> list[Any] | None:
         """``_read_frames`` in a cancel scope that the loop's watchdog cancels when the earliest deadline
@@ -327,11 +324,14 @@ class Run:
         source (``SyncSdkRun``) shares it."""
         try:
             if frames is not None:
-                feed = self._feed
+                feed, apply = self._feed, self._apply
                 for frame in frames:
                     if self._done:
                         return  # data after the terminal event is not part of this response
-                    self._apply_all(feed(frame))
+                    for event in feed(frame):  # _apply_all, inlined: this is the per-event path
+                        if self._done:
+                            return
+                        apply(event)
             else:
                 self._apply_all(self._eof_events())
                 if not self._done:
@@ -348,13 +348,13 @@ class Run:
     def _apply(self, event: StreamEvent) -> None:
         if isinstance(event, ProviderErrorEvent):
             self._fail(Trigger.PROVIDER_ERROR_EVENT, self._facts(provider=event.error))
+        kind = type(event)
         trigger = event.trigger
         now = time.monotonic()
         self._advance(trigger, now)
-        if trigger.is_provider_progress:
+        if trigger in PROVIDER_PROGRESS:  # Trigger.is_provider_progress, without the property call
             self._rec.progress(trigger, now)
             self._idle_waited = 0.0
-        kind = type(event)
         if kind in _CONSUMER_TYPES:
             self._pending.append(event)  # type: ignore[arg-type]  # narrowed by _CONSUMER_TYPES
         on_event = _ON_EVENT.get(kind)
@@ -390,7 +390,7 @@ class Run:
                 self._facts(detail=f"illegal {trigger.value} in {illegal.state}"),
                 illegal,
             )
-        self._rec.event(trigger.value, now, state)
+        self._rec.event(trigger._value_, now, state)  # .value is a Python-level property; per event
 
     # -- watchdogs --------------------------------------------------------------------------------------
 
