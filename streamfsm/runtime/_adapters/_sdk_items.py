@@ -156,7 +156,8 @@ class SdkOpenAIChat(SdkTranslator, OpenAIChatAdapter):
                     continue
                 delta = getattr(choice, "delta", None)
                 if delta is not None:
-                    payload = fields(delta)
+                    # Unset fields dropped, as on the wire: a text chunk is then _delta's one-key fast path.
+                    payload = {k: v for k, v in fields(delta).items() if v is not None}
                     if payload.get("tool_calls"):
                         payload = {**payload, "tool_calls": [_fragment(f) for f in payload["tool_calls"]]}
                     self._delta(payload, out, index)
