@@ -56,7 +56,7 @@ from ._events import (
 from ._record import Recorder, RunRecord
 from ._sinks import deliver
 from ._sse import SSEDecoder
-from ._watchdog import Entry, loop_time, loop_watchdog, plain_scope_class
+from ._watchdog import ENTRY_CALLBACK, ENTRY_WHEN, Entry, loop_time, loop_watchdog, plain_scope_class
 
 _log = logging.getLogger("streamfsm")
 _EFFECTS: Final = {"effectful": True, "read_only": False}
@@ -145,9 +145,7 @@ class Run:
         self._reading = False
         self._read_deadline_at = math.inf  # the waiting read's earliest watchdog deadline (monotonic)
         self._read_edge = Trigger.TOTAL_TIMEOUT  # and the edge it fires
-        # The loop's watchdog looks at this run by _watched_until (see _watch); inf: it is not watching.
-        self._watch_entry: Entry | None = None
-        self._watched_until = math.inf
+        self._watch_entry: Entry | None = None  # when the loop's watchdog looks at this run next (see _watch)
 
     # -- the source: overridden by subclasses ---------------------------------------------------------------
 
@@ -245,7 +243,7 @@ class Run:
     async def _cleanup(self) -> None:
         if self._watch_entry is not None:
             loop_watchdog().forget(self._watch_entry)
-            self._watch_entry, self._watched_until = None, math.inf
+            self._watch_entry = None
         with anyio.CancelScope(shield=True), anyio.move_on_after(_CLEANUP_TIMEOUT_S):
             try:
                 await self._close_source()
@@ -415,15 +413,18 @@ class Run:
     def _watch(self, deadline: float) -> None:
         """Have the loop's watchdog look at this run by ``deadline``. Lazily: a later deadline keeps the
         earlier look, which registers again if the read is still waiting and not yet due."""
-        if deadline >= self._watched_until:
+        entry = self._watch_entry
+        if entry is not None and entry[ENTRY_CALLBACK] is not None and entry[ENTRY_WHEN] <= deadline:
+            return
+        if deadline == math.inf:
             return
         watchdog = loop_watchdog()
-        if self._watch_entry is not None:
-            watchdog.forget(self._watch_entry)
-        self._watch_entry, self._watched_until = watchdog.watch(deadline, self._watch_due), deadline
+        if entry is not None:
+            watchdog.forget(entry)
+        self._watch_entry = watchdog.watch(deadline, self._watch_due)
 
     def _watch_due(self, now: float) -> None:
-        self._watch_entry, self._watched_until = None, math.inf
+        self._watch_entry = None
         if not self._reading or self._done:
             return  # the next read registers its own deadline
         if self._read_deadline_at <= now:

@@ -31,7 +31,7 @@ _log = logging.getLogger("streamfsm")
 # A heap entry: [when (monotonic), tie-breaker, callback or None once handled or forgotten]. A list, so that
 # forgetting is O(1): the entry is emptied in place and dropped when it reaches the top, or by a compaction.
 Entry = list[Any]
-_WHEN, _CALLBACK = 0, 2
+ENTRY_WHEN, ENTRY_CALLBACK = 0, 2
 _COMPACT_ABOVE: Final = 64  # dead entries tolerated before a compaction, plus one per live entry
 
 
@@ -65,15 +65,17 @@ class LoopWatchdog:
         return entry
 
     def forget(self, entry: Entry) -> None:
-        if entry[_CALLBACK] is None:
+        if entry[ENTRY_CALLBACK] is None:
             return
-        entry[_CALLBACK] = None
+        entry[ENTRY_CALLBACK] = None
         self._live -= 1
         if self._live == 0:
             if self._sleep is not None:
                 self._sleep.cancel()  # nothing left to watch: let the task end
         elif len(self._heap) > 2 * self._live + _COMPACT_ABOVE:
-            self._heap = [e for e in self._heap if e[_CALLBACK] is not None]
+            self._heap[:] = [
+                e for e in self._heap if e[ENTRY_CALLBACK] is not None
+            ]  # in place: _main holds it
             heapq.heapify(self._heap)
 
     def _start(self) -> None:
@@ -90,15 +92,15 @@ class LoopWatchdog:
 
     async def _main(self) -> None:
         try:
+            heap = self._heap
             while self._live:
                 now = time.monotonic()
-                heap = self._heap
-                while heap and (heap[0][_CALLBACK] is None or heap[0][_WHEN] <= now):
+                while heap and (heap[0][ENTRY_CALLBACK] is None or heap[0][ENTRY_WHEN] <= now):
                     entry = heapq.heappop(heap)
-                    callback = entry[_CALLBACK]
+                    callback = entry[ENTRY_CALLBACK]
                     if callback is None:
                         continue
-                    entry[_CALLBACK] = None
+                    entry[ENTRY_CALLBACK] = None
                     self._live -= 1
                     try:
                         callback(now)  # may watch again
@@ -106,14 +108,14 @@ class LoopWatchdog:
                         _log.exception("a watchdog callback failed")
                 if not heap:
                     break
-                self._sleeping_until = heap[0][_WHEN]
+                self._sleeping_until = heap[0][ENTRY_WHEN]
                 with anyio.CancelScope(deadline=loop_time(self._sleeping_until)) as self._sleep:
                     await anyio.sleep_forever()
                 self._sleep = None
         finally:
             # Also on cancellation (the loop is shutting down): start afresh if anything watches again.
             for entry in self._heap:
-                entry[_CALLBACK] = None
+                entry[ENTRY_CALLBACK] = None
             self._heap.clear()
             self._live = 0
             self._running, self._sleep, self._sleeping_until, self._task = False, None, math.inf, None
