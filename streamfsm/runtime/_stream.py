@@ -406,8 +406,12 @@ class Run:
 
     def _watched_read_scope(self) -> anyio.CancelScope:
         """Begin an async read: the scope to wait in, which the loop's watchdog (or ``abort()``) cancels."""
-        self._watch(self._read_began())
-        scope = self._read_scope = self._scope_class()
+        deadline = self._read_began()
+        scope = self._read_scope = self._scope_class()  # before _watch: the watchdog may look at once
+        if deadline <= time.monotonic():
+            scope.cancel()  # already due: the read fails at its first checkpoint, as under a deadline
+        else:
+            self._watch(deadline)
         return scope
 
     def _watch(self, deadline: float) -> None:
@@ -457,6 +461,8 @@ class Run:
 
     def _rearm(self) -> None:
         """The idle clock paused or resumed while a read waits: move that read's deadline."""
+        if self._read_scope is not None and self._read_scope.cancel_called:
+            return  # the watchdog (or abort) already ended this read: keep the edge it fired
         deadline, self._read_edge = self._read_deadline(time.monotonic())
         self._read_deadline_at = deadline
         self._watch(deadline)

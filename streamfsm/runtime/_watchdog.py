@@ -13,6 +13,7 @@ watch and is started again on demand.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import heapq
 import itertools
@@ -73,22 +74,37 @@ class LoopWatchdog:
             if self._sleep is not None:
                 self._sleep.cancel()  # nothing left to watch: let the task end
         elif len(self._heap) > 2 * self._live + _COMPACT_ABOVE:
-            self._heap[:] = [
-                e for e in self._heap if e[ENTRY_CALLBACK] is not None
-            ]  # in place: _main holds it
+            live = [e for e in self._heap if e[ENTRY_CALLBACK] is not None]
+            self._heap[:] = live  # in place: _main holds this list
             heapq.heapify(self._heap)
 
     def _start(self) -> None:
-        self._running = True
-        trio = _running_trio()
-        if trio is not None:
-            trio.lowlevel.spawn_system_task(self._main, name="streamfsm-watchdog")
-        else:
-            import asyncio
-
+        self._running = True  # first: an eager task factory runs _main inside create_task
+        try:
+            trio = _running_trio()
+            if trio is not None:
+                trio.lowlevel.spawn_system_task(self._main, name="streamfsm-watchdog")
+                return
             # An empty context: the task must not keep whatever context the first run happened to have.
             loop = asyncio.get_running_loop()
-            self._task = contextvars.Context().run(loop.create_task, self._main(), name="streamfsm-watchdog")
+            task = contextvars.Context().run(loop.create_task, self._main(), name="streamfsm-watchdog")
+        except BaseException:
+            self._running = False
+            raise
+        self._task = task
+        task.add_done_callback(self._task_ended)
+
+    def _task_ended(self, task: asyncio.Task[None]) -> None:
+        """asyncio: something outside cancelled the task (maybe before its first step, so that its ``finally``
+        never ran) while reads still wait on it: start another."""
+        if task is not self._task:
+            return
+        self._task = None
+        if not self._running:
+            return  # _main ended by itself (or a newer task already runs)
+        self._running = False
+        if self._live and not task.get_loop().is_closed():
+            self._start()
 
     async def _main(self) -> None:
         try:
@@ -113,12 +129,10 @@ class LoopWatchdog:
                     await anyio.sleep_forever()
                 self._sleep = None
         finally:
-            # Also on cancellation (the loop is shutting down): start afresh if anything watches again.
-            for entry in self._heap:
-                entry[ENTRY_CALLBACK] = None
-            self._heap.clear()
-            self._live = 0
-            self._running, self._sleep, self._sleeping_until, self._task = False, None, math.inf, None
+            # Entries stay: if the task was cancelled from outside, the next one serves them.
+            self._sleep, self._sleeping_until = None, math.inf
+            if not self._live or _running_trio() is not None:
+                self._running = False  # trio cancels system tasks only when the whole run ends
 
 
 def loop_time(when: float) -> float:

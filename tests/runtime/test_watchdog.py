@@ -11,12 +11,12 @@ import anyio
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from runsupport import BODIES, cut_before
+from runsupport import BODIES, cut_before, cut_through
 
 import streamfsm
-from streamfsm import Finish, StreamConfig, StreamFailed
+from streamfsm import Finish, Run, StreamConfig, StreamFailed, ToolCall
 from streamfsm.runtime._watchdog import LoopWatchdog, loop_watchdog
-from streamfsm.testing import End, FaultServer, Headers, Send, Sleep, Stall, text_stream
+from streamfsm.testing import End, FaultServer, Headers, Send, Sleep, Stall, text_stream, tool_call_stream
 
 # One op: register a callback due in `delay` seconds, forget it (or not) after `forget_after` seconds, and
 # wait `pause` seconds before the next op. Times are milliseconds: each example is over in well under 0.1 s.
@@ -153,3 +153,89 @@ async def test_a_stream_that_keeps_producing_outlives_many_idle_timeouts_and_the
     with anyio.fail_after(5):
         while loop_watchdog().running:  # the loop's watchdog ended with the last run
             await anyio.sleep(0.005)
+
+
+def _stalled_script() -> tuple[Any, ...]:
+    frames = cut_before("openai-chat", text_stream("openai-chat", ["a", "b"]), Finish)
+    return (Headers(), *(Send(f) for f in frames), Stall())
+
+
+async def _stalled_run(config: StreamConfig, during: Any = None, slow_consumer: float = 0) -> StreamFailed:
+    async with FaultServer(_stalled_script()) as server, anyio.create_task_group() as tg:
+        with anyio.fail_after(5), pytest.raises(StreamFailed) as info:
+            async with streamfsm.open_stream(
+                "openai-chat", base_url=server.base_url, json=BODIES["openai-chat"], config=config
+            ) as run:
+                if during is not None:
+                    tg.start_soon(during)
+                async for _ in run:
+                    await anyio.sleep(slow_consumer)
+    return info.value
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_watchdog_task_cancelled_before_its_first_step_is_replaced(anyio_backend: str) -> None:
+    watchdog = loop_watchdog()
+    watchdog.watch(time.monotonic() + 60, lambda _: None)  # starts the task ...
+    watchdog._task.cancel()  # ... and something cancels it before it ever ran
+    failure = await _stalled_run(StreamConfig(idle_timeout=0.3))
+    assert failure.record["watchdog"]["fired"] == "idle_timeout"
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_read_already_waiting_outlives_its_watchdog_task_being_cancelled(anyio_backend: str) -> None:
+    async def cancel_the_watchdog_task() -> None:
+        await anyio.sleep(0.1)  # the run now waits on the stall
+        loop_watchdog()._task.cancel()
+
+    failure = await _stalled_run(StreamConfig(idle_timeout=0.3), during=cancel_the_watchdog_task)
+    assert failure.record["watchdog"]["fired"] == "idle_timeout"
+
+
+@pytest.mark.anyio
+async def test_a_read_that_starts_after_its_deadline_fails_without_waiting_for_the_watchdog(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The consumer takes longer than the whole budget over the first event; the next read is already due.
+    # It must fail at once, not through the watchdog (which may even call back inside watch(), under an
+    # eager task factory, before the read's scope exists).
+    overdue: list[float] = []
+    watch = LoopWatchdog.watch
+
+    def spy(self: LoopWatchdog, when: float, callback: Any) -> Any:
+        if when <= time.monotonic():
+            overdue.append(when)
+        return watch(self, when, callback)
+
+    monkeypatch.setattr(LoopWatchdog, "watch", spy)
+    failure = await _stalled_run(StreamConfig(total_timeout=0.3), slow_consumer=0.5)
+    assert failure.record["watchdog"]["fired"] == "total_timeout"
+    assert overdue == []
+
+
+@pytest.mark.anyio
+async def test_a_tool_starting_after_the_watchdog_fired_does_not_change_which_watchdog_fired(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The idle watchdog cancels the read; before the reader resumes, the agent starts an effectful tool,
+    # which pauses the idle clock. The run must still fail as idle_timeout (there is no total timeout).
+    frames = cut_through("openai-chat", tool_call_stream("openai-chat", [("write_file", "{}")]), ToolCall)
+    calls: list[str] = []
+    watch_due = Run._watch_due
+
+    def due_then_tool(self: Run, now: float) -> None:
+        watch_due(self, now)
+        if calls and self._read_scope is not None and self._read_scope.cancel_called:
+            self.tool_started(calls[0], effect="effectful")
+
+    monkeypatch.setattr(Run, "_watch_due", due_then_tool)
+    config = StreamConfig(idle_timeout=0.3, pause_idle_during_tools=True)
+    async with FaultServer((Headers(), *(Send(f) for f in frames), Stall())) as server:
+        with anyio.fail_after(5), pytest.raises(StreamFailed) as info:
+            async with streamfsm.open_stream(
+                "openai-chat", base_url=server.base_url, json=BODIES["openai-chat"], config=config
+            ) as run:
+                async for event in run:
+                    if isinstance(event, ToolCall):
+                        calls.append(event.call_id)
+    assert info.value.record["watchdog"]["fired"] == "idle_timeout"
