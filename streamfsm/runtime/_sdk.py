@@ -661,15 +661,18 @@ def _anext_of(stream: Any) -> Callable[[], Awaitable[Any]]:
 
 
 class _Watchdog:
-    """One thread per sync run that calls ``interrupt`` when the armed deadline (monotonic) passes.
+    """One thread per sync run that calls ``interrupt`` when the read's deadline (monotonic) passes.
 
-    Arming and disarming cost a lock and an assignment: the thread sleeps until the deadline it last saw, and
-    is woken early only when a new deadline is earlier. ``fired`` tells the reader what happened."""
+    The reader brackets each read with ``arm`` and ``disarm``; ``move`` (the idle clock paused or resumed,
+    maybe on another thread) changes the deadline of the read in progress and of no other. Each costs a lock
+    and an assignment: the thread sleeps until the deadline it last saw, and is woken early only when a new
+    deadline is earlier. ``fired`` tells the reader what happened."""
 
     def __init__(self, interrupt: Callable[[], None]) -> None:
         self._interrupt = interrupt
         self._cond = threading.Condition(threading.Lock())
         self._deadline = math.inf
+        self._reading = False
         self._sleeping_until = math.inf
         self._stopped = False
         self._thread: threading.Thread | None = None
@@ -677,24 +680,35 @@ class _Watchdog:
 
     def arm(self, deadline: float) -> None:
         with self._cond:
-            self._deadline = deadline
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._loop, name="streamfsm-watchdog", daemon=True)
-                self._thread.start()
-            elif deadline < self._sleeping_until:
-                self._cond.notify()
+            self._reading = True
+            self._set(deadline)
+
+    def move(self, deadline: float) -> None:
+        with self._cond:
+            if self._reading:  # else the read this was meant for has ended: the next one arms its own
+                self._set(deadline)
 
     def disarm(self) -> None:
-        self._deadline = math.inf  # the thread notices when it next wakes
+        with self._cond:
+            self._reading = False
+            self._deadline = math.inf  # the thread notices when it next wakes
+
+    def _set(self, deadline: float) -> None:  # under the lock
+        self._deadline = deadline
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="streamfsm-watchdog", daemon=True)
+            self._thread.start()
+        elif deadline < self._sleeping_until:
+            self._cond.notify()
 
     def interrupt_now(self) -> None:
         """``abort()``, maybe from another thread: interrupt the read in progress, and make the next one
         (if the reader is between ``arm`` and its read) give up at once through ``fired``."""
         with self._cond:
-            armed = self._deadline != math.inf
+            reading = self._reading
             self._deadline = math.inf
             self.fired = True
-        if armed:
+        if reading:
             self._interrupt()
 
     def stop(self) -> None:
@@ -881,7 +895,7 @@ class SyncSdkRun(_SdkBase):
 
     def _watch(self, deadline: float) -> None:
         # The read blocked in the SDK is watched by this run's thread, not by a loop's watchdog.
-        self._watchdog.arm(deadline)
+        self._watchdog.move(deadline)
 
     def _interrupt_read(self) -> None:
         """Make a blocked read return: shut the socket down (a close from another thread would not)."""

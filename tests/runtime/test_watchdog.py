@@ -4,6 +4,7 @@ is looked at lazily and never times out, a stall after it does, and no task outl
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -15,6 +16,7 @@ from runsupport import BODIES, cut_before, cut_through
 
 import streamfsm
 from streamfsm import Finish, Run, StreamConfig, StreamFailed, ToolCall
+from streamfsm.runtime._sdk import _Watchdog as _SyncWatchdog
 from streamfsm.runtime._watchdog import LoopWatchdog, loop_watchdog
 from streamfsm.testing import End, FaultServer, Headers, Send, Sleep, Stall, text_stream, tool_call_stream
 
@@ -239,3 +241,22 @@ async def test_a_tool_starting_after_the_watchdog_fired_does_not_change_which_wa
                     if isinstance(event, ToolCall):
                         calls.append(event.call_id)
     assert info.value.record["watchdog"]["fired"] == "idle_timeout"
+
+
+def test_the_sync_watchdog_moves_only_the_deadline_of_a_read_in_progress() -> None:
+    # A tool thread pausing or resuming the idle clock just after the read ended must not arm the thread
+    # watchdog: it would fire later, while no read runs, and shut the next read down.
+    interrupted = threading.Event()
+    watchdog = _SyncWatchdog(interrupted.set)
+    try:
+        watchdog.arm(time.monotonic() + 60)
+        watchdog.disarm()
+        watchdog.move(time.monotonic() + 0.05)  # too late: the read is over
+        assert not interrupted.wait(0.3)
+        assert not watchdog.fired
+        watchdog.arm(time.monotonic() + 60)
+        watchdog.move(time.monotonic() + 0.05)  # the read in progress: its deadline moves
+        assert interrupted.wait(5)
+        assert watchdog.fired
+    finally:
+        watchdog.stop()
