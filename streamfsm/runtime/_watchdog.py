@@ -1,14 +1,15 @@
 """The event loop's watchdog: one timer for every run's read deadline, re-armed lazily.
 
-A cancel scope with a deadline around each network read arms and disarms a loop timer per read, which costs
-more than the rest of the run's work on a read that carries one token. Instead a read enters a plain cancel
-scope, and its run tells this watchdog when to look at it next. The watchdog sleeps until the earliest such
-time, asks each run that is due whether its read's deadline has passed, and if so the run cancels that read.
+A cancel scope with a deadline around each network read arms and disarms a loop timer per read, which cost
+as much as all the rest of the run's work on a read that carries one token. Instead a read enters a plain
+cancel scope, and its run tells this watchdog when to look at it next. The watchdog sleeps until the earliest
+such time, asks each run that is due whether its read's deadline has passed, and if so the run cancels that
+read.
 A stream that keeps producing only moves its idle deadline later, so it is looked at about once per idle
 timeout, not once per read.
 
 There is one watchdog per event loop (an anyio ``RunVar``), a system task that exits when nothing is left to
-watch and is started again on demand.
+watch and is started again on demand (on asyncio, also when something else cancels it while reads wait).
 """
 
 from __future__ import annotations
