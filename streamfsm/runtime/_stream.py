@@ -349,7 +349,15 @@ class Run:
         kind = type(event)
         trigger = event.trigger
         now = time.monotonic()
-        self._advance(trigger, now)
+        try:
+            state = self._machine.send(trigger)
+        except IllegalTransition as illegal:
+            self._fail(
+                Trigger.PROTOCOL_VIOLATION,
+                self._facts(detail=f"illegal {trigger.value} in {illegal.state}"),
+                illegal,
+            )
+        self._rec.event(trigger._value_, now, state)  # .value is a Python-level property; per event
         if trigger in PROVIDER_PROGRESS:  # Trigger.is_provider_progress, without the property call
             self._rec.progress(trigger, now)
             self._idle_waited = 0.0
@@ -378,17 +386,6 @@ class Run:
         self._rec.finish_raw = event.raw_reason
         self._rec.finish_unified = event.reason.value
         self._finalize_finished()
-
-    def _advance(self, trigger: Trigger, now: float) -> None:
-        try:
-            state = self._machine.send(trigger)
-        except IllegalTransition as illegal:
-            self._fail(
-                Trigger.PROTOCOL_VIOLATION,
-                self._facts(detail=f"illegal {trigger.value} in {illegal.state}"),
-                illegal,
-            )
-        self._rec.event(trigger._value_, now, state)  # .value is a Python-level property; per event
 
     # -- watchdogs --------------------------------------------------------------------------------------
 
