@@ -670,7 +670,8 @@ class _Watchdog:
 
     def __init__(self, interrupt: Callable[[], None]) -> None:
         self._interrupt = interrupt
-        self._cond = threading.Condition(threading.Lock())
+        self._cond = threading.Condition(threading.RLock())
+        self.lock = self._cond  # the run holds it to work out a deadline and arm or move it at once
         self._deadline = math.inf
         self._reading = False
         self._sleeping_until = math.inf
@@ -868,27 +869,27 @@ class SyncSdkRun(_SdkBase):
     def _watched_next(self, iterator: Iterator[Any]) -> Any:
         """``next(iterator)`` under the earliest deadline: checked first, then watched by the thread."""
         watchdog = self._watchdog
-        deadline = self._read_began()
+        # tool_started/tool_finished (maybe on another thread) move the deadline under the watchdog's lock:
+        # working out this read's deadline and arming it, and ending the read, happen under it too.
+        with watchdog.lock:
+            deadline = self._read_began()
+            due = self._abort_request is not None or watchdog.fired or time.monotonic() >= deadline
+            if not due:
+                watchdog.arm(deadline)
         try:
-            if self._abort_request is not None or watchdog.fired or time.monotonic() >= deadline:
+            if due or watchdog.fired:  # fired: abort() came just after arm()
                 raise _Interrupted(self._read_edge)
-            watchdog.arm(deadline)
-            try:
-                if watchdog.fired:  # abort() between the check above and arm()
-                    raise _Interrupted(self._read_edge)
-                value = next(iterator)
-            except _Interrupted:
-                raise
-            except BaseException:
-                if (
-                    watchdog.fired
-                ):  # the read failed because we shut it down: the flag says so, not the message
-                    raise _Interrupted(self._read_edge) from None
-                raise
-            finally:
-                watchdog.disarm()
+            value = next(iterator)
+        except _Interrupted:
+            raise
+        except BaseException:
+            if watchdog.fired:  # the read failed because we shut it down: the flag says so, not the message
+                raise _Interrupted(self._read_edge) from None
+            raise
         finally:
-            self._read_ended()
+            with watchdog.lock:
+                watchdog.disarm()
+                self._read_ended()
         if watchdog.fired:
             raise _Interrupted(self._read_edge)
         return value
@@ -896,6 +897,20 @@ class SyncSdkRun(_SdkBase):
     def _watch(self, deadline: float) -> None:
         # The read blocked in the SDK is watched by this run's thread, not by a loop's watchdog.
         self._watchdog.move(deadline)
+
+    def _read_interrupted(self) -> bool:
+        return self._watchdog.fired
+
+    # The idle clock's state is shared with the reader, which works out and arms each read's deadline
+    # under the watchdog's lock: a tool thread changes it under the same lock.
+
+    def tool_started(self, call_id: str, effect: str = "effectful") -> None:
+        with self._watchdog.lock:
+            super().tool_started(call_id, effect)
+
+    def tool_finished(self, call_id: str, ok: bool = True) -> None:
+        with self._watchdog.lock:
+            super().tool_finished(call_id, ok)
 
     def _interrupt_read(self) -> None:
         """Make a blocked read return: shut the socket down (a close from another thread would not)."""

@@ -56,7 +56,7 @@ from ._events import (
 from ._record import Recorder, RunRecord
 from ._sinks import deliver
 from ._sse import SSEDecoder
-from ._watchdog import ENTRY_CALLBACK, ENTRY_WHEN, Entry, loop_time, loop_watchdog, plain_scope_class
+from ._watchdog import Entry, loop_time, loop_watchdog, plain_scope_class
 
 _log = logging.getLogger("streamfsm")
 _EFFECTS: Final = {"effectful": True, "read_only": False}
@@ -415,7 +415,7 @@ class Run:
         """Have the loop's watchdog look at this run by ``deadline``. Lazily: a later deadline keeps the
         earlier look, which registers again if the read is still waiting and not yet due."""
         entry = self._watch_entry
-        if entry is not None and entry[ENTRY_CALLBACK] is not None and entry[ENTRY_WHEN] <= deadline:
+        if entry is not None and entry.callback is not None and entry.when <= deadline:
             return
         if deadline == math.inf:
             return
@@ -458,11 +458,14 @@ class Run:
 
     def _rearm(self) -> None:
         """The idle clock paused or resumed while a read waits: move that read's deadline."""
-        if self._read_scope is not None and self._read_scope.cancel_called:
+        if self._read_interrupted():
             return  # the watchdog (or abort) already ended this read: keep the edge it fired
         deadline, self._read_edge = self._read_deadline(time.monotonic())
         self._read_deadline_at = deadline
         self._watch(deadline)
+
+    def _read_interrupted(self) -> bool:
+        return self._read_scope is not None and self._read_scope.cancel_called
 
     def _fail_cancelled(self, edge: Trigger) -> NoReturn:
         """Our own scope was cancelled: by ``abort()`` or by the watchdog whose deadline passed."""

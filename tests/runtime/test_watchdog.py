@@ -4,8 +4,12 @@ is looked at lazily and never times out, a stall after it does, and no task outl
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import threading
 import time
+import warnings
+import weakref
 from typing import Any
 
 import anyio
@@ -17,8 +21,18 @@ from runsupport import BODIES, cut_before, cut_through
 import streamfsm
 from streamfsm import Finish, Run, StreamConfig, StreamFailed, ToolCall
 from streamfsm.runtime._sdk import _Watchdog as _SyncWatchdog
-from streamfsm.runtime._watchdog import LoopWatchdog, loop_watchdog
-from streamfsm.testing import End, FaultServer, Headers, Send, Sleep, Stall, text_stream, tool_call_stream
+from streamfsm.runtime._watchdog import LoopWatchdog, TrioWatchdog, loop_watchdog, new_watchdog
+from streamfsm.testing import (
+    End,
+    FaultServer,
+    FaultServerThread,
+    Headers,
+    Send,
+    Sleep,
+    Stall,
+    text_stream,
+    tool_call_stream,
+)
 
 # One op: register a callback due in `delay` seconds, forget it (or not) after `forget_after` seconds, and
 # wait `pause` seconds before the next op. Times are milliseconds: each example is over in well under 0.1 s.
@@ -30,14 +44,14 @@ _OP = st.tuples(
 
 
 async def _play(ops: list[tuple[float, float | None, float]]) -> tuple[LoopWatchdog, dict[int, Any]]:
-    watchdog = LoopWatchdog()
+    watchdog = new_watchdog()
     due: dict[int, float] = {}
     calls: list[tuple[int, float]] = []
     forgotten: set[int] = set()
 
     async def forget_later(entry: Any, index: int, after: float) -> None:
         await anyio.sleep(after)
-        if entry[2] is not None:  # not called back yet: from now on it must never be
+        if entry.callback is not None:  # not called back yet: from now on it must never be
             forgotten.add(index)
         watchdog.forget(entry)
 
@@ -76,7 +90,7 @@ def test_every_registered_time_is_called_back_once_at_or_after_it(
 async def test_a_callback_may_watch_again_and_a_failing_one_does_not_stop_the_others(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    watchdog = LoopWatchdog()
+    watchdog = new_watchdog()
     calls: list[str] = []
 
     def again(now: float) -> None:
@@ -99,10 +113,10 @@ async def test_a_callback_may_watch_again_and_a_failing_one_does_not_stop_the_ot
 
 @pytest.mark.anyio
 async def test_an_earlier_time_wakes_a_watchdog_asleep_until_a_later_one() -> None:
-    watchdog = LoopWatchdog()
+    watchdog = new_watchdog()
     fired = anyio.Event()
     late = watchdog.watch(time.monotonic() + 60, lambda _: None)
-    await anyio.sleep(0.01)  # the task is now asleep until the late entry
+    await anyio.sleep(0.01)  # asleep until the late entry
     start = time.monotonic()
     watchdog.watch(start + 0.02, lambda _: fired.set())
     with anyio.fail_after(5):
@@ -114,9 +128,10 @@ async def test_an_earlier_time_wakes_a_watchdog_asleep_until_a_later_one() -> No
             await anyio.sleep(0.005)
 
 
-@pytest.mark.anyio
-async def test_forgotten_entries_do_not_pile_up() -> None:
-    watchdog = LoopWatchdog()
+@pytest.mark.parametrize("anyio_backend", ["trio"])  # on asyncio they are the loop's timers
+async def test_forgotten_entries_do_not_pile_up(anyio_backend: str) -> None:
+    watchdog = new_watchdog()
+    assert isinstance(watchdog, TrioWatchdog)
     keep = watchdog.watch(time.monotonic() + 60, lambda _: None)
     for _ in range(10_000):  # runs that ended long before their deadlines
         watchdog.forget(watchdog.watch(time.monotonic() + 30, lambda _: None))
@@ -176,22 +191,40 @@ async def _stalled_run(config: StreamConfig, during: Any = None, slow_consumer: 
 
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
-async def test_a_watchdog_task_cancelled_before_its_first_step_is_replaced(anyio_backend: str) -> None:
-    watchdog = loop_watchdog()
-    watchdog.watch(time.monotonic() + 60, lambda _: None)  # starts the task ...
-    watchdog._task.cancel()  # ... and something cancels it before it ever ran
-    failure = await _stalled_run(StreamConfig(idle_timeout=0.3))
+async def test_on_asyncio_a_run_starts_no_task_that_others_could_cancel(anyio_backend: str) -> None:
+    def runtime_tasks() -> list[str]:  # the fault server's own tasks are not the runtime's
+        return [
+            t.get_name()
+            for t in asyncio.all_tasks()
+            if "streamfsm/runtime" in t.get_coro().cr_code.co_filename
+        ]
+
+    async def no_new_task() -> None:
+        await anyio.sleep(0.1)  # the run now waits on the stall, its deadline registered
+        assert loop_watchdog().running
+        assert runtime_tasks() == []
+
+    failure = await _stalled_run(StreamConfig(idle_timeout=0.3), during=no_new_task)
     assert failure.record["watchdog"]["fired"] == "idle_timeout"
 
 
-@pytest.mark.parametrize("anyio_backend", ["asyncio"])
-async def test_a_read_already_waiting_outlives_its_watchdog_task_being_cancelled(anyio_backend: str) -> None:
-    async def cancel_the_watchdog_task() -> None:
-        await anyio.sleep(0.1)  # the run now waits on the stall
-        loop_watchdog()._task.cancel()
+def test_an_asyncio_loop_that_ends_with_a_run_still_open_is_freed() -> None:
+    async def leave_a_run_open(base_url: str) -> None:
+        run = streamfsm.open_stream(
+            "openai-chat", base_url=base_url, json=BODIES["openai-chat"], config=StreamConfig(idle_timeout=30)
+        )
+        await run.__aenter__()
+        await run.__anext__()  # one read done: its deadline is registered; the run is never exited
+        loops.append(weakref.ref(asyncio.get_running_loop()))
 
-    failure = await _stalled_run(StreamConfig(idle_timeout=0.3), during=cancel_the_watchdog_task)
-    assert failure.record["watchdog"]["fired"] == "idle_timeout"
+    loops: list[weakref.ref[asyncio.AbstractEventLoop]] = []
+    with FaultServerThread(_stalled_script()) as server:
+        for _ in range(3):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ResourceWarning)
+                asyncio.run(leave_a_run_open(server.base_url))
+    gc.collect()
+    assert [ref() for ref in loops] == [None, None, None]
 
 
 @pytest.mark.anyio
@@ -202,14 +235,15 @@ async def test_a_read_that_starts_after_its_deadline_fails_without_waiting_for_t
     # It must fail at once, not through the watchdog (which may even call back inside watch(), under an
     # eager task factory, before the read's scope exists).
     overdue: list[float] = []
-    watch = LoopWatchdog.watch
+    kind = type(loop_watchdog())
+    watch = kind.watch
 
     def spy(self: LoopWatchdog, when: float, callback: Any) -> Any:
         if when <= time.monotonic():
             overdue.append(when)
         return watch(self, when, callback)
 
-    monkeypatch.setattr(LoopWatchdog, "watch", spy)
+    monkeypatch.setattr(kind, "watch", spy)
     failure = await _stalled_run(StreamConfig(total_timeout=0.3), slow_consumer=0.5)
     assert failure.record["watchdog"]["fired"] == "total_timeout"
     assert overdue == []

@@ -870,3 +870,49 @@ async def test_a_sync_run_refuses_async_with() -> None:
         with run:
             list(run)
     assert run.finished
+
+
+def test_sync_a_tool_thread_never_moves_the_deadline_of_a_read_it_did_not_see(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The tool thread works out the resumed idle deadline of read N, then is pre-empted (a sleep stands in)
+    # while read N ends and read N+1 arms its own. The stale deadline must not land on read N+1: each read
+    # waits 0.7-0.8 s, under the 1 s idle timeout, so the stream completes.
+    frames = tool_call_stream("anthropic", [("write_file", "{}"), ("read_file", "{}")])
+    first = cut_through("anthropic", frames, ToolCall)
+    rest = frames[len(first) :]
+    steps = (
+        *script(first),
+        Sleep(0.7),
+        Send(rest[0]),
+        Send(rest[1]),
+        Sleep(0.8),
+        *(Send(f) for f in rest[2:]),
+        End(),
+    )
+    move = sdk_module._Watchdog.move
+
+    def preempted_move(self: Any, deadline: float) -> None:
+        if threading.current_thread().name == "tool" and deadline != float("inf"):  # tool_finished's
+            time.sleep(0.4)
+        move(self, deadline)
+
+    monkeypatch.setattr(sdk_module._Watchdog, "move", preempted_move)
+    config = StreamConfig(idle_timeout=1.0, pause_idle_during_tools=True)
+    tools: list[threading.Thread] = []
+    with sync_serving("anthropic", steps) as (_, client):
+        with streamfsm.wrap(create("anthropic", client), config=config) as run:
+            for event in run:
+                if isinstance(event, ToolCall) and event.name == "write_file":
+
+                    def tool(call_id: str = event.call_id) -> None:
+                        time.sleep(0.3)
+                        run.tool_started(call_id)
+                        time.sleep(0.2)
+                        run.tool_finished(call_id)
+
+                    tools.append(threading.Thread(target=tool, name="tool"))
+                    tools[-1].start()
+    for thread in tools:
+        thread.join(5)
+    assert run.finished, run.record
