@@ -838,11 +838,8 @@ class SyncSdkRun(_SdkBase):
                     raise failure
                 self._seal()
                 raise StopIteration
-            if not self._streaming:
-                raise RuntimeError("iterate a run inside its `with` block")
             try:
-                if self._abort_request is not None:
-                    self._fail_cancelled(Trigger.LOCAL_ABORT)
+                self._ready_to_read("with")
                 self._apply_frames(self._read_sync())
             except StreamFailed as failure:
                 if not pending:

@@ -284,11 +284,8 @@ class Run:
                     raise failure
                 self._seal()
                 raise StopAsyncIteration
-            if not self._streaming:
-                raise RuntimeError("iterate a run inside its `async with` block")
             try:
-                if self._abort_request is not None:
-                    self._fail_cancelled(Trigger.LOCAL_ABORT)
+                self._ready_to_read("async with")
                 # Wait for the next frames (or the end of the source) and apply every event in them.
                 self._apply_frames(await self._read_watched())
             except StreamFailed as failure:
@@ -297,6 +294,13 @@ class Run:
                 # Events that arrived before the fault in the same chunk are delivered first.
                 self._deferred = failure
         return pending.popleft()
+
+    def _ready_to_read(self, block: str) -> None:
+        """Shared by the async and the sync iteration: only inside the run's block, and not after abort()."""
+        if not self._streaming:
+            raise RuntimeError(f"iterate a run inside its `{block}` block")
+        if self._abort_request is not None:
+            self._fail_cancelled(Trigger.LOCAL_ABORT)
 
     async def _read_watched(self) -> list[Any] | None:
         """``_read_frames`` in a cancel scope that the loop's watchdog cancels when the earliest deadline

@@ -515,3 +515,10 @@ async def test_a_failing_close_never_replaces_an_outside_cancellation(
     assert run.record is not None
     assert run.record["abort"]["source"] == "cancelled"
     assert any("closing the stream's source failed (OSError)" in r.getMessage() for r in caplog.records)
+
+
+async def test_iterating_a_run_outside_its_block_is_a_clear_error() -> None:
+    run = streamfsm.open_stream("openai-chat", base_url="http://127.0.0.1:9", json=BODIES["openai-chat"])
+    with pytest.raises(RuntimeError, match="inside its `async with` block"):
+        await run.__anext__()
+    assert run.record is None  # nothing was sent, nothing ended

@@ -916,3 +916,12 @@ def test_sync_a_tool_thread_never_moves_the_deadline_of_a_read_it_did_not_see(
     for thread in tools:
         thread.join(5)
     assert run.finished, run.record
+
+
+def test_sync_iterating_a_run_outside_its_block_is_a_clear_error() -> None:
+    with sync_serving("anthropic", script(text_stream("anthropic", ["hi"]), End())) as (_, client):
+        run = streamfsm.wrap(create("anthropic", client))
+        with pytest.raises(RuntimeError, match="inside its `with` block"):
+            next(iter(run))
+        with run:
+            assert [e for e in run if isinstance(e, TextDelta)]
