@@ -569,6 +569,9 @@ class _SdkBase(Run):
             self._fail(Trigger.PROTOCOL_VIOLATION, self._facts(detail=UNEXPECTED_SHAPE), exc)
         super()._read_failed(exc)
 
+    def _frames_of(self, item: Any) -> list[Any]:
+        return [item]  # an SDK item is one frame
+
     def _eof_events(self) -> list[StreamEvent]:
         return self._translator.end() if self._translator is not None else []
 
@@ -595,7 +598,7 @@ class SdkRun(_SdkBase):
         if stream is None:
             stream = self._sdk_stream = await self._open()  # closed at cleanup even if _attach refuses it
         self._attach(stream, _ASYNC_STREAM)
-        self._next: Callable[[], Awaitable[Any]] = _anext_of(stream)
+        self._next_chunk = _anext_of(stream)
         self._headers_received()
 
     async def _open(self) -> Any:
@@ -615,27 +618,21 @@ class SdkRun(_SdkBase):
             self._fail_cancelled(edge)
         return stream
 
-    async def _read_watched(self) -> list[Any] | None:
+    async def _read_watched(self) -> Any:
         if not self._tapped:
-            return await super()._read_watched()  # no tap: a cancel scope around each item
+            item = await super()._read_watched()  # no tap: a cancel scope around each item
+            if self._response is not None:
+                self._rec.bytes_received = getattr(self._response, "num_bytes_downloaded", 0)
+            return item
         # The tap already runs each network read under the watchdog deadline: no scope per item here.
         try:
-            return [await self._next()]
+            return await self._next_chunk()
         except StopAsyncIteration:
             return None
         except _Interrupted as stop:
             self._fail_cancelled(stop.edge)
         except Exception as exc:
             self._read_failed(exc)
-
-    async def _read_frames(self) -> list[Any] | None:
-        try:
-            item = await self._next()
-        except StopAsyncIteration:
-            return None
-        if self._response is not None:
-            self._rec.bytes_received = getattr(self._response, "num_bytes_downloaded", 0)
-        return [item]
 
     async def _close_source(self) -> None:
         stream = self._sdk_stream
@@ -840,14 +837,14 @@ class SyncSdkRun(_SdkBase):
                 raise StopIteration
             try:
                 self._ready_to_read("with")
-                self._apply_frames(self._read_sync())
+                self._apply_chunk(self._read_sync())
             except StreamFailed as failure:
                 if not pending:
                     raise
                 self._deferred = failure  # events that came before the fault are delivered first
         return pending.popleft()
 
-    def _read_sync(self) -> list[Any] | None:
+    def _read_sync(self) -> Any:
         try:
             if self._tapped:
                 item = next(self._iterator)
@@ -861,7 +858,7 @@ class SyncSdkRun(_SdkBase):
             self._fail_cancelled(stop.edge)
         except Exception as exc:
             self._read_failed(exc)
-        return [item]
+        return item
 
     def _watched_next(self, iterator: Iterator[Any]) -> Any:
         """``next(iterator)`` under the earliest deadline: checked first, then watched by the thread."""

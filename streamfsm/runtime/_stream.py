@@ -25,7 +25,7 @@ import ssl
 import time
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import Any, Final, NoReturn
@@ -64,6 +64,10 @@ _CLEANUP_TIMEOUT_S: Final = 5.0
 _CONSUMER_TYPES: Final = frozenset(CONSUMER_EVENT_TYPES)
 
 
+async def _no_chunks() -> Any:
+    raise StopAsyncIteration
+
+
 def _no_frames(frame: Any) -> list[StreamEvent]:
     raise RuntimeError("a Run subclass must set _feed")
 
@@ -86,9 +90,10 @@ class Run:
     run.tool(call_id)``) for tool execution, and ``abort()`` to stop the stream with provenance.
 
     This class holds everything that does not depend on where events come from: the machine, the watchdogs,
-    the record, the tool ledger, and how a run ends. A subclass supplies the source through ``_connect``,
-    ``_read_frames``, ``_feed`` (frame → events), ``_eof_events`` and ``_close_source``: ``HttpRun`` for our
-    own client, ``SdkRun`` for a provider SDK's stream.
+    the record, the tool ledger, and how a run ends. A subclass supplies the source through ``_connect``
+    (which sets ``_next_chunk``), ``_frames_of`` (chunk → frames), ``_feed`` (frame → events),
+    ``_eof_events`` and ``_close_source``: ``HttpRun`` for our own client, ``SdkRun`` for a provider SDK's
+    stream.
     """
 
     def __init__(
@@ -120,6 +125,8 @@ class Run:
         )
         self._rec.delta_keys = delta_keys  # the source's live, bounded counter
         self._feed: Callable[[Any], list[StreamEvent]] = _no_frames  # frame → events; set by the subclass
+        # The source's next chunk; raises StopAsyncIteration at its clean end. Set by the subclass's _connect.
+        self._next_chunk: Callable[[], Awaitable[Any]] = _no_chunks
         self._pending: deque[ConsumerEvent] = deque()
         self._read_scope: anyio.CancelScope | None = None
         self._scope_class: Callable[[], anyio.CancelScope] = anyio.CancelScope
@@ -153,8 +160,8 @@ class Run:
         """Start the request; on success the machine has taken ``headers_received``."""
         raise NotImplementedError
 
-    async def _read_frames(self) -> list[Any] | None:
-        """Wait for the next batch of raw frames; ``None`` at a clean end of the source."""
+    def _frames_of(self, chunk: Any) -> list[Any]:
+        """The raw frames one chunk of the source completed (a sync step: no coroutine layer per read)."""
         raise NotImplementedError
 
     def _eof_events(self) -> list[StreamEvent]:
@@ -286,8 +293,8 @@ class Run:
                 raise StopAsyncIteration
             try:
                 self._ready_to_read("async with")
-                # Wait for the next frames (or the end of the source) and apply every event in them.
-                self._apply_frames(await self._read_watched())
+                # Wait for the next chunk (or the end of the source) and apply every event in it.
+                self._apply_chunk(await self._read_watched())
             except StreamFailed as failure:
                 if not pending:
                     raise
@@ -302,16 +309,16 @@ class Run:
         if self._abort_request is not None:
             self._fail_cancelled(Trigger.LOCAL_ABORT)
 
-    async def _read_watched(self) -> list[Any] | None:
-        """``_read_frames`` in a cancel scope that the loop's watchdog cancels when the earliest deadline
-        passes, and ``abort()`` at once; a fault there fails the run. A source that watches its own reads
-        overrides this."""
-        frames: list[Any] | None = None
+    async def _read_watched(self) -> Any:
+        """The source's next chunk (``None`` at its clean end), awaited in a cancel scope that the loop's
+        watchdog cancels when the earliest deadline passes, and ``abort()`` at once; a fault there fails the
+        run. A source that watches its own reads overrides this."""
+        chunk: Any = None
         with self._watched_read_scope() as scope:
             try:
-                frames = await self._read_frames()
-            except ProtocolViolation as violation:
-                self._fail(Trigger.PROTOCOL_VIOLATION, self._facts(detail=violation.detail), violation)
+                chunk = await self._next_chunk()
+            except StopAsyncIteration:
+                pass
             except Exception as exc:
                 self._read_failed(exc)
             finally:
@@ -319,15 +326,15 @@ class Run:
                 self._read_ended()
         if scope.cancelled_caught:
             self._fail_cancelled(self._read_edge)
-        return frames
+        return chunk
 
-    def _apply_frames(self, frames: list[Any] | None) -> None:
-        """Apply every event in ``frames``; ``None`` is the clean end of the source. Sync, so that a sync
+    def _apply_chunk(self, chunk: Any) -> None:
+        """Apply every event in ``chunk``; ``None`` is the clean end of the source. Sync, so that a sync
         source (``SyncSdkRun``) shares it."""
         try:
-            if frames is not None:
+            if chunk is not None:
                 feed, apply = self._feed, self._apply
-                for frame in frames:
+                for frame in self._frames_of(chunk):
                     if self._done:
                         return  # data after the terminal event is not part of this response
                     for event in feed(frame):  # _apply_all, inlined: this is the per-event path
@@ -644,7 +651,6 @@ class HttpRun(Run):
         self._owns_client = client is None
         self._decoder = SSEDecoder(self.config.max_line_bytes)
         self._response: httpx.Response | None = None
-        self._chunks: AsyncIterator[bytes] | None = None
         self._connected = False
         self._feed = adapter.feed
 
@@ -704,7 +710,7 @@ class HttpRun(Run):
             body = await self._read_error_body(response, deadline, edge)
             error = provider_error_from_http(response.status_code, response.headers, body)
             self._fail(Trigger.HTTP_ERROR, self._facts(provider=error))
-        self._chunks = response.aiter_bytes().__aiter__()
+        self._next_chunk = _body_reader(response).__anext__
         self._headers_received()
 
     async def _read_error_body(self, response: httpx.Response, deadline: float, edge: Trigger) -> bytes:
@@ -724,12 +730,7 @@ class HttpRun(Run):
             self._fail_cancelled(edge)
         return bytes(body[:limit])
 
-    async def _read_frames(self) -> list[Any] | None:
-        assert self._chunks is not None
-        try:
-            chunk = await self._chunks.__anext__()
-        except StopAsyncIteration:
-            return None
+    def _frames_of(self, chunk: bytes) -> list[Any]:
         self._rec.bytes_received += len(chunk)
         return self._decoder.feed(chunk)
 
@@ -747,6 +748,15 @@ class HttpRun(Run):
         finally:
             if self._owns_client and self._client is not None:
                 await self._client.aclose()
+
+
+def _body_reader(response: httpx.Response) -> AsyncIterator[bytes]:
+    """The response body's chunks. An unencoded body (what SSE servers send) is read from the response's own
+    stream, two async-generator layers fewer per read than ``aiter_bytes`` (which ``aclose`` still ends);
+    an encoded one goes through ``aiter_bytes``, which decodes it."""
+    if response.headers.get("content-encoding", "identity").strip().lower() in ("", "identity"):
+        return response.stream.__aiter__()  # type: ignore[union-attr]
+    return response.aiter_bytes().__aiter__()
 
 
 _ON_EVENT: Final[dict[type, Callable[[Run, Any], None]]] = {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import zlib
 from typing import Any
 
 import anyio
@@ -85,6 +86,23 @@ async def test_a_normal_stream_finishes_with_counts_and_usage(fmt: str) -> None:
     assert record["delta_keys"], "raw delta field names are counted"
     assert record["ids"]["response_id"]
     assert record["timings"]["to_first_visible_s"] is not None
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate"])
+async def test_an_encoded_body_is_decoded_before_the_events_are_read(encoding: str) -> None:
+    # Unencoded bodies skip httpx's decoding layers; an encoded one must still go through them.
+    fmt = "anthropic"
+    body = b"".join(text_stream(fmt, ["Hel", "lo", " there"]))
+    packer = zlib.compressobj(wbits=31 if encoding == "gzip" else 15)
+    packed = packer.compress(body) + packer.flush()
+    pieces = [packed[i : i + 40] for i in range(0, len(packed), 40)]
+    headers = Headers(headers=(("content-type", "text/event-stream"), ("content-encoding", encoding)))
+    async with FaultServer((headers, *(Send(p) for p in pieces), End())) as server:
+        async with streamfsm.open_stream(fmt, base_url=server.base_url, json=BODIES[fmt]) as run:
+            events = await consume(run)
+    assert run.finished
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Hello there"
+    assert validate_record(run.record)["transport"]["bytes_received"] == len(body)  # type: ignore[arg-type]
 
 
 @fmts
