@@ -423,7 +423,6 @@ class _SdkBase(Run):
         self._helper_events = helper_events
         self._translator: SdkTranslator | None = None
         self._response: Any = None
-        self._tapped = False
         self._feed = self._first_item
         known = provider or flavour
         if known is not None:
@@ -481,7 +480,7 @@ class _SdkBase(Run):
         self._response = response = getattr(stream, "response", None)
         self._rec.request_sent = True
         self._response_facts(response)
-        self._tapped = self._install_tap(response, mode)
+        self._source_watches_reads = self._install_tap(response, mode)
 
     def _response_facts(self, response: Any) -> None:
         rec = self._rec
@@ -570,6 +569,8 @@ class _SdkBase(Run):
         super()._read_failed(exc)
 
     def _frames_of(self, item: Any) -> list[Any]:
+        if not self._source_watches_reads and self._response is not None:  # the tap counts bytes itself
+            self._rec.bytes_received = getattr(self._response, "num_bytes_downloaded", 0)
         return [item]  # an SDK item is one frame
 
     def _eof_events(self) -> list[StreamEvent]:
@@ -617,22 +618,6 @@ class SdkRun(_SdkBase):
             self._rec.request_sent = True  # unknown; the request may well have left: say it may be delivered
             self._fail_cancelled(edge)
         return stream
-
-    async def _read_watched(self) -> Any:
-        if not self._tapped:
-            item = await super()._read_watched()  # no tap: a cancel scope around each item
-            if self._response is not None:
-                self._rec.bytes_received = getattr(self._response, "num_bytes_downloaded", 0)
-            return item
-        # The tap already runs each network read under the watchdog deadline: no scope per item here.
-        try:
-            return await self._next_chunk()
-        except StopAsyncIteration:
-            return None
-        except _Interrupted as stop:
-            self._fail_cancelled(stop.edge)
-        except Exception as exc:
-            self._read_failed(exc)
 
     async def _close_source(self) -> None:
         stream = self._sdk_stream
@@ -846,12 +831,8 @@ class SyncSdkRun(_SdkBase):
 
     def _read_sync(self) -> Any:
         try:
-            if self._tapped:
-                item = next(self._iterator)
-            else:
-                item = self._watched_next(self._iterator)
-                if self._response is not None:
-                    self._rec.bytes_received = getattr(self._response, "num_bytes_downloaded", 0)
+            iterator = self._iterator
+            item = next(iterator) if self._source_watches_reads else self._watched_next(iterator)
         except StopIteration:
             return None
         except _Interrupted as stop:
@@ -866,8 +847,9 @@ class SyncSdkRun(_SdkBase):
         # tool_started/tool_finished (maybe on another thread) move the deadline under the watchdog's lock:
         # working out this read's deadline and arming it, and ending the read, happen under it too.
         with watchdog.lock:
-            deadline = self._read_began()
-            due = self._abort_request is not None or watchdog.fired or time.monotonic() >= deadline
+            now = time.monotonic()
+            deadline = self._read_began(now)
+            due = self._abort_request is not None or watchdog.fired or now >= deadline
             if not due:
                 watchdog.arm(deadline)
         try:

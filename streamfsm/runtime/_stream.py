@@ -127,6 +127,9 @@ class Run:
         self._feed: Callable[[Any], list[StreamEvent]] = _no_frames  # frame → events; set by the subclass
         # The source's next chunk; raises StopAsyncIteration at its clean end. Set by the subclass's _connect.
         self._next_chunk: Callable[[], Awaitable[Any]] = _no_chunks
+        # True when the source runs each of its network reads under the watchdog itself (an SDK stream
+        # behind our byte tap): no scope around a whole chunk then.
+        self._source_watches_reads = False
         self._pending: deque[ConsumerEvent] = deque()
         self._read_scope: anyio.CancelScope | None = None
         self._scope_class: Callable[[], anyio.CancelScope] = anyio.CancelScope
@@ -153,6 +156,7 @@ class Run:
         self._read_deadline_at = math.inf  # the waiting read's earliest watchdog deadline (monotonic)
         self._read_edge = Trigger.TOTAL_TIMEOUT  # and the edge it fires
         self._watch_entry: Entry | None = None  # when the loop's watchdog looks at this run next (see _watch)
+        self._total_deadline = _deadline(self._rec.start, self.config.total_timeout)
 
     # -- the source: overridden by subclasses ---------------------------------------------------------------
 
@@ -267,9 +271,8 @@ class Run:
     # -- connecting -------------------------------------------------------------------------------------
 
     def _connect_deadline(self) -> tuple[float, Trigger]:
-        start = self._rec.start
-        connect = _deadline(start, self.config.connect_timeout)
-        total = _deadline(start, self.config.total_timeout)
+        connect = _deadline(self._rec.start, self.config.connect_timeout)
+        total = self._total_deadline
         return (connect, Trigger.CONNECT_TIMEOUT) if connect <= total else (total, Trigger.TOTAL_TIMEOUT)
 
     def _headers_received(self) -> None:
@@ -293,8 +296,31 @@ class Run:
                 raise StopAsyncIteration
             try:
                 self._ready_to_read("async with")
-                # Wait for the next chunk (or the end of the source) and apply every event in it.
-                self._apply_chunk(await self._read_watched())
+                # Wait for the next chunk (None: the clean end of the source) in a cancel scope that the
+                # loop's watchdog cancels when the earliest deadline passes, and abort() at once; a fault
+                # there fails the run. Inline, not a coroutine: this is paid once per network read.
+                chunk: Any = None
+                if self._source_watches_reads:
+                    try:
+                        chunk = await self._next_chunk()
+                    except StopAsyncIteration:
+                        pass
+                    except Exception as exc:
+                        self._read_failed(exc)
+                else:
+                    with self._watched_read_scope() as scope:
+                        try:
+                            chunk = await self._next_chunk()
+                        except StopAsyncIteration:
+                            pass
+                        except Exception as exc:
+                            self._read_failed(exc)
+                        finally:
+                            self._read_scope = None
+                            self._read_ended()
+                    if scope.cancelled_caught:
+                        self._fail_cancelled(self._read_edge)
+                self._apply_chunk(chunk)
             except StreamFailed as failure:
                 if not pending:
                     raise
@@ -308,25 +334,6 @@ class Run:
             raise RuntimeError(f"iterate a run inside its `{block}` block")
         if self._abort_request is not None:
             self._fail_cancelled(Trigger.LOCAL_ABORT)
-
-    async def _read_watched(self) -> Any:
-        """The source's next chunk (``None`` at its clean end), awaited in a cancel scope that the loop's
-        watchdog cancels when the earliest deadline passes, and ``abort()`` at once; a fault there fails the
-        run. A source that watches its own reads overrides this."""
-        chunk: Any = None
-        with self._watched_read_scope() as scope:
-            try:
-                chunk = await self._next_chunk()
-            except StopAsyncIteration:
-                pass
-            except Exception as exc:
-                self._read_failed(exc)
-            finally:
-                self._read_scope = None
-                self._read_ended()
-        if scope.cancelled_caught:
-            self._fail_cancelled(self._read_edge)
-        return chunk
 
     def _apply_chunk(self, chunk: Any) -> None:
         """Apply every event in ``chunk``; ``None`` is the clean end of the source. Sync, so that a sync
@@ -400,11 +407,10 @@ class Run:
 
     # -- watchdogs --------------------------------------------------------------------------------------
 
-    def _read_began(self) -> float:
-        """A read starts waiting on the provider: start the idle clock, work out the earliest watchdog
-        deadline (monotonic clock; its edge goes to ``_read_edge``) and return it. Every read pairs this with
-        ``_read_ended``; the caller has the deadline watched (``_watch``)."""
-        now = time.monotonic()
+    def _read_began(self, now: float) -> float:
+        """A read starts waiting on the provider at ``now``: start the idle clock, work out the earliest
+        watchdog deadline (monotonic clock; its edge goes to ``_read_edge``) and return it. Every read pairs
+        this with ``_read_ended``; the caller has the deadline watched (``_watch``)."""
         self._reading = True
         if self._idle_paused_since is None:
             self._idle_read_started = now
@@ -414,9 +420,10 @@ class Run:
 
     def _watched_read_scope(self) -> anyio.CancelScope:
         """Begin an async read: the scope to wait in, which the loop's watchdog (or ``abort()``) cancels."""
-        deadline = self._read_began()
+        now = time.monotonic()
+        deadline = self._read_began(now)
         scope = self._read_scope = self._scope_class()  # before _watch: the watchdog may look at once
-        if deadline <= time.monotonic():
+        if deadline <= now:
             scope.cancel()  # already due: the read fails at its first checkpoint, as under a deadline
         else:
             self._watch(deadline)
@@ -456,7 +463,7 @@ class Run:
         """The earliest armed watchdog deadline (monotonic clock) for a read at ``now``, and its edge."""
         rec = self._rec
         config = self.config
-        best, edge = _deadline(rec.start, config.total_timeout), Trigger.TOTAL_TIMEOUT
+        best, edge = self._total_deadline, Trigger.TOTAL_TIMEOUT
         if rec.first_progress is None:
             first = _deadline(rec.headers_at or rec.start, config.first_token_timeout)
             if first < best:

@@ -657,7 +657,7 @@ async def test_a_stream_already_iterated_is_watched_per_item() -> None:
         assert first.choices[0].delta.role == "assistant"
         with anyio.fail_after(BOUND_S), pytest.raises(StreamFailed) as info:
             async with streamfsm.wrap(stream, config=StreamConfig(idle_timeout=0.4)) as run:
-                assert not run._tapped
+                assert not run._source_watches_reads
                 await consume(run)
     failure = check_failure(info.value)
     expect(failure, "watchdog", "user_confirmed_retry", "idle_timeout", "mid_generation")
