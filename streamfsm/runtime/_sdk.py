@@ -267,6 +267,7 @@ def _find_interrupt(exc: BaseException) -> _Interrupted | None:
     return None
 
 
+_log: Final = logging.getLogger("streamfsm")
 _UNKNOWN_PROVIDER_ERROR: Final[ProviderError] = provider_error_from_event({"error": {}})
 
 
@@ -721,6 +722,43 @@ class _Watchdog:
             self._interrupt()
 
 
+class _OpenAttempt:
+    """One opener call on a helper thread, and the caller's bounded wait for it."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._finished = False
+        self._abandoned = False
+        self.stream: Any = None
+        self.error: BaseException | None = None
+
+    def finish(self, stream: Any, error: BaseException | None) -> bool:
+        """The helper's result; False when the caller has stopped waiting (the helper then cleans up)."""
+        with self._cond:
+            if self._abandoned:
+                return False
+            self._finished, self.stream, self.error = True, stream, error
+            self._cond.notify_all()
+            return True
+
+    def wake(self) -> None:
+        with self._cond:
+            self._cond.notify_all()
+
+    def wait(self, deadline: float, stop: Callable[[], bool]) -> bool:
+        """Wait until the opener finished (True), or ``deadline`` (monotonic) passed or ``stop()`` (False)."""
+        with self._cond:
+            try:
+                while not self._finished and not stop():
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    self._cond.wait(None if left == math.inf else left)
+            finally:
+                self._abandoned = not self._finished  # also on KeyboardInterrupt while waiting
+            return self._finished
+
+
 class SyncSdkRun(_SdkBase):
     """A run over a sync SDK stream: ``with wrap(stream) as run: for event in run: ...``.
 
@@ -731,6 +769,7 @@ class SyncSdkRun(_SdkBase):
         super().__init__(**kwargs)
         self._watchdog = _Watchdog(self._interrupt_read)
         self._socket: Any = None
+        self._opening: _OpenAttempt | None = None  # set while a manager's __enter__ runs on its helper
 
     # -- lifecycle --------------------------------------------------------------------------------------
 
@@ -739,6 +778,8 @@ class SyncSdkRun(_SdkBase):
             raise RuntimeError("a run can be entered only once; open a new stream for a new attempt")
         self._entered = True
         try:
+            if self._abort_request is not None:  # aborted before it started: send nothing
+                self._fail_cancelled(Trigger.LOCAL_ABORT)
             self._connect_sync()
         except BaseException as exc:
             if not self._done:
@@ -783,7 +824,7 @@ class SyncSdkRun(_SdkBase):
                 elif callable(getattr(stream, "close", None)):
                     stream.close()
         except Exception as exc:  # the class only: a message may quote data
-            logging.getLogger("streamfsm").warning("closing the SDK stream failed (%s)", type(exc).__name__)
+            _log.warning("closing the SDK stream failed (%s)", type(exc).__name__)
         finally:
             self._watchdog.stop()
             self._emit()
@@ -795,16 +836,48 @@ class SyncSdkRun(_SdkBase):
         self._rec.lifecycle(Trigger.REQUEST_SENT.value, self._machine.state)
         stream = self._sdk_stream
         if stream is None:
-            assert self._opener is not None
-            try:
-                stream = self._sdk_stream = self._opener()
-            except Exception as exc:
-                self._connect_failed(exc)
-                raise
+            stream = self._sdk_stream = self._open_sync()
         self._attach(stream, _SYNC_STREAM)
         self._socket = _socket_of(self._response)
         self._iterator: Iterator[Any] = _next_source(stream)
         self._headers_received()
+
+    def _open_sync(self) -> Any:
+        """Call the opener (a ``MessageStreamManager.__enter__``, which sends the request and waits for the
+        headers) on a helper thread, so that the connect deadline and ``abort()`` end the wait, as the cancel
+        scope does on the async path. If we stop waiting, the helper closes what the opener still opens."""
+        assert self._opener is not None
+        opener, closer = self._opener, self._closer
+        deadline, edge = self._connect_deadline()
+        attempt = _OpenAttempt()
+
+        def call() -> None:
+            stream: Any = None
+            error: BaseException | None = None
+            try:
+                stream = opener()
+            except BaseException as exc:  # handed to the caller's thread, or dropped if it stopped waiting
+                error = exc
+            if not attempt.finish(stream, error) and error is None and closer is not None:
+                try:
+                    closer(None, None, None)
+                except Exception as exc:
+                    _log.warning("closing an abandoned SDK stream failed (%s)", type(exc).__name__)
+
+        self._opening = attempt
+        threading.Thread(target=call, name="streamfsm-connect", daemon=True).start()
+        try:
+            finished = attempt.wait(deadline, lambda: self._abort_request is not None)
+        finally:
+            self._opening = None
+        if not finished:
+            self._rec.request_sent = True  # unknown; the request may well have left: say it may be delivered
+            self._fail_cancelled(edge)
+        if attempt.error is not None:
+            if isinstance(attempt.error, Exception):
+                self._connect_failed(attempt.error)
+            raise attempt.error
+        return attempt.stream
 
     # -- streaming --------------------------------------------------------------------------------------
 
@@ -904,6 +977,9 @@ class SyncSdkRun(_SdkBase):
         already = self._done or self._abort_request is not None
         super().abort(reason, source=source)
         if not already:
+            opening = self._opening
+            if opening is not None:
+                opening.wake()
             self._watchdog.interrupt_now()
 
 

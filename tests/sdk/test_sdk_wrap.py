@@ -860,6 +860,80 @@ def test_sync_message_stream_manager_classifies_http_errors() -> None:
     assert failure.diagnosis.retry_after_s == 4.0
 
 
+def test_sync_message_stream_manager_stall_before_headers_fires_the_connect_watchdog() -> None:
+    # The manager sends the request in __enter__: the connect deadline must end that wait, not the SDK's.
+    with sync_serving("anthropic", (Stall(),)) as (_, client), pytest.raises(StreamFailed) as info:
+        started = time.monotonic()
+        with streamfsm.wrap(
+            client.messages.stream(**SDK_BODIES["anthropic"]), config=StreamConfig(connect_timeout=0.3)
+        ) as run:
+            for _ in run:
+                pass
+    assert time.monotonic() - started < SDK_TIMEOUT_S / 2, "the SDK's own timeout decided"
+    failure = check_failure(info.value)
+    expect(failure, "watchdog", "safe_auto_retry", "connect_timeout", "before_connection")
+    assert failure.diagnosis.possibly_delivered
+
+
+def test_sync_abort_from_another_thread_stops_a_message_stream_manager_still_connecting() -> None:
+    with sync_serving("anthropic", (Stall(),)) as (_, client), pytest.raises(StreamFailed) as info:
+        run = streamfsm.wrap(client.messages.stream(**SDK_BODIES["anthropic"]))
+        threading.Timer(0.2, run.abort, ("user pressed stop",)).start()
+        started = time.monotonic()
+        with run:
+            for _ in run:
+                pass
+    assert time.monotonic() - started < SDK_TIMEOUT_S / 2, "the SDK's own timeout decided"
+    failure = check_failure(info.value)
+    expect(failure, "local_abort", "no_retry", "local_abort", "before_connection")
+    assert failure.record["abort"]["reason"] == "user pressed stop"
+
+
+def test_sync_a_manager_that_answers_after_the_connect_deadline_is_closed_by_its_helper() -> None:
+    frames = text_stream("anthropic", ["Hel", "lo"])
+    steps = (Sleep(0.6), *script(frames, Stall()))
+    with sync_serving("anthropic", steps) as (server, client):
+        manager = client.messages.stream(**SDK_BODIES["anthropic"])
+        closed = threading.Event()
+        exit_manager = manager.__exit__
+
+        def spy(*args: Any) -> Any:
+            closed.set()
+            return exit_manager(*args)
+
+        manager.__exit__ = spy
+        with pytest.raises(StreamFailed) as info:
+            with streamfsm.wrap(manager, config=StreamConfig(connect_timeout=0.3)) as run:
+                for _ in run:
+                    pass
+        assert info.value.record["outcome"]["edge"] == "connect_timeout"
+        assert closed.wait(5), "the late stream was left open"
+        assert server.requests_seen == 1
+
+
+def test_sync_abort_before_entering_sends_nothing() -> None:
+    with sync_serving("anthropic", (Headers(), Stall())) as (server, client):
+        run = streamfsm.wrap(client.messages.stream(**SDK_BODIES["anthropic"]))
+        run.abort("changed my mind")
+        with pytest.raises(StreamFailed) as info:
+            with run:
+                pass
+        assert server.requests_seen == 0
+    assert str(info.value.diagnosis.state) == "idle/none"
+    assert info.value.record["abort"]["reason"] == "changed my mind"
+
+
+def test_sync_message_stream_manager_that_connects_in_time_streams_as_before() -> None:
+    frames = text_stream("anthropic", ["Hel", "lo"])
+    steps = (Sleep(0.1), *script(frames, End()))
+    with sync_serving("anthropic", steps) as (_, client):
+        with streamfsm.wrap(
+            client.messages.stream(**SDK_BODIES["anthropic"]), config=StreamConfig(connect_timeout=2)
+        ) as run:
+            text = "".join(e.text for e in run if isinstance(e, TextDelta))
+    assert text == "Hello" and run.finished
+
+
 @pytest.mark.anyio
 async def test_a_sync_run_refuses_async_with() -> None:
     with sync_serving("openai-chat", script(text_stream("openai-chat", ["hi"]), End())) as (_, client):
