@@ -45,7 +45,9 @@ when the deadline passes (or ``abort()`` is called from another thread), shuts t
 (``shutdown(SHUT_RDWR)``: closing a socket from another thread does not wake a blocked ``recv``, measured), so
 the blocked read returns; the fired flag, never the exception's message, decides the edge. Without an HTTP/1.1
 socket to shut (HTTP/2), the response is closed instead, which may not wake a blocked read. A sync connect (an
-un-entered ``MessageStreamManager``) is bounded by the SDK client's own timeout only.
+un-entered ``MessageStreamManager``, whose ``__enter__`` sends the request) runs on a helper thread that the
+run waits for until the connect deadline or ``abort()``; a stream that arrives after the run gave up is
+closed by that thread.
 
 **Where it differs from open_stream** (each forced by what the SDKs hide):
 
