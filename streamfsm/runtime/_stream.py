@@ -64,6 +64,22 @@ _CLEANUP_TIMEOUT_S: Final = 5.0
 _CONSUMER_TYPES: Final = frozenset(CONSUMER_EVENT_TYPES)
 
 
+class _NeverCancelled:
+    """The scope of a chunk whose source watches each of its own reads: nothing to cancel here."""
+
+    __slots__ = ()
+    cancelled_caught = False
+
+    def __enter__(self) -> _NeverCancelled:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        return None
+
+
+_NEVER_CANCELLED: Final = _NeverCancelled()
+
+
 async def _no_chunks() -> Any:
     raise StopAsyncIteration
 
@@ -128,7 +144,7 @@ class Run:
         # The source's next chunk; raises StopAsyncIteration at its clean end. Set by the subclass's _connect.
         self._next_chunk: Callable[[], Awaitable[Any]] = _no_chunks
         # True when the source runs each of its network reads under the watchdog itself (an SDK stream
-        # behind our byte tap): no scope around a whole chunk then.
+        # behind our byte tap): a chunk is then awaited in _NEVER_CANCELLED, not in a scope of its own.
         self._source_watches_reads = False
         self._pending: deque[ConsumerEvent] = deque()
         self._read_scope: anyio.CancelScope | None = None
@@ -300,26 +316,19 @@ class Run:
                 # loop's watchdog cancels when the earliest deadline passes, and abort() at once; a fault
                 # there fails the run. Inline, not a coroutine: this is paid once per network read.
                 chunk: Any = None
-                if self._source_watches_reads:
+                scope = _NEVER_CANCELLED if self._source_watches_reads else self._watched_read_scope()
+                with scope:
                     try:
                         chunk = await self._next_chunk()
                     except StopAsyncIteration:
                         pass
                     except Exception as exc:
                         self._read_failed(exc)
-                else:
-                    with self._watched_read_scope() as scope:
-                        try:
-                            chunk = await self._next_chunk()
-                        except StopAsyncIteration:
-                            pass
-                        except Exception as exc:
-                            self._read_failed(exc)
-                        finally:
-                            self._read_scope = None
-                            self._read_ended()
-                    if scope.cancelled_caught:
-                        self._fail_cancelled(self._read_edge)
+                    finally:
+                        self._read_scope = None
+                        self._read_ended()
+                if scope.cancelled_caught:
+                    self._fail_cancelled(self._read_edge)
                 self._apply_chunk(chunk)
             except StreamFailed as failure:
                 if not pending:
