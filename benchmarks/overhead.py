@@ -16,7 +16,10 @@ transport (``benchmarks._transport``, one event-loop checkpoint per read):
   ``httpx.AsyncClient``.
 * ``openai SDK`` / ``anthropic SDK``: ``await client...create(stream=True)`` and ``async for`` over it, the
   SDK on an ``httpx2.AsyncClient`` with the same transport (``http_client=``), ``max_retries=0``.
-* ``wrap(SDK)``: ``async with streamfsm.wrap(client...create(stream=True))`` (``benchmarks.sdk``'s sides).
+* ``wrap(SDK)``: ``async with streamfsm.wrap(client...create(stream=True))`` (``benchmarks.sdk``'s sides): the
+  SDK sends the request, the run reads the body itself.
+* ``MessageStream`` / ``wrap(MessageStream)`` (anthropic): ``client.messages.stream()`` iterated bare, and
+  wrapped, where the run iterates the SDK's items (the snapshot stays the caller's): ``wrap()``'s item path.
 
 CPU time (``time.process_time``) per stream, median over repeats, contenders interleaved round-robin so a
 change in the machine's load hits all of them; reported per SSE event of the payload (the same denominator
@@ -86,7 +89,8 @@ def _ours(client: Any, fmt: str) -> Contender:
     return run
 
 
-def _sdk_call(fmt: str, chunks: list[bytes]) -> Callable[[], Any]:
+def _sdk_call(fmt: str, chunks: list[bytes], *, helper: bool = False) -> Callable[[], Any]:
+    """The SDK call that opens one stream; ``helper``: anthropic's ``messages.stream()`` manager instead."""
     import httpx2
 
     from ._transport import MemoryTransport2
@@ -99,6 +103,8 @@ def _sdk_call(fmt: str, chunks: list[bytes]) -> Callable[[], Any]:
             api_key="sk-ant-bench", base_url=BASE_URL, http_client=http_client, max_retries=0
         )
         messages: Any = BODIES[fmt]["messages"]
+        if helper:
+            return lambda: aclient.messages.stream(model="claude-bench", max_tokens=4096, messages=messages)
         return lambda: aclient.messages.create(
             model="claude-bench", max_tokens=4096, messages=messages, stream=True
         )
@@ -117,6 +123,17 @@ def _sdk(call: Callable[[], Any]) -> Contender:
         stream = await call()
         async for _ in stream:
             count += 1
+        return count
+
+    return run
+
+
+def _sdk_helper(manager: Callable[[], Any]) -> Contender:
+    async def run() -> int:
+        count = 0
+        async with manager() as stream:
+            async for _ in stream:
+                count += 1
         return count
 
     return run
@@ -161,6 +178,12 @@ def _contenders(payload: Payload, chunking: str, backend: str) -> dict[str, Cont
         wrapped = _wrapped(call)
         if wrapped is not None:
             out["wrap"] = wrapped
+        if payload.fmt == "anthropic":
+            # A MessageStream keeps its snapshot for the caller, so wrap() reads its items: the item path.
+            manager = _sdk_call(payload.fmt, chunks, helper=True)
+            wrapped_items = _wrapped(manager)
+            if wrapped_items is not None:
+                out["sdk_items"], out["wrap_items"] = _sdk_helper(manager), wrapped_items
     return out
 
 
@@ -265,6 +288,21 @@ def measure(
                             us["sdk"],
                             f"bare {sdk_name}",
                             target=1.10,
+                            note="the run reads the body itself",
+                            extra=extra,
+                        )
+                    )
+                if "wrap_items" in us:
+                    rows.append(
+                        Row(
+                            SECTION,
+                            f"{label}: wrap(MessageStream) vs bare",
+                            us["wrap_items"],
+                            "µs/event",
+                            us["sdk_items"],
+                            "bare MessageStream",
+                            target=1.10,
+                            note="item path: SDK items translated (a MessageStream, a stream already read)",
                             extra=extra,
                         )
                     )

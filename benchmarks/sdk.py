@@ -9,8 +9,8 @@ chunk). The real SDK clients (``openai``, ``anthropic``, ``max_retries=0``) requ
 
 * ``bare``: ``stream = await client...create(stream=True)``, then ``async for item in stream``.
 * ``wrapped``: ``async with streamfsm.wrap(client...create(stream=True)) as run: async for event in run``
-  (the request is sent on entry, under the connect watchdog; every item is translated, driven through the
-  machine, counted and timed; the record is built at the end).
+  (the SDK sends the request on entry, under the connect watchdog; the run reads the body itself, and every
+  event is decoded, driven through the machine, counted and timed; the record is built at the end).
 
 Each timing covers the request and the whole iteration; per item is that over the SDK's item count. Two
 clocks: the client thread's CPU time (``time.thread_time``: it leaves out the server thread and time spent

@@ -25,39 +25,43 @@ connect watchdog). Sync: the ``Stream`` / ``MessageStream`` counterparts (and an
 stream's item type, or the first item); ``provider=`` names it instead, and is checked against what is seen.
 Neither SDK is imported: classes are recognised by name.
 
+**Two ways to read.** The SDK sends the request (its auth, base URL, options, and retries up to the
+headers); the body is then read by the run itself whenever it can be: the stream's ``response`` is an
+``httpx``/``httpx2`` response whose body nobody has started to read, and the stream is not a
+``MessageStream`` (whose snapshot the caller may still ask for). The bytes go through the same SSE decoder
+and wire adapter as ``open_stream``'s, so the run sees exactly what ``open_stream`` would (``[DONE]``,
+keepalives, raw delta keys, ``max_line_bytes``) and skips the SDK's per-item model building, which costs
+more than the whole of our pipeline. Otherwise (a ``MessageStream``, a stream the caller already started to
+iterate, a format the stream does not say) the run iterates the SDK's items and translates each one by
+attribute access (``_adapters._sdk_items``), never ``model_dump``.
+
 **Facts.** Status, allow-listed headers, request ids and the endpoint come from the SDK's ``response``; the
-model and the request's shape from its request body (parsed once, when under 1 MiB). Items are translated by
-attribute access (``_adapters._sdk_items``), never ``model_dump``. SDK exceptions are classified once:
-``APIStatusError`` (and openai's bare in-band ``APIError``) through ``provider_error_from_sdk``, connection
-faults through ``transport_facts`` (openai 3.x wraps httpx2 errors in ``APIConnectionError``; openai 2.x and
-anthropic let raw ``httpx``/``httpx2`` errors escape; both are read by class name and chain), a JSON or shape
-error from the SDK's decoder as a protocol violation. Anything else raised while connecting is not a
-transport fact and propagates as it was (recorded as ``consumer_error``).
+model and the request's shape from its request body (parsed once, when under 1 MiB). SDK exceptions are
+classified once: ``APIStatusError`` (and openai's bare in-band ``APIError``) through
+``provider_error_from_sdk``, connection faults through ``transport_facts`` (openai 3.x wraps httpx2 errors in
+``APIConnectionError``; openai 2.x and anthropic let raw ``httpx``/``httpx2`` errors escape; both are read by
+class name and chain), a JSON or shape error from the SDK's decoder as a protocol violation. Anything else
+raised while connecting is not a transport fact and propagates as it was (recorded as ``consumer_error``).
 
-**Watchdogs.** Like ``HttpRun``, each network read waits in a cancel scope that the loop's watchdog
-cancels when the earliest deadline passes (``_watchdog``): the run wraps the ``response.stream`` byte stream
-the SDK is about to read (an ``AsyncByteStream`` subclass of the SDK's own httpx generation), so a read that
-outlives the deadline is cancelled inside the SDK, surfaces as our own exception, and ends the run with the
-watchdog's edge. A fast stream carries many events per read, so this costs per chunk, not per
-event. When the byte stream cannot be wrapped (the caller already started iterating), the scope goes around
-each item instead. Sync runs check the deadline before each read and keep one watchdog thread per run which,
-when the deadline passes (or ``abort()`` is called from another thread), shuts the socket down
-(``shutdown(SHUT_RDWR)``: closing a socket from another thread does not wake a blocked ``recv``, measured), so
-the blocked read returns; the fired flag, never the exception's message, decides the edge. Without an HTTP/1.1
-socket to shut (HTTP/2), the response is closed instead, which may not wake a blocked read. A sync connect (an
-un-entered ``MessageStreamManager``, whose ``__enter__`` sends the request) runs on a helper thread that the
-run waits for until the connect deadline or ``abort()``; a stream that arrives after the run gave up is
-closed by that thread.
+**Watchdogs.** Like ``HttpRun``, each read waits in a cancel scope that the loop's watchdog cancels when the
+earliest deadline passes (``_watchdog``): a network read when the run reads the body, an SDK item otherwise.
+Sync runs check the deadline before each read and keep one watchdog thread per run which, when the deadline
+passes (or ``abort()`` is called from another thread), shuts the socket down (``shutdown(SHUT_RDWR)``:
+closing a socket from another thread does not wake a blocked ``recv``, measured), so the blocked read
+returns; the fired flag, never the exception's message, decides the edge. Without an HTTP/1.1 socket to shut
+(HTTP/2), the response is closed instead, which may not wake a blocked read. A sync connect (an un-entered
+``MessageStreamManager``, whose ``__enter__`` sends the request) runs on a helper thread that the run waits
+for until the connect deadline or ``abort()``; a stream that arrives after the run gave up is closed by that
+thread.
 
-**Where it differs from open_stream** (each forced by what the SDKs hide):
+**Where it differs from open_stream:**
 
-* Terminal signal, openai Chat Completions: the SDK swallows ``data: [DONE]`` and also ends silently at a
-  clean EOF without it, so an iteration that ends *after a* ``finish_reason`` counts as finished, and one
-  that ends without any is ``eof_without_terminal`` (detail ``no_finish_reason``). A cut between the
-  ``finish_reason`` chunk and ``[DONE]`` cannot be seen. Responses and Anthropic keep their terminal events.
-* Keepalives: the SDKs drop SSE comments and Anthropic pings, so ``stream_events`` has no ``keepalive`` count;
-  the idle watchdog is unaffected (keepalives never count as progress).
 * Timings start at ``wrap()``: for a stream the caller opened, the connect phase happened before it.
+* On SDK items only (each forced by what the SDKs hide): openai swallows ``data: [DONE]`` and also ends
+  silently at a clean EOF without it, so a Chat Completions iteration that ends *after a* ``finish_reason``
+  counts as finished, and one that ends without any is ``eof_without_terminal`` (detail
+  ``no_finish_reason``); the SDKs drop SSE comments and Anthropic pings, so no ``keepalive`` is counted (the
+  idle watchdog is unaffected: keepalives never count as progress).
 """
 
 from __future__ import annotations
@@ -70,7 +74,7 @@ import socket
 import threading
 import time
 import typing
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from types import TracebackType
 from typing import Any, Final, NoReturn, overload
@@ -83,8 +87,10 @@ from ..classify._redact import redact_text, redact_url
 from ..classify._taxonomy import ProviderError, TransportKind
 from ..classify._transport import transport_facts
 from ..machine import Trigger
+from ._adapters import adapter_for
 from ._adapters._base import MALFORMED_JSON, UNEXPECTED_EVENT, UNEXPECTED_SHAPE
 from ._adapters._sdk_items import (
+    HELPER_EVENTS,
     NO_FINISH_REASON,
     SdkAnthropic,
     SdkOpenAIChat,
@@ -95,7 +101,7 @@ from ._config import Ids, StreamConfig
 from ._errors import StreamFailed
 from ._events import ConsumerEvent, ProtocolViolation, StreamEvent
 from ._record import request_shape
-from ._stream import Run
+from ._stream import Run, body_chunks, sync_body_chunks
 from ._watchdog import loop_time
 
 __all__ = ["SDK_PROVIDERS", "SdkRun", "SyncSdkRun", "wrap"]
@@ -110,7 +116,7 @@ _TRANSLATORS: Final[dict[str, type[SdkTranslator]]] = {
 }
 _MAX_REQUEST_BODY: Final = 1 << 20
 _WATCHDOG_JOIN_S: Final = 1.0
-_HTTP_FAMILIES: Final = frozenset({"httpx", "httpx2"})
+_HTTP_FAMILIES: Final = frozenset({"httpx", "httpx2"})  # responses whose body wrap() can read itself
 _SDKS: Final = frozenset({"openai", "anthropic"})
 # Connect faults after which no request can have left: the run never reached the provider.
 _NOT_CONNECTED: Final = frozenset(
@@ -241,6 +247,17 @@ def _flavour_of_item(item: object) -> str | None:
     return None
 
 
+def _body_unread(response: Any) -> bool:
+    """Whether the run can read this response's body itself: an ``httpx``/``httpx2`` response that nobody
+    has started to read (once the SDK has, its decoder may hold part of the body)."""
+    return (
+        response is not None
+        and any(_top(klass) in _HTTP_FAMILIES for klass in type(response).__mro__)
+        and not getattr(response, "is_stream_consumed", True)
+        and not getattr(response, "is_closed", True)
+    )
+
+
 def _check_provider(provider: str | None) -> str | None:
     if provider is None:
         return None
@@ -257,132 +274,16 @@ def _check_match(provider: str, sdk: str | None, flavour: str | None) -> None:
         raise ValueError(f"provider={provider!r} does not match a stream of {flavour!r} items")
 
 
-def _find_interrupt(exc: BaseException) -> _Interrupted | None:
-    """Our own interruption, even if some SDK version wrapped it."""
-    seen = 0
-    current: BaseException | None = exc
-    while current is not None and seen < 16:
-        if isinstance(current, _Interrupted):
-            return current
-        current = current.__cause__ or current.__context__
-        seen += 1
-    return None
-
-
 _log: Final = logging.getLogger("streamfsm")
 _UNKNOWN_PROVIDER_ERROR: Final[ProviderError] = provider_error_from_event({"error": {}})
 
 
 class _Interrupted(Exception):
-    """Raised inside the SDK's read when our watchdog (or ``abort()``) stopped it; never escapes a run."""
+    """A sync read stopped by the run's watchdog thread (or ``abort()``); never escapes a run."""
 
     def __init__(self, edge: Trigger) -> None:
         super().__init__(edge.value)
         self.edge = edge
-
-
-# -- the byte-stream taps: one watched read per network chunk ---------------------------------------------
-
-
-class _AsyncTap:
-    """Wraps ``response.stream`` so each network read runs under the run's watchdog deadline.
-
-    Mixed, at run time, into the ``AsyncByteStream`` class of the response's own httpx generation (the
-    response checks ``isinstance``); everything else is forwarded to the wrapped stream."""
-
-    def __init__(self, inner: Any, run: SdkRun) -> None:
-        self._inner = inner
-        self._run = run
-        # anthropic looks this up on the response's stream for every item: keep it a plain attribute (a
-        # miss through __getattr__ would raise and catch an AttributeError per item). It is set once, when
-        # the SDK's tracing wraps the body, before the tap is installed.
-        self.stream_observer = getattr(inner, "stream_observer", None)
-
-    def __getattr__(self, name: str) -> Any:
-        if name in ("_inner", "_run"):
-            raise AttributeError(name)
-        return getattr(self._inner, name)  # e.g. httpx2's ``elapsed``
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        run = self._run
-        rec = run._rec
-        chunks = self._inner.__aiter__()
-        try:
-            while True:
-                if run._abort_request is not None:  # abort() came while the SDK was between reads
-                    raise _Interrupted(Trigger.LOCAL_ABORT)
-                with run._watched_read_scope() as scope:
-                    try:
-                        chunk = await chunks.__anext__()
-                    except StopAsyncIteration:
-                        return
-                    finally:
-                        run._read_scope = None
-                        run._read_ended()
-                if scope.cancelled_caught:
-                    raise _Interrupted(run._read_edge)
-                rec.bytes_received += len(chunk)
-                yield chunk
-        finally:
-            close = getattr(chunks, "aclose", None)
-            if close is not None:
-                await close()
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-
-class _SyncTap:
-    """The sync counterpart of ``_AsyncTap``: each read armed on the run's watchdog thread."""
-
-    def __init__(self, inner: Any, run: SyncSdkRun) -> None:
-        self._inner = inner
-        self._run = run
-        self.stream_observer = getattr(inner, "stream_observer", None)  # see _AsyncTap
-
-    def __getattr__(self, name: str) -> Any:
-        if name in ("_inner", "_run"):
-            raise AttributeError(name)
-        return getattr(self._inner, name)
-
-    def __iter__(self) -> Iterator[bytes]:
-        run = self._run
-        rec = run._rec
-        chunks = iter(self._inner)
-        try:
-            while True:
-                try:
-                    chunk = run._watched_next(chunks)
-                except StopIteration:
-                    return
-                rec.bytes_received += len(chunk)
-                yield chunk
-        finally:
-            close = getattr(chunks, "close", None)
-            if close is not None:
-                close()
-
-    def close(self) -> None:
-        self._inner.close()
-
-
-_TAP_CLASSES: dict[tuple[type, type], type] = {}
-
-
-def _tap_class(stream_type: type, base_name: str, mixin: type) -> type | None:
-    """``mixin`` over the ``base_name`` class (``AsyncByteStream``/``SyncByteStream``) of the response's own
-    httpx generation, found in the MRO of the stream it carries; None if there is none."""
-    base = next(
-        (k for k in stream_type.__mro__ if k.__name__ == base_name and _top(k) in _HTTP_FAMILIES),
-        None,
-    )
-    if base is None:
-        return None
-    key = (mixin, base)
-    tap = _TAP_CLASSES.get(key)
-    if tap is None:
-        tap = _TAP_CLASSES[key] = type(f"{mixin.__name__}_{_top(base)}", (mixin, base), {})
-    return tap
 
 
 # -- the shared part ------------------------------------------------------------------------------------
@@ -426,7 +327,6 @@ class _SdkBase(Run):
         self._helper_events = helper_events
         self._translator: SdkTranslator | None = None
         self._response: Any = None
-        self._feed = self._first_item
         known = provider or flavour
         if known is not None:
             self._use(known)
@@ -434,28 +334,14 @@ class _SdkBase(Run):
     # -- the format ---------------------------------------------------------------------------------------
 
     def _use(self, provider: str) -> None:
-        translator = _TRANSLATORS[provider]()
-        self._translator = translator
         self._format = provider
         self.provider = self._rec.provider = provider
-        self._rec.delta_keys = translator.delta_keys
-        if self._helper_events and isinstance(translator, SdkAnthropic):
-            self._feed = translator.feed_helper_item
-        else:
-            self._feed = translator.feed_item
-
-    def _first_item(self, item: Any) -> list[StreamEvent]:
-        """The format was not known before the first item: decide it now, then translate as usual."""
-        flavour = _flavour_of_item(item)
-        if flavour is None or (self._sdk is not None and not flavour.startswith(self._sdk)):
-            raise ProtocolViolation(UNEXPECTED_EVENT, 0)
-        self._use(flavour)
-        return self._feed(item)
 
     # -- the opened stream --------------------------------------------------------------------------------
 
-    def _attach(self, stream: Any, mode: str) -> None:
-        """Take the opened SDK stream: check it, read its response's facts, and wrap its byte stream."""
+    def _attach(self, stream: Any, mode: str) -> Any:
+        """Take the opened SDK stream: check it, read its response's facts, and set the run's source. Returns
+        the chunk source: the response's byte chunks, or the SDK's items (see ``_read_items``)."""
         found = _kind_of(stream)
         if found is None or found[1] != mode:
             raise TypeError(
@@ -473,17 +359,39 @@ class _SdkBase(Run):
             _check_match(self._given, sdk, flavour)
         if self._format is None and (flavour or sdk == "anthropic"):
             self._use(flavour or "anthropic")
-        elif (
-            self._translator is not None
-            and self._helper_events
-            and isinstance(self._translator, SdkAnthropic)
-        ):
-            self._feed = self._translator.feed_helper_item
         self._sdk_stream = stream
         self._response = response = getattr(stream, "response", None)
         self._rec.request_sent = True
         self._response_facts(response)
-        self._source_watches_reads = self._install_tap(response, mode)
+        if self._format is not None and not self._helper_events and _body_unread(response):
+            self._read_wire(adapter_for(self._format))
+            return body_chunks(response) if mode == _ASYNC_STREAM else sync_body_chunks(response)
+        self._read_items()
+        return _RawEvents(stream) if self._helper_events else stream
+
+    def _read_items(self) -> None:
+        """The source is the SDK's own iteration: each item is translated by attribute access."""
+        self._frames_of = self._item_frames
+        if self._format is None:
+            self._feed = self._first_item
+            return
+        translator = self._translator = _TRANSLATORS[self._format]()
+        self._rec.delta_keys = translator.delta_keys
+        self._feed = translator.feed_item
+
+    def _first_item(self, item: Any) -> list[StreamEvent]:
+        """The format was not known before the first item: decide it now, then translate as usual."""
+        flavour = _flavour_of_item(item)
+        if flavour is None or (self._sdk is not None and not flavour.startswith(self._sdk)):
+            raise ProtocolViolation(UNEXPECTED_EVENT, 0)
+        self._use(flavour)
+        self._read_items()
+        return self._feed(item)
+
+    def _item_frames(self, item: Any) -> list[Any]:
+        if self._response is not None:
+            self._rec.bytes_received = getattr(self._response, "num_bytes_downloaded", 0)
+        return [item]  # an SDK item is one frame
 
     def _response_facts(self, response: Any) -> None:
         rec = self._rec
@@ -509,30 +417,10 @@ class _SdkBase(Run):
                 if isinstance(model, str) and model:
                     rec.model = redact_text(model, limit=128)
 
-    def _install_tap(self, response: Any, mode: str) -> bool:
-        stream = getattr(response, "stream", None)
-        if (
-            stream is None
-            or getattr(response, "is_stream_consumed", True)
-            or getattr(response, "is_closed", True)
-        ):
-            return False
-        if mode == _ASYNC_STREAM:
-            tap = _tap_class(type(stream), "AsyncByteStream", _AsyncTap)
-        else:
-            tap = _tap_class(type(stream), "SyncByteStream", _SyncTap)
-        if tap is None:
-            return False
-        response.stream = tap(stream, self)
-        return True
-
     # -- faults -------------------------------------------------------------------------------------------
 
     def _connect_failed(self, exc: Exception) -> None:
         """Fail the run for an SDK or transport fault raised while connecting; return for anything else."""
-        interrupted = _find_interrupt(exc)
-        if interrupted is not None:
-            self._fail_cancelled(interrupted.edge)
         family = _sdk_error(exc)
         provider = provider_error_from_sdk(exc)
         if provider is not None or family == "provider":
@@ -555,9 +443,6 @@ class _SdkBase(Run):
         self._fail(edge, self._facts(transport=facts), exc)
 
     def _read_failed(self, exc: Exception) -> NoReturn:
-        interrupted = _find_interrupt(exc)
-        if interrupted is not None:
-            self._fail_cancelled(interrupted.edge)
         family = _sdk_error(exc)
         provider = provider_error_from_sdk(exc)
         if provider is not None or family == "provider":
@@ -571,18 +456,15 @@ class _SdkBase(Run):
             self._fail(Trigger.PROTOCOL_VIOLATION, self._facts(detail=UNEXPECTED_SHAPE), exc)
         super()._read_failed(exc)
 
-    def _frames_of(self, item: Any) -> list[Any]:
-        if not self._source_watches_reads and self._response is not None:  # the tap counts bytes itself
-            self._rec.bytes_received = getattr(self._response, "num_bytes_downloaded", 0)
-        return [item]  # an SDK item is one frame
-
     def _eof_events(self) -> list[StreamEvent]:
-        return self._translator.end() if self._translator is not None else []
+        if self._translator is None:
+            return super()._eof_events()
+        return self._translator.end()
 
     def _eof_detail(self) -> str | None:
         if isinstance(self._translator, SdkOpenAIChat) and self._translator._finish_raw is None:
             return NO_FINISH_REASON
-        return None
+        return super()._eof_detail()
 
 
 # -- async --------------------------------------------------------------------------------------------------
@@ -601,8 +483,7 @@ class SdkRun(_SdkBase):
         stream = self._sdk_stream
         if stream is None:
             stream = self._sdk_stream = await self._open()  # closed at cleanup even if _attach refuses it
-        self._attach(stream, _ASYNC_STREAM)
-        self._next_chunk = _anext_of(stream)
+        self._next_chunk = _anext_of(self._attach(stream, _ASYNC_STREAM))
         self._headers_received()
 
     async def _open(self) -> Any:
@@ -633,6 +514,36 @@ class SdkRun(_SdkBase):
         result = closed() if callable(closed) else None
         if inspect.isawaitable(result):
             await result
+
+
+class _RawEvents:
+    """A ``MessageStream``'s items without its helper events, each of which repeats a raw event: skipped
+    inside one read, not read, applied and dropped one by one."""
+
+    __slots__ = ("_stream",)
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def __aiter__(self) -> _RawEvents:
+        return self
+
+    async def __anext__(self) -> Any:
+        stream = self._stream
+        while True:
+            item = await stream.__anext__()
+            if getattr(item, "type", None) not in HELPER_EVENTS:
+                return item
+
+    def __iter__(self) -> _RawEvents:
+        return self
+
+    def __next__(self) -> Any:
+        stream = self._stream
+        while True:
+            item = next(stream)
+            if getattr(item, "type", None) not in HELPER_EVENTS:
+                return item
 
 
 def _anext_of(stream: Any) -> Callable[[], Awaitable[Any]]:
@@ -839,9 +750,8 @@ class SyncSdkRun(_SdkBase):
         stream = self._sdk_stream
         if stream is None:
             stream = self._sdk_stream = self._open_sync()
-        self._attach(stream, _SYNC_STREAM)
+        self._iterator: Iterator[Any] = _next_source(self._attach(stream, _SYNC_STREAM))
         self._socket = _socket_of(self._response)
-        self._iterator: Iterator[Any] = _next_source(stream)
         self._headers_received()
 
     def _open_sync(self) -> Any:
@@ -906,8 +816,7 @@ class SyncSdkRun(_SdkBase):
 
     def _read_sync(self) -> Any:
         try:
-            iterator = self._iterator
-            item = next(iterator) if self._source_watches_reads else self._watched_next(iterator)
+            item = self._watched_next(self._iterator)
         except StopIteration:
             return None
         except _Interrupted as stop:

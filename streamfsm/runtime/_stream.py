@@ -25,7 +25,7 @@ import ssl
 import time
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import Any, Final, NoReturn
@@ -64,28 +64,12 @@ _CLEANUP_TIMEOUT_S: Final = 5.0
 _CONSUMER_TYPES: Final = frozenset(CONSUMER_EVENT_TYPES)
 
 
-class _NeverCancelled:
-    """The scope of a chunk whose source watches each of its own reads: nothing to cancel here."""
-
-    __slots__ = ()
-    cancelled_caught = False
-
-    def __enter__(self) -> _NeverCancelled:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        return None
-
-
-_NEVER_CANCELLED: Final = _NeverCancelled()
-
-
 async def _no_chunks() -> Any:
     raise StopAsyncIteration
 
 
-def _no_frames(frame: Any) -> list[StreamEvent]:
-    raise RuntimeError("a Run subclass must set _feed")
+def _unset(value: Any) -> list[Any]:
+    raise RuntimeError("a Run subclass must set its source (_read_wire, or _feed and _frames_of)")
 
 
 def _deadline(start: float, timeout: float | None) -> float:
@@ -106,10 +90,10 @@ class Run:
     run.tool(call_id)``) for tool execution, and ``abort()`` to stop the stream with provenance.
 
     This class holds everything that does not depend on where events come from: the machine, the watchdogs,
-    the record, the tool ledger, and how a run ends. A subclass supplies the source through ``_connect``
-    (which sets ``_next_chunk``), ``_frames_of`` (chunk → frames), ``_feed`` (frame → events),
-    ``_eof_events`` and ``_close_source``: ``HttpRun`` for our own client, ``SdkRun`` for a provider SDK's
-    stream.
+    the record, the tool ledger, and how a run ends. A subclass's ``_connect`` supplies the source: the
+    next chunk, and either an SSE body read by ``_read_wire`` (``HttpRun``, and ``SdkRun`` on the SDK's
+    response) or its own ``_frames_of`` / ``_feed`` / ``_eof_events`` (``SdkRun`` translating SDK items);
+    ``_close_source`` ends it.
     """
 
     def __init__(
@@ -140,12 +124,12 @@ class Run:
             trace_id=self.trace_id,
         )
         self._rec.delta_keys = delta_keys  # the source's live, bounded counter
-        self._feed: Callable[[Any], list[StreamEvent]] = _no_frames  # frame → events; set by the subclass
-        # The source's next chunk; raises StopAsyncIteration at its clean end. Set by the subclass's _connect.
+        # The source, set by the subclass's _connect: the next chunk (raises StopAsyncIteration at the clean
+        # end), chunk → frames, and frame → events. _read_wire sets the last two for an SSE body.
         self._next_chunk: Callable[[], Awaitable[Any]] = _no_chunks
-        # True when the source runs each of its network reads under the watchdog itself (an SDK stream
-        # behind our byte tap): a chunk is then awaited in _NEVER_CANCELLED, not in a scope of its own.
-        self._source_watches_reads = False
+        self._frames_of: Callable[[Any], list[Any]] = _unset
+        self._feed: Callable[[Any], list[StreamEvent]] = _unset
+        self._wire: _Wire | None = None
         self._pending: deque[ConsumerEvent] = deque()
         self._read_scope: anyio.CancelScope | None = None
         self._scope_class: Callable[[], anyio.CancelScope] = anyio.CancelScope
@@ -180,16 +164,19 @@ class Run:
         """Start the request; on success the machine has taken ``headers_received``."""
         raise NotImplementedError
 
-    def _frames_of(self, chunk: Any) -> list[Any]:
-        """The raw frames one chunk of the source completed (a sync step: no coroutine layer per read)."""
-        raise NotImplementedError
+    def _read_wire(self, adapter: Adapter) -> None:
+        """The source is an SSE body: each chunk goes through our decoder, each frame through ``adapter``."""
+        wire = self._wire = _Wire(adapter, SSEDecoder(self.config.max_line_bytes), self._rec)
+        self._frames_of = wire.frames
+        self._feed = adapter.feed
+        self._rec.delta_keys = adapter.delta_keys  # the adapter's live, bounded counter
 
     def _eof_events(self) -> list[StreamEvent]:
         """Events the source still owes at a clean end (e.g. a deferred finish)."""
-        return []
+        return self._wire.end() if self._wire is not None else []
 
     def _eof_detail(self) -> str | None:
-        return None
+        return self._wire.eof_detail() if self._wire is not None else None
 
     def _read_failed(self, exc: Exception) -> NoReturn:
         """A read raised: by default a transport fault after the headers."""
@@ -316,8 +303,7 @@ class Run:
                 # loop's watchdog cancels when the earliest deadline passes, and abort() at once; a fault
                 # there fails the run. Inline, not a coroutine: this is paid once per network read.
                 chunk: Any = None
-                scope = _NEVER_CANCELLED if self._source_watches_reads else self._watched_read_scope()
-                with scope:
+                with self._watched_read_scope() as scope:
                     try:
                         chunk = await self._next_chunk()
                     except StopAsyncIteration:
@@ -665,10 +651,8 @@ class HttpRun(Run):
         self._headers = dict(headers or {})
         self._client = client
         self._owns_client = client is None
-        self._decoder = SSEDecoder(self.config.max_line_bytes)
         self._response: httpx.Response | None = None
         self._connected = False
-        self._feed = adapter.feed
 
     async def _trace(self, name: str, info: Mapping[str, Any]) -> None:
         if not name.endswith(".complete"):
@@ -726,7 +710,8 @@ class HttpRun(Run):
             body = await self._read_error_body(response, deadline, edge)
             error = provider_error_from_http(response.status_code, response.headers, body)
             self._fail(Trigger.HTTP_ERROR, self._facts(provider=error))
-        self._next_chunk = _body_reader(response).__anext__
+        self._read_wire(self._adapter)
+        self._next_chunk = body_chunks(response).__anext__
         self._headers_received()
 
     async def _read_error_body(self, response: httpx.Response, deadline: float, edge: Trigger) -> bytes:
@@ -746,17 +731,6 @@ class HttpRun(Run):
             self._fail_cancelled(edge)
         return bytes(body[:limit])
 
-    def _frames_of(self, chunk: bytes) -> list[Any]:
-        self._rec.bytes_received += len(chunk)
-        return self._decoder.feed(chunk)
-
-    def _eof_events(self) -> list[StreamEvent]:
-        events = [event for frame in self._decoder.close() for event in self._adapter.feed(frame)]
-        return events + self._adapter.end()
-
-    def _eof_detail(self) -> str | None:
-        return "incomplete_event" if self._decoder.truncated else None
-
     async def _close_source(self) -> None:
         try:
             if self._response is not None:
@@ -766,13 +740,44 @@ class HttpRun(Run):
                 await self._client.aclose()
 
 
-def _body_reader(response: httpx.Response) -> AsyncIterator[bytes]:
-    """The response body's chunks. An unencoded body (what SSE servers send) is read from the response's own
-    stream, two async-generator layers fewer per read than ``aiter_bytes`` (which ``aclose`` still ends);
-    an encoded one goes through ``aiter_bytes``, which decodes it."""
-    if response.headers.get("content-encoding", "identity").strip().lower() in ("", "identity"):
-        return response.stream.__aiter__()  # type: ignore[union-attr]
-    return response.aiter_bytes().__aiter__()
+class _Wire:
+    """An SSE body read by the run itself: bytes → our decoder → frames → one wire adapter → events."""
+
+    __slots__ = ("adapter", "decoder", "rec")
+
+    def __init__(self, adapter: Adapter, decoder: SSEDecoder, rec: Recorder) -> None:
+        self.adapter, self.decoder, self.rec = adapter, decoder, rec
+
+    def frames(self, chunk: bytes) -> list[Any]:
+        self.rec.bytes_received += len(chunk)
+        return self.decoder.feed(chunk)
+
+    def end(self) -> list[StreamEvent]:
+        adapter = self.adapter
+        return [event for frame in self.decoder.close() for event in adapter.feed(frame)] + adapter.end()
+
+    def eof_detail(self) -> str | None:
+        return "incomplete_event" if self.decoder.truncated else None
+
+
+def _unencoded(response: Any) -> bool:
+    return str(response.headers.get("content-encoding", "identity")).strip().lower() in ("", "identity")
+
+
+def body_chunks(response: Any) -> AsyncIterator[bytes]:
+    """An ``httpx`` (or ``httpx2``) response body's chunks. An unencoded body (what SSE servers send) is read
+    from the response's own stream, two async-generator layers fewer per read than ``aiter_bytes`` (which
+    ``aclose`` still ends); an encoded one goes through ``aiter_bytes``, which decodes it."""
+    if _unencoded(response):
+        return response.stream.__aiter__()  # type: ignore[no-any-return]
+    return response.aiter_bytes().__aiter__()  # type: ignore[no-any-return]
+
+
+def sync_body_chunks(response: Any) -> Iterator[bytes]:
+    """``body_chunks`` for a sync response."""
+    if _unencoded(response):
+        return iter(response.stream)
+    return iter(response.iter_bytes())
 
 
 _ON_EVENT: Final[dict[type, Callable[[Run, Any], None]]] = {

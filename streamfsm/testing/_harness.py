@@ -481,7 +481,7 @@ def plan(
     paths = _paths(sdk)
     for path in paths:
         for scenario in scenarios:
-            if path is None or (scenario.sdk and scenario.format in SDK_FORMATS.get(path, ())):
+            if path is None or scenario.format in SDK_FORMATS.get(path, ()):
                 jobs.append((scenario, path))
     return jobs
 

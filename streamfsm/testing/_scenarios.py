@@ -627,8 +627,7 @@ def _streams(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, An
                 "protocol_violation",
                 _A.ASK_USER,
             ),
-            # The SDKs' decoders have no line bound: this knob is ours only.
-            {"config": {"max_line_bytes": 4096}, "sdk": False},
+            {"config": {"max_line_bytes": 4096}},
         ),
         (
             "text-with-usage-and-reasoning",
@@ -706,12 +705,11 @@ def _streams(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, An
         out.append(
             (
                 "done-missing-clean-close",
-                "text and the finish_reason chunk, then a clean end of body without data: [DONE]. The"
-                " openai SDK swallows [DONE] and ends quietly without it, so wrap() cannot see this cut:"
-                " no SDK path",
+                "text and the finish_reason chunk, then a clean end of body without data: [DONE] (the"
+                " openai SDK ends quietly without it; wrap() reads the body itself and sees the cut)",
                 _play(_before(text, b"data: [DONE]"), End()),
                 _shown(_C.MID_GENERATION, EOF, "eof_without_terminal"),
-                {"sdk": False},
+                {},
             )
         )
     if fmt == "anthropic":

@@ -261,8 +261,6 @@ class Scenario:
     * ``config``: `StreamConfig` overrides for this scenario, e.g. ``{"idle_timeout": 0.3}``.
     * ``agent``: the agent's part (`Agent`): tool effects, abort, cancellation.
     * ``no_listener``: connect to a port nobody listens on ("connection refused"); the script is not played.
-    * ``sdk``: whether the scenario also makes sense through a provider SDK (a ``config`` knob the SDK's own
-      decoder does not have, such as ``max_line_bytes``, does not).
     """
 
     name: str
@@ -281,7 +279,6 @@ class Scenario:
     config: Mapping[str, object] = field(default_factory=dict, hash=False)
     agent: Agent = field(default_factory=Agent)
     no_listener: bool = False
-    sdk: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:

@@ -267,27 +267,19 @@ async def test_responses_error_shapes_are_all_provider_errors(shape: str) -> Non
 @pytest.mark.anyio
 @fmts
 async def test_clean_eof_without_terminal_is_never_a_success(fmt: str) -> None:
-    # For openai Chat Completions the SDK hides [DONE]: what tells here is that no finish_reason came.
     frames = cut_through(fmt, text_stream(fmt, ["Hello", " world"]), TextDelta)  # type: ignore[arg-type]
     failure = await fail(fmt, script(frames, End()))
     expect(failure, "mid_generation", "user_confirmed_retry", "eof_without_terminal", "mid_generation")
-    if fmt == "openai-chat":
-        assert "detail=no_finish_reason" in failure.record["outcome"]["evidence"]
 
 
 @pytest.mark.anyio
-async def test_chat_end_after_a_finish_reason_counts_as_finished_through_the_sdk() -> None:
-    # The documented difference: without [DONE] open_stream says eof_without_terminal, but the SDK ends the
-    # same way with or without it, so a finish_reason is the terminal signal here.
+async def test_a_chat_stream_cut_between_its_finish_reason_and_done_is_seen_through_the_sdk() -> None:
+    # The openai SDK ends the same way with or without [DONE]; wrap() reads the body itself, so it sees it.
     frames = text_stream("openai-chat", ["Hello"])
     without_done = frames[:-1]
     assert without_done[-1].startswith(b"data: {") and b"[DONE]" in frames[-1]
-    async with serving("openai-chat", script(without_done, End())) as (_, client):
-        async with streamfsm.wrap(create("openai-chat", client)) as run:
-            await consume(run)
-    record = validate_record(run.record)  # type: ignore[arg-type]
-    assert record["outcome"]["class"] == "completed"
-    assert record["finish_reason"] == {"raw": "stop", "unified": "stop"}
+    failure = await fail("openai-chat", script(without_done, End()))
+    expect(failure, "mid_generation", "user_confirmed_retry", "eof_without_terminal", "mid_generation")
 
 
 @pytest.mark.anyio
@@ -300,8 +292,8 @@ async def test_stall_kept_alive_by_keepalives_fires_the_idle_watchdog(fmt: str) 
     assert time.monotonic() - started < 5
     expect(failure, "watchdog", "user_confirmed_retry", "idle_timeout", "mid_generation")
     assert failure.record["watchdog"]["fired"] == "idle_timeout"
-    # The SDKs drop comments and pings before we see them: no keepalive is counted (open_stream counts them).
-    assert failure.record["stream_events"].get("keepalive", 0) == 0
+    # The SDKs drop comments and pings; wrap() reads the body itself and counts them, as open_stream does.
+    assert failure.record["stream_events"]["keepalive"] > 0
     assert failure.record["transport"]["bytes_received"] > sum(len(f) for f in frames)
 
 
@@ -553,6 +545,8 @@ def _scenarios(fmt: str) -> dict[str, tuple[Any, ...]]:
         "tool_ready": script(cut_through(fmt, tool, ToolCall), Fin()),
         "error_first": (Headers(), Send(error_event(fmt, "rate_limit", sequence_number=0)), End()),  # type: ignore[arg-type]
         "eof_mid_text": script(cut_through(fmt, text, TextDelta), End()),
+        "eof_before_terminal": script(text[:-1], End()),
+        "keepalives": (Headers(), Send(keepalive(fmt)), *(Send(f) for f in text), End()),  # type: ignore[arg-type]
         "http_429": (Status(429, (("retry-after", "3"), ("content-type", "application/json")), b"{}"),),
         "http_401": (Status(401, (("content-type", "application/json"),), b"{}"),),
         "fin_first": (Fin(),),
@@ -576,6 +570,8 @@ def _outcome(run: streamfsm.Run, failure: StreamFailed | None) -> tuple[Any, ...
         record["retry"]["action"],
         record["retry"]["retry_after_s"],
         record["stream_events"].get("text_delta", 0),
+        record["stream_events"].get("keepalive", 0),
+        record["delta_keys"],
     )
 
 
@@ -608,7 +604,7 @@ async def test_the_sdk_path_classifies_each_fault_as_open_stream_does(fmt: str, 
     assert sdk == http
 
 
-# -- anthropic's MessageStream helper, and streams handed over after some use ------------------------------
+# -- the item path: anthropic's MessageStream helper, and streams handed over after some use --------------
 
 
 @pytest.mark.anyio
@@ -647,8 +643,9 @@ async def test_anthropic_message_stream_manager_classifies_http_errors() -> None
 
 
 @pytest.mark.anyio
-async def test_a_stream_already_iterated_is_watched_per_item() -> None:
-    # The byte stream was already started, so it cannot be wrapped: the scope goes around each item instead.
+async def test_a_stream_already_iterated_is_read_item_by_item_and_watched() -> None:
+    # The SDK's decoder may hold part of the body, so the run iterates the SDK's items: the scope goes
+    # around each item, and what the SDK drops (keepalives) is not seen.
     frames = cut_through("openai-chat", text_stream("openai-chat", ["Hello", " world"]), TextDelta)
     alive = Keepalive(every=0.05, count=200, frame=keepalive("openai-chat"))
     async with serving("openai-chat", script(frames, alive, End())) as (_, client):
@@ -657,10 +654,45 @@ async def test_a_stream_already_iterated_is_watched_per_item() -> None:
         assert first.choices[0].delta.role == "assistant"
         with anyio.fail_after(BOUND_S), pytest.raises(StreamFailed) as info:
             async with streamfsm.wrap(stream, config=StreamConfig(idle_timeout=0.4)) as run:
-                assert not run._source_watches_reads
+                assert run._wire is None
                 await consume(run)
     failure = check_failure(info.value)
     expect(failure, "watchdog", "user_confirmed_retry", "idle_timeout", "mid_generation")
+    assert failure.record["stream_events"].get("keepalive", 0) == 0
+
+
+async def _after_one_item(frames: list[bytes]) -> tuple[streamfsm.Run, StreamFailed | None]:
+    """A chat stream the caller iterated one item of, then wrapped: the run reads the SDK's items."""
+    async with serving("openai-chat", script(frames, End())) as (_, client):
+        stream = await create("openai-chat", client)
+        await stream.__anext__()
+        run = streamfsm.wrap(stream)
+        try:
+            async with run:
+                assert run._wire is None
+                await consume(run)
+        except StreamFailed as failure:
+            return run, check_failure(failure)
+    return run, None
+
+
+@pytest.mark.anyio
+async def test_item_path_chat_end_after_a_finish_reason_counts_as_finished() -> None:
+    # The SDK ends the same way with or without [DONE]: on its items, a finish_reason is the terminal signal.
+    run, failure = await _after_one_item(text_stream("openai-chat", ["Hello"])[:-1])
+    assert failure is None
+    record = validate_record(run.record)  # type: ignore[arg-type]
+    assert record["outcome"]["class"] == "completed"
+    assert record["finish_reason"] == {"raw": "stop", "unified": "stop"}
+
+
+@pytest.mark.anyio
+async def test_item_path_chat_end_without_a_finish_reason_says_so() -> None:
+    frames = cut_through("openai-chat", text_stream("openai-chat", ["Hello", " world"]), TextDelta)
+    _, failure = await _after_one_item(frames)
+    assert failure is not None
+    expect(failure, "mid_generation", "user_confirmed_retry", "eof_without_terminal", "mid_generation")
+    assert "detail=no_finish_reason" in failure.record["outcome"]["evidence"]
 
 
 # -- what wrap() accepts ------------------------------------------------------------------------------------

@@ -12,7 +12,9 @@ mapping are the wire adapter's, not a copy. No item is ``model_dump``-ed:
   get a small dict of the fields that handler reads, built by ``plain`` / ``pick``. Those items are few per
   stream.
 
-Differences from the wire, all forced by what the SDKs hide (see ``streamfsm.runtime._sdk``):
+``wrap()`` reads a stream's body itself whenever it can; these translators serve the rest (a
+``MessageStream``, a stream the caller already started to iterate). Differences from the wire, all forced by
+what the SDKs hide (see ``streamfsm.runtime._sdk``):
 
 * openai swallows ``data: [DONE]`` and stops the same way at a clean EOF, so through the SDK a Chat
   Completions stream counts as finished when the iteration ends *after a* ``finish_reason``; an end without
@@ -291,12 +293,6 @@ class SdkAnthropic(SdkTranslator, AnthropicAdapter):
     """Raw message stream events (``RawContentBlockDeltaEvent`` and friends), dispatched on ``type``."""
 
     __slots__ = ()
-
-    def feed_helper_item(self, item: Any) -> list[StreamEvent]:
-        """``feed_item`` for a ``MessageStream``: its helper events are dropped before they are counted."""
-        if getattr(item, "type", None) in HELPER_EVENTS:
-            return []
-        return self.feed_item(item)
 
     def feed_item(self, item: Any) -> list[StreamEvent]:
         # SdkTranslator.feed_item with the dispatch inlined: this runs once per item of the cheapest SDK
