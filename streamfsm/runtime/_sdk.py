@@ -832,7 +832,8 @@ class SyncSdkRun(_SdkBase):
         # working out this read's deadline and arming it, and ending the read, happen under it too.
         with watchdog.lock:
             now = time.monotonic()
-            deadline = self._read_began(now)
+            self._read_began(now)
+            deadline, self._read_edge = self._read_deadline(now)
             due = self._abort_request is not None or watchdog.fired or now >= deadline
             if not due:
                 watchdog.arm(deadline)

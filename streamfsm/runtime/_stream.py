@@ -153,8 +153,7 @@ class Run:
         self._idle_waited = 0.0
         self._idle_read_started: float | None = None
         self._reading = False
-        self._read_deadline_at = math.inf  # the waiting read's earliest watchdog deadline (monotonic)
-        self._read_edge = Trigger.TOTAL_TIMEOUT  # and the edge it fires
+        self._read_edge = Trigger.TOTAL_TIMEOUT  # the edge of the watchdog that ended the waiting read
         self._watch_entry: Entry | None = None  # when the loop's watchdog looks at this run next (see _watch)
         self._total_deadline = _deadline(self._rec.start, self.config.total_timeout)
 
@@ -372,6 +371,8 @@ class Run:
             )
         self._rec.event(trigger._value_, now, state)  # .value is a Python-level property; per event
         if trigger in PROVIDER_PROGRESS:  # Trigger.is_provider_progress, without the property call
+            if self._rec.first_progress is None:
+                self._first_progress(now)
             self._rec.progress(trigger, now)
             self._idle_waited = 0.0
         if kind in _CONSUMER_TYPES:
@@ -402,31 +403,43 @@ class Run:
 
     # -- watchdogs --------------------------------------------------------------------------------------
 
-    def _read_began(self, now: float) -> float:
-        """A read starts waiting on the provider at ``now``: start the idle clock, work out the earliest
-        watchdog deadline (monotonic clock; its edge goes to ``_read_edge``) and return it. Every read pairs
-        this with ``_read_ended``; the caller has the deadline watched (``_watch``)."""
+    # A read's deadline never comes earlier than the one before it: waited idle time grows by no more than
+    # the time that passed, progress resets it, and the first-token and total deadlines are fixed. Only the
+    # first progress (first token → idle) and an effectful tool ending (the idle clock resumes) can bring
+    # it earlier, and both have the watchdog look sooner. So an async read works its deadline out only when
+    # the watchdog's next look is missing or already due; otherwise the look works it out (_look).
+
+    def _read_began(self, now: float) -> None:
+        """A read starts waiting on the provider at ``now``: the idle clock runs. Paired with _read_ended."""
         self._reading = True
         if self._idle_paused_since is None:
             self._idle_read_started = now
-        deadline, self._read_edge = self._read_deadline(now)
-        self._read_deadline_at = deadline
-        return deadline
 
     def _watched_read_scope(self) -> anyio.CancelScope:
         """Begin an async read: the scope to wait in, which the loop's watchdog (or ``abort()``) cancels."""
         now = time.monotonic()
-        deadline = self._read_began(now)
-        scope = self._read_scope = self._scope_class()  # before _watch: the watchdog may look at once
+        self._read_began(now)
+        scope = self._read_scope = self._scope_class()  # before _look: the watchdog may look at once
+        entry = self._watch_entry
+        if entry is None or entry.callback is None or entry.when <= now:
+            self._look(now)
+        return scope
+
+    def _look(self, now: float) -> None:
+        """Work out the waiting read's deadline: cancel the read if it is due (with its edge), else have the
+        watchdog look again then."""
+        started = self._idle_read_started
+        deadline, edge = self._read_deadline(now if started is None else started)
         if deadline <= now:
-            scope.cancel()  # already due: the read fails at its first checkpoint, as under a deadline
+            self._read_edge = edge
+            if self._read_scope is not None:
+                self._read_scope.cancel()
         else:
             self._watch(deadline)
-        return scope
 
     def _watch(self, deadline: float) -> None:
         """Have the loop's watchdog look at this run by ``deadline``. Lazily: a later deadline keeps the
-        earlier look, which registers again if the read is still waiting and not yet due."""
+        earlier look, which looks again if the read is still waiting and not yet due."""
         entry = self._watch_entry
         if entry is not None and entry.callback is not None and entry.when <= deadline:
             return
@@ -439,13 +452,13 @@ class Run:
 
     def _watch_due(self, now: float) -> None:
         self._watch_entry = None
-        if not self._reading or self._done:
-            return  # the next read registers its own deadline
-        if self._read_deadline_at <= now:
-            if self._read_scope is not None:
-                self._read_scope.cancel()  # _fail_cancelled reads _read_edge
-        else:
-            self._watch(self._read_deadline_at)
+        if self._reading and not self._done:
+            self._look(now)  # else the next read looks for itself
+
+    def _first_progress(self, now: float) -> None:
+        """First token → idle: the next read's idle deadline may come before the first-token look."""
+        if self.config.idle_timeout is not None:
+            self._watch(now + self.config.idle_timeout)
 
     def _read_ended(self) -> None:
         self._reading = False
@@ -455,7 +468,8 @@ class Run:
             self._idle_read_started = None
 
     def _read_deadline(self, now: float) -> tuple[float, Trigger]:
-        """The earliest armed watchdog deadline (monotonic clock) for a read at ``now``, and its edge."""
+        """The earliest armed watchdog deadline (monotonic clock) for a read whose idle clock (re)started at
+        ``now``, and its edge."""
         rec = self._rec
         config = self.config
         best, edge = self._total_deadline, Trigger.TOTAL_TIMEOUT
@@ -474,7 +488,6 @@ class Run:
         if self._read_interrupted():
             return  # the watchdog (or abort) already ended this read: keep the edge it fired
         deadline, self._read_edge = self._read_deadline(time.monotonic())
-        self._read_deadline_at = deadline
         self._watch(deadline)
 
     def _read_interrupted(self) -> bool:

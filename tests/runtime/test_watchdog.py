@@ -250,6 +250,38 @@ async def test_a_read_that_starts_after_its_deadline_fails_without_waiting_for_t
 
 
 @pytest.mark.anyio
+async def test_a_read_after_a_consumer_that_blocked_the_loop_past_its_deadline_fails_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The consumer blocks the event loop past the whole budget, so the watchdog's look is due but has not
+    # run when the next read starts. The read must fail before waiting, not on the look's next turn.
+    cancelled_by_look: list[bool] = []
+    watch_due = Run._watch_due
+
+    def spy(self: Run, now: float) -> None:
+        before = self._read_scope is not None and self._read_scope.cancel_called
+        watch_due(self, now)
+        cancelled_by_look.append(
+            not before and self._read_scope is not None and self._read_scope.cancel_called
+        )
+
+    monkeypatch.setattr(Run, "_watch_due", spy)
+    with pytest.raises(StreamFailed) as info:
+        async with FaultServer(_stalled_script()) as server:
+            with anyio.fail_after(5):
+                async with streamfsm.open_stream(
+                    "openai-chat",
+                    base_url=server.base_url,
+                    json=BODIES["openai-chat"],
+                    config=StreamConfig(total_timeout=0.3),
+                ) as run:
+                    async for _ in run:
+                        time.sleep(0.5)  # blocks the loop: the look cannot run
+    assert info.value.record["watchdog"]["fired"] == "total_timeout"
+    assert not any(cancelled_by_look)
+
+
+@pytest.mark.anyio
 async def test_a_tool_starting_after_the_watchdog_fired_does_not_change_which_watchdog_fired(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
