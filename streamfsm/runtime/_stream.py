@@ -153,6 +153,7 @@ class Run:
         self._idle_waited = 0.0
         self._idle_read_started: float | None = None
         self._reading = False
+        self._read_ended_at = self._rec.start
         self._read_edge = Trigger.TOTAL_TIMEOUT  # the edge of the watchdog that ended the waiting read
         self._watch_entry: Entry | None = None  # when the loop's watchdog looks at this run next (see _watch)
         self._total_deadline = _deadline(self._rec.start, self.config.total_timeout)
@@ -360,7 +361,7 @@ class Run:
             self._fail(Trigger.PROVIDER_ERROR_EVENT, self._facts(provider=event.error))
         kind = type(event)
         trigger = event.trigger
-        now = time.monotonic()
+        now = self._read_ended_at
         try:
             state = self._machine.send(trigger)
         except IllegalTransition as illegal:
@@ -461,10 +462,11 @@ class Run:
             self._watch(now + self.config.idle_timeout)
 
     def _read_ended(self) -> None:
+        now = self._read_ended_at = time.monotonic()  # the time of every event the chunk carries
         self._reading = False
         started = self._idle_read_started
         if started is not None:
-            self._idle_waited += time.monotonic() - started
+            self._idle_waited += now - started
             self._idle_read_started = None
 
     def _read_deadline(self, now: float) -> tuple[float, Trigger]:
