@@ -177,7 +177,10 @@ def _stalled_script() -> tuple[Any, ...]:
     return (Headers(), *(Send(f) for f in frames), Stall())
 
 
-async def _stalled_run(config: StreamConfig, during: Any = None, slow_consumer: float = 0) -> StreamFailed:
+async def _stalled_run(
+    config: StreamConfig, during: Any = None, slow_consumer: float = 0, blocking_consumer: float = 0
+) -> StreamFailed:
+    """``slow_consumer`` sleeps on each event; ``blocking_consumer`` blocks the event loop as long."""
     async with FaultServer(_stalled_script()) as server, anyio.create_task_group() as tg:
         with anyio.fail_after(5), pytest.raises(StreamFailed) as info:
             async with streamfsm.open_stream(
@@ -186,7 +189,10 @@ async def _stalled_run(config: StreamConfig, during: Any = None, slow_consumer: 
                 if during is not None:
                     tg.start_soon(during)
                 async for _ in run:
-                    await anyio.sleep(slow_consumer)
+                    if blocking_consumer:
+                        time.sleep(blocking_consumer)  # no checkpoint: the watchdog cannot look meanwhile
+                    else:
+                        await anyio.sleep(slow_consumer)
     return info.value
 
 
@@ -266,18 +272,8 @@ async def test_a_read_after_a_consumer_that_blocked_the_loop_past_its_deadline_f
         )
 
     monkeypatch.setattr(Run, "_watch_due", spy)
-    with pytest.raises(StreamFailed) as info:
-        async with FaultServer(_stalled_script()) as server:
-            with anyio.fail_after(5):
-                async with streamfsm.open_stream(
-                    "openai-chat",
-                    base_url=server.base_url,
-                    json=BODIES["openai-chat"],
-                    config=StreamConfig(total_timeout=0.3),
-                ) as run:
-                    async for _ in run:
-                        time.sleep(0.5)  # blocks the loop: the look cannot run
-    assert info.value.record["watchdog"]["fired"] == "total_timeout"
+    failure = await _stalled_run(StreamConfig(total_timeout=0.3), blocking_consumer=0.5)
+    assert failure.record["watchdog"]["fired"] == "total_timeout"
     assert not any(cancelled_by_look)
 
 
