@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ._sse import MAX_LINE_BYTES
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -36,6 +38,11 @@ class StreamConfig:
     * ``total_timeout`` (None): a deadline for the whole run.
 
     ``pause_idle_during_tools``: stop the idle clock while an effectful tool runs inside the stream.
+
+    Bounds: ``max_line_bytes`` (64 MiB) is the longest SSE line accepted (longer is a protocol violation,
+    never buffered past the bound); ``max_error_body_bytes`` (64 KiB) of an HTTP error's body are read; the
+    timeline keeps its first ``timeline_head`` and last ``timeline_tail`` entries; the machine's history
+    keeps ``history_size`` triggers.
     """
 
     connect_timeout: float | None = 30.0
@@ -43,7 +50,7 @@ class StreamConfig:
     idle_timeout: float | None = 600.0
     total_timeout: float | None = None
     pause_idle_during_tools: bool = False
-    max_line_bytes: int = 1 << 20
+    max_line_bytes: int = MAX_LINE_BYTES
     max_error_body_bytes: int = 64 << 10
     timeline_head: int = 16
     timeline_tail: int = 48

@@ -14,6 +14,8 @@ from typing import Final
 from ._events import ProtocolViolation
 
 _BOM: Final = b"\xef\xbb\xbf"
+MAX_LINE_BYTES: Final = 64 << 20
+"""The default bound on one line: a Responses event that carries generated images runs to several MB."""
 
 
 class SSEEvent:
@@ -99,6 +101,8 @@ class SSEDecoder:
         "_data",
         "_deferred",
         "_event",
+        "_more",
+        "_more_len",
         "_pending",
         "_retry",
         "_skip_lf",
@@ -110,7 +114,7 @@ class SSEDecoder:
         "truncated",
     )
 
-    def __init__(self, max_line_bytes: int = 1 << 20) -> None:
+    def __init__(self, max_line_bytes: int = MAX_LINE_BYTES) -> None:
         if max_line_bytes < 1:
             raise ValueError("max_line_bytes must be at least 1")
         self.max_line_bytes = max_line_bytes
@@ -120,6 +124,8 @@ class SSEDecoder:
         self.retry: int | None = None  # the stream's latest reconnection time (ms)
         self.truncated = False
         self._pending = b""  # the unterminated tail of the stream; never holds a line end
+        self._more: list[bytes] = []  # chunks that continued the tail without ending it, joined once it ends
+        self._more_len = 0
         self._at_start = True  # a BOM may still arrive (possibly split across chunks)
         self._skip_lf = False  # the last chunk ended in CR: a LF opening the next one belongs to it
         self._block_open = False  # a field line arrived since the last blank line
@@ -138,7 +144,21 @@ class SSEDecoder:
             self._skip_lf = False
             if chunk[0] == 10:
                 chunk = chunk[1:]
-        buf = self._pending + chunk if self._pending else chunk
+        if not self._at_start and (self._pending or self._more) and 10 not in chunk and 13 not in chunk:
+            # Still inside one long line (an event carrying an image, say): keep its parts, and join them once
+            # it ends; joining per chunk would copy the line over and over.
+            self._more.append(chunk)
+            self._more_len += len(chunk)
+            size = len(self._pending) + self._more_len
+            if size > self.max_line_bytes:
+                return self._fail([], self.bytes_seen - size)
+            return []
+        if self._more:
+            buf = b"".join((self._pending, *self._more, chunk))
+            self._more = []
+            self._more_len = 0
+        else:
+            buf = self._pending + chunk if self._pending else chunk
         if self._at_start:
             if len(buf) < 3 and _BOM.startswith(buf):
                 self._pending = buf
@@ -176,8 +196,10 @@ class SSEDecoder:
         pending = self._pending
         if self._at_start and _BOM.startswith(pending):
             pending = b""  # a lone (partial) BOM is not an event
-        self.truncated = bool(pending) or self._block_open
+        self.truncated = bool(pending) or bool(self._more) or self._block_open
         self._pending = b""
+        self._more = []
+        self._more_len = 0
         self._data = []
         self._event = b""
         self._retry = None
@@ -187,6 +209,8 @@ class SSEDecoder:
     def _fail(self, events: list[SSEEvent], offset: int) -> list[SSEEvent]:
         violation = ProtocolViolation("line_too_long", offset)
         self._pending = b""
+        self._more = []
+        self._more_len = 0
         self._deferred = violation  # the stream is over: every later call raises it again
         if events:
             # Hand over what the chunk completed before the bad line and raise on the next call, so the
