@@ -26,14 +26,15 @@ stream's item type, or the first item); ``provider=`` names it instead, and is c
 Neither SDK is imported: classes are recognised by name.
 
 **Two ways to read.** The SDK sends the request (its auth, base URL, options, and retries up to the
-headers); the body is then read by the run itself whenever it can be: the stream's ``response`` is an
-``httpx``/``httpx2`` response whose body nobody has started to read, and the stream is not a
-``MessageStream`` (whose snapshot the caller may still ask for). The bytes go through the same SSE decoder
+headers); the body is then read by the run itself whenever it can be: an SSE body (the SDK's own SSE
+decoder, a ``text/event-stream`` response: not Bedrock's AWS event stream) of an ``httpx``/``httpx2``
+response that nobody has started to read, and the stream is not a ``MessageStream`` (whose snapshot the
+caller may still ask for). The bytes go through the same SSE decoder
 and wire adapter as ``open_stream``'s, so the run sees exactly what ``open_stream`` would (``[DONE]``,
 keepalives, raw delta keys, ``max_line_bytes``) and skips the SDK's per-item model building, which costs
 more than the whole of our pipeline. Otherwise (a ``MessageStream``, a stream the caller already started to
-iterate, a format the stream does not say) the run iterates the SDK's items and translates each one by
-attribute access (``_adapters._sdk_items``), never ``model_dump``.
+iterate, another body encoding, a format the stream does not say) the run iterates the SDK's items and
+translates each one by attribute access (``_adapters._sdk_items``), never ``model_dump``.
 
 **Facts.** Status, allow-listed headers, request ids and the endpoint come from the SDK's ``response``; the
 model and the request's shape from its request body (parsed once, when under 1 MiB). SDK exceptions are
@@ -247,12 +248,22 @@ def _flavour_of_item(item: object) -> str | None:
     return None
 
 
-def _body_unread(response: Any) -> bool:
-    """Whether the run can read this response's body itself: an ``httpx``/``httpx2`` response that nobody
-    has started to read (once the SDK has, its decoder may hold part of the body)."""
+def _sse_body_unread(stream: Any, response: Any) -> bool:
+    """Whether the run can read the stream's body itself: an SSE body (the SDK reads it with its own
+    ``SSEDecoder``, and it is served as ``text/event-stream``; Bedrock's AWS event stream is neither) of an
+    ``httpx``/``httpx2`` response that nobody has started to read (once the SDK has, its decoder may hold
+    part of the body)."""
+    try:
+        decoder = type(object.__getattribute__(stream, "_decoder"))
+    except AttributeError:
+        return False
+    if decoder.__name__ != "SSEDecoder" or _top(decoder) not in _SDKS:
+        return False
+    if response is None or not any(_top(klass) in _HTTP_FAMILIES for klass in type(response).__mro__):
+        return False
+    content_type = str(response.headers.get("content-type", "")).partition(";")[0].strip().lower()
     return (
-        response is not None
-        and any(_top(klass) in _HTTP_FAMILIES for klass in type(response).__mro__)
+        content_type == "text/event-stream"
         and not getattr(response, "is_stream_consumed", True)
         and not getattr(response, "is_closed", True)
     )
@@ -326,7 +337,6 @@ class _SdkBase(Run):
         self._given = provider
         self._helper_events = helper_events
         self._translator: SdkTranslator | None = None
-        self._response: Any = None
         known = provider or flavour
         if known is not None:
             self._use(known)
@@ -363,7 +373,7 @@ class _SdkBase(Run):
         self._response = response = getattr(stream, "response", None)
         self._rec.request_sent = True
         self._response_facts(response)
-        if self._format is not None and not self._helper_events and _body_unread(response):
+        if self._format is not None and not self._helper_events and _sse_body_unread(stream, response):
             self._read_wire(adapter_for(self._format))
             return body_chunks(response) if mode == _ASYNC_STREAM else sync_body_chunks(response)
         self._read_items()

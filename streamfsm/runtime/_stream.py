@@ -61,6 +61,8 @@ from ._watchdog import Entry, loop_time, loop_watchdog, plain_scope_class
 _log = logging.getLogger("streamfsm")
 _EFFECTS: Final = {"effectful": True, "read_only": False}
 _CLEANUP_TIMEOUT_S: Final = 5.0
+_DRAIN_S: Final = 0.1  # what the openai SDK allows itself after [DONE]
+_DRAIN_READS: Final = 64
 _CONSUMER_TYPES: Final = frozenset(CONSUMER_EVENT_TYPES)
 
 
@@ -130,6 +132,7 @@ class Run:
         self._frames_of: Callable[[Any], list[Any]] = _unset
         self._feed: Callable[[Any], list[StreamEvent]] = _unset
         self._wire: _Wire | None = None
+        self._response: Any = None  # the HTTP response whose body is read, once there is one
         self._pending: deque[ConsumerEvent] = deque()
         self._read_scope: anyio.CancelScope | None = None
         self._scope_class: Callable[[], anyio.CancelScope] = anyio.CancelScope
@@ -239,7 +242,7 @@ class Run:
                 self._end_locally(exc)
             self._seal()
         finally:
-            await self._cleanup()
+            await self._cleanup(drain=exc is None and self.finished)
 
     def _end_locally(self, exc: BaseException | None) -> None:
         """The run stopped before its terminal event for a reason on our side of the wire."""
@@ -254,10 +257,12 @@ class Run:
                 Trigger.LOCAL_ABORT, self._abort_facts(AbortSource.APP, type(exc).__name__)
             )
 
-    async def _cleanup(self) -> None:
+    async def _cleanup(self, drain: bool = False) -> None:
         if self._watch_entry is not None:
             loop_watchdog().forget(self._watch_entry)
             self._watch_entry = None
+        if drain:
+            await self._drain()
         with anyio.CancelScope(shield=True), anyio.move_on_after(_CLEANUP_TIMEOUT_S):
             try:
                 await self._close_source()
@@ -266,6 +271,19 @@ class Run:
                 _log.warning("closing the stream's source failed (%s)", type(exc).__name__)
             finally:
                 self._emit()
+
+    async def _drain(self) -> None:
+        """Read what is left of a finished HTTP/1.1 body (briefly, a little), so that its connection goes back
+        to the pool instead of being closed: the terminal event usually comes just before the body's end."""
+        response = self._response
+        if getattr(response, "http_version", None) != "HTTP/1.1" or getattr(response, "is_closed", True):
+            return
+        with anyio.move_on_after(_DRAIN_S):
+            try:
+                for _ in range(_DRAIN_READS):
+                    await self._next_chunk()
+            except Exception:  # StopAsyncIteration at the end; a fault only costs the connection
+                pass
 
     def _emit(self) -> None:
         if self._record is not None:
@@ -372,10 +390,11 @@ class Run:
             )
         self._rec.event(trigger._value_, now, state)  # .value is a Python-level property; per event
         if trigger in PROVIDER_PROGRESS:  # Trigger.is_provider_progress, without the property call
-            if self._rec.first_progress is None:
-                self._first_progress(now)
+            first = self._rec.first_progress is None
             self._rec.progress(trigger, now)
             self._idle_waited = 0.0
+            if first:  # first token → idle
+                self._watch_idle(now)
         if kind in _CONSUMER_TYPES:
             self._pending.append(event)  # type: ignore[arg-type]  # narrowed by _CONSUMER_TYPES
         on_event = _ON_EVENT.get(kind)
@@ -407,8 +426,8 @@ class Run:
     # A read's deadline never comes earlier than the one before it: waited idle time grows by no more than
     # the time that passed, progress resets it, and the first-token and total deadlines are fixed. Only the
     # first progress (first token → idle) and an effectful tool ending (the idle clock resumes) can bring
-    # it earlier, and both have the watchdog look sooner. So an async read works its deadline out only when
-    # the watchdog's next look is missing or already due; otherwise the look works it out (_look).
+    # it earlier, and both have the watchdog look sooner (_rearm, _watch_idle). So an async read works its
+    # deadline out only when the watchdog's next look is missing or already due; otherwise the look does.
 
     def _read_began(self, now: float) -> None:
         """A read starts waiting on the provider at ``now``: the idle clock runs. Paired with _read_ended."""
@@ -456,10 +475,12 @@ class Run:
         if self._reading and not self._done:
             self._look(now)  # else the next read looks for itself
 
-    def _first_progress(self, now: float) -> None:
-        """First token → idle: the next read's idle deadline may come before the first-token look."""
+    def _watch_idle(self, now: float) -> None:
+        """The idle clock (re)started at ``now`` with no read waiting (the first progress, or an effectful
+        tool ended): no later read's idle deadline comes before now + idle_timeout - the time already
+        waited, so have the watchdog look by then; it may be earlier than the look already registered."""
         if self.config.idle_timeout is not None:
-            self._watch(now + self.config.idle_timeout)
+            self._watch(now + self.config.idle_timeout - self._idle_waited)
 
     def _read_ended(self) -> None:
         now = self._read_ended_at = time.monotonic()  # the time of every event the chunk carries
@@ -557,6 +578,8 @@ class Run:
             if self._reading:  # a read is waiting: its idle clock runs again from now
                 self._idle_read_started = now
                 self._rearm()
+            elif self._rec.first_progress is not None:
+                self._watch_idle(now)
         if not self._running and not self._done:
             self._machine.send(Trigger.TOOL_EXECUTION_END)
             self._rec.lifecycle(Trigger.TOOL_EXECUTION_END.value, self._machine.state)
@@ -666,7 +689,6 @@ class HttpRun(Run):
         self._headers = dict(headers or {})
         self._client = client
         self._owns_client = client is None
-        self._response: httpx.Response | None = None
         self._connected = False
 
     async def _trace(self, name: str, info: Mapping[str, Any]) -> None:

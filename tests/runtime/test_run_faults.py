@@ -453,6 +453,22 @@ async def test_abort_before_entering_sends_nothing() -> None:
     assert info.value.record["abort"]["reason"] == "changed my mind"
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_a_finished_run_leaves_its_connection_for_the_next_request(fmt: str) -> None:
+    # The run stops at the terminal event; the body's end is read after it, so HTTP/1.1 keeps the connection.
+    frames = text_stream(fmt, ["Hel", "lo"])
+    async with FaultServer((Headers(), *(Send(f) for f in frames), End())) as server:
+        async with httpx.AsyncClient() as client:
+            for _ in range(2):
+                async with streamfsm.open_stream(
+                    fmt, base_url=server.base_url, json=BODIES[fmt], client=client
+                ) as run:
+                    await consume(run)
+                assert run.finished
+    assert [r.connection for r in server.requests] == [0, 0]
+
+
 async def test_a_slow_consumer_is_not_blamed_on_the_provider() -> None:
     # The provider sends everything promptly; the consumer takes longer than idle_timeout per event.
     frames = text_stream("openai-chat", ["a", "b", "c", "d"])

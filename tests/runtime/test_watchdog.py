@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import math
 import threading
 import time
 import warnings
@@ -19,7 +20,7 @@ from hypothesis import strategies as st
 from runsupport import BODIES, cut_before, cut_through
 
 import streamfsm
-from streamfsm import Finish, Run, StreamConfig, StreamFailed, ToolCall
+from streamfsm import Finish, Run, StreamConfig, StreamFailed, ToolCall, ToolInputStart
 from streamfsm.runtime._sdk import _Watchdog as _SyncWatchdog
 from streamfsm.runtime._watchdog import LoopWatchdog, TrioWatchdog, loop_watchdog, new_watchdog
 from streamfsm.testing import (
@@ -275,6 +276,32 @@ async def test_a_read_after_a_consumer_that_blocked_the_loop_past_its_deadline_f
     failure = await _stalled_run(StreamConfig(total_timeout=0.3), blocking_consumer=0.5)
     assert failure.record["watchdog"]["fired"] == "total_timeout"
     assert not any(cancelled_by_look)
+
+
+@pytest.mark.anyio
+async def test_an_effectful_tool_ending_between_reads_restarts_the_idle_watchdog_at_once() -> None:
+    # A tool runs in the background (the idle clock paused) while a read waits, so the watchdog looks only
+    # at the far total deadline; the tool ends while the consumer handles an event, between reads. The
+    # stall after that must fire idle_timeout about idle_timeout later, not when the total deadline looks.
+    frames = tool_call_stream("anthropic", [("first", "{}"), ("second", '{"x": 1}')])
+    steps = (Headers(), *(Send(f) for f in frames[:5]), Sleep(0.6), Send(frames[5]), Stall())
+    config = StreamConfig(idle_timeout=0.3, total_timeout=6.0, pause_idle_during_tools=True)
+    resumed = math.inf
+    async with FaultServer(steps) as server:
+        with anyio.fail_after(10), pytest.raises(StreamFailed) as info:
+            async with streamfsm.open_stream(
+                "anthropic", base_url=server.base_url, json=BODIES["anthropic"], config=config
+            ) as run:
+                first = ""
+                async for event in run:
+                    if isinstance(event, ToolCall) and event.name == "first":
+                        first = event.call_id
+                        run.tool_started(first, effect="effectful")
+                    elif isinstance(event, ToolInputStart) and event.name == "second":
+                        run.tool_finished(first)
+                        resumed = time.monotonic()
+    assert info.value.record["watchdog"]["fired"] == "idle_timeout"
+    assert time.monotonic() - resumed < 3.0  # about 0.3 s; the total deadline's look would be at 6 s
 
 
 @pytest.mark.anyio

@@ -661,6 +661,43 @@ async def test_a_stream_already_iterated_is_read_item_by_item_and_watched() -> N
     assert failure.record["stream_events"].get("keepalive", 0) == 0
 
 
+@pytest.mark.anyio
+@fmts
+@pytest.mark.parametrize("why", ["decoder", "content_type"])
+async def test_a_body_the_sdk_does_not_decode_as_sse_is_read_item_by_item(
+    fmt: str, why: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Bedrock's client decodes an AWS event stream with a decoder of its own; only an SSE body served as
+    # text/event-stream and read with the SDK's SSEDecoder is read by the run itself.
+    served = "application/octet-stream" if why == "content_type" else "text/event-stream"
+    frames = text_stream(fmt, ["Hel", "lo"])  # type: ignore[arg-type]
+    async with serving(fmt, (Headers(headers=(("content-type", served),)), *map(Send, frames), End())) as (
+        _,
+        client,
+    ):
+        if why == "decoder":
+            stock = type(client._make_sse_decoder())
+            monkeypatch.setattr(client, "_make_sse_decoder", type("EventStreamDecoder", (stock,), {}))
+        async with streamfsm.wrap(create(fmt, client)) as run:
+            events = await consume(run)
+            assert run._wire is None
+    assert run.finished
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Hello"
+
+
+@pytest.mark.anyio
+@fmts
+async def test_a_finished_stream_leaves_the_sdk_clients_connection_for_the_next_request(fmt: str) -> None:
+    # The run stops at the terminal event; the body's end is read after it, so HTTP/1.1 keeps the connection.
+    frames = text_stream(fmt, ["Hel", "lo"])  # type: ignore[arg-type]
+    async with serving(fmt, script(frames, End())) as (server, client):
+        for _ in range(2):
+            async with streamfsm.wrap(create(fmt, client)) as run:
+                await consume(run)
+            assert run.finished
+    assert [r.connection for r in server.requests] == [0, 0]
+
+
 async def _after_one_item(frames: list[bytes]) -> tuple[streamfsm.Run, StreamFailed | None]:
     """A chat stream the caller iterated one item of, then wrapped: the run reads the SDK's items."""
     async with serving("openai-chat", script(frames, End())) as (_, client):
