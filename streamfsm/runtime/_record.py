@@ -406,7 +406,7 @@ class Recorder:
                 "omitted_events": self.timeline.omitted_events,
             },
         }
-        return RunRecord(data)
+        return RunRecord._adopt(data)
 
 
 # Seed 004's close kinds for a proxy, from the outcome alone.
@@ -451,18 +451,20 @@ def _freeze(value: Any) -> Any:
 _CONTAINERS: Final = (dict, list)
 
 
-def _thaw(value: Any) -> Any:
+def _plain(value: Any) -> Any:
+    """A deep copy as plain JSON-shaped data: mappings become dicts, lists and tuples become lists."""
     if isinstance(value, Mapping):
-        return {k: _thaw(v) for k, v in value.items()}
-    if isinstance(value, tuple):
-        return [_thaw(v) for v in value]
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
     return value
 
 
 class RunRecord(Mapping[str, Any]):
-    """An immutable run record. Read it like a mapping; ``to_dict()`` and ``to_json()`` export it."""
+    """An immutable run record. Read it like a mapping (nested sections are read-only views);
+    ``to_dict()`` and ``to_json()`` export it."""
 
-    __slots__ = ("_data",)
+    __slots__ = ("_data", "_views")
 
     def __init__(self, data: Mapping[str, Any]) -> None:
         schema = data.get("schema")
@@ -470,7 +472,18 @@ class RunRecord(Mapping[str, Any]):
             raise ValueError(
                 f"unreadable run record schema {schema!r}; this version reads {sorted(READABLE_SCHEMAS)}"
             )
-        self._data: Mapping[str, Any] = _freeze(dict(data))
+        self._data: dict[str, Any] = _plain(data)  # a copy: the caller keeps its own
+        self._views: dict[str, Any] = {}
+
+    @classmethod
+    def _adopt(cls, data: dict[str, Any]) -> RunRecord:
+        """A record over ``data`` without copying it: for data built for this record alone, which nothing
+        else holds or changes (``Recorder.finish``). Sealing a run then costs no copy; views are made when
+        read."""
+        record = cls.__new__(cls)
+        record._data = data
+        record._views = {}
+        return record
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunRecord:
@@ -484,7 +497,13 @@ class RunRecord(Mapping[str, Any]):
         return cls(data)
 
     def __getitem__(self, key: str) -> Any:
-        return self._data[key]
+        views = self._views
+        if key in views:
+            return views[key]
+        value = self._data[key]
+        if isinstance(value, _CONTAINERS):
+            value = views[key] = _freeze(value)
+        return value
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._data)
@@ -493,11 +512,11 @@ class RunRecord(Mapping[str, Any]):
         return len(self._data)
 
     def to_dict(self) -> dict[str, Any]:
-        thawed: dict[str, Any] = _thaw(self._data)
-        return thawed
+        plain: dict[str, Any] = _plain(self._data)
+        return plain
 
     def to_json(self, *, indent: int | None = None) -> str:
-        return json.dumps(self.to_dict(), indent=indent, sort_keys=False, ensure_ascii=False)
+        return json.dumps(self._data, indent=indent, sort_keys=False, ensure_ascii=False)
 
     @property
     def run_id(self) -> str:

@@ -49,3 +49,20 @@ def test_a_future_major_schema_is_refused_with_a_clear_error() -> None:
     data = {**first_release_record(), "schema": "streamfsm.run/2"}
     with pytest.raises(ValueError, match=r"streamfsm\.run/2"):
         RunRecord.from_dict(data)
+
+
+def test_a_record_is_read_only_and_never_shares_its_data() -> None:
+    record = mid_generation_disconnect()  # sealed by the recorder, which hands over its data uncopied
+    with pytest.raises(TypeError):
+        record["outcome"]["class"] = "completed"  # type: ignore[index]
+    assert isinstance(record["outcome"]["evidence"], tuple)
+    exported = record.to_dict()
+    exported["outcome"]["class"] = "completed"
+    exported["outcome"]["evidence"].append("planted")
+    for outcome in (record["outcome"], record.to_dict()["outcome"], json.loads(record.to_json())["outcome"]):
+        assert outcome["class"] == "mid_generation"
+        assert "planted" not in outcome["evidence"]
+    loaded = RunRecord.from_dict(exported)  # the caller's data is copied in, not kept
+    exported["outcome"]["class"] = "watchdog"
+    assert loaded["outcome"]["class"] == "completed"
+    assert RunRecord.from_json(record.to_json()).to_dict() == record.to_dict()
