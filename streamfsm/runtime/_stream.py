@@ -261,16 +261,18 @@ class Run:
         if self._watch_entry is not None:
             loop_watchdog().forget(self._watch_entry)
             self._watch_entry = None
-        if drain:
-            await self._drain()
-        with anyio.CancelScope(shield=True), anyio.move_on_after(_CLEANUP_TIMEOUT_S):
-            try:
-                await self._close_source()
-            except Exception as exc:
-                # Never let a failing close replace what is in flight (a cancellation, a StreamFailed).
-                _log.warning("closing the stream's source failed (%s)", type(exc).__name__)
-            finally:
-                self._emit()
+        try:
+            if drain:
+                await self._drain()
+        finally:  # a cancellation during the drain still closes the source and delivers the record
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_CLEANUP_TIMEOUT_S):
+                try:
+                    await self._close_source()
+                except Exception as exc:
+                    # Never let a failing close replace what is in flight (a cancellation, a StreamFailed).
+                    _log.warning("closing the stream's source failed (%s)", type(exc).__name__)
+                finally:
+                    self._emit()
 
     async def _drain(self) -> None:
         """Read what is left of a finished HTTP/1.1 body (briefly, a little), so that its connection goes back
@@ -578,7 +580,7 @@ class Run:
             if self._reading:  # a read is waiting: its idle clock runs again from now
                 self._idle_read_started = now
                 self._rearm()
-            elif self._rec.first_progress is not None:
+            elif not self._done and self._rec.first_progress is not None:
                 self._watch_idle(now)
         if not self._running and not self._done:
             self._machine.send(Trigger.TOOL_EXECUTION_END)

@@ -469,6 +469,37 @@ async def test_a_finished_run_leaves_its_connection_for_the_next_request(fmt: st
     assert [r.connection for r in server.requests] == [0, 0]
 
 
+@pytest.mark.parametrize("when", ["before_exit", "during_drain"])
+async def test_a_cancellation_while_a_finished_run_drains_still_closes_it_and_delivers_its_record(
+    when: str,
+) -> None:
+    # The body stays open after [DONE], so the drain waits on it when the outer scope is cancelled.
+    frames = text_stream("openai-chat", ["Hel", "lo"])
+    delivered: list[Any] = []
+    config = StreamConfig(sinks=(delivered.append,))
+    async with FaultServer((Headers(), *(Send(f) for f in frames), Sleep(2.0), End())) as server:
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as tg:
+                with anyio.CancelScope() as outer:
+                    run = streamfsm.open_stream(
+                        "openai-chat", base_url=server.base_url, json=BODIES["openai-chat"], config=config
+                    )
+                    async with run:
+                        await consume(run)
+                        if when == "before_exit":
+                            outer.cancel()
+                        else:
+
+                            async def cancel_soon() -> None:
+                                await anyio.sleep(0.03)
+                                outer.cancel()
+
+                            tg.start_soon(cancel_soon)
+    assert run.finished
+    assert delivered == [run.record]
+    assert run._response.is_closed and run._client is not None and run._client.is_closed
+
+
 async def test_a_slow_consumer_is_not_blamed_on_the_provider() -> None:
     # The provider sends everything promptly; the consumer takes longer than idle_timeout per event.
     frames = text_stream("openai-chat", ["a", "b", "c", "d"])

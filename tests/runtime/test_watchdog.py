@@ -304,6 +304,27 @@ async def test_an_effectful_tool_ending_between_reads_restarts_the_idle_watchdog
     assert time.monotonic() - resumed < 3.0  # about 0.3 s; the total deadline's look would be at 6 s
 
 
+def test_an_effectful_tool_ending_after_the_run_asks_nothing_of_the_watchdog() -> None:
+    # The agent finishes a tool after the run's block (and its event loop) ended: the run is over.
+    frames = tool_call_stream("openai-chat", [("write_file", "{}")])
+    config = StreamConfig(idle_timeout=0.3, pause_idle_during_tools=True)
+
+    async def main(base_url: str) -> Run:
+        async with streamfsm.open_stream(
+            "openai-chat", base_url=base_url, json=BODIES["openai-chat"], config=config
+        ) as run:
+            async for event in run:
+                if isinstance(event, ToolCall):
+                    run.tool_started(event.call_id, effect="effectful")
+        return run
+
+    with FaultServerThread((Headers(), *(Send(f) for f in frames), End())) as server:
+        run = anyio.run(main, server.base_url)
+    assert run.finished
+    run.tool_finished(next(iter(run._running)))  # no event loop here: nothing to register with
+    assert run._watch_entry is None
+
+
 @pytest.mark.anyio
 async def test_a_tool_starting_after_the_watchdog_fired_does_not_change_which_watchdog_fired(
     monkeypatch: pytest.MonkeyPatch,
