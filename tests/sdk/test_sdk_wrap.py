@@ -622,11 +622,16 @@ async def test_anthropic_message_stream_helper_events_are_skipped(entered: bool)
         else:
             async with streamfsm.wrap(manager) as run:
                 events = await consume(run)
+        async with streamfsm.wrap(create("anthropic", client)) as raw:  # the same frames, no helper events
+            await consume(raw)
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Hello"
     record = validate_record(run.record)  # type: ignore[arg-type]
     assert record["outcome"]["class"] == "completed"
     assert record["stream_events"]["text_delta"] == 2
     assert record["stream_events"]["reasoning_delta"] == 1
+    # Nothing more is counted than from the raw stream of the same frames, less the pings the SDK drops.
+    raw_counts = {k: v for k, v in raw.record["stream_events"].items() if k != "keepalive"}  # type: ignore[index]
+    assert record["stream_events"] == raw_counts
 
 
 @pytest.mark.anyio
