@@ -29,10 +29,10 @@ Neither SDK is imported: classes are recognised by name.
 headers); the body is then read by the run itself whenever it can be: an SSE body (the SDK's own SSE
 decoder, a ``text/event-stream`` response: not Bedrock's AWS event stream) of an ``httpx``/``httpx2``
 response that nobody has started to read, and the stream is not a ``MessageStream`` (whose snapshot the
-caller may still ask for). The bytes go through the same SSE decoder
-and wire adapter as ``open_stream``'s, so the run sees exactly what ``open_stream`` would (``[DONE]``,
-keepalives, raw delta keys, ``max_line_bytes``) and skips the SDK's per-item model building, which costs
-more than the whole of our pipeline. Otherwise (a ``MessageStream``, a stream the caller already started to
+caller may still ask for). The bytes go through the same SSE decoder and wire adapter as ``open_stream``'s,
+so the run sees exactly what ``open_stream`` would (``[DONE]``, keepalives, raw delta keys,
+``max_line_bytes``) and skips the SDK's per-item model building, which costs more than the whole of our
+pipeline. Otherwise (a ``MessageStream``, a stream the caller already started to
 iterate, another body encoding, a format the stream does not say) the run iterates the SDK's items and
 translates each one by attribute access (``_adapters._sdk_items``), never ``model_dump``.
 
