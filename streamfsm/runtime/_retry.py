@@ -473,9 +473,8 @@ class RetryingRun:
         out = self._out
         while not out:
             if self._final is not None:
-                final, self._final = self._final, None
                 self._ended = True
-                raise final
+                raise self._take_final()
             if self._ended:
                 raise StopAsyncIteration
             if self._completed:
@@ -527,11 +526,21 @@ class RetryingRun:
         except StreamFailed as failure:
             self._current = None  # the run has already cleaned up and delivered its record
             self._ended_attempt(run)
-            self._failure = self._last_failure = failure
+            self._failed(failure)
         except BaseException:
             self._current = None  # likewise: never close (and so deliver) a run twice
             self._ended_attempt(run)
             raise
+
+    def _failed(self, failure: StreamFailed) -> None:
+        # Kept without the frames it passed (they hold this run: a cycle), and let go once raised (_stop).
+        self._failure = self._last_failure = failure.with_traceback(None)
+
+    def _take_final(self) -> StreamFailed:
+        # Raised from a call, never from a local: the raising frame would hold it, and it that frame.
+        final, self._final = self._final, None
+        assert final is not None
+        return final
 
     async def _pull(self) -> None:
         run = self._current
@@ -546,7 +555,7 @@ class RetryingRun:
             return
         except StreamFailed as failure:
             await self._close(failure)
-            self._failure = self._last_failure = failure
+            self._failed(failure)
             return
         if self._exposed is not None:
             self._deliver(event)
@@ -709,7 +718,7 @@ class RetryingRun:
         final.partial = self.partial
         final.attempts = self.attempts
         final.stop_reason = reason
-        self._final = final
+        self._final, self._last_failure = final, None
 
     # -- the agent's facts ----------------------------------------------------------------------------------
 

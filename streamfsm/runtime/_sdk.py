@@ -75,6 +75,7 @@ import socket
 import threading
 import time
 import typing
+import weakref
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from types import TracebackType
@@ -575,7 +576,8 @@ class _Watchdog:
     deadline is earlier. ``fired`` tells the reader what happened."""
 
     def __init__(self, interrupt: Callable[[], None]) -> None:
-        self._interrupt = interrupt
+        # Weakly: the run holds its watchdog, which must not hold the run (a cycle).
+        self._interrupt = weakref.WeakMethod(interrupt)
         self._cond = threading.Condition(threading.RLock())
         self.lock = self._cond  # the run holds it to work out a deadline and arm or move it at once
         self._deadline = math.inf
@@ -616,7 +618,12 @@ class _Watchdog:
             self._deadline = math.inf
             self.fired = True
         if reading:
-            self._interrupt()
+            self._call_interrupt()
+
+    def _call_interrupt(self) -> None:
+        interrupt = self._interrupt()
+        if interrupt is not None:
+            interrupt()
 
     def stop(self) -> None:
         with self._cond:
@@ -642,7 +649,7 @@ class _Watchdog:
                     self._sleeping_until = math.inf
                 self._deadline = math.inf
                 self.fired = True
-            self._interrupt()
+            self._call_interrupt()
 
 
 class _OpenAttempt:
@@ -810,9 +817,8 @@ class SyncSdkRun(_SdkBase):
         pending = self._pending
         while not pending:
             if self._done:
-                failure, self._deferred = self._deferred, None
-                if failure is not None:
-                    raise failure
+                if self._deferred is not None:
+                    raise self._take_deferred()
                 self._seal()
                 raise StopIteration
             try:

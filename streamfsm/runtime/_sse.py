@@ -99,13 +99,13 @@ class SSEDecoder:
         "_at_start",
         "_block_open",
         "_data",
-        "_deferred",
         "_event",
         "_more",
         "_more_len",
         "_pending",
         "_retry",
         "_skip_lf",
+        "_too_long_at",
         "bytes_seen",
         "events_seen",
         "last_event_id",
@@ -132,11 +132,13 @@ class SSEDecoder:
         self._data: list[bytes] = []
         self._event = b""
         self._retry: int | None = None
-        self._deferred: ProtocolViolation | None = None
+        # Where a line ran too long: the stream is over, and every later call raises again. The offset, not
+        # the exception: a raised exception keeps the frames it passed, and they keep this decoder (a cycle).
+        self._too_long_at: int | None = None
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
-        if self._deferred is not None:
-            raise self._deferred
+        if self._too_long_at is not None:
+            raise ProtocolViolation("line_too_long", self._too_long_at)
         if not chunk:
             return []
         self.bytes_seen += len(chunk)
@@ -191,8 +193,8 @@ class SSEDecoder:
 
     def close(self) -> list[SSEEvent]:
         """End of stream. Nothing is dispatched without its blank line; ``truncated`` tells if it was due."""
-        if self._deferred is not None:
-            raise self._deferred
+        if self._too_long_at is not None:
+            raise ProtocolViolation("line_too_long", self._too_long_at)
         pending = self._pending
         if self._at_start and _BOM.startswith(pending):
             pending = b""  # a lone (partial) BOM is not an event
@@ -207,16 +209,15 @@ class SSEDecoder:
         return []
 
     def _fail(self, events: list[SSEEvent], offset: int) -> list[SSEEvent]:
-        violation = ProtocolViolation("line_too_long", offset)
         self._pending = b""
         self._more = []
         self._more_len = 0
-        self._deferred = violation  # the stream is over: every later call raises it again
+        self._too_long_at = offset
         if events:
             # Hand over what the chunk completed before the bad line and raise on the next call, so the
             # outcome does not depend on where the network split the bytes.
             return events
-        raise violation
+        raise ProtocolViolation("line_too_long", offset)
 
     def _process(self, lines: list[bytes]) -> list[SSEEvent]:
         events: list[SSEEvent] = []

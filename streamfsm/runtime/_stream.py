@@ -312,9 +312,8 @@ class Run:
         pending = self._pending
         while not pending:
             if self._done:
-                failure, self._deferred = self._deferred, None
-                if failure is not None:
-                    raise failure
+                if self._deferred is not None:
+                    raise self._take_deferred()
                 self._seal()
                 raise StopAsyncIteration
             try:
@@ -342,6 +341,12 @@ class Run:
                 # Events that arrived before the fault in the same chunk are delivered first.
                 self._deferred = failure
         return pending.popleft()
+
+    def _take_deferred(self) -> StreamFailed:
+        # Raised from a call, never from a local: the raising frame would hold it, and it that frame.
+        failure, self._deferred = self._deferred, None
+        assert failure is not None
+        return failure
 
     def _ready_to_read(self, block: str) -> None:
         """Shared by the async and the sync iteration: only inside the run's block, and not after abort()."""
@@ -635,6 +640,7 @@ class Run:
         diagnosis = diagnose(from_state, edge, facts)
         record = self._rec.finish(diagnosis, final)
         self._diagnosis, self._record, self._done = diagnosis, record, True
+        self._stop_reading()
         return StreamFailed(diagnosis, record)
 
     def _fail(self, edge: Trigger, facts: Facts, cause: BaseException | None = None) -> NoReturn:
@@ -648,10 +654,18 @@ class Run:
             time.monotonic(),
             True,
         )
+        self._stop_reading()
+
+    def _stop_reading(self) -> None:
+        # On the SDK item path the readers are the run's own methods: a cycle that would leave the run to the
+        # cyclic collector. Once the run is done nothing reads.
+        self._feed = self._frames_of = _unset
 
     def _seal(self) -> None:
         if self._record is None and self._diagnosis is not None:
             self._record = self._rec.finish(self._diagnosis, self._machine.state, end=self._finished_at)
+        # A failure still held back will not be raised now (the consumer left); its frames hold this run.
+        self._deferred = None
 
     @property
     def finished(self) -> bool:
@@ -740,6 +754,9 @@ class HttpRun(Run):
                     fault = Trigger.CONNECT_FAILED
                 rec.transport = facts
                 self._fail(fault, self._facts(transport=facts), exc)
+            finally:
+                # Every traced step has happened; the response keeps its request, which would keep the run.
+                del request.extensions["trace"]
         self._read_scope = None
         if response is None:
             self._fail_cancelled(edge)
@@ -773,7 +790,10 @@ class HttpRun(Run):
     async def _close_source(self) -> None:
         try:
             if self._response is not None:
-                await self._response.aclose()
+                try:
+                    await self._response.aclose()
+                finally:
+                    _unlink_closed(self._response)
         finally:
             if self._owns_client and self._client is not None:
                 await self._client.aclose()
@@ -810,6 +830,14 @@ def body_chunks(response: Any) -> AsyncIterator[bytes]:
     if _unencoded(response):
         return response.stream.__aiter__()  # type: ignore[no-any-return]
     return response.aiter_bytes().__aiter__()  # type: ignore[no-any-return]
+
+
+def _unlink_closed(response: Any) -> None:
+    """An httpx response and its body stream refer to each other (encode/httpx#3733), so a closed response and
+    what it holds would wait for the cyclic collector. Once closed, the stream needs the response no more."""
+    stream: Any = getattr(response, "stream", None)
+    if getattr(stream, "_response", None) is response:
+        del stream._response
 
 
 def sync_body_chunks(response: Any) -> Iterator[bytes]:

@@ -93,6 +93,7 @@ class AsyncioWatchdog(LoopWatchdog):
             loop = asyncio.get_running_loop()
             entry.handle = loop.call_at(loop.time() + early, self._fire, entry)
             return
+        entry.handle = None  # the handle holds the entry: a cycle the collector would have to break
         self._live -= 1
         entry.fire()
 
@@ -103,6 +104,7 @@ class AsyncioWatchdog(LoopWatchdog):
         self._live -= 1
         if entry.handle is not None:
             entry.handle.cancel()
+            entry.handle = None
 
 
 class TrioWatchdog(LoopWatchdog):

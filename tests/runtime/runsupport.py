@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import json
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -26,7 +28,16 @@ BODIES: dict[str, dict[str, Any]] = {
     },
     "gemini": {"model": "gemini-2.5-flash", "contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
 }
-__all__ = ["BODIES", "FORMATS", "HTTP_ERRORS", "consume", "cut_before", "cut_through", "validate_record"]
+__all__ = [
+    "BODIES",
+    "FORMATS",
+    "HTTP_ERRORS",
+    "consume",
+    "cut_before",
+    "cut_through",
+    "left_to_the_collector",
+    "validate_record",
+]
 
 # (status, headers, body, cause, verdict, retry_after_s): HTTP errors before any stream, with what the
 # taxonomy says of each; shared by the open_stream and the SDK drop-in tests.
@@ -115,3 +126,26 @@ def validate_record(record: streamfsm.RunRecord) -> dict[str, Any]:
 async def consume(run: streamfsm.Run) -> list[Any]:
     """Iterate a run to its end, returning the events it delivered."""
     return [event async for event in run]
+
+
+def _ours(obj: object, also: tuple[type, ...]) -> bool:
+    module = type(obj).__module__
+    library = module.startswith("streamfsm.") and not module.startswith("streamfsm.testing")
+    return library or isinstance(obj, also)
+
+
+def left_to_the_collector(play: Callable[[], object], *, also: tuple[type, ...] = ()) -> Counter[str]:
+    """Call ``play`` with the cyclic collector off; then the kinds of the library's objects (and of ``also``)
+    that it left in reference cycles, by name. Reference counting frees everything else as it goes."""
+    gc.freeze()  # what exists already (garbage too) is set aside: the collection below sees what play made
+    gc.disable()
+    try:
+        play()
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        return Counter(type(obj).__qualname__ for obj in gc.garbage if _ours(obj, also))
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.unfreeze()
+        gc.enable()
