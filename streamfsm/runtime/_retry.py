@@ -533,7 +533,8 @@ class RetryingRun:
             raise
 
     def _failed(self, failure: StreamFailed) -> None:
-        # Kept without the frames it passed (they hold this run: a cycle), and let go once raised (_stop).
+        # Kept without the frames it passed (they hold this executor: a cycle), and dropped when the chain
+        # stops (_stop): raising it gives it frames again.
         self._failure = self._last_failure = failure.with_traceback(None)
 
     def _take_final(self) -> StreamFailed:

@@ -671,6 +671,11 @@ class _OpenAttempt:
             self._cond.notify_all()
             return True
 
+    def take_error(self) -> BaseException | None:
+        # Handed over once: the helper's frame is in the error's traceback and holds this attempt (a cycle).
+        error, self.error = self.error, None
+        return error
+
     def wake(self) -> None:
         with self._cond:
             self._cond.notify_all()
@@ -787,7 +792,9 @@ class SyncSdkRun(_SdkBase):
                 stream = opener()
             except BaseException as exc:  # handed to the caller's thread, or dropped if it stopped waiting
                 error = exc
-            if not attempt.finish(stream, error) and error is None and closer is not None:
+            handed = attempt.finish(stream, error)
+            failed, error = error is not None, None  # this frame is in the error's traceback: a cycle
+            if not handed and not failed and closer is not None:
                 try:
                     closer(None, None, None)
                 except Exception as exc:
@@ -802,10 +809,14 @@ class SyncSdkRun(_SdkBase):
         if not finished:
             self._rec.request_sent = True  # unknown; the request may well have left: say it may be delivered
             self._fail_cancelled(edge)
-        if attempt.error is not None:
-            if isinstance(attempt.error, Exception):
-                self._connect_failed(attempt.error)
-            raise attempt.error
+        error = attempt.take_error()
+        if error is not None:
+            try:
+                if isinstance(error, Exception):
+                    self._connect_failed(error)
+                raise error
+            finally:
+                del error  # this frame is in its traceback: a cycle
         return attempt.stream
 
     # -- streaming --------------------------------------------------------------------------------------

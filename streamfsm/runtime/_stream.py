@@ -756,7 +756,7 @@ class HttpRun(Run):
                 self._fail(fault, self._facts(transport=facts), exc)
             finally:
                 # Every traced step has happened; the response keeps its request, which would keep the run.
-                del request.extensions["trace"]
+                request.extensions.pop("trace", None)  # an event hook may have rebuilt the extensions
         self._read_scope = None
         if response is None:
             self._fail_cancelled(edge)

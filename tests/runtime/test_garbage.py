@@ -13,8 +13,8 @@ import pytest
 from runsupport import BODIES, left_to_the_collector
 
 from streamfsm import Ids, Run, StreamFailed, open_stream
-from streamfsm.runtime import RetryPolicy, retrying
-from streamfsm.testing import FaultServer, Request, Scenario, catalog, run_catalog, text_stream
+from streamfsm.runtime import RetryPolicy, TextDelta, retrying
+from streamfsm.testing import FaultServer, Request, Scenario, catalog, error_event, run_catalog, text_stream
 from streamfsm.testing._script import End, Fin, Headers, Send
 
 CATALOG = catalog()
@@ -55,7 +55,7 @@ GOOD = text_stream("openai-chat", ["one ", "two"])
 # failure it held back on the next read.
 HELD_BACK = {
     "malformed-after-text": _in_one_chunk([*GOOD[:3], b"data: {not json\n\n"], End()),
-    "text-then-fin": _in_one_chunk(GOOD[:3], Fin()),
+    "error-after-text": _in_one_chunk([*GOOD[:3], error_event("openai-chat", "overloaded")], End()),
 }
 
 
@@ -111,3 +111,19 @@ def test_a_retrying_run_leaves_no_cyclic_garbage(backend: str, chain: str) -> No
 
     anyio.run(play, backend=backend)
     assert not left_to_the_collector(lambda: anyio.run(play, backend=backend), also=(httpx.Response,))
+
+
+@pytest.mark.anyio
+async def test_a_client_whose_request_hook_rebuilds_the_extensions_still_streams() -> None:
+    # The run drops its trace callback once the response is in; a hook may have replaced the dict it was in.
+    async def rebuild(request: httpx.Request) -> None:
+        request.extensions = {k: v for k, v in request.extensions.items() if k != "trace"}
+
+    steps = (Headers(), *(Send(frame) for frame in GOOD), End())
+    async with FaultServer(steps) as server, httpx.AsyncClient(event_hooks={"request": [rebuild]}) as client:
+        with anyio.fail_after(BOUND):
+            async with open_stream(
+                "openai-chat", base_url=server.base_url, json=BODIES["openai-chat"], client=client
+            ) as run:
+                texts = [event.text async for event in run if isinstance(event, TextDelta)]
+    assert run.finished and "".join(texts) == "one two"
