@@ -36,12 +36,13 @@ Measured per configuration:
 Section 5 (``--watchdog``): each stream streams like a section 3 stream until every stream has connected,
 then for 1 to ``steps`` chunks more (so the deadlines are spread over time while other streams are still
 streaming: that is the load; a storm of new connections is section 3's event-loop lag), then sends only an
-SSE comment every 500 ms: a stall kept alive. With
-``idle_timeout`` armed, every run must fail with ``idle_timeout``; lateness is the record's
-``last_progress_age_s`` minus the timeout: how long after its deadline the watchdog fired, as the run itself
-measured it. The baseline is the same with 10 streams (no load). The full run repeats the loaded case with
-``gc.set_threshold(*GC_TUNED)`` in the client: CPython's full collections over thousands of live streams are
-the longest event-loop stalls, and a service can make them rarer.
+SSE comment every 500 ms: a stall kept alive. With ``idle_timeout`` armed, every run must fail with
+``idle_timeout``; lateness is the record's ``last_progress_age_s`` minus the timeout: how long after its
+deadline the watchdog fired, as the run itself measured it. Delivered is how long after the deadline the
+consumer caught the failure: the HTTP client unwinds the cancelled read first (on trio, a scheduler pass per
+await of httpcore's cleanup). The baseline is the same with 10 streams (no load). The full run repeats the
+loaded case with ``gc.set_threshold(*GC_TUNED)`` in the client: CPython's full collections over thousands of
+live streams are the longest event-loop stalls, and a service can make them rarer.
 """
 
 from __future__ import annotations
@@ -115,6 +116,7 @@ class Result:
     memory_method: str = ""
     breakdown_kb_per_run: dict[str, float] = field(default_factory=dict)
     lateness_ms: dict[str, float] = field(default_factory=dict)
+    delivered_ms: dict[str, float] = field(default_factory=dict)
     gc_pauses_ms: dict[str, float] = field(default_factory=dict)
     fd_limit: int = 0
 
@@ -206,6 +208,7 @@ async def _run_config(cfg: Config) -> Result:
     live = _Live(cfg.tracemalloc, cfg.streams)
     lags: list[float] = []
     lateness: list[float] = []
+    delivered: list[float] = []
     stream_config = StreamConfig(idle_timeout=cfg.idle_timeout) if cfg.watchdog else StreamConfig()
 
     def url_for(i: int) -> str:
@@ -251,6 +254,7 @@ async def _run_config(cfg: Config) -> Result:
 
     async def ours(client: httpx.AsyncClient, i: int) -> None:
         seen = False
+        opened = time.monotonic()
         try:
             async with open_stream(
                 "openai-chat", base_url=url_for(i), json=CHAT_BODY, client=client, config=stream_config
@@ -262,7 +266,10 @@ async def _run_config(cfg: Config) -> Result:
         except StreamFailed as failure:
             record = failure.record
             if cfg.watchdog and record["watchdog"]["fired"] == "idle_timeout":
-                lateness.append(record["timings"]["last_progress_age_s"] - cfg.idle_timeout)
+                timings = record["timings"]
+                lateness.append(timings["last_progress_age_s"] - cfg.idle_timeout)
+                deadline = timings["total_s"] - timings["last_progress_age_s"] + cfg.idle_timeout
+                delivered.append(time.monotonic() - opened - deadline)
                 result.completed += 1  # the expected outcome
                 result.events += _events_per_stream(cfg, i)
             else:
@@ -325,6 +332,7 @@ async def _run_config(cfg: Config) -> Result:
     if cfg.tracemalloc:
         tracemalloc.stop()
     result.lateness_ms = _percentiles(lateness)
+    result.delivered_ms = _percentiles(delivered)
     return result
 
 
@@ -629,6 +637,16 @@ def watchdog_rows(
                 "ms",
                 target=100,
                 note=f"idle_timeout {idle_timeout} s; event-loop lag p99 {loaded.lag_ms.get('p99', 0)} ms",
+            ),
+            Row(
+                SECTION_5,
+                f"{label}: failure delivered, max",
+                loaded.delivered_ms.get("max", 0.0),
+                "ms",
+                idle.delivered_ms.get("max", 0.0),
+                "10 streams",
+                note=f"after the deadline, when the consumer catches StreamFailed (the HTTP client has "
+                f"unwound the cancelled read); p99 {loaded.delivered_ms.get('p99', 0)} ms",
             ),
         ]
         if tuned is not None:

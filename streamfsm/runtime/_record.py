@@ -74,6 +74,11 @@ class Timeline:
             tail.append(entry)
         self._last = entry
 
+    @property
+    def last_at(self) -> float:
+        """When the latest entry last happened (seconds from the start); 0 when empty."""
+        return self._last[2] if self._last is not None else 0.0
+
     def __len__(self) -> int:
         return len(self._head) + (len(self._tail) if self._tail is not None else 0)
 
@@ -255,8 +260,9 @@ class Recorder:
             if part == "text" and self.first_visible is None:  # "text" is exactly TEXT_DELTA
                 self.first_visible = now
 
-    def lifecycle(self, kind: str, state: State) -> None:
-        self.timeline.add(kind, time.monotonic() - self.start, state)
+    def lifecycle(self, kind: str, state: State, *, at: float | None = None) -> None:
+        """``at``: when it happened (monotonic), if earlier than now."""
+        self.timeline.add(kind, (time.monotonic() if at is None else at) - self.start, state)
 
     # -- facts -----------------------------------------------------------------------------------------------
 

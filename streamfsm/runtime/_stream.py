@@ -158,6 +158,7 @@ class Run:
         self._reading = False
         self._read_ended_at = self._rec.start
         self._read_edge = Trigger.TOTAL_TIMEOUT  # the edge of the watchdog that ended the waiting read
+        self._fired_at: float | None = None  # when the watchdog found the waiting read past its deadline
         self._watch_entry: Entry | None = None  # when the loop's watchdog looks at this run next (see _watch)
         self._total_deadline = _deadline(self._rec.start, self.config.total_timeout)
 
@@ -458,7 +459,7 @@ class Run:
         started = self._idle_read_started
         deadline, edge = self._read_deadline(now if started is None else started)
         if deadline <= now:
-            self._read_edge = edge
+            self._read_edge, self._fired_at = edge, now
             if self._read_scope is not None:
                 self._read_scope.cancel()
         else:
@@ -528,8 +529,14 @@ class Run:
         if self._abort_request is not None:
             source, reason = self._abort_request
             self._fail(Trigger.LOCAL_ABORT, self._abort_facts(source, reason))
-        self._rec.watchdog_fired = edge.value
-        self._fail(edge, self._facts())
+        rec = self._rec
+        rec.watchdog_fired = edge.value
+        # The stream ended when the watchdog fired: what the HTTP client does to unwind the cancelled read
+        # (on a busy trio loop, a scheduler pass per await of its cleanup) is teardown, not the stream's.
+        # Unless something was recorded since (a tool, on another task): the timeline stays in order.
+        fired = self._fired_at
+        at = fired if fired is not None and fired - rec.start >= rec.timeline.last_at else None
+        self._fail(edge, self._facts(), at=at)
 
     # -- the agent's facts ------------------------------------------------------------------------------
 
@@ -633,18 +640,21 @@ class Run:
         self._rec.set_abort(source.value, reason)
         return self._facts(abort_source=source)
 
-    def _finalize_failure(self, edge: Trigger, facts: Facts) -> StreamFailed:
+    def _finalize_failure(self, edge: Trigger, facts: Facts, at: float | None = None) -> StreamFailed:
+        """``at``: when the stream ended, if earlier than now."""
         from_state = self._machine.state
         final = self._machine.send(edge)
-        self._rec.lifecycle(edge.value, final)
+        self._rec.lifecycle(edge.value, final, at=at)
         diagnosis = diagnose(from_state, edge, facts)
-        record = self._rec.finish(diagnosis, final)
+        record = self._rec.finish(diagnosis, final, end=at)
         self._diagnosis, self._record, self._done = diagnosis, record, True
         self._stop_reading()
         return StreamFailed(diagnosis, record)
 
-    def _fail(self, edge: Trigger, facts: Facts, cause: BaseException | None = None) -> NoReturn:
-        raise self._finalize_failure(edge, facts) from cause
+    def _fail(
+        self, edge: Trigger, facts: Facts, cause: BaseException | None = None, *, at: float | None = None
+    ) -> NoReturn:
+        raise self._finalize_failure(edge, facts, at) from cause
 
     def _finalize_finished(self) -> None:
         # The record is sealed when the consumer is done with the run (see _seal), so what it does with the

@@ -11,9 +11,11 @@ import threading
 import time
 import warnings
 import weakref
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -370,3 +372,66 @@ def test_the_sync_watchdog_moves_only_the_deadline_of_a_read_in_progress() -> No
         assert watchdog.fired
     finally:
         watchdog.stop()
+
+
+class _SlowToUnwindBody(httpx.AsyncByteStream):
+    def __init__(self, inner: Any, cleanup_s: float) -> None:
+        self._inner, self._cleanup_s = inner, cleanup_s
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._inner:
+                yield chunk
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await anyio.sleep(self._cleanup_s)
+            raise
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _SlowToUnwind(httpx.AsyncBaseTransport):
+    """The real transport, whose bodies take ``cleanup_s`` (shielded) to unwind a cancelled read, as an HTTP
+    client closing a connection does on a busy event loop (a scheduler pass per await of its cleanup)."""
+
+    def __init__(self, cleanup_s: float) -> None:
+        self._inner, self._cleanup_s = httpx.AsyncHTTPTransport(), cleanup_s
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self._inner.handle_async_request(request)
+        body = _SlowToUnwindBody(response.stream, self._cleanup_s)
+        return httpx.Response(response.status_code, headers=response.headers, stream=body)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+@pytest.mark.anyio
+async def test_a_watchdog_failure_ends_when_it_fired_not_when_the_client_had_unwound() -> None:
+    idle, cleanup = 0.2, 0.5
+    config = StreamConfig(idle_timeout=idle)
+    async with (
+        FaultServer(_stalled_script()) as server,
+        httpx.AsyncClient(transport=_SlowToUnwind(cleanup)) as client,
+    ):
+        started = time.monotonic()
+        with anyio.fail_after(5), pytest.raises(StreamFailed) as info:
+            async with streamfsm.open_stream(
+                "openai-chat",
+                base_url=server.base_url,
+                json=BODIES["openai-chat"],
+                client=client,
+                config=config,
+            ) as run:
+                async for _ in run:
+                    pass
+        seen_after = time.monotonic() - started
+    record = info.value.record
+    assert record["watchdog"]["fired"] == "idle_timeout"
+    assert seen_after >= idle + cleanup  # the consumer hears of it once the client has unwound
+    # The record says when the stream ended: when the watchdog fired (bounds generous for a shared machine).
+    assert idle <= record["timings"]["last_progress_age_s"] < idle + cleanup / 2
+    assert record["timings"]["total_s"] <= seen_after - cleanup / 2
+    last = record["timeline"]["entries"][-1]
+    assert last["event"] == "idle_timeout" and last["t"] <= record["timings"]["total_s"]
