@@ -39,10 +39,11 @@ streaming: that is the load; a storm of new connections is section 3's event-loo
 SSE comment every 500 ms: a stall kept alive. With ``idle_timeout`` armed, every run must fail with
 ``idle_timeout``; lateness is the record's ``last_progress_age_s`` minus the timeout: how long after its
 deadline the watchdog fired, as the run itself measured it. Delivered is how long after the deadline the
-consumer caught the failure: the HTTP client unwinds the cancelled read first (on trio, a scheduler pass per
-await of httpcore's cleanup). The baseline is the same with 10 streams (no load). The full run repeats the
-loaded case with ``gc.set_threshold(*GC_TUNED)`` in the client: CPython's full collections over thousands of
-live streams are the longest event-loop stalls, and a service can make them rarer.
+consumer caught the failure: the HTTP client unwinds the cancelled read (on trio, a scheduler pass per await
+of httpcore's cleanup) and the run closes its response first. The baseline is the same with 10 streams (no
+load). The full run repeats the loaded case with ``gc.set_threshold(*GC_TUNED)`` in the client: CPython's
+full collections over thousands of live streams are the longest event-loop stalls, and a service can make
+them rarer.
 """
 
 from __future__ import annotations

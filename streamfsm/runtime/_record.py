@@ -74,11 +74,6 @@ class Timeline:
             tail.append(entry)
         self._last = entry
 
-    @property
-    def last_at(self) -> float:
-        """When the latest entry last happened (seconds from the start); 0 when empty."""
-        return self._last[2] if self._last is not None else 0.0
-
     def __len__(self) -> int:
         return len(self._head) + (len(self._tail) if self._tail is not None else 0)
 

@@ -529,14 +529,10 @@ class Run:
         if self._abort_request is not None:
             source, reason = self._abort_request
             self._fail(Trigger.LOCAL_ABORT, self._abort_facts(source, reason))
-        rec = self._rec
-        rec.watchdog_fired = edge.value
+        self._rec.watchdog_fired = edge.value
         # The stream ended when the watchdog fired: what the HTTP client does to unwind the cancelled read
         # (on a busy trio loop, a scheduler pass per await of its cleanup) is teardown, not the stream's.
-        # Unless something was recorded since (a tool, on another task): the timeline stays in order.
-        fired = self._fired_at
-        at = fired if fired is not None and fired - rec.start >= rec.timeline.last_at else None
-        self._fail(edge, self._facts(), at=at)
+        self._fail(edge, self._facts(), at=self._fired_at)
 
     # -- the agent's facts ------------------------------------------------------------------------------
 
@@ -561,6 +557,9 @@ class Run:
             raise IllegalTransition(self._machine.state, trigger)
         if call_id in self._running:
             raise ValueError(f"tool call {call_id!r} is already running")
+        # The record changes now, maybe after the watchdog fired (this runs on the agent's task): a failure
+        # then ends when it is handled, so that nothing recorded falls after the run's end.
+        self._fired_at = None
         tools = self._rec.tools
         tools["started"] += 1
         tools["effectful"] += effectful
@@ -583,6 +582,7 @@ class Run:
     def tool_finished(self, call_id: str, ok: bool = True) -> None:
         if call_id not in self._running:
             raise IllegalTransition(self._machine.state, Trigger.TOOL_EXECUTION_END)
+        self._fired_at = None  # see tool_started
         del self._running[call_id]
         self._rec.tools["finished" if ok else "failed"] += 1
         if self._idle_paused_since is not None and not any(self._running.values()):

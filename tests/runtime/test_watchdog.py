@@ -434,4 +434,43 @@ async def test_a_watchdog_failure_ends_when_it_fired_not_when_the_client_had_unw
     assert idle <= record["timings"]["last_progress_age_s"] < idle + cleanup / 2
     assert record["timings"]["total_s"] <= seen_after - cleanup / 2
     last = record["timeline"]["entries"][-1]
-    assert last["event"] == "idle_timeout" and last["t"] <= record["timings"]["total_s"]
+    assert last["event"] == "idle_timeout" and last["t"] == record["timings"]["total_s"]
+
+
+@pytest.mark.anyio
+async def test_a_tool_ending_while_the_client_unwinds_falls_inside_the_run() -> None:
+    # The agent finishes a tool after the watchdog fired, while the HTTP client still unwinds the read: the
+    # record must not end before what it records.
+    frames = cut_through("openai-chat", tool_call_stream("openai-chat", [("read_file", "{}")]), ToolCall)
+    config = StreamConfig(idle_timeout=0.2)
+    calls: list[str] = []
+
+    async def finish_the_tool_once_fired(run: Run) -> None:
+        with anyio.fail_after(5):
+            while not (calls and run._read_scope is not None and run._read_scope.cancel_called):
+                await anyio.sleep(0.01)
+        run.tool_finished(calls[0])
+
+    async with (
+        FaultServer((Headers(), *(Send(f) for f in frames), Stall())) as server,
+        httpx.AsyncClient(transport=_SlowToUnwind(0.5)) as client,
+        anyio.create_task_group() as tg,
+    ):
+        with anyio.fail_after(5), pytest.raises(StreamFailed) as info:
+            async with streamfsm.open_stream(
+                "openai-chat",
+                base_url=server.base_url,
+                json=BODIES["openai-chat"],
+                client=client,
+                config=config,
+            ) as run:
+                tg.start_soon(finish_the_tool_once_fired, run)
+                async for event in run:
+                    if isinstance(event, ToolCall):
+                        run.tool_started(event.call_id, effect="read_only")
+                        calls.append(event.call_id)
+    record = info.value.record
+    assert record["watchdog"]["fired"] == "idle_timeout" and record["tools"]["finished"] == 1
+    times = [entry.get("t_last", entry["t"]) for entry in record["timeline"]["entries"]]
+    assert times == sorted(times) and times[-1] <= record["timings"]["total_s"]
+    assert record["timings"]["last_progress_age_s"] >= 0.2 + 0.2  # it ended after the tool, mid-unwinding
