@@ -646,8 +646,8 @@ def watchdog_rows(
                 "ms",
                 idle.delivered_ms.get("max", 0.0),
                 "10 streams",
-                note=f"after the deadline, when the consumer catches StreamFailed (the HTTP client has "
-                f"unwound the cancelled read); p99 {loaded.delivered_ms.get('p99', 0)} ms",
+                note=f"after the deadline, when the consumer catches StreamFailed (the client has unwound "
+                f"the read, the run has closed it); p99 {loaded.delivered_ms.get('p99', 0)} ms",
             ),
         ]
         if tuned is not None:
