@@ -407,6 +407,12 @@ class _SlowToUnwind(httpx.AsyncBaseTransport):
         await self._inner.aclose()
 
 
+def _chat(base_url: str, client: httpx.AsyncClient, config: StreamConfig) -> Run:
+    return streamfsm.open_stream(
+        "openai-chat", base_url=base_url, json=BODIES["openai-chat"], client=client, config=config
+    )
+
+
 @pytest.mark.anyio
 async def test_a_watchdog_failure_ends_when_it_fired_not_when_the_client_had_unwound() -> None:
     idle, cleanup = 0.2, 0.5
@@ -417,13 +423,7 @@ async def test_a_watchdog_failure_ends_when_it_fired_not_when_the_client_had_unw
     ):
         started = time.monotonic()
         with anyio.fail_after(5), pytest.raises(StreamFailed) as info:
-            async with streamfsm.open_stream(
-                "openai-chat",
-                base_url=server.base_url,
-                json=BODIES["openai-chat"],
-                client=client,
-                config=config,
-            ) as run:
+            async with _chat(server.base_url, client, config) as run:
                 async for _ in run:
                     pass
         seen_after = time.monotonic() - started
@@ -457,13 +457,7 @@ async def test_a_tool_ending_while_the_client_unwinds_falls_inside_the_run() -> 
         anyio.create_task_group() as tg,
     ):
         with anyio.fail_after(5), pytest.raises(StreamFailed) as info:
-            async with streamfsm.open_stream(
-                "openai-chat",
-                base_url=server.base_url,
-                json=BODIES["openai-chat"],
-                client=client,
-                config=config,
-            ) as run:
+            async with _chat(server.base_url, client, config) as run:
                 tg.start_soon(finish_the_tool_once_fired, run)
                 async for event in run:
                     if isinstance(event, ToolCall):
