@@ -1,0 +1,123 @@
+"""The benchmarks still measure what they say, at a tiny size: every contender does the whole work, and every
+row has its value, baseline and target. No figure is asserted: speed is the benchmarks' business."""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from benchmarks import __main__ as cli
+from benchmarks import concurrency, memory, overhead
+from benchmarks._payloads import CHUNKINGS, make
+from benchmarks._report import Row
+
+TINY: dict[str, int] = {"text": 30, "reasoning": 3, "tool_args": 60}
+
+
+def _whole(rows: list[Row]) -> None:
+    names = [r.name for r in rows]
+    assert len(names) == len(set(names)), "two rows of one name"
+    for r in rows:
+        assert math.isfinite(r.value) and r.value >= 0, r
+        if r.baseline is not None:
+            assert math.isfinite(r.baseline) and r.baseline >= 0, r
+
+
+def _targets(rows: list[Row]) -> dict[str, float]:
+    return {r.name: r.target for r in rows if r.target is not None}
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+@pytest.mark.parametrize("chunking", CHUNKINGS)
+@pytest.mark.parametrize("fmt", ["openai-chat", "anthropic"])
+def test_section_1_contenders_read_the_whole_stream(fmt: str, chunking: str, backend: str) -> None:
+    payload = make(fmt, **TINY)
+    json_lines = sum(
+        1
+        for frame in payload.frames
+        for line in frame.split(b"\n")
+        if line.startswith(b"data:") and line[5:].strip() != b"[DONE]"
+    )
+
+    async def each() -> dict[str, Any]:
+        warnings.simplefilter("ignore")
+        return {name: await run() for name, run in overhead._contenders(payload, chunking, backend).items()}
+
+    counts = anyio.run(each, backend=backend)
+    assert counts["floor"] == json_lines
+    expected = {"floor", "ours"} | ({"sdk", "wrap"} if backend == "asyncio" else set())
+    if backend == "asyncio" and fmt == "anthropic":
+        expected |= {"sdk_items", "wrap_items"}
+    assert set(counts) == expected
+    # wrap() reads the same events as open_stream, whether from the body (wrap) or from the SDK's items.
+    assert counts["ours"] > 0
+    for wrapped in ("wrap", "wrap_items"):
+        if wrapped in counts:
+            assert counts[wrapped] == counts["ours"], wrapped
+    for sdk in ("sdk", "sdk_items"):
+        if sdk in counts:
+            assert counts[sdk] >= json_lines - 2, sdk  # the SDKs skip [DONE] and Anthropic's ping
+
+
+def test_section_1_rows_and_targets() -> None:
+    rows = overhead.measure(1, sizes=TINY)
+    _whole(rows)
+    targets = _targets(rows)
+    for fmt in ("openai-chat", "anthropic"):
+        sdk = "openai SDK" if fmt == "openai-chat" else "anthropic SDK"
+        for chunking in CHUNKINGS:
+            label = f"{fmt} {chunking}"
+            assert targets[f"{label}: open_stream vs httpx floor"] == 2.0
+            assert targets[f"{label} [trio]: open_stream vs httpx floor"] == 2.0
+            assert targets[f"{label}: wrap({sdk}) vs bare"] == 1.10
+            if fmt == "openai-chat":
+                assert targets[f"{label}: open_stream vs {sdk}"] == 0.5
+            else:
+                assert targets[f"{label}: wrap(MessageStream) vs bare"] == 1.10
+    assert len(targets) == 16
+
+
+def test_sections_3_and_5_complete_every_stream_and_fire_every_watchdog() -> None:
+    backends = ("asyncio", "trio")
+    with concurrency.provider() as base_url:
+        rows_3, raw_3 = concurrency.concurrency_rows(base_url, (10,), backends, steps=2, traced=False)
+        rows_5, raw_5 = concurrency.watchdog_rows(base_url, 20, backends, idle_timeout=0.3, steps=2)
+    _whole(rows_3 + rows_5)
+    # Section 5 counts a run as completed when its idle watchdog fired, and anything else as a failure.
+    for result in raw_3 + raw_5:
+        streams = result["config"]["streams"]
+        assert (result["completed"], result["failed"]) == (streams, 0), result
+        assert result["events"] > 0, result
+    assert [len(r["lateness_ms"]) > 0 for r in raw_5] == [True] * 4
+    met = {r.name: r.met for r in rows_3 + rows_5}
+    for backend in backends:
+        assert met[f"10 streams [{backend}]: completed"] is True
+        assert met[f"20 streams [{backend}]: idle timeouts fired"] is True
+
+
+def test_section_4_record_stays_the_same_size() -> None:
+    rows = memory.measure((1_000, 5_000), traced_max=5_000)
+    _whole(rows)
+    sizes = [r for r in rows if r.name.endswith("record size")]
+    assert [r.extra["text_delta_count"] for r in sizes] == [1_000, 5_000]
+    assert all(r.met for r in sizes), sizes
+
+
+def test_the_command_writes_every_row_to_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "results.json"
+    assert cli.main(["--quick", "--only", "2", "--repeat", "1", "--json", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "2. machine per event" in out and "targets met" in out
+    written = json.loads(path.read_text())
+    assert written["quick"] is True
+    assert written["machine"]["packages"]["streamfsm"]
+    names = [row["name"] for row in written["results"]]
+    assert names == ["compiled table, per event", "build one machine"]
+    compiled = written["results"][0]
+    assert compiled["target"] == 0.05 and compiled["ratio"] is not None and compiled["met"] in (True, False)
