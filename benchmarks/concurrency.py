@@ -268,16 +268,16 @@ async def _run_config(cfg: Config) -> Result:
                         live.now += 1
         except StreamFailed as failure:
             record = failure.record
-            stalled = record["stream_events"].get("text_delta", 0) == 5 * _watchdog_steps(cfg, i)
-            if cfg.watchdog and record["watchdog"]["fired"] == "idle_timeout" and stalled:
+            idle = cfg.watchdog and record["watchdog"]["fired"] == "idle_timeout"
+            if idle and record["stream_events"].get("text_delta", 0) == 5 * _watchdog_steps(cfg, i):
                 timings = record["timings"]
                 lateness.append(timings["last_progress_age_s"] - cfg.idle_timeout)
                 deadline = timings["total_s"] - timings["last_progress_age_s"] + cfg.idle_timeout
                 delivered.append(time.monotonic() - opened - deadline)
                 result.completed += 1  # the expected outcome
                 result.events += _events_per_stream(cfg, i)
-            elif cfg.watchdog and record["watchdog"]["fired"] == "idle_timeout":
-                fail("idle_timeout_before_the_stall")  # a gap between chunks, not the stall
+            elif idle:
+                fail("idle_timeout_before_the_stall")  # it fired in a gap between chunks
             else:
                 fail(record.summary_key)
             return
