@@ -68,6 +68,7 @@ def test_section_1_contenders_read_the_whole_stream(fmt: str, chunking: str, bac
 def test_section_1_rows_and_targets() -> None:
     rows = overhead.measure(1, sizes=TINY)
     _whole(rows)
+    assert all(r.value > 0 and (r.baseline or 0) > 0 for r in rows), "a contender did no work"
     targets = _targets(rows)
     for fmt in ("openai-chat", "anthropic"):
         sdk = "openai SDK" if fmt == "openai-chat" else "anthropic SDK"

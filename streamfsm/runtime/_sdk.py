@@ -32,9 +32,9 @@ response that nobody has started to read, and the stream is not a ``MessageStrea
 caller may still ask for). The bytes go through the same SSE decoder and wire adapter as ``open_stream``'s,
 so the run sees exactly what ``open_stream`` would (``[DONE]``, keepalives, raw delta keys,
 ``max_line_bytes``) and skips the SDK's per-item model building, which costs more than the whole of our
-pipeline. Otherwise (a ``MessageStream``, a stream the caller already started to
-iterate, another body encoding, a format the stream does not say) the run iterates the SDK's items and
-translates each one by attribute access (``_adapters._sdk_items``), never ``model_dump``.
+pipeline. Otherwise (a ``MessageStream``, a stream the caller already started to iterate, another body
+encoding, a format the stream does not say) the run iterates the SDK's items and translates each one by
+attribute access (``_adapters._sdk_items``), never ``model_dump``.
 
 **Facts.** Status, allow-listed headers, request ids and the endpoint come from the SDK's ``response``; the
 model and the request's shape from its request body (parsed once, when under 1 MiB). SDK exceptions are
