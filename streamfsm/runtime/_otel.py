@@ -51,6 +51,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from .. import __version__
+from ..classify._redact import MASK
 
 __all__ = ["OtelSink"]
 
@@ -119,9 +120,9 @@ def _server(endpoint: Any) -> tuple[str | None, int | None]:
     try:
         parts = urlsplit(endpoint)
         host, port = parts.hostname, parts.port
-    except ValueError:  # includes a host masked by redaction: "http://[REDACTED]/..."
+    except ValueError:  # a bad port, or (Python 3.11.4 and later) a bracketed host that is no IP address
         return None, None
-    if not host:
+    if not host or parts.netloc.startswith(MASK):  # older Pythons read "http://[REDACTED]/" as "redacted"
         return None, None
     if port is None:
         port = {"https": 443, "http": 80}.get(parts.scheme)
