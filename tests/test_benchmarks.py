@@ -17,6 +17,8 @@ from benchmarks import concurrency, memory, overhead
 from benchmarks._payloads import CHUNKINGS, make
 from benchmarks._report import Row
 
+pytest.importorskip("httpx2", reason="the SDK contenders run on httpx2, which needs Python 3.11")
+
 TINY: dict[str, int] = {"text": 30, "reasoning": 3, "tool_args": 60}
 
 

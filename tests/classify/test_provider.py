@@ -13,7 +13,6 @@ from email.utils import format_datetime
 
 import anthropic
 import httpx
-import httpx2
 import openai
 import pytest
 from hypothesis import given
@@ -26,6 +25,8 @@ from streamfsm.classify._provider import (
     provider_error_from_sdk,
 )
 from streamfsm.classify._taxonomy import Confidence, ProviderError, ProviderErrorKind
+
+httpx2 = pytest.importorskip("httpx2", reason="httpx2, the newest SDKs' HTTP client, needs Python 3.11")
 
 K = ProviderErrorKind
 SECRET = "sk-abc123SECRETxyz"

@@ -19,9 +19,7 @@ import anthropic
 import anyio
 import h11
 import httpcore
-import httpcore2
 import httpx
-import httpx2
 import openai
 import pytest
 from hypothesis import given
@@ -29,6 +27,9 @@ from hypothesis import strategies as st
 
 from streamfsm.classify._taxonomy import Confidence, TransportFacts, TransportKind
 from streamfsm.classify._transport import transport_facts
+
+httpx2 = pytest.importorskip("httpx2", reason="httpx2, the newest SDKs' HTTP client, needs Python 3.11")
+httpcore2 = pytest.importorskip("httpcore2")
 
 if sys.version_info >= (3, 11):
     from builtins import BaseExceptionGroup, ExceptionGroup

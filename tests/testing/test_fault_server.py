@@ -13,7 +13,6 @@ from types import ModuleType
 
 import anyio
 import httpx
-import httpx2
 import pytest
 
 from streamfsm.testing._script import (
@@ -36,6 +35,8 @@ from streamfsm.testing._script import (
     unused_port,
 )
 from streamfsm.testing._server import FaultServer, FaultServerError, FaultServerThread, Request
+
+httpx2 = pytest.importorskip("httpx2", reason="httpx2, the newest SDKs' HTTP client, needs Python 3.11")
 
 if sys.version_info < (3, 11):
     from exceptiongroup import BaseExceptionGroup
