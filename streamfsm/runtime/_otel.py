@@ -120,7 +120,7 @@ def _server(endpoint: Any) -> tuple[str | None, int | None]:
     try:
         parts = urlsplit(endpoint)
         host, port = parts.hostname, parts.port
-    except ValueError:  # a bad port, or (Python 3.11.4 and later) a bracketed host that is no IP address
+    except ValueError:  # a bad port, or (since 3.10.16 and 3.11.4) a bracketed host that is no IP address
         return None, None
     if not host or parts.netloc.startswith(MASK):  # older Pythons read "http://[REDACTED]/" as "redacted"
         return None, None
