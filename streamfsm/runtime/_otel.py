@@ -122,7 +122,7 @@ def _server(endpoint: Any) -> tuple[str | None, int | None]:
         host, port = parts.hostname, parts.port
     except ValueError:  # a bad port, or (since 3.10.16 and 3.11.4) a bracketed host that is no IP address
         return None, None
-    if not host or parts.netloc.startswith(MASK):  # older Pythons read "http://[REDACTED]/" as "redacted"
+    if not host or parts.netloc.rpartition("@")[2].startswith(MASK):  # older Pythons: host "redacted"
         return None, None
     if port is None:
         port = {"https": 443, "http": 80}.get(parts.scheme)
