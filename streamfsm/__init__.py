@@ -59,6 +59,7 @@ if TYPE_CHECKING:
         retrying,
         wrap,
     )
+    from .tap import async_http_client, context, failure_of, http_client
 
 __version__ = "0.1.0"
 
@@ -101,12 +102,19 @@ _RUNTIME_NAMES = frozenset(
 )
 
 
+_TAP_NAMES = frozenset({"async_http_client", "context", "failure_of", "http_client"})
+
+
 def __getattr__(name: str) -> Any:
     # The runtime pulls in httpx and anyio; load it only when a runtime name is used.
     if name in _RUNTIME_NAMES:
         from . import runtime
 
         return getattr(runtime, name)
+    if name in _TAP_NAMES:
+        from . import tap
+
+        return getattr(tap, name)
     raise AttributeError(f"module 'streamfsm' has no attribute {name!r}")
 
 
@@ -156,7 +164,11 @@ __all__ = [
     "Usage",
     "Verdict",
     "__version__",
+    "async_http_client",
+    "context",
     "diagnose",
+    "failure_of",
+    "http_client",
     "open_stream",
     "read_records",
     "retrying",

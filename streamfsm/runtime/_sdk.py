@@ -71,11 +71,9 @@ import inspect
 import json
 import logging
 import math
-import socket
 import threading
 import time
 import typing
-import weakref
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from types import TracebackType
@@ -104,6 +102,7 @@ from ._errors import StreamFailed
 from ._events import ConsumerEvent, ProtocolViolation, StreamEvent
 from ._record import request_shape
 from ._stream import Run, body_chunks, sync_body_chunks
+from ._sync_reads import Interrupted, SyncReads, socket_of
 from ._watchdog import loop_time
 
 __all__ = ["SDK_PROVIDERS", "SdkRun", "SyncSdkRun", "wrap"]
@@ -117,19 +116,8 @@ _TRANSLATORS: Final[dict[str, type[SdkTranslator]]] = {
     "anthropic": SdkAnthropic,
 }
 _MAX_REQUEST_BODY: Final = 1 << 20
-_WATCHDOG_JOIN_S: Final = 1.0
 _HTTP_FAMILIES: Final = frozenset({"httpx", "httpx2"})  # responses whose body wrap() can read itself
 _SDKS: Final = frozenset({"openai", "anthropic"})
-# Connect faults after which no request can have left: the run never reached the provider.
-_NOT_CONNECTED: Final = frozenset(
-    {
-        TransportKind.REFUSED,
-        TransportKind.DNS,
-        TransportKind.TLS,
-        TransportKind.UNREACHABLE,
-        TransportKind.UNKNOWN,
-    }
-)
 
 # What an object is, by (top-level module, class name) anywhere in its MRO.
 _ASYNC_STREAM: Final = "async_stream"
@@ -290,14 +278,6 @@ _log: Final = logging.getLogger("streamfsm")
 _UNKNOWN_PROVIDER_ERROR: Final[ProviderError] = provider_error_from_event({"error": {}})
 
 
-class _Interrupted(Exception):
-    """A sync read stopped by the run's watchdog thread (or ``abort()``); never escapes a run."""
-
-    def __init__(self, edge: Trigger) -> None:
-        super().__init__(edge.value)
-        self.edge = edge
-
-
 # -- the shared part ------------------------------------------------------------------------------------
 
 
@@ -443,15 +423,7 @@ class _SdkBase(Run):
         facts = transport_facts(exc, headers_received=False)
         if facts.kind is TransportKind.UNKNOWN and family is None and not facts.markers:
             return  # not a fault of the connection: the caller's own error, raised as it was
-        if facts.kind is TransportKind.CONNECT_TIMEOUT:
-            edge = Trigger.CONNECT_TIMEOUT
-        elif facts.kind in _NOT_CONNECTED:
-            edge = Trigger.CONNECT_FAILED
-        else:  # a connection existed and broke before the headers: the request may have been delivered
-            edge = Trigger.DISCONNECTED
-            self._rec.request_sent = True
-        self._rec.transport = facts
-        self._fail(edge, self._facts(transport=facts), exc)
+        self._connect_fault(facts, exc)
 
     def _read_failed(self, exc: Exception) -> NoReturn:
         family = _sdk_error(exc)
@@ -567,91 +539,6 @@ def _anext_of(stream: Any) -> Callable[[], Awaitable[Any]]:
 # -- sync ---------------------------------------------------------------------------------------------------
 
 
-class _Watchdog:
-    """One thread per sync run that calls ``interrupt`` when the read's deadline (monotonic) passes.
-
-    The reader brackets each read with ``arm`` and ``disarm``; ``move`` (the idle clock paused or resumed,
-    maybe on another thread) changes the deadline of the read in progress and of no other. Each costs a lock
-    and an assignment: the thread sleeps until the deadline it last saw, and is woken early only when a new
-    deadline is earlier. ``fired`` tells the reader what happened."""
-
-    def __init__(self, interrupt: Callable[[], None]) -> None:
-        # Weakly: the run holds its watchdog, which must not hold the run (a cycle).
-        self._interrupt = weakref.WeakMethod(interrupt)
-        self._cond = threading.Condition(threading.RLock())
-        self.lock = self._cond  # the run holds it to work out a deadline and arm or move it at once
-        self._deadline = math.inf
-        self._reading = False
-        self._sleeping_until = math.inf
-        self._stopped = False
-        self._thread: threading.Thread | None = None
-        self.fired = False
-
-    def arm(self, deadline: float) -> None:
-        with self._cond:
-            self._reading = True
-            self._set(deadline)
-
-    def move(self, deadline: float) -> None:
-        with self._cond:
-            if self._reading:  # else the read this was meant for has ended: the next one arms its own
-                self._set(deadline)
-
-    def disarm(self) -> None:
-        with self._cond:
-            self._reading = False
-            self._deadline = math.inf  # the thread notices when it next wakes
-
-    def _set(self, deadline: float) -> None:  # under the lock
-        self._deadline = deadline
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._loop, name="streamfsm-watchdog", daemon=True)
-            self._thread.start()
-        elif deadline < self._sleeping_until:
-            self._cond.notify()
-
-    def interrupt_now(self) -> None:
-        """``abort()``, maybe from another thread: interrupt the read in progress, and make the next one
-        (if the reader is between ``arm`` and its read) give up at once through ``fired``."""
-        with self._cond:
-            reading = self._reading
-            self._deadline = math.inf
-            self.fired = True
-        if reading:
-            self._call_interrupt()
-
-    def _call_interrupt(self) -> None:
-        interrupt = self._interrupt()
-        if interrupt is not None:
-            interrupt()
-
-    def stop(self) -> None:
-        with self._cond:
-            self._stopped = True
-            self._cond.notify()
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(_WATCHDOG_JOIN_S)
-
-    def _loop(self) -> None:
-        cond = self._cond
-        while True:
-            with cond:
-                while True:
-                    if self._stopped:
-                        return
-                    deadline = self._deadline
-                    now = time.monotonic()
-                    if deadline <= now:
-                        break
-                    self._sleeping_until = deadline
-                    cond.wait(None if deadline == math.inf else deadline - now)
-                    self._sleeping_until = math.inf
-                self._deadline = math.inf
-                self.fired = True
-            self._call_interrupt()
-
-
 class _OpenAttempt:
     """One opener call on a helper thread, and the caller's bounded wait for it."""
 
@@ -694,7 +581,7 @@ class _OpenAttempt:
             return self._finished
 
 
-class SyncSdkRun(_SdkBase):
+class SyncSdkRun(SyncReads, _SdkBase):
     """A run over a sync SDK stream: ``with wrap(stream) as run: for event in run: ...``.
 
     The same interface as the async run, minus what needs an event loop (``async with``, ``run.tool()``);
@@ -702,8 +589,6 @@ class SyncSdkRun(_SdkBase):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._watchdog = _Watchdog(self._interrupt_read)
-        self._socket: Any = None
         self._opening: _OpenAttempt | None = None  # set while a manager's __enter__ runs on its helper
 
     # -- lifecycle --------------------------------------------------------------------------------------
@@ -739,17 +624,6 @@ class SyncSdkRun(_SdkBase):
     def __aiter__(self) -> SyncSdkRun:
         raise TypeError("this run wraps a sync SDK stream: iterate it with `for`")
 
-    def _end_locally(self, exc: BaseException | None) -> None:
-        # No event loop here: nothing is a cancellation, so no anyio lookup (the base's version needs one).
-        if exc is None:
-            self._finalize_failure(Trigger.LOCAL_ABORT, self._abort_facts(AbortSource.CONSUMER_STOPPED, None))
-        elif isinstance(exc, Exception):
-            self._finalize_failure(Trigger.CONSUMER_ERROR, self._facts())
-        else:  # KeyboardInterrupt, SystemExit, GeneratorExit
-            self._finalize_failure(
-                Trigger.LOCAL_ABORT, self._abort_facts(AbortSource.APP, type(exc).__name__)
-            )
-
     def _cleanup_sync(self) -> None:
         try:
             stream = self._sdk_stream
@@ -773,7 +647,7 @@ class SyncSdkRun(_SdkBase):
         if stream is None:
             stream = self._sdk_stream = self._open_sync()
         self._iterator: Iterator[Any] = _next_source(self._attach(stream, _SYNC_STREAM))
-        self._socket = _socket_of(self._response)
+        self._socket = socket_of(self._response)
         self._headers_received()
 
     def _open_sync(self) -> Any:
@@ -846,70 +720,11 @@ class SyncSdkRun(_SdkBase):
             item = self._watched_next(self._iterator)
         except StopIteration:
             return None
-        except _Interrupted as stop:
+        except Interrupted as stop:
             self._fail_cancelled(stop.edge)
         except Exception as exc:
             self._read_failed(exc)
         return item
-
-    def _watched_next(self, iterator: Iterator[Any]) -> Any:
-        """``next(iterator)`` under the earliest deadline: checked first, then watched by the thread."""
-        watchdog = self._watchdog
-        # tool_started/tool_finished (maybe on another thread) move the deadline under the watchdog's lock:
-        # working out this read's deadline and arming it, and ending the read, happen under it too.
-        with watchdog.lock:
-            now = time.monotonic()
-            self._read_began(now)
-            deadline, self._read_edge = self._read_deadline(now)
-            due = self._abort_request is not None or watchdog.fired or now >= deadline
-            if not due:
-                watchdog.arm(deadline)
-        try:
-            if due or watchdog.fired:  # fired: abort() came just after arm()
-                raise _Interrupted(self._read_edge)
-            value = next(iterator)
-        except _Interrupted:
-            raise
-        except BaseException:
-            if watchdog.fired:  # the read failed because we shut it down: the flag says so, not the message
-                raise _Interrupted(self._read_edge) from None
-            raise
-        finally:
-            with watchdog.lock:
-                watchdog.disarm()
-                self._read_ended()
-        if watchdog.fired:
-            raise _Interrupted(self._read_edge)
-        return value
-
-    def _watch(self, deadline: float) -> None:
-        # The read blocked in the SDK is watched by this run's thread, not by a loop's watchdog.
-        self._watchdog.move(deadline)
-
-    def _read_interrupted(self) -> bool:
-        return self._watchdog.fired
-
-    # The idle clock's state is shared with the reader, which works out and arms each read's deadline
-    # under the watchdog's lock: a tool thread changes it under the same lock.
-
-    def tool_started(self, call_id: str, effect: str = "effectful") -> None:
-        with self._watchdog.lock:
-            super().tool_started(call_id, effect)
-
-    def tool_finished(self, call_id: str, ok: bool = True) -> None:
-        with self._watchdog.lock:
-            super().tool_finished(call_id, ok)
-
-    def _interrupt_read(self) -> None:
-        """Make a blocked read return: shut the socket down (a close from another thread would not)."""
-        sock = self._socket
-        try:
-            if sock is not None:
-                sock.shutdown(socket.SHUT_RDWR)
-            elif self._response is not None:
-                self._response.close()
-        except Exception:
-            pass  # already closed: the read has returned or is about to
 
     def abort(self, reason: str | None = None, *, source: AbortSource | str = AbortSource.USER) -> None:
         """Stop the stream now, also from another thread; the run fails as ``local_abort``."""
@@ -926,18 +741,6 @@ def _next_source(stream: Any) -> Iterator[Any]:
     if callable(getattr(stream, "__next__", None)):
         return stream  # type: ignore[no-any-return]
     return iter(stream)
-
-
-def _socket_of(response: Any) -> Any:
-    """The HTTP/1.1 connection's socket, to shut down from the watchdog thread; None for anything else."""
-    if getattr(response, "http_version", None) != "HTTP/1.1":
-        return None
-    try:
-        network = response.extensions.get("network_stream")
-        sock = network.get_extra_info("socket") if network is not None else None
-    except Exception:
-        return None
-    return sock if isinstance(sock, socket.socket) else None
 
 
 # -- the entry point ----------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from typing import Any, Final, NoReturn
 import anyio
 import httpx
 
-from ..classify import AbortSource, Diagnosis, Facts, diagnose, diagnose_finished
+from ..classify import AbortSource, Diagnosis, Facts, TransportFacts, diagnose, diagnose_finished
 from ..classify._provider import provider_error_from_http
 from ..classify._taxonomy import TransportKind
 from ..classify._transport import transport_facts
@@ -64,6 +64,16 @@ _CLEANUP_TIMEOUT_S: Final = 5.0
 _DRAIN_S: Final = 0.1  # what the openai SDK allows itself after [DONE]
 _DRAIN_READS: Final = 64
 _CONSUMER_TYPES: Final = frozenset(CONSUMER_EVENT_TYPES)
+# Connect faults after which no request can have left: the run never reached the provider.
+_NOT_CONNECTED: Final = frozenset(
+    {
+        TransportKind.REFUSED,
+        TransportKind.DNS,
+        TransportKind.TLS,
+        TransportKind.UNREACHABLE,
+        TransportKind.UNKNOWN,
+    }
+)
 
 
 async def _no_chunks() -> Any:
@@ -190,6 +200,18 @@ class Run:
 
     async def _close_source(self) -> None:
         return None
+
+    def _connect_fault(self, facts: TransportFacts, exc: BaseException) -> NoReturn:
+        """A transport fault before the headers, on a source that cannot see the connect happen."""
+        if facts.kind is TransportKind.CONNECT_TIMEOUT:
+            edge = Trigger.CONNECT_TIMEOUT
+        elif facts.kind in _NOT_CONNECTED:
+            edge = Trigger.CONNECT_FAILED
+        else:  # a connection existed and broke before the headers: the request may have been delivered
+            edge = Trigger.DISCONNECTED
+            self._rec.request_sent = True
+        self._rec.transport = facts
+        self._fail(edge, self._facts(transport=facts), exc)
 
     @property
     def delta_keys(self) -> Mapping[str, int]:

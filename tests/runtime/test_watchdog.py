@@ -23,7 +23,7 @@ from runsupport import BODIES, cut_before, cut_through
 
 import streamfsm
 from streamfsm import Finish, Run, StreamConfig, StreamFailed, ToolCall, ToolInputStart
-from streamfsm.runtime._sdk import _Watchdog as _SyncWatchdog
+from streamfsm.runtime._sync_reads import ReadWatchdog as _SyncWatchdog
 from streamfsm.runtime._watchdog import LoopWatchdog, TrioWatchdog, loop_watchdog, new_watchdog
 from streamfsm.testing import (
     End,

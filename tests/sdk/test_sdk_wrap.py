@@ -29,6 +29,7 @@ import streamfsm
 from streamfsm import StreamConfig, StreamFailed
 from streamfsm.runtime import ReasoningDelta, SdkRun, TextDelta, ToolCall, ToolInputDelta
 from streamfsm.runtime import _sdk as sdk_module
+from streamfsm.runtime import _sync_reads as sync_reads_module
 from streamfsm.runtime._sdk import SyncSdkRun
 from streamfsm.testing import error_event, keepalive, text_stream, tool_call_stream
 from streamfsm.testing._script import (
@@ -1038,14 +1039,14 @@ def test_sync_a_tool_thread_never_moves_the_deadline_of_a_read_it_did_not_see(
         *(Send(f) for f in rest[2:]),
         End(),
     )
-    move = sdk_module._Watchdog.move
+    move = sync_reads_module.ReadWatchdog.move
 
     def preempted_move(self: Any, deadline: float) -> None:
         if threading.current_thread().name == "tool" and deadline != float("inf"):  # tool_finished's
             time.sleep(0.4)
         move(self, deadline)
 
-    monkeypatch.setattr(sdk_module._Watchdog, "move", preempted_move)
+    monkeypatch.setattr(sync_reads_module.ReadWatchdog, "move", preempted_move)
     config = StreamConfig(idle_timeout=1.0, pause_idle_during_tools=True)
     tools: list[threading.Thread] = []
     with sync_serving("anthropic", steps) as (_, client):

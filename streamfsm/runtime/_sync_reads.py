@@ -1,0 +1,212 @@
+"""Sync reads under a deadline: a blocked ``recv`` cannot be cancelled, so a thread per run shuts its socket.
+
+Shared by the sync SDK drop-in (``SyncSdkRun``) and the sync transport tap: each read waits under the run's
+earliest deadline, watched by the run's ``ReadWatchdog`` thread which, when the deadline passes (or
+``abort()`` is called from another thread), shuts the socket down (``shutdown(SHUT_RDWR)``: closing a socket
+from another thread does not wake a blocked ``recv``, measured), so the blocked read returns; the fired
+flag, never the exception's message, decides the edge. Without an HTTP/1.1 socket to shut (HTTP/2), the
+response is closed instead, which may not wake a blocked read.
+"""
+
+from __future__ import annotations
+
+import math
+import socket
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterator
+from typing import Any, Final
+
+from ..classify import AbortSource
+from ..machine import Trigger
+from ._stream import Run
+
+__all__ = ["Interrupted", "ReadWatchdog", "SyncReads", "socket_of"]
+
+_WATCHDOG_JOIN_S: Final = 1.0
+
+
+class Interrupted(Exception):
+    """A sync read stopped by the run's watchdog thread (or ``abort()``); never escapes a run."""
+
+    def __init__(self, edge: Trigger) -> None:
+        super().__init__(edge.value)
+        self.edge = edge
+
+
+class ReadWatchdog:
+    """One thread per sync run that calls ``interrupt`` when the read's deadline (monotonic) passes.
+
+    The reader brackets each read with ``arm`` and ``disarm``; ``move`` (the idle clock paused or resumed,
+    maybe on another thread) changes the deadline of the read in progress and of no other. Each costs a lock
+    and an assignment: the thread sleeps until the deadline it last saw, and is woken early only when a new
+    deadline is earlier. ``fired`` tells the reader what happened."""
+
+    def __init__(self, interrupt: Callable[[], None]) -> None:
+        # Weakly: the run holds its watchdog, which must not hold the run (a cycle).
+        self._interrupt = weakref.WeakMethod(interrupt)
+        self._cond = threading.Condition(threading.RLock())
+        self.lock = self._cond  # the run holds it to work out a deadline and arm or move it at once
+        self._deadline = math.inf
+        self._reading = False
+        self._sleeping_until = math.inf
+        self._stopped = False
+        self._thread: threading.Thread | None = None
+        self.fired = False
+
+    def arm(self, deadline: float) -> None:
+        with self._cond:
+            self._reading = True
+            self._set(deadline)
+
+    def move(self, deadline: float) -> None:
+        with self._cond:
+            if self._reading:  # else the read this was meant for has ended: the next one arms its own
+                self._set(deadline)
+
+    def disarm(self) -> None:
+        with self._cond:
+            self._reading = False
+            self._deadline = math.inf  # the thread notices when it next wakes
+
+    def _set(self, deadline: float) -> None:  # under the lock
+        self._deadline = deadline
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="streamfsm-watchdog", daemon=True)
+            self._thread.start()
+        elif deadline < self._sleeping_until:
+            self._cond.notify()
+
+    def interrupt_now(self) -> None:
+        """``abort()``, maybe from another thread: interrupt the read in progress, and make the next one
+        (if the reader is between ``arm`` and its read) give up at once through ``fired``."""
+        with self._cond:
+            reading = self._reading
+            self._deadline = math.inf
+            self.fired = True
+        if reading:
+            self._call_interrupt()
+
+    def _call_interrupt(self) -> None:
+        interrupt = self._interrupt()
+        if interrupt is not None:
+            interrupt()
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._cond.notify()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(_WATCHDOG_JOIN_S)
+
+    def _loop(self) -> None:
+        cond = self._cond
+        while True:
+            with cond:
+                while True:
+                    if self._stopped:
+                        return
+                    deadline = self._deadline
+                    now = time.monotonic()
+                    if deadline <= now:
+                        break
+                    self._sleeping_until = deadline
+                    cond.wait(None if deadline == math.inf else deadline - now)
+                    self._sleeping_until = math.inf
+                self._deadline = math.inf
+                self.fired = True
+            self._call_interrupt()
+
+
+def socket_of(response: Any) -> Any:
+    """The HTTP/1.1 connection's socket, to shut down from the watchdog thread; None for anything else."""
+    if getattr(response, "http_version", None) != "HTTP/1.1":
+        return None
+    try:
+        network = response.extensions.get("network_stream")
+        sock = network.get_extra_info("socket") if network is not None else None
+    except Exception:
+        return None
+    return sock if isinstance(sock, socket.socket) else None
+
+
+class SyncReads(Run):
+    """A run whose reads block a thread: each is watched by the run's ``ReadWatchdog``. A subclass sets
+    ``_socket`` (``socket_of`` its response) once it has one."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._watchdog = ReadWatchdog(self._interrupt_read)
+        self._socket: Any = None
+
+    def _end_locally(self, exc: BaseException | None) -> None:
+        # No event loop here: nothing is a cancellation, so no anyio lookup (the base's version needs one).
+        if exc is None:
+            self._finalize_failure(Trigger.LOCAL_ABORT, self._abort_facts(AbortSource.CONSUMER_STOPPED, None))
+        elif isinstance(exc, Exception):
+            self._finalize_failure(Trigger.CONSUMER_ERROR, self._facts())
+        else:  # KeyboardInterrupt, SystemExit, GeneratorExit
+            self._finalize_failure(
+                Trigger.LOCAL_ABORT, self._abort_facts(AbortSource.APP, type(exc).__name__)
+            )
+
+    def _watched_next(self, iterator: Iterator[Any]) -> Any:
+        """``next(iterator)`` under the earliest deadline: checked first, then watched by the thread."""
+        watchdog = self._watchdog
+        # tool_started/tool_finished (maybe on another thread) move the deadline under the watchdog's lock:
+        # working out this read's deadline and arming it, and ending the read, happen under it too.
+        with watchdog.lock:
+            now = time.monotonic()
+            self._read_began(now)
+            deadline, self._read_edge = self._read_deadline(now)
+            due = self._abort_request is not None or watchdog.fired or now >= deadline
+            if not due:
+                watchdog.arm(deadline)
+        try:
+            if due or watchdog.fired:  # fired: abort() came just after arm()
+                raise Interrupted(self._read_edge)
+            value = next(iterator)
+        except Interrupted:
+            raise
+        except BaseException:
+            if watchdog.fired:  # the read failed because we shut it down: the flag says so, not the message
+                raise Interrupted(self._read_edge) from None
+            raise
+        finally:
+            with watchdog.lock:
+                watchdog.disarm()
+                self._read_ended()
+        if watchdog.fired:
+            raise Interrupted(self._read_edge)
+        return value
+
+    def _watch(self, deadline: float) -> None:
+        # The read blocked in the SDK is watched by this run's thread, not by a loop's watchdog.
+        self._watchdog.move(deadline)
+
+    def _read_interrupted(self) -> bool:
+        return self._watchdog.fired
+
+    # The idle clock's state is shared with the reader, which works out and arms each read's deadline
+    # under the watchdog's lock: a tool thread changes it under the same lock.
+
+    def tool_started(self, call_id: str, effect: str = "effectful") -> None:
+        with self._watchdog.lock:
+            super().tool_started(call_id, effect)
+
+    def tool_finished(self, call_id: str, ok: bool = True) -> None:
+        with self._watchdog.lock:
+            super().tool_finished(call_id, ok)
+
+    def _interrupt_read(self) -> None:
+        """Make a blocked read return: shut the socket down (a close from another thread would not)."""
+        sock = self._socket
+        try:
+            if sock is not None:
+                sock.shutdown(socket.SHUT_RDWR)
+            elif self._response is not None:
+                self._response.close()
+        except Exception:
+            pass  # already closed: the read has returned or is about to

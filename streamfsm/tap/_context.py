@@ -1,0 +1,51 @@
+"""Correlation without touching the framework: ids for every run started inside a ``with`` block."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Final
+
+from ..runtime import Ids
+
+_CURRENT: Final[ContextVar[Ids | None]] = ContextVar("streamfsm_ids", default=None)
+
+
+@contextmanager
+def context(
+    *,
+    session_id: str | None = None,
+    message_id: str | None = None,
+    trace_id: str | None = None,
+    **more: str,
+) -> Iterator[Ids]:
+    """Tag every run the tap starts inside this block (in this task, and in tasks it starts)::
+
+        with streamfsm.context(session_id=session.id, message_id=message.id, tenant="acme"):
+            await agent.run(...)
+
+    ``more`` goes to the record's ``ids.context`` (redacted and bounded there). Blocks nest: an inner block
+    keeps what it does not set."""
+    for name, value in (("session_id", session_id), ("message_id", message_id), ("trace_id", trace_id)):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"{name} must be a string, not {type(value).__name__}")
+    for name, value in more.items():
+        if not isinstance(value, str):
+            raise TypeError(f"context value {name!r} must be a string, not {type(value).__name__}")
+    outer = _CURRENT.get() or Ids()
+    ids = Ids(
+        trace_id=trace_id or outer.trace_id,
+        session_id=session_id or outer.session_id,
+        message_id=message_id or outer.message_id,
+        context={**outer.context, **more},
+    )
+    token = _CURRENT.set(ids)
+    try:
+        yield ids
+    finally:
+        _CURRENT.reset(token)
+
+
+def current_ids() -> Ids | None:
+    return _CURRENT.get()

@@ -1,0 +1,152 @@
+"""A run fed by the tap: the SDK reads the bytes, and each chunk it reads drives the machine on its way.
+
+The third run source beside ``HttpRun`` (our own request) and ``SdkRun`` (an SDK stream handed to us). Here
+nobody iterates the run: the transport calls it at each step of the exchange (``connected``, each ``chunk``,
+a read fault, the consumer closing early), and each call that ends the run returns its failure instead of
+raising it, so that the transport can attach it to whatever the HTTP library raises (or raise nothing).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from ..classify._provider import provider_error_from_http
+from ..classify._transport import transport_facts
+from ..machine import Trigger
+from ..runtime import Ids, StreamConfig, StreamFailed
+from ..runtime._adapters import adapter_for
+from ..runtime._stream import Run
+from ..runtime._sync_reads import SyncReads
+from ..runtime._watchdog import loop_watchdog
+from ._notes import detached
+
+_EOF_EDGE: Final = Trigger.EOF_WITHOUT_TERMINAL.value
+
+
+class TapRun(Run):
+    """One streaming LLM response watched by the tap (async reads: the loop's watchdog cancels a read's
+    scope when its deadline passes)."""
+
+    def __init__(
+        self, provider: str, *, body: Mapping[str, Any], url: str, config: StreamConfig, ids: Ids
+    ) -> None:
+        adapter = adapter_for(provider)
+        model = body.get("model")
+        super().__init__(
+            provider=adapter.name,
+            model=model if isinstance(model, str) else None,
+            body=body,
+            url=url,
+            delta_keys=adapter.delta_keys,
+            config=config,
+            ids=ids,
+        )
+        self._adapter = adapter
+        self._pending = deque(maxlen=0)  # the SDK reads the bytes; nobody reads our events
+        self._entered = True
+        self._error_body: bytearray | None = None  # an HTTP error's body, while the SDK reads it
+        self._status = 0
+        self._error_headers: Mapping[str, str] = {}
+        self._ended = False
+        self.failure: StreamFailed | None = None
+
+    # -- what the transport reports -------------------------------------------------------------------
+
+    def begin(self) -> None:
+        self._machine.send(Trigger.REQUEST_SENT)
+        self._rec.lifecycle(Trigger.REQUEST_SENT.value, self._machine.state)
+
+    def connect_failed(self, exc: Exception) -> StreamFailed:
+        return self._failed(self._connect_fault, transport_facts(exc, headers_received=False), exc)
+
+    def timed_out(self, edge: Trigger) -> StreamFailed:
+        """A watchdog fired (before the headers: the request may well have left)."""
+        if not self._streaming:
+            self._rec.request_sent = True
+        return self._failed(self._fail_cancelled, edge)
+
+    def connected(self, status: int, headers: Mapping[str, str]) -> None:
+        rec = self._rec
+        rec.request_sent = True
+        rec.response_headers(status, headers)
+        if 200 <= status < 300:
+            self._read_wire(self._adapter)
+            self._headers_received()
+        else:
+            self._status, self._error_headers, self._error_body = status, headers, bytearray()
+
+    @property
+    def reading_error_body(self) -> bool:
+        return self._error_body is not None and not self._done
+
+    def chunk(self, chunk: bytes | None) -> StreamFailed | None:
+        """The SDK read ``chunk`` (None: the body ended cleanly)."""
+        body = self._error_body
+        if body is None:
+            return self._caught(self._apply_chunk, chunk)
+        if chunk is None:
+            return self._http_error()
+        room = self.config.max_error_body_bytes - len(body)
+        if room > 0:
+            body += chunk[:room]
+        return None
+
+    def read_failed(self, exc: Exception) -> StreamFailed:
+        if self._error_body is not None:  # the status already says what happened
+            return self._http_error()
+        return self._failed(self._read_failed, exc)
+
+    def stopped(self, exc: BaseException | None) -> StreamFailed:
+        """The consumer closed the response before its end (``exc`` None), or the read was cancelled."""
+        if self._error_body is not None:
+            return self._http_error()
+        self._end_locally(exc)
+        assert self._record is not None
+        assert self._diagnosis is not None
+        self.failure = StreamFailed(self._diagnosis, self._record)
+        return self.failure
+
+    def ended_without_terminal(self) -> bool:
+        return self.failure is not None and self.failure.record["outcome"]["edge"] == _EOF_EDGE
+
+    def end(self) -> None:
+        """Seal the record and hand it to the sinks, once."""
+        if self._ended:
+            return
+        self._ended = True
+        if self._watch_entry is not None:
+            loop_watchdog().forget(self._watch_entry)
+            self._watch_entry = None
+        self._seal()
+        self._emit()
+
+    # -- inside -----------------------------------------------------------------------------------------
+
+    def _http_error(self) -> StreamFailed:
+        body, self._error_body = bytes(self._error_body or b""), None
+        error = provider_error_from_http(self._status, self._error_headers, body)
+        return self._failed(self._fail, Trigger.HTTP_ERROR, self._facts(provider=error))
+
+    def _caught(self, step: Callable[..., Any], *args: Any) -> StreamFailed | None:
+        """Run ``step``: the failure it raised (also kept as ``self.failure``), or None if the run goes on."""
+        try:
+            step(*args)
+        except StreamFailed as failure:
+            self.failure = detached(failure)
+            return self.failure
+        return None
+
+    def _failed(self, step: Callable[..., Any], *args: Any) -> StreamFailed:
+        failure = self._caught(step, *args)
+        assert failure is not None, "a failing step returned"
+        return failure
+
+
+class SyncTapRun(SyncReads, TapRun):
+    """``TapRun`` for sync reads: the run's watchdog thread shuts the socket when a deadline passes."""
+
+    def end(self) -> None:
+        self._watchdog.stop()
+        super().end()

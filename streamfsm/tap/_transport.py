@@ -1,0 +1,451 @@
+"""The tap: httpx / httpx2 transports that hand the SDK every byte unchanged and drive a run from the same
+bytes, as the SDK reads them.
+
+The tap wraps an inner transport of the same library. A request that asks for a streaming LLM response
+(``_rules``) starts a ``TapRun``; the response's byte stream is replaced by one that reads the inner stream
+and feeds each chunk, as it is, to the run on its way to the SDK: no extra read, no buffering, the same
+chunks. Everything else passes through untouched.
+
+What the SDK sees differs only where streamfsm adds something:
+
+* a fault raised by the library (connect error, read error) is raised unchanged, carrying the run's failure
+  (``failure_of``) and its plain summary as a note;
+* a watchdog fails the read with the library's own ``ReadTimeout`` (so the SDK reports a timeout);
+* a clean end without the format's terminal event is recorded as the failure it is, and left to the SDK,
+  unless ``strict_eof``: then the read fails with the library's ``RemoteProtocolError``.
+
+A sync read cannot be cancelled: before the headers, the wait is bounded by capping the request's own
+timeouts at the connect deadline; after them, the run's watchdog thread shuts the socket down.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from types import ModuleType
+from typing import Any, Final
+
+import anyio
+
+from ..runtime import AttemptLink, Ids, StreamConfig, StreamFailed
+from ..runtime._config import MAX_ATTEMPT_LINKS
+from ..runtime._sync_reads import Interrupted, socket_of
+from ..runtime._watchdog import loop_time, plain_scope_class
+from ._context import current_ids
+from ._notes import attach, remember
+from ._rules import Rule, check_rules, stream_request
+from ._run import SyncTapRun, TapRun
+
+LIBRARIES: Final = ("httpx", "httpx2")
+_RETRY_COUNT: Final = "x-stainless-retry-count"  # sent by the openai and anthropic SDKs on every request
+_MAX_CHAINS: Final = 256
+
+
+# -- the SDK's own retries ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Ended:
+    trace_id: str
+    run_id: str
+    attempt: int
+    links: tuple[AttemptLink, ...]
+    summary_key: str
+    verdict: str
+
+
+class _Chains:
+    """The SDK's own retries of one call (the same request again, its retry count above 0) become one attempt
+    chain: one trace id, the attempt counted, the earlier attempts listed."""
+
+    def __init__(self) -> None:
+        self._ended: OrderedDict[bytes, _Ended] = OrderedDict()
+        self._lock = threading.Lock()  # a sync client may be shared by threads
+
+    def ids(self, request: Any, content: bytes) -> tuple[Ids, bytes]:
+        base = current_ids() or Ids()
+        key = hashlib.blake2b(
+            b"%s %s\n%s" % (request.method.encode(), str(request.url).encode(), content), digest_size=16
+        ).digest()
+        try:
+            retry = int(request.headers.get(_RETRY_COUNT, "0")) > 0
+        except ValueError:
+            retry = False
+        with self._lock:
+            before = self._ended.get(key) if retry else None
+        if before is None:
+            return base, key
+        link = AttemptLink(
+            run_id=before.run_id,
+            attempt=before.attempt,
+            summary_key=before.summary_key,
+            verdict=before.verdict,
+            decision="sdk_retry",
+        )
+        ids = replace(
+            base,
+            trace_id=before.trace_id,
+            attempt=before.attempt + 1,
+            previous_run_id=before.run_id,
+            attempts=(*before.links, link)[-MAX_ATTEMPT_LINKS:],
+        )
+        return ids, key
+
+    def ended(self, key: bytes, run: TapRun) -> None:
+        record = run.record
+        if record is None:
+            return
+        ended = _Ended(
+            trace_id=run.trace_id,
+            run_id=run.run_id,
+            attempt=run.ids.attempt,
+            links=run.ids.attempts,
+            summary_key=record.summary_key,
+            verdict=record.verdict,
+        )
+        with self._lock:
+            self._ended[key] = ended
+            self._ended.move_to_end(key)
+            while len(self._ended) > _MAX_CHAINS:
+                self._ended.popitem(last=False)
+
+
+# -- what both transports share ---------------------------------------------------------------------------
+
+
+class _Tap:
+    _streams: _Streams  # set per library
+
+    def __init__(
+        self,
+        inner: Any,
+        *,
+        library: ModuleType,
+        config: StreamConfig | None,
+        rules: Iterable[Rule],
+        strict_eof: bool,
+    ) -> None:
+        self._inner = inner
+        self._library = library
+        self._config = config or StreamConfig()
+        if not isinstance(self._config, StreamConfig):
+            raise TypeError(f"config must be a streamfsm.StreamConfig, not {type(config).__name__}")
+        self._rules = check_rules(rules)
+        self._strict_eof = bool(strict_eof)
+        self._chains = _Chains()
+
+    def _run_for(self, request: Any, cls: type[TapRun]) -> tuple[TapRun, bytes] | None:
+        try:
+            content = request.content
+        except Exception:  # a streamed request body: not an SDK's JSON request
+            return None
+        url = request.url
+        found = stream_request(self._rules, request.method, url.path, url.params, content)
+        if found is None:
+            return None
+        provider, body = found
+        ids, key = self._chains.ids(request, content)
+        run = cls(provider, body=body, url=str(url), config=self._config, ids=ids)
+        run.begin()
+        return run, key
+
+    def _timeout(self, failure: StreamFailed, request: Any) -> BaseException:
+        error: BaseException = self._library.ReadTimeout(str(failure), request=request)
+        attach(error, failure)
+        return error
+
+    def _cut(self, failure: StreamFailed, request: Any) -> BaseException:
+        error: BaseException = self._library.RemoteProtocolError(str(failure), request=request)
+        attach(error, failure)
+        return error
+
+    def _tapped(self, response: Any, run: TapRun, request: Any) -> None:
+        run.connected(response.status_code, response.headers)
+        remember(run, response, request)
+
+
+class _StreamBase:
+    def __init__(self, inner: Any, run: TapRun, tap: _Tap, request: Any, key: bytes) -> None:
+        self._inner = inner
+        self._run: TapRun | None = run
+        self._tap = tap
+        self._request = request
+        self._key = key
+
+    def _end(self) -> None:
+        run, self._run = self._run, None
+        if run is not None:
+            run.end()
+            self._tap._chains.ended(self._key, run)
+
+    def _failed(self, exc: BaseException, failure: StreamFailed | None) -> None:
+        if failure is not None:
+            attach(exc, failure)
+        self._end()
+
+
+# -- async ------------------------------------------------------------------------------------------------
+
+
+class _AsyncTapStream(_StreamBase):
+    _next: Any = None
+
+    def __aiter__(self) -> _AsyncTapStream:
+        if self._next is None:
+            self._next = self._inner.__aiter__().__anext__
+        return self
+
+    async def __anext__(self) -> bytes:
+        run = self._run
+        if run is None or run._done or run.reading_error_body:
+            return await self._passed(run)
+        scope = run._watched_read_scope()
+        chunk: bytes | None = None
+        try:
+            with scope:
+                try:
+                    chunk = await self._next()
+                except StopAsyncIteration:
+                    pass
+                except Exception as exc:
+                    if scope.cancel_called:  # our watchdog (the read failed as it was cancelled)
+                        failure = run.timed_out(run._read_edge)
+                        self._end()
+                        raise self._tap._timeout(failure, self._request) from exc
+                    self._failed(exc, run.read_failed(exc))
+                    raise
+                finally:
+                    run._read_scope = None
+                    run._read_ended()
+        except BaseException as exc:
+            if self._run is not None:  # cancelled from outside, or the application is going away
+                self._failed(exc, run.failure if run._done else run.stopped(exc))
+            raise
+        if scope.cancelled_caught:
+            failure = run.timed_out(run._read_edge)
+            self._end()
+            raise self._tap._timeout(failure, self._request)
+        ended = run.chunk(chunk)
+        if chunk is None:
+            self._end()
+            if ended is not None and self._tap._strict_eof and run.ended_without_terminal():
+                raise self._tap._cut(ended, self._request)
+            raise StopAsyncIteration
+        return chunk
+
+    async def _passed(self, run: TapRun | None) -> bytes:
+        """The run is over (or reads an error body, unwatched): the bytes pass through."""
+        try:
+            chunk: bytes = await self._next()
+        except StopAsyncIteration:
+            if run is not None and not run._done:
+                run.chunk(None)
+            self._end()
+            raise
+        except Exception as exc:
+            self._failed(exc, run.read_failed(exc) if run is not None and not run._done else None)
+            raise
+        if run is not None and not run._done:
+            run.chunk(chunk)
+        return chunk
+
+    async def aclose(self) -> None:
+        run = self._run
+        try:
+            if run is not None and not run._done:
+                run.stopped(None)
+            self._end()
+        finally:
+            await self._inner.aclose()
+
+
+class _AsyncTap(_Tap):
+    async def handle_async_request(self, request: Any) -> Any:
+        started = self._run_for(request, TapRun)
+        if started is None:
+            return await self._inner.handle_async_request(request)
+        run, key = started
+        run._scope_class = plain_scope_class()
+        deadline, edge = run._connect_deadline()
+        response: Any = None
+        try:
+            with anyio.CancelScope(deadline=loop_time(deadline)) as scope:
+                try:
+                    response = await self._inner.handle_async_request(request)
+                except Exception as exc:
+                    if scope.cancel_called:
+                        raise self._timeout(run.timed_out(edge), request) from exc
+                    attach(exc, run.connect_failed(exc))
+                    raise
+        except BaseException as exc:
+            if not run._done:
+                run.stopped(exc)
+            run.end()
+            self._chains.ended(key, run)
+            remember(run, request)
+            raise
+        if response is None:  # the connect watchdog fired
+            failure = run.timed_out(edge)
+            run.end()
+            self._chains.ended(key, run)
+            remember(run, request)
+            raise self._timeout(failure, request)
+        self._tapped(response, run, request)
+        response.stream = self._streams.stream(response.stream, run, self, request, key)
+        return response
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+# -- sync -------------------------------------------------------------------------------------------------
+
+
+class _SyncTapStream(_StreamBase):
+    _next: Any = None
+
+    def __iter__(self) -> _SyncTapStream:
+        if self._next is None:
+            self._next = iter(self._inner)
+        return self
+
+    def __next__(self) -> bytes:
+        run = self._run
+        if run is None or run._done or run.reading_error_body:
+            return self._passed(run)
+        assert isinstance(run, SyncTapRun)
+        chunk: bytes | None = None
+        try:
+            chunk = run._watched_next(self._next)
+        except StopIteration:
+            pass
+        except Interrupted as stop:
+            failure = run.timed_out(stop.edge)
+            self._end()
+            raise self._tap._timeout(failure, self._request) from None
+        except Exception as exc:
+            self._failed(exc, run.read_failed(exc))
+            raise
+        except BaseException as exc:
+            self._failed(exc, run.stopped(exc))
+            raise
+        ended = run.chunk(chunk)
+        if chunk is None:
+            self._end()
+            if ended is not None and self._tap._strict_eof and run.ended_without_terminal():
+                raise self._tap._cut(ended, self._request)
+            raise StopIteration
+        return chunk
+
+    def _passed(self, run: TapRun | None) -> bytes:
+        try:
+            chunk: bytes = next(self._next)
+        except StopIteration:
+            if run is not None and not run._done:
+                run.chunk(None)
+            self._end()
+            raise
+        except Exception as exc:
+            self._failed(exc, run.read_failed(exc) if run is not None and not run._done else None)
+            raise
+        if run is not None and not run._done:
+            run.chunk(chunk)
+        return chunk
+
+    def close(self) -> None:
+        run = self._run
+        try:
+            if run is not None and not run._done:
+                run.stopped(None)
+            self._end()
+        finally:
+            self._inner.close()
+
+
+class _SyncTap(_Tap):
+    def handle_request(self, request: Any) -> Any:
+        started = self._run_for(request, SyncTapRun)
+        if started is None:
+            return self._inner.handle_request(request)
+        run, key = started
+        assert isinstance(run, SyncTapRun)
+        deadline, edge = run._connect_deadline()
+        timeouts = request.extensions.get("timeout")
+        capped = _capped(timeouts, deadline - time.monotonic())
+        if capped is not None:
+            request.extensions["timeout"] = capped
+        try:
+            response = self._inner.handle_request(request)
+        except Exception as exc:
+            # Past the deadline, the cap made it time out: our watchdog's.
+            late = time.monotonic() >= deadline
+            attach(exc, run.timed_out(edge) if late else run.connect_failed(exc))
+            raise
+        except BaseException as exc:
+            if not run._done:
+                run.stopped(exc)
+            raise
+        finally:
+            if capped is not None:
+                request.extensions["timeout"] = timeouts  # the body's reads keep the caller's timeouts
+            if run._done:
+                run.end()
+                self._chains.ended(key, run)
+                remember(run, request)
+        self._tapped(response, run, request)
+        run._socket = socket_of(response)
+        response.stream = self._streams.sync_stream(response.stream, run, self, request, key)
+        return response
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+def _capped(timeouts: Any, left: float) -> dict[str, Any] | None:
+    """The request's timeouts, none longer than ``left`` seconds (so the headers' wait ends by then)."""
+    if left == float("inf"):
+        return None
+    left = max(left, 0.001)
+    given = timeouts if isinstance(timeouts, Mapping) else {}
+    return {
+        name: left if given.get(name) is None else min(float(given[name]), left)
+        for name in ("connect", "read", "write", "pool")
+    }
+
+
+# -- per library ------------------------------------------------------------------------------------------
+
+
+class _Streams:
+    """The byte-stream classes of one library (its client asserts the response stream is one of its own)."""
+
+    def __init__(self, library: ModuleType) -> None:
+        self.async_class = type("TappedAsyncStream", (_AsyncTapStream, library.AsyncByteStream), {})
+        self.sync_class = type("TappedStream", (_SyncTapStream, library.SyncByteStream), {})
+
+    def stream(self, inner: Any, run: TapRun, tap: _Tap, request: Any, key: bytes) -> Any:
+        return self.async_class(inner, run, tap, request, key)
+
+    def sync_stream(self, inner: Any, run: TapRun, tap: _Tap, request: Any, key: bytes) -> Any:
+        return self.sync_class(inner, run, tap, request, key)
+
+
+@functools.cache
+def library(name: str) -> tuple[ModuleType, type, type, _Streams]:
+    """(module, async transport class, sync transport class, streams) of ``httpx`` or ``httpx2``."""
+    if name not in LIBRARIES:
+        raise ValueError(f"http must be one of {', '.join(LIBRARIES)}, not {name!r}")
+    try:
+        module = importlib.import_module(name)
+    except ImportError as exc:
+        raise ImportError(f"the tap for {name} needs {name} installed ({exc})") from None
+    streams = _Streams(module)
+    async_class = type("AsyncTapTransport", (_AsyncTap, module.AsyncBaseTransport), {"_streams": streams})
+    sync_class = type("TapTransport", (_SyncTap, module.BaseTransport), {"_streams": streams})
+    return module, async_class, sync_class, streams
