@@ -75,6 +75,17 @@ _REJECTED: Final = {
     ProviderErrorKind.NOT_FOUND: Action.FIX_REQUEST,
     ProviderErrorKind.QUOTA_EXHAUSTED: Action.STOP,
 }
+# What to change, where the kind says it: waiting never helps these.
+_REJECTED_REASON: Final = {
+    ProviderErrorKind.REQUEST_TOO_LARGE: (
+        "the request alone is larger than the provider accepts, even with a fresh rate-limit budget, so"
+        " waiting will not help; shorten the request (fewer or smaller messages, files or tools)"
+    ),
+    ProviderErrorKind.CONTEXT_OVERFLOW: (
+        "the conversation does not fit the model's context window, so the same request would fail again;"
+        " shorten or summarise it, or use a model with a larger window"
+    ),
+}
 _BACKOFF: Final = frozenset(
     {ProviderErrorKind.RATE_LIMIT, ProviderErrorKind.OVERLOADED, ProviderErrorKind.SERVER_ERROR}
 )
@@ -124,11 +135,11 @@ def _verdict(state: State, edge: Trigger, facts: Facts) -> tuple[Verdict, Action
     if edge is Trigger.CONSUMER_ERROR:
         return Verdict.NO_RETRY, Action.STOP, "the code reading the stream raised; a retry would hit it again"
     if provider is not None and provider.kind in _REJECTED:
-        return (
-            Verdict.NO_RETRY,
-            _REJECTED[provider.kind],
+        reason = _REJECTED_REASON.get(
+            provider.kind,
             f"the provider rejected the request ({provider.kind.value}); the same request would fail again",
         )
+        return Verdict.NO_RETRY, _REJECTED[provider.kind], reason
     if provider is not None and provider.should_retry is False:
         return Verdict.NO_RETRY, Action.STOP, "the provider asked not to retry (x-should-retry: false)"
     if transport is not None and transport.kind is TransportKind.TLS:

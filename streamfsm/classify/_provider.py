@@ -8,8 +8,21 @@ Evidence is weighed in a fixed order, and the markers say which piece decided:
 2. The HTTP status (``401`` auth, ``429`` rate limit, ``529`` overloaded, …). A status of 200 says nothing: an
    Anthropic in-band ``event: error`` reaches the SDK as ``APIStatusError(status_code=200)``.
 3. A generic body value (``invalid_request_error``, ``api_error``, ``INVALID_ARGUMENT``, …).
-4. Only for an invalid request, and recorded as LOW confidence: the message's wording about a too-long
-   prompt, which is how Anthropic and Gemini report a context overflow.
+4. The message, only to tell which size or which limit, and recorded in the markers:
+
+   * a rate limit whose request alone exceeds the window's whole budget can never succeed by waiting: it is
+     ``request_too_large`` when the status is 413 (Groq's 413 with code ``rate_limit_exceeded``: HIGH), or
+     when the message quotes ``Limit N, Requested M`` with M > N (OpenAI's 429 "Request too large for
+     <model> ... Limit 30000, Requested 30601": MEDIUM), or says "request too large" / "reduce your message
+     size" without numbers (LOW). A quote with M <= N ("Limit 30000, Used 29000, Requested 1500") is an
+     ordinary rate limit, whatever else the message says;
+   * an invalid request or a size error whose message speaks of the context window or a too-long prompt is
+     ``context_overflow`` (Anthropic's "prompt is too long", Gemini's input token count, Anthropic's 413
+     "Request size exceeds model context window"): LOW.
+
+   Status, code, type and message each mislead in some provider (a 413 carrying a rate-limit code, a 429
+   that no wait can cure, a size error that is really the context window), so the kind is decided from all
+   of them together, in this order, and never from the message alone.
 
 Shapes understood: OpenAI ``{"error": {"message", "type", "param", "code"}}`` (and the SDK's flattened inner
 object), the Responses API's flat ``{"type": "error", "code", …}``, nested ``{"type": "error", "error": {…}}``
@@ -137,9 +150,20 @@ _CONTEXT_OVERFLOW_RE: Final = re.compile(
     r"|reduce the length of the (?:messages|prompt)",
     re.IGNORECASE,
 )
+# "Limit 30000, Requested 30601" (OpenAI, Groq): the request alone against the window's whole budget.
+_LIMIT_REQUESTED_RE: Final = re.compile(
+    r"\blimit\W{0,3}([0-9][0-9,]{0,15})\b[^.;]{0,80}?\brequested\W{0,3}([0-9][0-9,]{0,15})\b", re.IGNORECASE
+)
+_REQUEST_TOO_LARGE_RE: Final = re.compile(
+    r"request too large|reduce your message size|request (?:is )?too (?:large|big)", re.IGNORECASE
+)
 _TOKEN_RE: Final = re.compile(r"[A-Za-z][A-Za-z0-9_.\-]{0,63}")
 _SECONDS_RE: Final = re.compile(r"[0-9]{1,12}(?:\.[0-9]{1,9})?")
 _RETRY_DELAY_RE: Final = re.compile(r"([0-9]{1,9}(?:\.[0-9]{1,9})?)s")
+_TOO_MANY_DIGITS_RE: Final = re.compile(r"[0-9]{13,}(?:\.[0-9]*)?")
+_HUGE_YEAR_RE: Final = re.compile(r"[A-Za-z]{3} [0-9]{5,} [0-9]{1,2}:")
+_DATE_RE: Final = re.compile(r"[A-Za-z]{3}, [0-9]{1,2} [A-Za-z]{3} [0-9]{4,} [0-9:]{8} GMT")
+_MAX_HEADER_PIECES: Final = 8
 
 
 # -- retry-after --------------------------------------------------------------------------------------------
@@ -181,30 +205,63 @@ def _http_date(text: str, now: float) -> float | None:
     return max(0.0, at - now)  # a date in the past means "now"
 
 
+def _over_limit(text: str) -> bool:
+    """A value that says "later than anything we can represent": more digits than we parse, or a date whose
+    year has five digits or more. Dropping it would make the retry *sooner* than a value that parsed."""
+    return bool(_TOO_MANY_DIGITS_RE.fullmatch(text) or _HUGE_YEAR_RE.search(text))
+
+
+def _header_values(name: str, text: str, now: float, cap: float) -> list[tuple[float, str]]:
+    """Every delay one header gives (none for an absent header, ""). A repeated header arrives joined by
+    commas; an HTTP date holds a comma itself, so dates are taken out whole before the rest is split."""
+    ms = name == "retry-after-ms"
+
+    def one(piece: str) -> float | None:
+        value = _seconds(piece)
+        if value is None and not ms:
+            value = _http_date(piece, now)
+        return value
+
+    pieces = [text] if text else []
+    if "," in text and (text.count(",") > 1 or one(text) is None):  # one date holds at most one comma
+        dates = [] if ms else _DATE_RE.findall(text)
+        rest = text if ms else _DATE_RE.sub(",", text)
+        pieces = dates + [p.strip() for p in rest.split(",") if p.strip()]
+    found: list[tuple[float, str]] = []
+    for piece in pieces[:_MAX_HEADER_PIECES]:
+        value = one(piece)
+        if value is not None:
+            found.append((min(value / 1000.0 if ms else value, cap), f"header={name}"))
+        elif _over_limit(piece):
+            found.append((cap, f"header={name}:over_limit"))
+    return found
+
+
 def _retry_after(headers: dict[str, str], now: float | None, cap_s: float) -> tuple[float, str] | None:
+    """The longest delay any ``retry-after-ms`` or ``retry-after`` value asks for (they may disagree, or a
+    header may repeat: waiting the longest is never too early for any of them); an over-limit value counts
+    as the cap. Milliseconds whose rounding up gives the seconds header agree with it and are kept."""
     cap = max(0.0, cap_s)
-    ms = headers.get("retry-after-ms")
-    if ms is not None:
-        value = _seconds(ms)
-        if value is not None:
-            return min(value / 1000.0, cap), "header=retry-after-ms"
-    text = headers.get("retry-after")
-    if text is not None:
-        value = _seconds(text)
-        if value is None:
-            value = _http_date(text, time.time() if now is None else now)
-        if value is not None:
-            return min(value, cap), "header=retry-after"
-    return None
+    clock = time.time() if now is None else now
+    ms = _header_values("retry-after-ms", headers.get("retry-after-ms", ""), clock, cap)
+    seconds = _header_values("retry-after", headers.get("retry-after", ""), clock, cap)
+    if len(ms) == 1 and len(seconds) == 1 and seconds[0][0] == math.ceil(ms[0][0]):
+        return ms[0]  # they agree (seconds are the milliseconds rounded up): keep the precise one
+    found = ms + seconds
+    if not found:
+        return None
+    return max(found, key=lambda item: item[0])
 
 
 def parse_retry_after(
     headers: Mapping[str, str], *, now: float | None = None, cap_s: float = RETRY_AFTER_CAP_S
 ) -> float | None:
-    """Seconds to wait, from ``retry-after-ms`` (preferred) or ``retry-after`` (seconds or an HTTP date).
+    """Seconds to wait, from ``retry-after-ms`` and ``retry-after`` (seconds or an HTTP date): the longest
+    of all the values given, when they disagree or a header repeats.
 
     Header names are case-insensitive; negative or unparseable values give None; the result is capped at
-    ``cap_s``. ``now`` (epoch seconds) is for HTTP dates, and defaults to the wall clock.
+    ``cap_s``, and a value too large to parse (13 digits, a five-digit year) counts as ``cap_s``, never as
+    absent. ``now`` (epoch seconds) is for HTTP dates, and defaults to the wall clock.
     """
     found = _retry_after(_lower_headers(headers), now, cap_s)
     return None if found is None else found[0]
@@ -346,6 +403,21 @@ def _status_kind(status: int | None) -> tuple[ProviderErrorKind, Confidence] | N
 
 
 def _decide(status: int | None, f: _Fields) -> tuple[ProviderErrorKind, list[str], Confidence]:
+    kind, markers, confidence = _kind(status, f)
+    # 4. which size, or which limit, told in words
+    if kind is _P.RATE_LIMIT:
+        return _rate_or_size(status, f, markers, confidence)
+    if (
+        kind in (_P.INVALID_REQUEST, _P.REQUEST_TOO_LARGE)
+        and f.message
+        and _CONTEXT_OVERFLOW_RE.search(f.message)
+    ):
+        return _P.CONTEXT_OVERFLOW, [*markers, "message=context_overflow"], Confidence.LOW
+    return kind, markers, confidence
+
+
+def _kind(status: int | None, f: _Fields) -> tuple[ProviderErrorKind, list[str], Confidence]:
+    """Rules 1 to 3 of the module docstring."""
     markers: list[str] = [] if status is None else [f"status={status}"]
     # 1. a specific body value
     if f.quota_per_day:
@@ -379,10 +451,24 @@ def _decide(status: int | None, f: _Fields) -> tuple[ProviderErrorKind, list[str
                 break
     if kind is None:
         return _P.UNKNOWN, markers, Confidence.LOW
-    # 4. a context overflow told only in words
-    if kind is _P.INVALID_REQUEST and f.message and _CONTEXT_OVERFLOW_RE.search(f.message):
-        return _P.CONTEXT_OVERFLOW, [*markers, "message=context_overflow"], Confidence.LOW
     return kind, markers, confidence
+
+
+def _rate_or_size(
+    status: int | None, f: _Fields, markers: list[str], confidence: Confidence
+) -> tuple[ProviderErrorKind, list[str], Confidence]:
+    """A rate limit, or a request too large for the limit's whole window (which waiting cannot fix)."""
+    if status == 413:  # the status says "too large"; the rate-limit code only names the limit
+        return _P.REQUEST_TOO_LARGE, markers, Confidence.HIGH
+    numbers = _LIMIT_REQUESTED_RE.search(f.message) if f.message else None
+    if numbers is not None:
+        limit, requested = (int(n.replace(",", "")) for n in numbers.groups())
+        if requested > limit:
+            return _P.REQUEST_TOO_LARGE, [*markers, "message=requested_over_limit"], Confidence.MEDIUM
+        return _P.RATE_LIMIT, markers, confidence  # it fits the window: waiting helps
+    if f.message and _REQUEST_TOO_LARGE_RE.search(f.message):
+        return _P.REQUEST_TOO_LARGE, [*markers, "message=request_too_large"], Confidence.LOW
+    return _P.RATE_LIMIT, markers, confidence
 
 
 def _build(

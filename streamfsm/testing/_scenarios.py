@@ -188,6 +188,22 @@ _GOOGLE_413: Final = (
 )
 
 
+_TPM_TOO_LARGE: Final = _openai_error(
+    "Request too large for gpt-4o in organization org-Zx9 on tokens per min (TPM): Limit 30000, Requested"
+    " 30601. The input or output tokens must be reduced in order to run successfully. Visit"
+    " https://platform.openai.com/account/rate-limits to learn more.",
+    "tokens",
+    "rate_limit_exceeded",
+)
+_GROQ_413: Final = _openai_error(
+    "Request too large for model `llama-3.3-70b-versatile` in organization `org_01jd` service tier"
+    " `on_demand` on tokens per minute (TPM): Limit 6000, Requested 7012, please reduce your message size"
+    " and try again.",
+    "tokens",
+    "rate_limit_exceeded",
+)
+
+
 def _http(cause: str, verdict: Verdict, action: Action, retry_after: float | None = None) -> dict[str, Any]:
     return _expect(
         _C.PROVIDER_ERROR, verdict, _T.HTTP_ERROR, _P.BEFORE_CONNECTION, cause, action, retry_after
@@ -313,6 +329,33 @@ def _http_errors(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str
                 (Status(413, (("content-type", "text/html"), ("server", "cloudflare")), _HTML_413),),
                 _http("request_too_large", _V.NO_RETRY, _A.FIX_REQUEST),
             ),
+            (
+                "http-429-request-too-large",
+                "429 rate_limit_exceeded whose request alone is over the per-minute budget (Limit 30000,"
+                " Requested 30601): no wait can cure it, so it is request_too_large, never retried",
+                (Status(429, (*h, ("retry-after", "1")), _TPM_TOO_LARGE),),
+                _http("request_too_large", _V.NO_RETRY, _A.FIX_REQUEST, 1.0),
+            ),
+            (
+                "http-413-rate-limit-code",
+                "Groq's 413 with code rate_limit_exceeded ('please reduce your message size'): the status"
+                " says too large, the code only names the limit",
+                (Status(413, h, _GROQ_413),),
+                _http("request_too_large", _V.NO_RETRY, _A.FIX_REQUEST),
+            ),
+            (
+                "http-429-retry-after-conflicting",
+                "429 whose retry-after-ms (1500) and retry-after (30) disagree: the longest wins",
+                (Status(429, (*h, ("retry-after-ms", "1500"), ("retry-after", "30")), limited),),
+                _http("rate_limit", safe, backoff, 30.0),
+            ),
+            (
+                "http-429-retry-after-over-limit",
+                "429 with a 13-digit retry-after: too large to parse is longer than the cap (a day), never"
+                " 'no delay given'",
+                (Status(429, (*h, ("retry-after", "1234567890123")), limited),),
+                _http("rate_limit", safe, backoff, 86_400.0),
+            ),
         ]
     if fmt == "anthropic":
         h = _ANTHROPIC_HEADERS
@@ -396,6 +439,18 @@ def _http_errors(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str
                     ),
                 ),
                 _http("request_too_large", _V.NO_RETRY, _A.FIX_REQUEST),
+            ),
+            (
+                "http-413-context-window",
+                "413 request_too_large 'Request size exceeds model context window': a context overflow",
+                (
+                    Status(
+                        413,
+                        h,
+                        _anthropic_error("request_too_large", "Request size exceeds model context window"),
+                    ),
+                ),
+                _http("context_overflow", _V.NO_RETRY, _A.FIX_REQUEST),
             ),
         ]
     h = _GEMINI_HEADERS

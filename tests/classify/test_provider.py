@@ -42,7 +42,16 @@ NOW = 1_700_000_000.0
         ({"retry-after": "7"}, 7.0),
         ({"Retry-After": "1.5"}, 1.5),
         ({"retry-after-ms": "250"}, 0.25),
-        ({"Retry-After-Ms": "1500", "retry-after": "60"}, 1.5),  # ms is preferred
+        ({"Retry-After-Ms": "1500", "retry-after": "60"}, 60.0),  # they disagree: the longest wins
+        ({"retry-after-ms": "1500", "retry-after": "1"}, 1.5),
+        ({"retry-after-ms": "1500", "retry-after": "2"}, 1.5),  # they agree (rounded up): the precise one
+        ({"retry-after": "2, 30"}, 30.0),  # a repeated header, joined: the longest wins
+        ({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT, 5"}, 5.0),  # a date among them keeps its comma
+        # Too large to parse is "longer than the cap", never "absent" (which would retry sooner).
+        ({"retry-after": "1234567890123"}, 86_400.0),
+        ({"retry-after": "Wed, 21 Oct 99999 07:28:00 GMT"}, 86_400.0),
+        ({"retry-after-ms": "99999999999999999"}, 86_400.0),
+        ({"retry-after": "5", "retry-after-ms": "1234567890123456"}, 86_400.0),
         ({"retry-after-ms": "soon", "retry-after": "3"}, 3.0),  # garbage ms falls back
         ({"retry-after": format_datetime(datetime.fromtimestamp(NOW + 42, timezone.utc), usegmt=True)}, 42.0),
         ({"retry-after": format_datetime(datetime.fromtimestamp(NOW - 42, timezone.utc), usegmt=True)}, 0.0),
@@ -436,6 +445,97 @@ CASES: list[tuple[str, int, dict[str, str], bytes | str | None, ProviderError]] 
             status=429,
             type="rate_limit_error",
             markers=("status=429", "body.type=rate_limit_error"),
+        ),
+    ),
+    # Issue 16, item 1: the request alone is over the window's whole budget; no wait can cure it.
+    (
+        "openai 429 'Request too large' quoting Limit < Requested",
+        429,
+        {"retry-after": "1"},
+        openai_body(
+            "Request too large for gpt-4o in organization org-x on tokens per min (TPM): Limit 30000,"
+            " Requested 30601. The input or output tokens must be reduced in order to run successfully.",
+            "tokens",
+            "rate_limit_exceeded",
+        ),
+        ProviderError(
+            K.REQUEST_TOO_LARGE,
+            status=429,
+            type="tokens",
+            code="rate_limit_exceeded",
+            retry_after_s=1.0,
+            markers=(
+                "status=429",
+                "body.code=rate_limit_exceeded",
+                "message=requested_over_limit",
+                "header=retry-after",
+            ),
+            confidence=Confidence.MEDIUM,
+        ),
+    ),
+    (
+        "openai 429 that fits the window stays a rate limit (Used + Requested > Limit, Requested < Limit)",
+        429,
+        {},
+        openai_body(
+            "Rate limit reached for gpt-4o in organization org-x on tokens per min (TPM): Limit 30000,"
+            " Used 29000, Requested 1500. Please try again in 1.2s. Request too large? No.",
+            "tokens",
+            "rate_limit_exceeded",
+        ),
+        ProviderError(
+            K.RATE_LIMIT,
+            status=429,
+            type="tokens",
+            code="rate_limit_exceeded",
+            markers=("status=429", "body.code=rate_limit_exceeded"),
+        ),
+    ),
+    (
+        "groq 413 with code rate_limit_exceeded: the status says too large",
+        413,
+        {},
+        openai_body(
+            "Request too large for model `llama-3.3-70b-versatile` in organization `org_01` service tier"
+            " `on_demand` on tokens per minute (TPM): Limit 6000, Requested 7012, please reduce your message"
+            " size and try again.",
+            "tokens",
+            "rate_limit_exceeded",
+        ),
+        ProviderError(
+            K.REQUEST_TOO_LARGE,
+            status=413,
+            type="tokens",
+            code="rate_limit_exceeded",
+            markers=("status=413", "body.code=rate_limit_exceeded"),
+        ),
+    ),
+    (
+        "429 'reduce your message size' without numbers (low confidence)",
+        429,
+        {},
+        openai_body("Please reduce your message size and try again.", "tokens", "rate_limit_exceeded"),
+        ProviderError(
+            K.REQUEST_TOO_LARGE,
+            status=429,
+            type="tokens",
+            code="rate_limit_exceeded",
+            markers=("status=429", "body.code=rate_limit_exceeded", "message=request_too_large"),
+            confidence=Confidence.LOW,
+        ),
+    ),
+    # Item 2: a size error that is really the context window.
+    (
+        "anthropic 413 'Request size exceeds model context window'",
+        413,
+        {},
+        anthropic_body("request_too_large", "Request size exceeds model context window"),
+        ProviderError(
+            K.CONTEXT_OVERFLOW,
+            status=413,
+            type="request_too_large",
+            markers=("status=413", "body.type=request_too_large", "message=context_overflow"),
+            confidence=Confidence.LOW,
         ),
     ),
 ]
@@ -879,7 +979,8 @@ _HEADER_VALUES = st.one_of(
 )
 _MARKER = re.compile(
     r"(status=\d{3}|body\.(code|type|status)=[A-Za-z0-9_.\-]+|body\.details=quota_per_day|body\.retry_delay"
-    r"|header=retry-after(-ms)?|header=x-should-retry:(true|false)|message=context_overflow|sdk=(openai|anthropic))"
+    r"|header=retry-after(-ms)?(:over_limit)?|header=x-should-retry:(true|false)"
+    r"|message=(context_overflow|requested_over_limit|request_too_large)|sdk=(openai|anthropic))"
 )
 
 
