@@ -136,8 +136,8 @@ class SyncReads(Run):
     """A run whose reads block a thread: each is watched by the run's ``ReadWatchdog``. A subclass sets
     ``_socket`` (``socket_of`` its response) once it has one."""
 
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         self._watchdog = ReadWatchdog(self._interrupt_read)
         self._socket: Any = None
 

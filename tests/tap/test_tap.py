@@ -1,0 +1,403 @@
+"""Transparent mode: the real ``openai`` and ``anthropic`` SDKs, handed a tapped client, against loopback
+faults.
+
+Each scenario runs twice, once with the SDK's plain client of the same HTTP library and once with the tap:
+what the SDK hands its caller (objects, exception types, requests sent) must be the same, and the tap's
+records must say what happened. Runs in whichever SDK generation the environment has (httpx2 for openai 3.x
+/ anthropic 2.x, httpx for the older ones).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import anthropic
+import anyio
+import openai
+import pytest
+from runsupport import BODIES, cut_through, validate_record
+
+import streamfsm
+from streamfsm import StreamConfig
+from streamfsm.runtime import TextDelta, ToolInputDelta
+from streamfsm.tap import Rule, default_library, library
+from streamfsm.testing import error_event, text_stream, tool_call_stream
+from streamfsm.testing._script import End, Fin, Headers, Keepalive, Rst, Send, Status, unused_port
+from streamfsm.testing._server import FaultServer, FaultServerThread
+
+FMTS = ("openai-chat", "openai-responses", "anthropic")
+fmts = pytest.mark.parametrize("fmt", FMTS)
+HTTP = default_library()
+HTTP_LIB = library(HTTP)[0]
+SDK_BODIES = {**BODIES, "anthropic": {**BODIES["anthropic"], "model": "claude-test-model"}}
+BOUND_S = 20.0
+NOTES = sys.version_info >= (3, 11)
+pytestmark = pytest.mark.anyio
+
+
+def sdk_client(fmt: str, base_url: str, http_client: Any, *, retries: int = 0, sync: bool = False) -> Any:
+    if fmt == "anthropic":
+        cls: Any = anthropic.Anthropic if sync else anthropic.AsyncAnthropic
+        return cls(base_url=base_url, api_key="sk-ant-test-0", max_retries=retries, http_client=http_client)
+    cls = openai.OpenAI if sync else openai.AsyncOpenAI
+    return cls(base_url=f"{base_url}/v1", api_key="sk-test-0", max_retries=retries, http_client=http_client)
+
+
+def create(fmt: str, client: Any) -> Any:
+    body = SDK_BODIES[fmt]
+    if fmt == "anthropic":
+        return client.messages.create(**body, stream=True)
+    if fmt == "openai-chat":
+        return client.chat.completions.create(**body, stream=True, stream_options={"include_usage": True})
+    return client.responses.create(**body, stream=True)
+
+
+def dump(item: Any) -> Any:
+    return item.model_dump(mode="json")
+
+
+class Seen:
+    """What one SDK call handed its caller: items, then the exception type (or None)."""
+
+    def __init__(self) -> None:
+        self.items: list[Any] = []
+        self.error: BaseException | None = None
+
+    @property
+    def shape(self) -> tuple[list[Any], str | None]:
+        return self.items, None if self.error is None else type(self.error).__qualname__
+
+
+async def play(
+    fmt: str,
+    steps: tuple[Any, ...],
+    *,
+    tapped: bool,
+    config: StreamConfig | None = None,
+    retries: int = 0,
+    stop_after: int | None = None,
+    **tap_options: Any,
+) -> tuple[Seen, int]:
+    """One streaming call through the SDK's async client; (what it saw, requests the server got)."""
+    seen = Seen()
+    http_client = (
+        streamfsm.async_http_client(http=HTTP, config=config, **tap_options)
+        if tapped
+        else HTTP_LIB.AsyncClient()
+    )
+    async with FaultServer(steps) as server:
+        client = sdk_client(fmt, server.base_url, http_client, retries=retries)
+        try:
+            with anyio.fail_after(BOUND_S):
+                stream = await create(fmt, client)
+                async for item in stream:
+                    seen.items.append(dump(item))
+                    if stop_after is not None and len(seen.items) >= stop_after:
+                        await stream.close()
+                        break
+        except Exception as exc:
+            seen.error = exc
+        finally:
+            await client.close()
+        return seen, server.requests_seen
+
+
+async def both(fmt: str, steps: tuple[Any, ...], **options: Any) -> tuple[Seen, list[streamfsm.RunRecord]]:
+    """The same call without and with the tap: the SDK's view must not change. Returns the tapped view and
+    the tap's records (each checked against the schema)."""
+    records: list[streamfsm.RunRecord] = []
+    config = options.pop("config", StreamConfig())
+    plain, plain_requests = await play(fmt, steps, tapped=False, **options)
+    tapped, tapped_requests = await play(
+        fmt, steps, tapped=True, config=config.replace(sinks=(records.append,)), **options
+    )
+    assert tapped.shape == plain.shape
+    assert tapped_requests == plain_requests
+    for record in records:
+        validate_record(record)
+    return tapped, records
+
+
+def frames_script(frames: list[bytes], *tail: Any) -> tuple[Any, ...]:
+    return (Headers(), *(Send(f) for f in frames), *tail)
+
+
+def outcome(record: streamfsm.RunRecord) -> tuple[str, str]:
+    return record["outcome"]["summary_key"], record["retry"]["verdict"]
+
+
+# -- what the agent sees does not change; the record says what happened ------------------------------------
+
+
+@fmts
+async def test_a_normal_stream_with_a_tool_call_is_unchanged_and_recorded(fmt: str) -> None:
+    frames = tool_call_stream(fmt, [("read_file", '{"path": "a.txt"}')], text=["Hi"])  # type: ignore[arg-type]
+    seen, records = await both(fmt, frames_script(frames, End()))
+    assert seen.error is None and seen.items
+    (record,) = records
+    assert outcome(record) == ("completed.finished", "no_retry")
+    data = record.to_dict()
+    assert data["provider"] == fmt
+    assert data["model"] == SDK_BODIES[fmt]["model"]
+    assert data["stream_events"]["tool_call"] == 1
+    assert data["stream_events"]["text_delta"] == 1
+    assert data["transport"]["bytes_received"] == sum(len(f) for f in frames)
+    assert data["ids"]["attempt"] == 1
+
+
+@fmts
+async def test_the_tap_sees_what_open_stream_sees(fmt: str) -> None:
+    frames = tool_call_stream(fmt, [("read_file", '{"path": "a.txt"}')], text=["Hi"], reasoning=["hm"])  # type: ignore[arg-type]
+    async with FaultServer(frames_script(frames, End())) as server:
+        async with streamfsm.open_stream(fmt, base_url=server.base_url, json=BODIES[fmt]) as run:
+            async for _ in run:
+                pass
+    _, (tapped,) = await both(fmt, frames_script(frames, End()))
+    direct, through = run.record.to_dict(), tapped.to_dict()  # type: ignore[union-attr]
+    for section in ("stream_events", "delta_keys", "stored_parts", "tokens", "finish_reason"):
+        assert through[section] == direct[section], section
+    assert through["outcome"]["summary_key"] == direct["outcome"]["summary_key"]
+
+
+@fmts
+async def test_a_cut_mid_answer_raises_what_the_sdk_raises_with_the_diagnosis(fmt: str) -> None:
+    frames = text_stream(fmt, ["Hello", " wor", "ld"])  # type: ignore[arg-type]
+    seen, (record,) = await both(fmt, frames_script(frames[:-3], Fin()))
+    assert seen.error is not None
+    failure = streamfsm.failure_of(seen.error)
+    assert failure is not None
+    assert failure.record is record
+    assert outcome(record) == ("mid_generation.closed_mid_body", "user_confirmed_retry")
+    if NOTES:
+        chain = (seen.error, seen.error.__cause__)
+        notes = [n for e in chain if e is not None for n in getattr(e, "__notes__", ())]
+        assert any(n.startswith("streamfsm: The stream broke partway through the answer") for n in notes)
+
+
+@fmts
+async def test_a_reset_mid_answer_is_a_reset(fmt: str) -> None:
+    frames = text_stream(fmt, ["Hello", " wor", "ld"])  # type: ignore[arg-type]
+    seen, (record,) = await both(fmt, frames_script(frames[:-3], Rst()))
+    assert streamfsm.failure_of(seen.error) is not None
+    assert outcome(record) == ("mid_generation.reset", "user_confirmed_retry")
+
+
+@fmts
+async def test_a_cut_while_a_tool_call_is_written_says_the_tool_did_not_run(fmt: str) -> None:
+    frames = tool_call_stream(fmt, [("apply_patch", '{"patch": "--- a"}')])  # type: ignore[arg-type]
+    seen, (record,) = await both(fmt, frames_script(cut_through(fmt, frames, ToolInputDelta), Fin()))
+    failure = streamfsm.failure_of(seen.error)
+    assert failure is not None
+    assert outcome(record) == ("tool_input_interrupted.closed_mid_body", "safe_auto_retry")
+    assert "apply_patch" in failure.diagnosis.title
+    assert "did not run" in failure.diagnosis.detail
+
+
+@fmts
+async def test_a_stall_kept_alive_by_keepalives_fails_the_read_as_a_timeout(fmt: str) -> None:
+    frames = text_stream(fmt, ["Hello", " wor", "ld"])  # type: ignore[arg-type]
+    records: list[streamfsm.RunRecord] = []
+    config = StreamConfig(idle_timeout=0.3, sinks=(records.append,))
+    steps = frames_script(cut_through(fmt, frames, TextDelta), Keepalive(0.05, 200))  # 10 s of keepalives
+    seen, _ = await play(fmt, steps, tapped=True, config=config)
+    assert seen.error is not None
+    assert "Timeout" in type(seen.error).__name__ or isinstance(seen.error, HTTP_LIB.ReadTimeout)
+    (record,) = records
+    assert record["outcome"]["summary_key"] == "watchdog.idle_timeout"
+    assert record["watchdog"]["fired"] == "idle_timeout"
+    assert streamfsm.failure_of(seen.error) is not None
+
+
+@fmts
+async def test_a_429_and_the_sdks_own_retry_are_one_attempt_chain(fmt: str) -> None:
+    body = b'{"error": {"type": "rate_limit_error", "code": "rate_limit_exceeded", "message": "slow down"}}'
+    steps = (Status(429, headers=(("retry-after", "0"), ("content-type", "application/json")), body=body),)
+    seen, records = await both(fmt, steps, retries=1)
+    assert seen.error is not None
+    assert len(records) == 2  # one per request the SDK sent
+    first, second = (r.to_dict() for r in records)
+    assert first["ids"]["trace_id"] == second["ids"]["trace_id"]
+    assert (first["ids"]["attempt"], second["ids"]["attempt"]) == (1, 2)
+    assert second["ids"]["previous_run_id"] == first["ids"]["run_id"]
+    assert second["attempts"][0]["decision"] == "sdk_retry"
+    failure = streamfsm.failure_of(seen.error)
+    assert failure is not None
+    assert failure.record is records[-1]
+    assert outcome(records[-1])[0] == "provider_error.rate_limit"
+    assert records[-1]["retry"]["retry_after_s"] == 0
+
+
+async def test_a_refused_connection_is_diagnosed_before_connection() -> None:
+    records: list[streamfsm.RunRecord] = []
+    http_client = streamfsm.async_http_client(http=HTTP, config=StreamConfig(sinks=(records.append,)))
+    client = sdk_client("openai-chat", f"http://127.0.0.1:{unused_port()}", http_client)
+    with anyio.fail_after(BOUND_S), pytest.raises(openai.APIConnectionError) as info:
+        await create("openai-chat", client)
+    await client.close()
+    failure = streamfsm.failure_of(info.value)
+    assert failure is not None
+    assert outcome(records[0]) == ("before_connection.refused", "safe_auto_retry")
+
+
+@fmts
+async def test_in_band_errors_are_found_through_the_sdks_error(fmt: str) -> None:
+    frames = text_stream(fmt, ["Hi"])  # type: ignore[arg-type]
+    steps = frames_script([frames[0], error_event(fmt, "overloaded")], End())  # type: ignore[arg-type]
+    seen, (record,) = await both(fmt, steps)
+    assert seen.error is not None
+    failure = streamfsm.failure_of(seen.error)
+    assert failure is not None
+    assert record["outcome"]["edge"] == "provider_error_event"
+
+
+# -- the end of a stream ---------------------------------------------------------------------------------
+
+
+@fmts
+async def test_a_clean_end_without_the_terminal_event_is_recorded_and_left_to_the_sdk(fmt: str) -> None:
+    frames = text_stream(fmt, ["Hello", " world"])  # type: ignore[arg-type]
+    steps = frames_script(frames[:3], End())  # text, but no finish and no terminal event
+    seen, (record,) = await both(fmt, steps)
+    assert seen.error is None  # the SDK ends as it would have
+    assert record["outcome"]["edge"] == "eof_without_terminal"
+
+
+@fmts
+async def test_strict_eof_makes_the_sdk_raise_there(fmt: str) -> None:
+    frames = text_stream(fmt, ["Hello", " world"])  # type: ignore[arg-type]
+    records: list[streamfsm.RunRecord] = []
+    config = StreamConfig(sinks=(records.append,))
+    seen, _ = await play(fmt, frames_script(frames[:3], End()), tapped=True, config=config, strict_eof=True)
+    assert seen.error is not None
+    failure = streamfsm.failure_of(seen.error)
+    assert failure is not None and failure.record["outcome"]["edge"] == "eof_without_terminal"
+    assert len(records) == 1
+
+
+@fmts
+async def test_a_consumer_that_stops_early_is_a_local_abort(fmt: str) -> None:
+    frames = text_stream(fmt, ["Hello", " wor", "ld"])  # type: ignore[arg-type]
+    seen, (record,) = await both(fmt, frames_script(frames, End()), stop_after=2)
+    assert seen.error is None
+    assert record["outcome"]["edge"] == "local_abort"
+    assert record["abort"]["source"] == "consumer_stopped"
+
+
+# -- correlation, rules, what is left alone ---------------------------------------------------------------
+
+
+async def test_context_tags_every_run_started_inside_it() -> None:
+    frames = text_stream("anthropic", ["Hi"])
+    records: list[streamfsm.RunRecord] = []
+    config = StreamConfig(sinks=(records.append,))
+    with streamfsm.context(session_id="ses_1", message_id="msg_1", tenant="acme"):
+        with streamfsm.context(message_id="msg_2"):
+            await play("anthropic", frames_script(frames, End()), tapped=True, config=config)
+        await play("anthropic", frames_script(frames, End()), tapped=True, config=config)
+    await play("anthropic", frames_script(frames, End()), tapped=True, config=config)
+    ids = [r["ids"] for r in records]
+    assert [(i["session_id"], i.get("message_id")) for i in ids] == [
+        ("ses_1", "msg_2"),
+        ("ses_1", "msg_1"),
+        (None, None),
+    ]
+    assert records[0]["ids"]["context"] == {"tenant": "acme"}
+    with pytest.raises(TypeError), streamfsm.context(session_id=3):  # type: ignore[arg-type]
+        pass
+
+
+async def test_requests_that_are_not_llm_streams_pass_untouched() -> None:
+    records: list[streamfsm.RunRecord] = []
+    config = StreamConfig(sinks=(records.append,))
+    body = b'{"object": "list", "data": []}'
+    json_headers = (("content-type", "application/json"),)
+    async with FaultServer((Status(200, headers=json_headers, body=body),)) as server:
+        client = sdk_client(
+            "openai-chat", server.base_url, streamfsm.async_http_client(http=HTTP, config=config)
+        )
+        page = await client.models.list()
+        await client.close()
+    assert page.data == []
+    assert records == []
+
+
+async def test_a_rule_taps_a_gateway_path() -> None:
+    frames = text_stream("openai-chat", ["Hi"])
+    records: list[streamfsm.RunRecord] = []
+    config = StreamConfig(sinks=(records.append,))
+    rules = (Rule(r"/llm/chat$", "openai-chat"),)
+    async with FaultServer(frames_script(frames, End())) as server:
+        async with streamfsm.async_http_client(http=HTTP, config=config, rules=rules) as http:
+            request = {**BODIES["openai-chat"], "stream": True}
+            async with http.stream("POST", server.base_url + "/llm/chat", json=request) as response:
+                chunks = [chunk async for chunk in response.aiter_raw()]
+    assert b"".join(chunks) == b"".join(frames)
+    (record,) = records
+    assert record["outcome"]["summary_key"] == "completed.finished"
+
+
+def test_bad_rules_and_options_are_refused_clearly() -> None:
+    with pytest.raises(ValueError, match="provider must be one of"):
+        Rule("/x", "openai")
+    with pytest.raises(ValueError, match="not a regular expression"):
+        Rule("(", "openai-chat")
+    with pytest.raises(TypeError, match="Rule"):
+        streamfsm.async_http_client(http=HTTP, rules=("/x",))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="http must be one of"):
+        streamfsm.async_http_client(http="requests")
+    with pytest.raises(TypeError, match="to the transport you give"):
+        streamfsm.async_http_client(http=HTTP, transport=HTTP_LIB.AsyncHTTPTransport(), http2=True)
+
+
+def test_the_client_is_the_sdk_generations_own() -> None:
+    client = streamfsm.async_http_client()
+    assert type(client).__module__.split(".")[0] == HTTP
+    sync = streamfsm.http_client()
+    assert type(sync).__module__.split(".")[0] == HTTP
+    sync.close()
+
+
+# -- sync clients -----------------------------------------------------------------------------------------
+
+
+def play_sync(fmt: str, steps: tuple[Any, ...], http_client: Any) -> tuple[Seen, int]:
+    seen = Seen()
+    with FaultServerThread(steps) as server:
+        client = sdk_client(fmt, server.base_url, http_client, sync=True)
+        try:
+            for item in create(fmt, client):
+                seen.items.append(dump(item))
+        except Exception as exc:
+            seen.error = exc
+        finally:
+            client.close()
+        return seen, server.requests_seen
+
+
+@fmts
+@pytest.mark.parametrize("ending", ["end", "fin"])
+def test_sync_clients_are_tapped_the_same_way(fmt: str, ending: str) -> None:
+    frames = text_stream(fmt, ["Hello", " wor", "ld"])  # type: ignore[arg-type]
+    steps = frames_script(frames, End()) if ending == "end" else frames_script(frames[:-3], Fin())
+    records: list[streamfsm.RunRecord] = []
+    plain = play_sync(fmt, steps, HTTP_LIB.Client())
+    config = StreamConfig(sinks=(records.append,))
+    tapped = play_sync(fmt, steps, streamfsm.http_client(http=HTTP, config=config))
+    assert (tapped[0].shape, tapped[1]) == (plain[0].shape, plain[1])
+    (record,) = records
+    expected = "completed.finished" if ending == "end" else "mid_generation.closed_mid_body"
+    assert record["outcome"]["summary_key"] == expected
+    if ending == "fin":
+        assert streamfsm.failure_of(tapped[0].error) is not None
+
+
+def test_a_sync_stall_is_ended_by_the_watchdog_thread() -> None:
+    frames = text_stream("openai-chat", ["Hello", " wor", "ld"])
+    records: list[streamfsm.RunRecord] = []
+    config = StreamConfig(idle_timeout=0.3, sinks=(records.append,))
+    steps = frames_script(frames[:2], Keepalive(0.05, 200))
+    seen, _ = play_sync("openai-chat", steps, streamfsm.http_client(http=HTTP, config=config))
+    assert isinstance(seen.error, openai.APITimeoutError)
+    (record,) = records
+    assert record["outcome"]["summary_key"] == "watchdog.idle_timeout"
