@@ -12,6 +12,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from ..classify import AbortSource
 from ..classify._provider import provider_error_from_http
 from ..classify._transport import transport_facts
 from ..machine import Trigger
@@ -107,6 +108,21 @@ class TapRun(Run):
         assert self._diagnosis is not None
         self.failure = StreamFailed(self._diagnosis, self._record)
         return self.failure
+
+    def abandoned(self) -> None:
+        """The response was dropped unread and unclosed: the run ends as if the consumer stopped."""
+        if self._ended:
+            return
+        self._watch_entry = None  # no loop to forget it on, maybe: it finds the run done when it fires
+        if not self._done:
+            if self._error_body is not None:
+                self._http_error()
+            else:
+                reason = "the response was dropped without being closed"
+                self._finalize_failure(
+                    Trigger.LOCAL_ABORT, self._abort_facts(AbortSource.CONSUMER_STOPPED, reason)
+                )
+        self.end()
 
     def ended_without_terminal(self) -> bool:
         return self.failure is not None and self.failure.record["outcome"]["edge"] == _EOF_EDGE

@@ -25,6 +25,7 @@ import hashlib
 import importlib
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -177,10 +178,13 @@ class _StreamBase:
         self._tap = tap
         self._request = request
         self._key = key
+        # Exactly one record per stream, also when the SDK drops the response unread and unclosed.
+        self._dropped = weakref.finalize(self, _dropped, run, tap._chains, key)
 
     def _end(self) -> None:
         run, self._run = self._run, None
         if run is not None:
+            self._dropped.detach()
             run.end()
             self._tap._chains.ended(self._key, run)
 
@@ -188,6 +192,11 @@ class _StreamBase:
         if failure is not None:
             attach(exc, failure)
         self._end()
+
+
+def _dropped(run: TapRun, chains: _Chains, key: bytes) -> None:
+    run.abandoned()
+    chains.ended(key, run)
 
 
 # -- async ------------------------------------------------------------------------------------------------

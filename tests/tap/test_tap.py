@@ -9,6 +9,7 @@ records must say what happened. Runs in whichever SDK generation the environment
 
 from __future__ import annotations
 
+import gc
 import sys
 from typing import Any
 
@@ -401,3 +402,23 @@ def test_a_sync_stall_is_ended_by_the_watchdog_thread() -> None:
     assert isinstance(seen.error, openai.APITimeoutError)
     (record,) = records
     assert record["outcome"]["summary_key"] == "watchdog.idle_timeout"
+
+
+async def test_a_response_dropped_unclosed_still_leaves_its_one_record() -> None:
+    frames = text_stream("openai-chat", ["Hello", " world"])
+    records: list[streamfsm.RunRecord] = []
+    config = StreamConfig(sinks=(records.append,))
+    async with FaultServer(frames_script(frames, End())) as server:
+        async with streamfsm.async_http_client(http=HTTP, config=config) as http:
+            request = http.build_request(
+                "POST",
+                f"{server.base_url}/v1/chat/completions",
+                json={**BODIES["openai-chat"], "stream": True},
+            )
+            response = await http.send(request, stream=True)
+            assert records == []
+            del response, request
+            gc.collect()
+            (record,) = records
+    assert record["outcome"]["edge"] == "local_abort"
+    assert record["abort"]["source"] == "consumer_stopped"
