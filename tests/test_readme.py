@@ -45,3 +45,11 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
     assert commands[0].endswith("streamfsm harness")
     assert commands[1] == "bash scripts/test"
     assert "exec bash scripts/test" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_the_transparent_mode_example_prints_what_the_readme_says() -> None:
+    (code,) = [block for block in RUNNABLE if "streamfsm.async_http_client" in block]
+    said = re.search(r"prints `(.*?)`, then `(.*?)` and `(.*?)`\.", README, flags=re.S)
+    assert said is not None
+    expected = [" ".join(part.split()) for part in said.groups()]
+    assert run(code).splitlines() == expected
