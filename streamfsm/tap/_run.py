@@ -18,6 +18,7 @@ from ..classify._transport import transport_facts
 from ..machine import Trigger
 from ..runtime import Ids, StreamConfig, StreamFailed
 from ..runtime._adapters import adapter_for
+from ..runtime._events import StreamEvent
 from ..runtime._stream import Run
 from ..runtime._sync_reads import SyncReads
 from ..runtime._watchdog import loop_watchdog
@@ -51,6 +52,7 @@ class TapRun(Run):
         self._status = 0
         self._error_headers: Mapping[str, str] = {}
         self._ended = False
+        self._decoder: Any = None
         self.failure: StreamFailed | None = None
 
     # -- what the transport reports -------------------------------------------------------------------
@@ -68,12 +70,17 @@ class TapRun(Run):
             self._rec.request_sent = True
         return self._failed(self._fail_cancelled, edge)
 
-    def connected(self, status: int, headers: Mapping[str, str]) -> None:
+    def connected(self, status: int, headers: Mapping[str, str], decoder: Any = None) -> None:
+        """The headers arrived. ``decoder``: the library's own content decoder of an encoded body (the SDK
+        decodes its copy of the bytes; the run decodes the same bytes the same way)."""
         rec = self._rec
         rec.request_sent = True
         rec.response_headers(status, headers)
         if 200 <= status < 300:
             self._read_wire(self._adapter)
+            if decoder is not None:
+                self._decoder, wire_frames = decoder, self._frames_of
+                self._frames_of = lambda chunk: wire_frames(_bytes(decoder.decode(chunk)))
             self._headers_received()
         else:
             self._status, self._error_headers, self._error_body = status, headers, bytearray()
@@ -86,7 +93,10 @@ class TapRun(Run):
         """The SDK read ``chunk`` (None: the body ended cleanly)."""
         body = self._error_body
         if body is None:
-            return self._caught(self._apply_chunk, chunk)
+            try:
+                return self._caught(self._apply_chunk, chunk)
+            except Exception as exc:  # the body does not decode: the SDK's read fails the same way
+                return self._failed(self._read_failed, exc)
         if chunk is None:
             return self._http_error()
         room = self.config.max_error_body_bytes - len(body)
@@ -108,6 +118,13 @@ class TapRun(Run):
         assert self._diagnosis is not None
         self.failure = StreamFailed(self._diagnosis, self._record)
         return self.failure
+
+    def _eof_events(self) -> list[StreamEvent]:
+        decoder, self._decoder = self._decoder, None
+        if decoder is None or self._wire is None:
+            return super()._eof_events()
+        tail = [event for frame in self._wire.frames(_bytes(decoder.flush())) for event in self._feed(frame)]
+        return tail + super()._eof_events()
 
     def abandoned(self) -> None:
         """The response was dropped unread and unclosed: the run ends as if the consumer stopped."""
@@ -158,6 +175,11 @@ class TapRun(Run):
         failure = self._caught(step, *args)
         assert failure is not None, "a failing step returned"
         return failure
+
+
+def _bytes(decoded: Any) -> bytes:
+    """httpx's decoders return bytes; httpx2's yield them."""
+    return decoded if isinstance(decoded, bytes) else b"".join(decoded)
 
 
 class SyncTapRun(SyncReads, TapRun):

@@ -10,6 +10,7 @@ records must say what happened. Runs in whichever SDK generation the environment
 from __future__ import annotations
 
 import gc
+import gzip
 import sys
 from typing import Any
 
@@ -422,3 +423,22 @@ async def test_a_response_dropped_unclosed_still_leaves_its_one_record() -> None
             (record,) = records
     assert record["outcome"]["edge"] == "local_abort"
     assert record["abort"]["source"] == "consumer_stopped"
+
+
+@pytest.mark.parametrize("corrupt", [False, True], ids=["gzip", "corrupt-gzip"])
+async def test_an_encoded_body_is_decoded_for_the_run_as_the_sdk_decodes_it(corrupt: bool) -> None:
+    frames = text_stream("openai-chat", ["Hello", " world"])
+    packed = gzip.compress(b"".join(frames))
+    if corrupt:
+        packed = packed[:20] + bytes(b ^ 0xFF for b in packed[20:40]) + packed[40:]
+    half = len(packed) // 2
+    headers = (("content-type", "text/event-stream"), ("content-encoding", "gzip"))
+    steps = (Headers(headers=headers), Send(packed[:half]), Send(packed[half:]), End())
+    seen, (record,) = await both("openai-chat", steps)
+    if corrupt:
+        assert seen.error is not None
+        assert record["outcome"]["state"].startswith("failed/")
+    else:
+        assert seen.error is None
+        assert record["outcome"]["summary_key"] == "completed.finished"
+        assert record["stream_events"]["text_delta"] == 2
