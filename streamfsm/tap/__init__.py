@@ -9,6 +9,7 @@ to the agent's code. Hand the SDK a client from here; the SDK's objects and exce
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import re
 from collections.abc import Iterable
@@ -16,7 +17,7 @@ from typing import Any
 
 from ..runtime import StreamConfig
 from ._context import context
-from ._notes import failure_of
+from ._notes import failure_of, run_of
 from ._rules import DEFAULT_RULES, Rule
 from ._transport import LIBRARIES, library
 
@@ -30,6 +31,7 @@ __all__ = [
     "default_library",
     "failure_of",
     "http_client",
+    "run_of",
     "transport",
 ]
 
@@ -37,6 +39,7 @@ __all__ = [
 _TRANSPORT_ARGS = ("verify", "cert", "trust_env", "http1", "http2", "limits", "proxy")
 
 
+@functools.cache  # read once: the installed SDKs do not change under a running process
 def default_library() -> str:
     """The HTTP library of the installed SDK generation: "httpx2" when the installed ``openai`` (else
     ``anthropic``) requires it (openai 3.x, anthropic 2.x), else "httpx". Pass ``http=`` when both

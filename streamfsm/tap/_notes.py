@@ -42,6 +42,17 @@ def remember(run: Any, *exchange: Any) -> None:
                 _BY_EXCHANGE[item] = run
 
 
+def run_of(response: Any) -> Any:
+    """The tap's run (a ``TapRun``) watching ``response``, an ``httpx`` / ``httpx2`` response the tap
+    returned; None when the tap did not start a run for it (not a streaming LLM request). For code that
+    relays the stream downstream itself (``streamfsm.relay``): it reports what it wrote with
+    ``run.relayed()`` and why it stopped with ``run.abort()`` / ``run.stopped()``."""
+    try:
+        return _BY_EXCHANGE.get(response)
+    except TypeError:  # not weakly referable: not one of ours
+        return None
+
+
 def failure_of(exc: BaseException | None) -> StreamFailed | None:
     """The ``StreamFailed`` (``.diagnosis``, ``.record``) behind ``exc``, whatever wraps it, or None.
 

@@ -16,7 +16,7 @@ from ..classify import AbortSource
 from ..classify._provider import provider_error_from_http
 from ..classify._transport import transport_facts
 from ..machine import Trigger
-from ..runtime import Ids, StreamConfig, StreamFailed
+from ..runtime import ConsumerEvent, Ids, StreamConfig, StreamFailed
 from ..runtime._adapters import adapter_for
 from ..runtime._events import StreamEvent
 from ..runtime._stream import Run
@@ -113,7 +113,11 @@ class TapRun(Run):
         """The consumer closed the response before its end (``exc`` None), or the read was cancelled."""
         if self._error_body is not None:
             return self._http_error()
-        self._end_locally(exc)
+        if exc is None and self._abort_request is not None:  # abort() came between reads: its source
+            source, reason = self._abort_request
+            self._finalize_failure(Trigger.LOCAL_ABORT, self._abort_facts(source, reason))
+        else:
+            self._end_locally(exc)
         assert self._record is not None
         assert self._diagnosis is not None
         self.failure = StreamFailed(self._diagnosis, self._record)
@@ -140,6 +144,31 @@ class TapRun(Run):
                     Trigger.LOCAL_ABORT, self._abort_facts(AbortSource.CONSUMER_STOPPED, reason)
                 )
         self.end()
+
+    # -- for a relay (streamfsm.relay), which writes the bytes downstream itself ---------------------------
+
+    def keep_events(self) -> deque[ConsumerEvent]:
+        """From now on, keep the consumer events each read chunk carries in the returned deque (else nobody
+        reads them), for a relay to drain once it has written that chunk and report with ``relayed()``."""
+        self._pending = deque()
+        return self._pending
+
+    def relayed_bytes(self, nbytes: int) -> None:
+        """A relay wrote ``nbytes`` downstream that carried no consumer event of their own (the rest of a
+        frame, a keepalive comment, ``data: [DONE]``, an error body; 0: the response started downstream):
+        counted in the record's ``relay`` section, which this creates."""
+        rec = self._rec
+        relay = rec.relay
+        if relay is None:
+            relay = rec.relay = {
+                "events_sent": 0,
+                "chunks_written": 0,
+                "bytes_written": 0,
+                "last_event_sent": None,
+                "terminal_sent": False,
+            }
+        relay["chunks_written"] += nbytes > 0
+        relay["bytes_written"] += nbytes
 
     def ended_without_terminal(self) -> bool:
         return self.failure is not None and self.failure.record["outcome"]["edge"] == _EOF_EDGE
