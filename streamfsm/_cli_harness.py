@@ -2,10 +2,16 @@
 
     streamfsm harness                                  # every scenario, through our own client
     streamfsm harness --sdk                            # and through the openai / anthropic SDKs + wrap()
+    streamfsm harness --via tap                        # the SDKs' own iteration over a tap client
     streamfsm harness --format anthropic --scenario '*/tool-*'
     streamfsm harness --json records.jsonl             # every run record, one JSON object per line
 
-Exit status: 0 when every outcome matches its scenario's expectation, 1 when any differs, 2 on bad input.
+``--via tap`` plays each scenario of a format the SDKs speak through the real SDK, as an agent that knows
+nothing of streamfsm would, and reads the tap's record with the documented differences (where the
+transparent view rightly differs from open_stream's), which it lists after the table with their reasons.
+
+Exit status: 0 when every outcome matches its scenario's expectation (or its documented difference), 1 when
+any differs, 2 on bad input.
 """
 
 from __future__ import annotations
@@ -14,12 +20,15 @@ import argparse
 import fnmatch
 import shutil
 import sys
+import textwrap
 import time
 from collections.abc import Sequence
 from typing import Any, TextIO
 
 COLUMNS = ("format", "scenario", "state", "edge", "class", "verdict", "action", "title")
 SDKS = ("openai", "anthropic")
+VIAS = ("runtime", "wrap", "tap")
+DIFFERENT = "≠ "  # marks a row read with a documented difference
 
 
 class UsageError(Exception):
@@ -71,7 +80,7 @@ def table(outcomes: Sequence[Any], width: int | None = None, *, with_via: bool =
     if with_via:
         columns.insert(2, "via")
     rows = [
-        {**outcome.row(), "scenario": ("" if outcome.matched else "✗ ") + _slug(outcome.name, outcome.format)}
+        {**outcome.row(), "scenario": _mark(outcome) + _slug(outcome.name, outcome.format)}
         for outcome in outcomes
     ]
     widths = {c: max([len(c), *(len(row[c]) for row in rows)]) for c in columns[:-1]}
@@ -85,12 +94,47 @@ def table(outcomes: Sequence[Any], width: int | None = None, *, with_via: bool =
     return "\n".join(line.rstrip() for line in lines)
 
 
+def _mark(outcome: Any) -> str:
+    if not outcome.matched:
+        return "✗ "
+    return DIFFERENT if getattr(outcome, "differences", ()) else ""
+
+
+def differences(outcomes: Sequence[Any], width: int | None = None) -> str:
+    """The documented differences the outcomes were read with: what each changes and why ("" if none)."""
+    used: dict[Any, list[Any]] = {}
+    for outcome in outcomes:
+        for difference in getattr(outcome, "differences", ()):
+            used.setdefault(difference, []).append(outcome)
+    if not used:
+        return ""
+    from .testing import find
+
+    runs = sum(1 for o in outcomes if getattr(o, "differences", ()))
+    lines = [
+        f"documented differences of the transparent view ({DIFFERENT.strip()}): {len(used)},"
+        f" in {runs} run{'s' if runs != 1 else ''}"
+    ]
+    wrap = max(40, (width or 110) - 6)
+    for difference, read in used.items():
+        vias = ", ".join(dict.fromkeys(o.via for o in read))
+        lines.append(f"  {difference.scenarios}  ({len(read)} run{'s' if len(read) != 1 else ''}: {vias})")
+        try:
+            changes = difference.changes(find(read[0].name))
+        except KeyError:  # a scenario of the caller's own, not in the catalog
+            changes = [f"{name}: {value}" for name, value in difference.expect.items()]
+        lines += [f"      {change}" for change in changes]
+        lines += textwrap.wrap(difference.reason, wrap, initial_indent="      ", subsequent_indent="      ")
+    return "\n".join(lines)
+
+
 def summary(outcomes: Sequence[Any], seconds: float) -> str:
     mismatched = [o for o in outcomes if not o.matched]
     runs = len(outcomes)
     head = f"{runs} scenario run{'s' if runs != 1 else ''} in {seconds:.1f} s"
+    different = sum(1 for o in outcomes if o.matched and getattr(o, "differences", ()))
     if not mismatched:
-        return f"{head}, all matched"
+        return f"{head}, all matched" + (f" ({different} as documented differences)" if different else "")
     lines = [f"{head}, {len(mismatched)} did not match:"]
     lines += [f"  {o.name} ({o.via}): {o.mismatch}" for o in mismatched]
     return "\n".join(lines)
@@ -123,21 +167,35 @@ class _Progress:
 
 
 async def _harness(args: argparse.Namespace) -> int:
-    from .testing import run_catalog, sdk_available
+    from .testing import SDK_FORMATS, plan, run_catalog, sdk_available
+    from .testing._harness import TAP_PREFIX
 
     scenarios = select(args.scenario, args.format)
     if args.list:
         for scenario in scenarios:
             print(f"{scenario.name}  {scenario.description}")
         return 0
-    paths: list[str | None] = [None]
-    if args.sdk:
+    vias = list(dict.fromkeys(args.via or ["runtime"]))
+    if args.sdk and "wrap" not in vias:
+        vias.append("wrap")
+    paths: list[str | None] = [None] if "runtime" in vias else []
+    for via in ("wrap", "tap"):
+        if via not in vias:
+            continue
         for sdk in SDKS:
-            why = sdk_available(sdk)
+            path = sdk if via == "wrap" else f"{TAP_PREFIX}{sdk}"
+            why = sdk_available(path)
             if why is None:
-                paths.append(sdk)
+                paths.append(path)
             else:
-                print(f"streamfsm harness: skipping the {sdk} SDK path: {why}", file=sys.stderr)
+                print(f"streamfsm harness: skipping the {path} SDK path: {why}", file=sys.stderr)
+    if not paths:
+        raise UsageError("no path left to play the scenarios through")
+    if not plan(scenarios, paths):
+        raise UsageError(
+            "no selected scenario speaks a format of the SDKs"
+            f" ({', '.join(dict.fromkeys(f for formats in SDK_FORMATS.values() for f in formats))})"
+        )
     records_out: TextIO | None = None
     table_out: TextIO = sys.stdout
     if args.json == "-":
@@ -167,7 +225,10 @@ async def _harness(args: argparse.Namespace) -> int:
             records_out.close()
     # Cut titles to the terminal (or $COLUMNS); into a pipe or a file, print them whole.
     width = shutil.get_terminal_size((0, 0)).columns or None
-    print(table(outcomes, width, with_via=len(paths) > 1), file=table_out)
+    print(table(outcomes, width, with_via=paths != [None]), file=table_out)
+    documented = differences(outcomes, width)
+    if documented:
+        print(documented, file=table_out)
     print(summary(outcomes, seconds), file=table_out)
     return 0 if all(o.matched for o in outcomes) else 1
 
@@ -194,6 +255,13 @@ def add_commands(commands: Any) -> None:
     )
     harness.add_argument(
         "--sdk", action="store_true", help="also run the openai and anthropic SDK paths through wrap()"
+    )
+    harness.add_argument(
+        "--via",
+        action="append",
+        choices=VIAS,
+        help="the path to play through: runtime (our own client; the default), wrap (the SDKs through"
+        " wrap(), as --sdk), tap (the SDKs' own iteration over a tap client); repeatable",
     )
     harness.add_argument(
         "--scenario",
