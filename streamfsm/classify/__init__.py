@@ -1,8 +1,8 @@
 """Pure classification: exception chains and provider errors become facts; (state, edge, facts) becomes a
 diagnosis with a verdict and plain words. No IO here, and nothing imports ``httpx`` or ``anyio``."""
 
-from ._diagnose import diagnose, diagnose_finished, failure_class
-from ._summaries import PROVIDER_SAID, WHAT_HAPPENED, what_happened
+from ._diagnose import diagnose, diagnose_finished, failure_class, finish_cause
+from ._summaries import FINISHED_SAYS, PROVIDER_SAID, WHAT_HAPPENED, what_happened
 from ._taxonomy import (
     AbortSource,
     Action,
@@ -10,6 +10,7 @@ from ._taxonomy import (
     Diagnosis,
     Facts,
     FailureClass,
+    FinishCause,
     Phase,
     ProviderError,
     ProviderErrorKind,
@@ -19,6 +20,7 @@ from ._taxonomy import (
 )
 
 __all__ = [
+    "FINISHED_SAYS",
     "PROVIDER_SAID",
     "WHAT_HAPPENED",
     "AbortSource",
@@ -27,6 +29,7 @@ __all__ = [
     "Diagnosis",
     "Facts",
     "FailureClass",
+    "FinishCause",
     "Phase",
     "ProviderError",
     "ProviderErrorKind",
@@ -36,5 +39,6 @@ __all__ = [
     "diagnose",
     "diagnose_finished",
     "failure_class",
+    "finish_cause",
     "what_happened",
 ]

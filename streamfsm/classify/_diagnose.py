@@ -25,6 +25,7 @@ from ._taxonomy import (
     Diagnosis,
     Facts,
     FailureClass,
+    FinishCause,
     Phase,
     ProviderErrorKind,
     TransportKind,
@@ -249,23 +250,61 @@ def diagnose(state: State, edge: Trigger, facts: Facts | None = None) -> Diagnos
     )
 
 
-def diagnose_finished(state: State) -> Diagnosis:
-    """The diagnosis of a run that reached its terminal event."""
+# Raw finish reasons, as providers send them, that are not a whole answer (matched exactly, then lower-cased).
+_FINISH_CAUSE: Final = {
+    "length": FinishCause.LENGTH,  # OpenAI chat
+    "max_tokens": FinishCause.LENGTH,  # Anthropic, Gemini (MAX_TOKENS)
+    "max_output_tokens": FinishCause.LENGTH,  # Responses incomplete_details.reason
+    "model_context_window_exceeded": FinishCause.LENGTH,  # Anthropic
+    "content_filter": FinishCause.CONTENT_FILTER,  # OpenAI chat, Responses
+    "safety": FinishCause.CONTENT_FILTER,  # Gemini SAFETY, and the rest of its filters below
+    "recitation": FinishCause.CONTENT_FILTER,
+    "blocklist": FinishCause.CONTENT_FILTER,
+    "prohibited_content": FinishCause.CONTENT_FILTER,
+    "spii": FinishCause.CONTENT_FILTER,
+    "image_safety": FinishCause.CONTENT_FILTER,
+    "image_prohibited_content": FinishCause.CONTENT_FILTER,
+    "image_recitation": FinishCause.CONTENT_FILTER,
+    "refusal": FinishCause.REFUSAL,  # Anthropic
+    "malformed_function_call": FinishCause.MALFORMED_TOOL_CALL,  # Gemini
+    "unexpected_tool_call": FinishCause.MALFORMED_TOOL_CALL,  # Gemini: a call to a tool it was not given
+}
+_FINISH_BY_UNIFIED: Final = {"length": FinishCause.LENGTH, "content_filter": FinishCause.CONTENT_FILTER}
+_MAX_FINISH_RAW: Final = 64
+
+
+def finish_cause(unified: str | None, raw: str | None) -> FinishCause:
+    """What a finish means for the user, from the raw reason the provider sent (``finish_reason``,
+    ``stop_reason``, ``finishReason``, ``incomplete_details.reason``), else from the unified one
+    (``FinishReason.value``). Anything not named here is a whole answer."""
+    if isinstance(raw, str) and len(raw) <= _MAX_FINISH_RAW:
+        found = _FINISH_CAUSE.get(raw) or _FINISH_CAUSE.get(raw.lower())
+        if found is not None:
+            return found
+    return _FINISH_BY_UNIFIED.get(unified or "", FinishCause.FINISHED)
+
+
+def diagnose_finished(
+    state: State, finish: FinishCause = FinishCause.FINISHED, evidence: tuple[str, ...] = ()
+) -> Diagnosis:
+    """The diagnosis of a run that reached its terminal event. ``finish`` says whether that was a whole
+    answer (see ``finish_cause``); ``evidence`` adds the wire facts the runtime noted (e.g. a missing
+    ``[DONE]``), in its fixed vocabulary."""
     if state.activity is not Activity.FINISHED:
         raise ValueError(f"run is not finished: {state}")
     reason = "the response finished"
-    title, detail = summarize(FailureClass.COMPLETED, "finished", state, Verdict.NO_RETRY, reason, Facts())
+    title, detail = summarize(FailureClass.COMPLETED, finish.value, state, Verdict.NO_RETRY, reason, Facts())
     return Diagnosis(
         state=state,
         edge=None,
         phase=Phase.FINISHED,
-        cause="finished",
+        cause=finish.value,
         failure_class=FailureClass.COMPLETED,
-        summary_key="completed.finished",
+        summary_key=f"completed.{finish.value}",
         verdict=Verdict.NO_RETRY,
         reason=reason,
         action=Action.NONE,
         title=title,
         detail=detail,
-        evidence=(f"state={state}",),
+        evidence=tuple(dict.fromkeys((f"state={state}", f"finish={finish.value}", *evidence)))[:MAX_EVIDENCE],
     )

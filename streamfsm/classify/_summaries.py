@@ -56,6 +56,31 @@ PROVIDER_SAID: Final = {
 """What happened, per provider error kind, for ``provider_error``."""
 
 
+FINISHED_SAYS: Final = {
+    "finished": ("The response finished", "The provider sent its final event; the response is complete."),
+    "length": (
+        "The answer was cut at the output token limit",
+        "The provider stopped at the output token limit, so the answer is incomplete. Raise the limit, or"
+        " ask the model to continue.",
+    ),
+    "content_filter": (
+        "The provider's content filter stopped the answer",
+        "The provider ended the response early because its content filter (safety, recitation or policy)"
+        " stopped it; what was shown may be incomplete.",
+    ),
+    "refusal": (
+        "The model refused to answer",
+        "The model declined the request; the response ended normally, with a refusal instead of an answer.",
+    ),
+    "malformed_tool_call": (
+        "The model produced a malformed tool call",
+        "The provider ended the response because the model's tool call could not be parsed; no tool was"
+        " called.",
+    ),
+}
+"""(title, detail) per ``FinishCause`` value, for a run that reached its terminal event."""
+
+
 def what_happened(klass: FailureClass, cause: str) -> str:
     """The opening phrase for a cause; raises ``KeyError`` for a cause without words."""
     return (PROVIDER_SAID if klass is FailureClass.PROVIDER_ERROR else WHAT_HAPPENED)[cause]
@@ -129,7 +154,7 @@ def summarize(
     """(title, detail) for a diagnosis. Never contains raw exception text. ``http_status``: the provider
     answered with an error status, so there is no stream position to tell."""
     if klass is FailureClass.COMPLETED:
-        return _TITLE_BY_CLASS[klass], "The provider sent its final event; the response is complete."
+        return FINISHED_SAYS.get(cause, FINISHED_SAYS["finished"])
     what = what_happened(klass, cause)
     tool = _tool(facts)
     title = _TITLE_BY_CLASS.get(klass, what)

@@ -115,6 +115,19 @@ class ProviderErrorKind(enum.Enum):
     UNKNOWN = "unknown"
 
 
+class FinishCause(enum.Enum):
+    """How a run that reached its terminal event ended, in the user's eyes: the detail of its summary key
+    (``completed.<cause>``). Only ``FINISHED`` is a whole answer."""
+
+    _value_: str
+
+    FINISHED = "finished"
+    LENGTH = "length"  # cut at the output token limit
+    CONTENT_FILTER = "content_filter"  # the provider's filter (safety, recitation, policy) stopped it
+    REFUSAL = "refusal"  # the model declined
+    MALFORMED_TOOL_CALL = "malformed_tool_call"  # the provider ended it on a tool call it could not parse
+
+
 class AbortSource(enum.Enum):
     """Who stopped a run locally."""
 

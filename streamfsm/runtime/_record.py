@@ -18,6 +18,8 @@ from typing import Any, Final
 from ..classify import Diagnosis, FailureClass, TransportFacts
 from ..classify._redact import redact_headers, redact_text, redact_url
 from ..machine import State, Trigger
+from ._adapters import Adapter
+from ._adapters._base import DONE_MISSING
 from ._config import MAX_ATTEMPT_LINKS, Ids, StreamConfig
 
 SCHEMA: Final = "streamfsm.run/1"
@@ -37,6 +39,16 @@ _REQUEST_OPTIONS: Final = (
     "service_tier",
 )
 _MAX_CONTEXT_ITEMS: Final = 16
+_MAX_FINISH_RAW: Final = 64
+_CONTROL: Final = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
+
+
+def wire_text(value: str | None, limit: int) -> str | None:
+    """A provider-controlled string fit for a record: redacted, bounded, control characters escaped (a
+    terminal escape sequence in a finish reason must not reach a reader's terminal)."""
+    if value is None:
+        return None
+    return redact_text(value, limit=limit).translate(_CONTROL)
 
 
 class Timeline:
@@ -144,6 +156,7 @@ class Recorder:
     __slots__ = (
         "_last_part",
         "abort",
+        "adapter",
         "bytes_received",
         "config",
         "counts",
@@ -227,6 +240,7 @@ class Recorder:
         self.paused_s = 0.0
         self.tools = {"started": 0, "effectful": 0, "finished": 0, "failed": 0}
         self.relay: dict[str, Any] | None = None  # only for callers that relay the stream downstream
+        self.adapter: Adapter | None = None  # the wire adapter, when the run reads an SSE body itself
 
     # -- per event -------------------------------------------------------------------------------------------
 
@@ -308,6 +322,9 @@ class Recorder:
         relay["last_event_sent"] = kind
         relay["terminal_sent"] = relay["terminal_sent"] or terminal
 
+    def _wire_finish(self) -> str | None:
+        return self.adapter.finish_raw if self.adapter is not None else None
+
     def _relay_section(self, diagnosis: Diagnosis) -> dict[str, Any] | None:
         if self.relay is None:
             return None
@@ -318,6 +335,13 @@ class Recorder:
             **self.relay,
             "reasoning_seen": counts.get("reasoning_delta", 0) > 0,
         }
+
+    def wire_evidence(self) -> tuple[str, ...]:
+        """What the wire adapter noted that a reader of the outcome should see (fixed vocabulary)."""
+        adapter = self.adapter
+        if adapter is not None and adapter.anomalies.get(DONE_MISSING):
+            return (f"wire={DONE_MISSING}",)
+        return ()
 
     # -- the record ------------------------------------------------------------------------------------------
 
@@ -371,7 +395,12 @@ class Recorder:
             "delta_keys": dict(self.delta_keys),
             "stored_parts": dict(self.parts),
             "tokens": dict(self.tokens),
-            "finish_reason": {"raw": self.finish_raw, "unified": self.finish_unified},
+            # The raw reason whenever it arrived, even if the stream broke after it (never a unified one
+            # then: a broken stream did not finish).
+            "finish_reason": {
+                "raw": wire_text(self.finish_raw or self._wire_finish(), _MAX_FINISH_RAW),
+                "unified": self.finish_unified,
+            },
             "timings": {
                 "to_headers_s": _seconds(start, self.headers_at),
                 "to_first_progress_s": _seconds(start, self.first_progress),

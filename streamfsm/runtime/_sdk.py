@@ -445,7 +445,7 @@ class _SdkBase(Run):
         return self._translator.end()
 
     def _eof_detail(self) -> str | None:
-        if isinstance(self._translator, SdkOpenAIChat) and self._translator._finish_raw is None:
+        if isinstance(self._translator, SdkOpenAIChat) and self._translator.finish_raw is None:
             return NO_FINISH_REASON
         return super()._eof_detail()
 

@@ -33,7 +33,15 @@ from typing import Any, Final, NoReturn
 import anyio
 import httpx
 
-from ..classify import AbortSource, Diagnosis, Facts, TransportFacts, diagnose, diagnose_finished
+from ..classify import (
+    AbortSource,
+    Diagnosis,
+    Facts,
+    TransportFacts,
+    diagnose,
+    diagnose_finished,
+    finish_cause,
+)
 from ..classify._provider import provider_error_from_http
 from ..classify._taxonomy import TransportKind
 from ..classify._transport import transport_facts
@@ -681,8 +689,10 @@ class Run:
     def _finalize_finished(self) -> None:
         # The record is sealed when the consumer is done with the run (see _seal), so what it does with the
         # last events (relaying the terminal event, starting tools) is still counted.
+        rec = self._rec
+        cause = finish_cause(rec.finish_unified, rec.finish_raw)  # a cut or filtered answer says so
         self._diagnosis, self._finished_at, self._done = (
-            diagnose_finished(self._machine.state),
+            diagnose_finished(self._machine.state, cause, rec.wire_evidence()),
             time.monotonic(),
             True,
         )
@@ -838,6 +848,7 @@ class _Wire:
 
     def __init__(self, adapter: Adapter, decoder: SSEDecoder, rec: Recorder) -> None:
         self.adapter, self.decoder, self.rec = adapter, decoder, rec
+        rec.adapter = adapter  # the record reads what the wire said: a finish reason that arrived, [DONE]
 
     def frames(self, chunk: bytes) -> list[Any]:
         self.rec.bytes_received += len(chunk)
@@ -845,7 +856,10 @@ class _Wire:
 
     def end(self) -> list[StreamEvent]:
         adapter = self.adapter
-        return [event for frame in self.decoder.close() for event in adapter.feed(frame)] + adapter.end()
+        events = [event for frame in self.decoder.close() for event in adapter.feed(frame)]
+        if self.decoder.truncated:
+            return events  # a torn last event: the body did not end cleanly, so no finish without a sentinel
+        return events + adapter.end()
 
     def eof_detail(self) -> str | None:
         return "incomplete_event" if self.decoder.truncated else None

@@ -63,7 +63,7 @@ from ._script import (
     Step,
     cut_chunk,
 )
-from ._wire import FORMATS, Format, error_event, keepalive, text_stream, tool_call_stream
+from ._wire import FORMATS, Format, error_event, frame, keepalive, text_stream, tool_call_stream
 
 __all__ = ["WATCHDOG_S", "catalog", "find", "names"]
 
@@ -756,18 +756,66 @@ def _streams(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, An
             {"agent": Agent(raise_on=_T.TEXT_DELTA)},
         ),
     ]
+    out += _finishes(fmt)
     if fmt == "openai-chat":
-        out.append(
+        calls = tool_call_stream(fmt, [("apply_patch", PATCH_ARGS)])
+        broken = frame({"id": "gen-1761", "choices": [{"index": 0, "delta": {}, "finish_reason": "error"}]})
+        out += [
             (
                 "done-missing-clean-close",
-                "text and the finish_reason chunk, then a clean end of body without data: [DONE] (the"
-                " openai SDK ends quietly without it; wrap() reads the body itself and sees the cut)",
+                "text and the finish_reason chunk, then a clean end of body without data: [DONE], as"
+                " llama.cpp-style servers and some gateways send it: a whole answer (the missing sentinel is"
+                " evidence, wire=done_missing)",
                 _play(_before(text, b"data: [DONE]"), End()),
-                _shown(_C.MID_GENERATION, EOF, "eof_without_terminal"),
+                COMPLETED,
+                {},
+            ),
+            (
+                "finish-reason-then-fin",
+                "text and the finish_reason chunk, then FIN mid-body (no terminating chunk): still a cut",
+                _play(_through(text, b'"finish_reason":"stop"'), Fin()),
+                _shown(_C.MID_GENERATION, D, "closed_mid_body"),
+                {},
+            ),
+            (
+                "tool-args-then-finish-error",
+                "a tool call's arguments streaming, then a chunk with finish_reason 'error' (a gateway's"
+                " in-band failure), then FIN: a provider error while the call was being written, never a"
+                " complete call",
+                _play(_through(calls, _escaped(PATCH_ARGS[12:24])), Send(broken), Fin()),
+                _expect(
+                    _C.PROVIDER_ERROR,
+                    _V.USER_CONFIRMED_RETRY,
+                    _T.PROVIDER_ERROR_EVENT,
+                    _P.TOOL_INPUT,
+                    "unknown",
+                    _A.ASK_USER,
+                ),
+                {},
+            ),
+        ]
+    if fmt == "anthropic":
+        stray = frame(
+            {"type": "content_block_delta", "index": 5, "delta": {"type": "text_delta", "text": "Hello"}},
+            "content_block_delta",
+        )
+        out.append(
+            (
+                "delta-for-unknown-block",
+                "a text delta for content block 5, which never started: a protocol violation at that event,"
+                " never visible text",
+                _play(preamble, Send(stray), End()),
+                _expect(
+                    _C.PROTOCOL_ERROR,
+                    _V.USER_CONFIRMED_RETRY,
+                    _T.PROTOCOL_VIOLATION,
+                    _P.EARLY_STREAM,
+                    "protocol_violation",
+                    _A.ASK_USER,
+                ),
                 {},
             )
         )
-    if fmt == "anthropic":
         out.append(
             (
                 "text-then-comment-stall",
@@ -780,6 +828,37 @@ def _streams(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, An
     out += _tool_streams(fmt)
     out += _in_band_errors(fmt, preamble, through_text)
     return out
+
+
+# Raw finish reasons that end a run whole in form but not an answer in the user's eyes: (slug, cause) per
+# format. The run still finishes; its summary key (completed.<cause>) and words say what happened.
+_FINISHES: Final[dict[str, tuple[tuple[str, str, str], ...]]] = {
+    "openai-chat": (("length", "length", "length"), ("content_filter", "content-filter", "content_filter")),
+    "openai-responses": (
+        ("max_output_tokens", "length", "length"),
+        ("content_filter", "content-filter", "content_filter"),
+    ),
+    "anthropic": (("max_tokens", "length", "length"), ("refusal", "refusal", "refusal")),
+    "gemini": (
+        ("MAX_TOKENS", "length", "length"),
+        ("SAFETY", "content-filter", "content_filter"),
+        ("RECITATION", "recitation", "content_filter"),
+        ("MALFORMED_FUNCTION_CALL", "malformed-function-call", "malformed_tool_call"),
+    ),
+}
+
+
+def _finishes(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
+    return [
+        (
+            f"finish-{slug}",
+            f"a stream that ends normally with finish reason {raw!r}: finished, but not a whole answer",
+            _play(text_stream(fmt, TEXT[:1], finish=raw), End()),
+            _expect(_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, cause, _A.NONE),
+            {},
+        )
+        for raw, slug, cause in _FINISHES[fmt]
+    ]
 
 
 def _tool_streams(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:

@@ -331,7 +331,8 @@ def _data(frame: bytes) -> tuple[str | None, str]:
 
 def _meaning(fmt: Format, frame: bytes) -> list[str]:
     """What one frame means, in the oracle's words: text, reasoning, tool_start, tool_end, call_done, call
-    (a whole call), terminal, finish_seen (Gemini: terminal only at a clean end of body)."""
+    (a whole call), terminal, finish_seen (Gemini, and chat without [DONE]: terminal at a clean end of
+    body)."""
     name, data = _data(frame)
     if fmt == "openai-chat":
         if data == "[DONE]":
@@ -345,7 +346,7 @@ def _meaning(fmt: Format, frame: bytes) -> list[str]:
                 out.append("text")
             out += ["tool_start" for f in delta.get("tool_calls") or [] if f.get("id")]
             if choice.get("finish_reason"):
-                out.append("call_done")
+                out += ["call_done", "finish_seen"]
         return out
     payload: dict[str, Any] = json.loads(data)
     if fmt == "openai-responses":
@@ -437,8 +438,9 @@ def oracle(
                 activity = "tool_call"
             elif meaning == "call_done" and open_call:
                 activity, open_call = "tool_call", False
-    gemini_finished = fmt == "gemini" and any("finish_seen" in _meaning(fmt, f) for f in delivered)
-    if fault == "eof" and clean_end and gemini_finished:
+    # Gemini has no sentinel, and a chat stream may lack [DONE]: a clean end after the finish reason finishes.
+    finish_seen = any("finish_seen" in _meaning(fmt, f) for f in delivered)
+    if fault == "eof" and clean_end and finish_seen:
         return _COMPLETED
     verdict = Verdict.USER_CONFIRMED_RETRY if visible else Verdict.SAFE_AUTO_RETRY
     return _CLASS[activity], verdict, _FAULT_EDGE[fault], _PHASE[activity], _FAULT_CAUSE[fault]

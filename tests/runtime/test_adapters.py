@@ -68,6 +68,7 @@ VIOLATIONS = {
     "sequence_regressed",
     "unknown_tool_call",
     "data_after_terminal",
+    "unknown_block",
 }
 BOOKKEEPING = (Metadata, Keepalive)
 
@@ -461,6 +462,7 @@ def test_anthropic_signature_and_citations_are_bookkeeping_but_counted() -> None
     events = feed_all(
         adapter,
         [
+            sse({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking"}}),
             sse(
                 {
                     "type": "content_block_delta",
@@ -477,7 +479,7 @@ def test_anthropic_signature_and_citations_are_bookkeeping_but_counted() -> None
             ),
         ],
     )
-    assert events == [Metadata("content_block_delta"), Metadata("content_block_delta")]
+    assert events[1:] == [Metadata("content_block_delta"), Metadata("content_block_delta")]
     assert adapter.delta_keys == {"signature_delta": 1, "citations_delta": 1}
 
 
@@ -688,12 +690,36 @@ def test_gemini_eof_without_finish_reason_is_not_terminal() -> None:
     assert not any(isinstance(e, Finish) for e in events)
 
 
-def test_chat_eof_after_finish_reason_but_before_done_is_not_terminal() -> None:
+def test_chat_clean_end_after_every_finish_reason_without_done_is_a_finish_noted_as_done_missing() -> None:
+    # Issue 16, item 4: llama.cpp-style servers and some gateways never send [DONE].
     frames = text_stream("openai-chat", ["a"])
-    adapter, events = run("openai-chat", frames[:-1])  # everything but [DONE]
-    assert adapter.end() == []
-    assert not adapter.terminal_seen
+    adapter, events = run("openai-chat", frames[:-1])  # everything but [DONE], then a clean end
+    assert adapter.terminal_seen
+    assert events[-1] == Finish(FinishReason.STOP, "stop")
+    assert adapter.anomalies == {"done_missing": 1}
+    assert adapter.end() == []  # once
+
+
+def test_chat_clean_end_before_a_finish_reason_or_with_a_choice_unfinished_is_not_terminal() -> None:
+    frames = text_stream("openai-chat", ["a"])
+    adapter, events = run("openai-chat", frames[:-3])  # no finish_reason chunk
+    assert not adapter.terminal_seen and adapter.finish_raw is None
     assert not any(isinstance(e, Finish) for e in events)
+    second = frame({"id": "x", "choices": [{"index": 1, "delta": {"content": "b"}, "finish_reason": None}]})
+    adapter, events = run("openai-chat", [*frames[:-3], second, frames[-3]])  # choice 1 never finished
+    assert not adapter.terminal_seen and adapter.finish_raw == "stop"
+
+
+def test_chat_finish_reason_error_during_tool_arguments_is_a_provider_error_not_a_complete_call() -> None:
+    # Issue 16, item 9: the call was never finished, so it must not become a ToolCall the agent could run.
+    frames = tool_call_stream("openai-chat", [("apply_patch", '{"patch": "' + "x" * 40 + '"}')])
+    cut = [f for f in frames if b'"finish_reason":null' in f][:3]
+    error = frame({"id": "x", "choices": [{"index": 0, "delta": {}, "finish_reason": "error"}]})
+    adapter, events = run("openai-chat", [*cut, error])
+    assert not any(isinstance(e, (ToolCall, ToolInputEnd)) for e in events)
+    assert isinstance(events[-1], ProviderErrorEvent)
+    assert events[-1].error.markers == ("finish_reason=error",)
+    assert adapter.finish_raw == "error"
 
 
 # -- violations and bookkeeping common to all formats --------------------------------------------------------
@@ -859,7 +885,7 @@ def test_adapters_speak_the_machines_grammar(
 def test_a_cut_stream_is_never_terminal(fmt: str, parts: list[tuple[str, ...]], data: st.DataObject) -> None:
     frames = build(fmt, parts)  # type: ignore[arg-type]
     cut = data.draw(st.integers(0, len(frames) - 1))
-    adapter, events = run(fmt, frames[:cut])
+    adapter, events = run(fmt, frames[:cut], end=False)  # a cut, not a clean end of the body
     assert not adapter.terminal_seen
     assert drive(events).state.activity is not Activity.FINISHED
 
@@ -907,7 +933,7 @@ EXTRA_PAYLOADS: list[tuple[str, str, Any]] = [
         "content_block_delta",
         {
             "type": "content_block_delta",
-            "index": 0,
+            "index": 3,
             "delta": {"type": "citations_delta", "citation": {"type": "char_location"}},
         },
     ),

@@ -54,3 +54,54 @@ async def test_a_request_too_large_for_the_window_says_to_shorten_it(name: str) 
     assert (record["retry"]["verdict"], record["retry"]["action"]) == ("no_retry", "fix_request")
     assert "shorten the request" in words(record)
     assert "waiting will not help" in words(record)
+
+
+# -- item 4: a chat stream without [DONE] --------------------------------------------------------------------
+
+
+async def test_a_chat_stream_that_ends_cleanly_without_done_is_finished_and_says_so() -> None:
+    record = await play("openai-chat/done-missing-clean-close")
+    assert record["outcome"]["summary_key"] == "completed.finished"
+    assert "wire=done_missing" in record["outcome"]["evidence"]
+    assert dict(record["finish_reason"]) == {"raw": "stop", "unified": "stop"}
+
+
+async def test_the_finish_reason_is_recorded_even_when_the_stream_breaks_after_it() -> None:
+    record = await play("openai-chat/finish-reason-then-fin")
+    assert record["outcome"]["summary_key"] == "mid_generation.closed_mid_body"
+    assert dict(record["finish_reason"]) == {"raw": "stop", "unified": None}  # nothing invented
+
+
+# -- item 7: a finish that is not a whole answer -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [
+        ("openai-chat/finish-length", "The answer was cut at the output token limit"),
+        ("openai-responses/finish-length", "The answer was cut at the output token limit"),
+        ("anthropic/finish-length", "The answer was cut at the output token limit"),
+        ("gemini/finish-length", "The answer was cut at the output token limit"),
+        ("openai-chat/finish-content-filter", "The provider's content filter stopped the answer"),
+        ("gemini/finish-recitation", "The provider's content filter stopped the answer"),
+        ("anthropic/finish-refusal", "The model refused to answer"),
+        ("gemini/finish-malformed-function-call", "The model produced a malformed tool call"),
+    ],
+)
+async def test_a_finish_that_is_not_a_whole_answer_says_what_happened(name: str, says: str) -> None:
+    record = await play(name)
+    assert record["outcome"]["state"].startswith("finished/")
+    assert record["summary"]["title"] == says
+    assert "the response is complete" not in words(record)
+
+
+# -- item 9: an in-band error while a tool call is being written ---------------------------------------------
+
+
+async def test_an_error_finish_while_a_call_is_written_names_the_tool_and_says_it_did_not_run() -> None:
+    record = await play("openai-chat/tool-args-then-finish-error")
+    assert record["outcome"]["phase"] == "tool_input"
+    assert "while the model was still writing the call to `apply_patch`" in words(record)
+    assert "The tool did not run." in words(record)
+    assert record["finish_reason"]["raw"] == "error"
+    assert "finish_reason=error" in record["outcome"]["evidence"]

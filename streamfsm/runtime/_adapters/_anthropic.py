@@ -14,6 +14,9 @@ Judgement calls:
 * Blocks are strictly sequential on this wire. If a block starts (or text arrives) while a tool block is
   still open, the tool call is closed first; its later ``content_block_stop`` is then bookkeeping, and a
   later ``input_json_delta`` for it is ``unknown_tool_call``.
+* A ``content_block_delta`` or ``content_block_stop`` whose ``index`` names no block that started is
+  ``unknown_block``, a protocol violation at that event (never visible text, whatever it carries): the
+  first anomaly wins. Without an ``index`` the event is taken for the current block.
 * Stop reasons: ``end_turn`` / ``stop_sequence`` → STOP, ``max_tokens`` and
   ``model_context_window_exceeded`` → LENGTH, ``tool_use`` → TOOL_CALLS, ``refusal`` → CONTENT_FILTER,
   anything else (``pause_turn``, ...) → OTHER.
@@ -41,6 +44,7 @@ from .._events import (
 from .._sse import SSEEvent
 from ._base import (
     UNEXPECTED_EVENT,
+    UNKNOWN_BLOCK,
     UNKNOWN_TOOL_CALL,
     Adapter,
     OpenCall,
@@ -49,6 +53,7 @@ from ._base import (
     as_dict,
     as_str,
     metadata_constants,
+    raw_reason,
 )
 
 _TOOL_BLOCKS: Final = {"tool_use": False, "server_tool_use": True, "mcp_tool_use": True}
@@ -61,6 +66,7 @@ _FINISH: Final = {
     "refusal": FinishReason.CONTENT_FILTER,
 }
 _PING: Final = Keepalive("ping")
+_MAX_BLOCKS: Final = 4096
 _META: Final = metadata_constants(
     "content_block_start",
     "content_block_delta",
@@ -75,11 +81,11 @@ class AnthropicAdapter(Adapter):
     name = "anthropic"
     default_headers = MappingProxyType({"accept": "text/event-stream", "anthropic-version": "2023-06-01"})
 
-    __slots__ = ("_cached", "_input", "_stop_reason")
+    __slots__ = ("_blocks", "_cached", "_input")
 
     def __init__(self) -> None:
         super().__init__()
-        self._stop_reason: str | None = None
+        self._blocks: set[int] | None = set()  # indices of the blocks that started (None: too many to follow)
         self._input: int | None = None
         self._cached: int | None = None
 
@@ -138,6 +144,12 @@ class AnthropicAdapter(Adapter):
             self.close_call(out)
         position = payload.get("index")
         position = position if type(position) is int else 0
+        blocks = self._blocks
+        if blocks is not None:
+            if len(blocks) < _MAX_BLOCKS:
+                blocks.add(position)
+            else:
+                self._blocks = None
         if kind in _TOOL_BLOCKS:
             call_id = as_str(block.get("id")) or self.next_call_id()
             call = OpenCall(position, call_id, as_str(block.get("name")) or "", position, _TOOL_BLOCKS[kind])
@@ -158,7 +170,14 @@ class AnthropicAdapter(Adapter):
             out.append(_META["content_block_start"])
         return out
 
+    def _check_block(self, payload: dict[str, Any], index: int) -> None:
+        position = payload.get("index")
+        blocks = self._blocks
+        if type(position) is int and blocks is not None and position not in blocks:
+            raise ProtocolViolation(UNKNOWN_BLOCK, index)
+
     def _on_block_delta(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
+        self._check_block(payload, index)
         delta = payload.get("delta")
         if not isinstance(delta, dict):
             delta = {}
@@ -209,6 +228,7 @@ class AnthropicAdapter(Adapter):
         return [ToolInputDelta(call.call_id, text)]
 
     def _on_block_stop(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
+        self._check_block(payload, index)
         call = self._call
         if call is not None and payload.get("index", call.key) == call.key:
             out: list[StreamEvent] = []
@@ -218,9 +238,9 @@ class AnthropicAdapter(Adapter):
 
     def _on_message_delta(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
         delta = as_dict(payload.get("delta")) or {}
-        reason = as_str(delta.get("stop_reason"))
+        reason = raw_reason(delta.get("stop_reason"))
         if reason is not None:
-            self._stop_reason = reason
+            self.finish_raw = reason
         usage = as_dict(payload.get("usage"))
         if usage is not None:
             return [self._usage(usage)]
@@ -230,7 +250,7 @@ class AnthropicAdapter(Adapter):
         out: list[StreamEvent] = []
         if self._call is not None:
             self.close_call(out)
-        raw = self._stop_reason
+        raw = self.finish_raw
         out.append(Finish(_FINISH.get(raw, FinishReason.OTHER) if raw else FinishReason.OTHER, raw))
         self.terminal_seen = True
         return out

@@ -45,6 +45,11 @@ SEQUENCE_REGRESSED: Final = "sequence_regressed"
 UNKNOWN_TOOL_CALL: Final = "unknown_tool_call"
 DATA_AFTER_TERMINAL: Final = "data_after_terminal"
 ADAPTER_FAULT: Final = "adapter_fault"  # our bug, not the provider's: the safety net below caught it
+UNKNOWN_BLOCK: Final = "unknown_block"  # a content-block event for a block that never started
+
+# Vocabulary of Adapter.anomalies that a run's record reports as evidence.
+DONE_MISSING: Final = "done_missing"  # a chat stream whose every choice finished ended without [DONE]
+MAX_RAW_CHARS: Final = 256  # a provider's raw finish reason, kept (bounded) until the record redacts it
 
 # The C scanner behind json.loads (typeshed does not declare the attribute).
 _scan_once: Final[Callable[[str, int], tuple[Any, int]]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
@@ -54,9 +59,20 @@ def as_str(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
+MAX_COUNT: Final = 2**53 - 1  # a token count past this is garbage (and would not survive a float or an int64)
+
+
 def as_count(value: object) -> int | None:
-    """A token count: a non-negative int (bools are not counts)."""
-    return value if type(value) is int and value >= 0 else None
+    """A token count: a non-negative int (bools are not counts) no larger than ``MAX_COUNT``; anything else
+    (a 400-digit number included) is no count at all."""
+    return value if type(value) is int and 0 <= value <= MAX_COUNT else None
+
+
+def raw_reason(value: object) -> str | None:
+    """A raw finish reason as sent, bounded: it is provider-controlled (the record redacts it again)."""
+    if not isinstance(value, str):
+        return None
+    return value if len(value) <= MAX_RAW_CHARS else value[:MAX_RAW_CHARS]
 
 
 def as_dict(value: object) -> dict[str, Any] | None:
@@ -117,6 +133,7 @@ class Adapter:
         "anomalies",
         "delta_keys",
         "events_seen",
+        "finish_raw",
         "model",
         "response_id",
         "terminal_seen",
@@ -131,6 +148,7 @@ class Adapter:
         self.tool_names: dict[str, str] = {}
         self.anomalies: dict[str, int] = {}  # fixed vocabulary: wire oddities we tolerated
         self.events_seen = 0  # SSE events fed, comments included; a violation's position is an index here
+        self.finish_raw: str | None = None  # the raw finish reason once it arrived, terminal event or not
         self._call: OpenCall | None = None
         self._errored = False
         self._tool_count = 0

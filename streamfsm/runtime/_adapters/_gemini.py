@@ -36,7 +36,7 @@ from .._events import (
     Usage,
 )
 from .._sse import SSEEvent
-from ._base import UNEXPECTED_SHAPE, Adapter, as_count, as_dict, as_str
+from ._base import UNEXPECTED_SHAPE, Adapter, as_count, as_dict, as_str, raw_reason
 
 _CHUNK: Final = Metadata("generate_content_chunk")
 _FILTERED: Final = frozenset(
@@ -77,12 +77,11 @@ def gemini_usage(usage: Mapping[str, Any]) -> Usage:
 class GeminiAdapter(Adapter):
     name = "gemini"
 
-    __slots__ = ("_finish_raw", "_saw_calls", "_started")
+    __slots__ = ("_saw_calls", "_started")
 
     def __init__(self) -> None:
         super().__init__()
         self._started = False
-        self._finish_raw: str | None = None
         self._saw_calls = False
 
     def request(self, base_url: str, body: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -97,7 +96,7 @@ class GeminiAdapter(Adapter):
         return f"{base}/models/{model}:streamGenerateContent?alt=sse", out
 
     def end(self) -> list[StreamEvent]:
-        raw = self._finish_raw
+        raw = self.finish_raw
         if raw is None or self.terminal_seen:
             return []
         self.terminal_seen = True
@@ -136,9 +135,9 @@ class GeminiAdapter(Adapter):
                         if not isinstance(parts, list):
                             raise ProtocolViolation(UNEXPECTED_SHAPE, index)
                         self._parts(parts, out, index)
-                finish = as_str(candidate.get("finishReason"))
+                finish = raw_reason(candidate.get("finishReason"))
                 if finish:
-                    self._finish_raw = finish
+                    self.finish_raw = finish
         usage = as_dict(payload.get("usageMetadata"))
         if usage is not None:
             out.append(gemini_usage(usage))

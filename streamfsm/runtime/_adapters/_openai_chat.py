@@ -13,8 +13,14 @@ Judgement calls:
 * Tool fragments are keyed by ``index``. A fragment with a new index, or with a new ``id`` at the open
   index (servers that number every call 0), starts a call and closes the open one. A fragment for a call
   already closed is ``unknown_tool_call``, as are arguments for a call that never started.
-* ``finish_reason`` is remembered; only ``[DONE]`` is terminal, so a stream cut after ``finish_reason`` but
-  before ``[DONE]`` is an EOF without terminal.
+* ``finish_reason`` is remembered (and recorded, whatever follows). ``[DONE]`` is terminal; so is a clean
+  end of the body once every choice seen has its ``finish_reason``: several OpenAI-compatible servers
+  (llama.cpp-style servers before they added it, some gateways) never send ``[DONE]``. That finish is noted
+  as ``done_missing`` in ``anomalies`` (the record reports it). A clean end before a ``finish_reason``, or a
+  cut (FIN or RST mid-body) after one, is still a broken stream.
+* ``finish_reason: "error"`` is the provider saying generation failed (OpenRouter and other gateways send it
+  mid-stream): an in-band provider error, from the chunk's ``error`` object when it has one. It does not
+  complete the tool call whose arguments were streaming: that call never finished, and its tool never ran.
 """
 
 from __future__ import annotations
@@ -22,11 +28,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from ...classify import ProviderError, ProviderErrorKind
 from .._events import (
     Finish,
     FinishReason,
     Metadata,
     ProtocolViolation,
+    ProviderErrorEvent,
     ReasoningDelta,
     StreamEvent,
     TextDelta,
@@ -35,6 +43,7 @@ from .._events import (
 )
 from .._sse import SSEEvent
 from ._base import (
+    DONE_MISSING,
     UNEXPECTED_SHAPE,
     UNKNOWN_TOOL_CALL,
     Adapter,
@@ -43,9 +52,11 @@ from ._base import (
     as_count,
     as_dict,
     as_str,
+    raw_reason,
 )
 
 _CHUNK: Final = Metadata("chat.completion.chunk")
+_MAX_CHOICES: Final = 128
 _FINISH: Final = {
     "stop": FinishReason.STOP,
     "length": FinishReason.LENGTH,
@@ -69,13 +80,14 @@ def chat_usage(usage: Mapping[str, Any]) -> Usage:
 class OpenAIChatAdapter(Adapter):
     name = "openai-chat"
 
-    __slots__ = ("_closed", "_finish_raw", "_started")
+    __slots__ = ("_closed", "_started", "_unfinished")
 
     def __init__(self) -> None:
         super().__init__()
         self._started = False
-        self._finish_raw: str | None = None
         self._closed: dict[int, str] = {}  # index -> call id of calls already complete
+        # choice indices seen without their finish_reason yet (None: too many to follow)
+        self._unfinished: set[int] | None = set()
 
     def request(self, base_url: str, body: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         out = dict(body)
@@ -106,18 +118,22 @@ class OpenAIChatAdapter(Adapter):
                 if type(choice) is not dict:
                     raise ProtocolViolation(UNEXPECTED_SHAPE, index)
                 position = choice.get("index")
-                if type(position) is int and position != 0:
+                position = position if type(position) is int else 0
+                finish = choice.get("finish_reason")
+                self._follow(position, isinstance(finish, str))
+                if position != 0:
                     self.note("extra_choice")
                     continue
+                if finish == "error":
+                    return self._error_finish(payload, choice)
                 delta = choice.get("delta")
                 if delta:
                     if type(delta) is not dict:
                         raise ProtocolViolation(UNEXPECTED_SHAPE, index)
                     self._delta(delta, out, index)
-                finish = choice.get("finish_reason")
                 if isinstance(finish, str):
                     self.close_call(out)
-                    self._finish_raw = finish
+                    self.finish_raw = raw_reason(finish)
         usage = payload.get("usage")
         if type(usage) is dict:
             out.append(chat_usage(usage))
@@ -199,10 +215,37 @@ class OpenAIChatAdapter(Adapter):
             self._closed[call.index] = call.call_id
         return call
 
+    def _follow(self, position: int, finished: bool) -> None:
+        unfinished = self._unfinished
+        if unfinished is None:
+            return
+        if finished:
+            unfinished.discard(position)
+        elif len(unfinished) < _MAX_CHOICES:
+            unfinished.add(position)
+        else:
+            self._unfinished = None  # more choices than we follow: a missing [DONE] cannot be excused
+
+    def _error_finish(self, payload: dict[str, Any], choice: dict[str, Any]) -> list[StreamEvent]:
+        self.finish_raw = "error"
+        for holder in (payload, choice):
+            if as_dict(holder.get("error")) is not None:
+                return self.error({"error": holder["error"]})
+        self.terminal_seen = self._errored = True
+        error = ProviderError(ProviderErrorKind.UNKNOWN, markers=("finish_reason=error",))
+        return [ProviderErrorEvent(error)]
+
+    def end(self) -> list[StreamEvent]:
+        # A clean end of the body after every choice finished: the answer is whole, only [DONE] is missing.
+        if self.terminal_seen or self.finish_raw is None or self._unfinished != set():
+            return []
+        self.note(DONE_MISSING)
+        return self._done()
+
     def _done(self) -> list[StreamEvent]:
         out: list[StreamEvent] = []
         self.close_call(out)
-        raw = self._finish_raw
+        raw = self.finish_raw
         out.append(Finish(_FINISH.get(raw, FinishReason.OTHER) if raw else FinishReason.OTHER, raw))
         self.terminal_seen = True
         return out

@@ -48,6 +48,7 @@ from ._base import (
     as_dict,
     as_str,
     metadata_constants,
+    raw_reason,
 )
 
 _TOOL_ITEMS: Final = frozenset({"function_call", "custom_tool_call"})
@@ -263,13 +264,14 @@ class OpenAIResponsesAdapter(Adapter):
     def _on_completed(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
         out, response = self._terminal(payload)
         reason = FinishReason.TOOL_CALLS if self._saw_function_call else FinishReason.STOP
-        out.append(Finish(reason, as_str(response.get("status")) or "completed"))
+        self.finish_raw = raw_reason(response.get("status")) or "completed"
+        out.append(Finish(reason, self.finish_raw))
         return out
 
     def _on_incomplete(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
         out, response = self._terminal(payload)
         details = as_dict(response.get("incomplete_details")) or {}
-        raw = as_str(details.get("reason"))
+        raw = self.finish_raw = raw_reason(details.get("reason"))
         out.append(Finish(_INCOMPLETE.get(raw, FinishReason.OTHER) if raw else FinishReason.OTHER, raw))
         return out
 

@@ -20,7 +20,8 @@ mapping are the wire adapter's, not a copy. No item is ``model_dump``-ed:
 * openai swallows ``data: [DONE]`` and stops the same way at a clean EOF, so through the SDK a Chat
   Completions stream counts as finished when the iteration ends *after a* ``finish_reason``; an end without
   one is ``eof_without_terminal``. A cut between ``finish_reason`` and ``[DONE]`` (which the wire adapter
-  calls an EOF without terminal) is indistinguishable from a finished stream here.
+  calls a disconnect, telling it from a clean end without ``[DONE]``) is indistinguishable from a finished
+  stream here.
 * openai raises in-band ``{"error": ...}`` data (Chat, and the nested Responses ``error``), anthropic
   raises ``event: error``; those never reach a translator: the run classifies the exception. The flat
   Responses ``error`` event and ``response.failed`` are yielded, and translated here.
@@ -43,6 +44,7 @@ from ._base import (
     UNEXPECTED_EVENT,
     Adapter,
     as_str,
+    raw_reason,
 )
 from ._openai_chat import _CHUNK, OpenAIChatAdapter, chat_usage
 from ._openai_responses import _BOOKKEEPING, _TOOL_ITEMS, OpenAIResponsesAdapter
@@ -157,6 +159,9 @@ class SdkOpenAIChat(SdkTranslator, OpenAIChatAdapter):
                 if type(position) is int and position != 0:
                     self.note("extra_choice")
                     continue
+                finish = getattr(choice, "finish_reason", None)
+                if finish == "error":
+                    return self._error_finish(plain(chunk), {})
                 delta = getattr(choice, "delta", None)
                 if delta is not None:
                     # Unset fields dropped, as on the wire: a text chunk is then _delta's one-key fast path.
@@ -164,10 +169,9 @@ class SdkOpenAIChat(SdkTranslator, OpenAIChatAdapter):
                     if payload.get("tool_calls"):
                         payload = {**payload, "tool_calls": [_fragment(f) for f in payload["tool_calls"]]}
                     self._delta(payload, out, index)
-                finish = getattr(choice, "finish_reason", None)
                 if isinstance(finish, str):
                     self.close_call(out)
-                    self._finish_raw = finish
+                    self.finish_raw = raw_reason(finish)
         usage = getattr(chunk, "usage", None)
         if usage is not None:
             out.append(chat_usage(plain(usage)))
@@ -177,7 +181,7 @@ class SdkOpenAIChat(SdkTranslator, OpenAIChatAdapter):
 
     def end(self) -> list[StreamEvent]:
         """The SDK's iteration ended cleanly: finished only if a ``finish_reason`` was seen (see above)."""
-        if self.terminal_seen or self._finish_raw is None:
+        if self.terminal_seen or self.finish_raw is None:
             return []
         return self._done()
 
