@@ -36,11 +36,12 @@ def build_parser() -> argparse.ArgumentParser:
     diagram.add_argument("--check", action="store_true", help="exit 1 if the folder is not fresh")
     diagram.set_defaults(run=_diagram)
 
-    from . import _cli_harness, _cli_logs, _cli_probe
+    from . import _cli_harness, _cli_logs, _cli_probe, _cli_relay
 
     _cli_harness.add_commands(commands)
     _cli_probe.add_commands(commands)
     _cli_logs.add_commands(commands)
+    _cli_relay.add_commands(commands)
     return parser
 
 

@@ -560,6 +560,14 @@ def _iso(when: datetime | None) -> str | None:
 def _report(args: argparse.Namespace) -> int:
     data = _Records(args.file, rotated=args.rotated)
     since: datetime | None = args.since
+    if args.html is not None:  # the relay's errors page, as one file
+        from ._cli_relay import report_html
+
+        chosen = (r for r in data if since is None or ((when := _when(r)) is not None and when >= since))
+        try:
+            return report_html(chosen, args.file, args.html)
+        except OSError as exc:
+            return _cannot_read("report", args.file, exc)
     names = _GROUPINGS[args.by]
     table: dict[tuple[str | None, ...], _Group] = {}
     runs = failures = 0
@@ -675,5 +683,8 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="signature = summary key + provider + model + transport kind (default)",
     )
     report.add_argument("--json", action="store_true", help="print JSON, for machines")
+    report.add_argument(
+        "--html", metavar="OUT", help="write the errors page (and each sample run's page) to OUT, one file"
+    )
     report.add_argument("--no-rotated", dest="rotated", action="store_false", help="ignore LOG.1, LOG.2, …")
     report.set_defaults(run=_report)

@@ -12,6 +12,8 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+import anyio
+
 from ..classify import AbortSource
 from ..classify._provider import provider_error_from_http
 from ..classify._transport import transport_facts
@@ -113,8 +115,9 @@ class TapRun(Run):
         """The consumer closed the response before its end (``exc`` None), or the read was cancelled."""
         if self._error_body is not None:
             return self._http_error()
-        if exc is None and self._abort_request is not None:  # abort() came between reads: its source
-            source, reason = self._abort_request
+        request = self._abort_request
+        if request is not None and (exc is None or isinstance(exc, anyio.get_cancelled_exc_class())):
+            source, reason = request  # abort() came first (between reads, or it cancelled the reader)
             self._finalize_failure(Trigger.LOCAL_ABORT, self._abort_facts(source, reason))
         else:
             self._end_locally(exc)

@@ -1,0 +1,233 @@
+"""``streamfsm relay``: serve the relay (``streamfsm.relay``) with uvicorn (the ``relay`` extra); and
+``streamfsm report LOG --html OUT``: the relay's errors page as one self-contained file.
+
+Several workers: ``--workers N`` starts N uvicorn worker processes, each building the relay from the
+settings this command puts in the environment (``STREAMFSM_RELAY_*``; the admin token stays in the variable
+``--admin-token-env`` names). The error and audit logs are safe for several processes (each line is appended
+under a file lock); the errors page reads the error log, so give ``--error-log`` with more than one worker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any, Final
+
+_ENV: Final = "STREAMFSM_RELAY_SETTINGS"
+_DEFAULT_LISTEN: Final = "127.0.0.1:8787"
+
+
+class _Quiet(logging.Filter):
+    """The relay ends a failed stream's response without its end on purpose (and logs why, with the request
+    id): uvicorn's line about it would only repeat that, without the id."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != "ASGI callable returned without completing response."
+
+
+def _listen(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535 or not host:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, not {text!r}")
+    return host.strip("[]"), int(port)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, not {text!r}")
+    return value
+
+
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "upstream": args.upstream,
+        "error_log": args.error_log,
+        "audit_log": args.audit_log,
+        "otel": args.otel,
+        "admin_token_env": args.admin_token_env,
+        "account_headers": args.account_header,
+        "max_body_bytes": args.max_body_bytes,
+        "write_timeout": args.write_timeout,
+        "idle_timeout": args.idle_timeout,
+    }
+
+
+def build_relay(settings: dict[str, Any]) -> Any:
+    """The relay from the command's settings (raises ValueError for a bad one)."""
+    from .relay import Relay, RelayConfig
+    from .runtime import StreamConfig
+
+    token = None
+    if settings.get("admin_token_env"):
+        token = os.environ.get(settings["admin_token_env"]) or None
+        if token is None:
+            raise ValueError(
+                f"the variable {settings['admin_token_env']} is not set (it holds the admin token)"
+            )
+    sinks: tuple[Any, ...] = ()
+    if settings.get("otel"):
+        from .otel import OtelSink
+
+        sinks = (OtelSink(),)
+    options: dict[str, Any] = {}
+    if settings.get("account_headers"):
+        options["account_headers"] = tuple(settings["account_headers"])
+    if settings.get("max_body_bytes") is not None:
+        options["max_body_bytes"] = settings["max_body_bytes"]
+    if settings.get("write_timeout") is not None:
+        options["write_timeout"] = settings["write_timeout"]
+    stream = StreamConfig(sinks=sinks)
+    if settings.get("idle_timeout") is not None:
+        stream = stream.replace(idle_timeout=settings["idle_timeout"])
+    return Relay(
+        RelayConfig(
+            upstream=settings["upstream"],
+            stream=stream,
+            error_log=settings.get("error_log"),
+            audit_log=settings.get("audit_log"),
+            admin_token=token,
+            **options,
+        )
+    )
+
+
+def app_from_env() -> Any:
+    """The uvicorn factory of each worker process (``--workers``)."""
+    return build_relay(json.loads(os.environ[_ENV]))
+
+
+def _relay(args: argparse.Namespace) -> int:
+    from .relay import is_loopback
+
+    try:
+        import uvicorn
+    except ImportError:
+        print("streamfsm relay: needs uvicorn: pip install 'streamfsm[relay]'", file=sys.stderr)
+        return 2
+    host, port = args.listen
+    settings = _settings(args)
+    try:
+        relay = build_relay(settings)
+    except (ValueError, TypeError) as exc:
+        print(f"streamfsm relay: {exc}", file=sys.stderr)
+        return 2
+    if not is_loopback(host) and relay.config.admin_token is None:
+        print(
+            f"streamfsm relay: listening on {host}, beyond loopback, without --admin-token-env:"
+            " the admin pages are refused",
+            file=sys.stderr,
+        )
+    logging.getLogger("uvicorn.error").addFilter(_Quiet())
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    options: dict[str, Any] = {
+        "host": host,
+        "port": port,
+        "log_level": "info",
+        "server_header": False,  # the upstream's headers go through instead
+        "date_header": False,
+        "timeout_graceful_shutdown": 10,
+    }
+    print(
+        f"streamfsm relay: {host}:{port} -> {relay.config.upstream}"
+        f" (errors page: http://{host}:{port}/admin/errors)",
+        file=sys.stderr,
+    )
+    if args.workers > 1:
+        os.environ[_ENV] = json.dumps(settings)
+        uvicorn.run("streamfsm._cli_relay:app_from_env", factory=True, workers=args.workers, **options)
+    else:
+        uvicorn.run(relay, **options)
+    return 0
+
+
+def report_html(records: Any, source: str, out: str) -> int:
+    """Write the errors page of ``records`` (and a section per sample run) to ``out``; the exit status."""
+    from .relay import report_document
+    from .relay._errors import group_records
+
+    kept: dict[str, Any] = {}
+    groups, runs, failures = group_records(_keeping(records, kept))
+    listed = [g.to_json() for g in groups]
+    report = {"source": source, "runs": runs, "failures": failures, "groups": listed}
+    samples = [kept[run_id] for g in listed for run_id in g["sample_run_ids"] if run_id in kept]
+    Path(out).write_text(report_document(report, samples), encoding="utf-8")
+    print(f"streamfsm report: wrote {out}", file=sys.stderr)
+    return 0
+
+
+def _keeping(records: Any, kept: dict[str, Any]) -> Any:
+    """Pass ``records`` on, keeping the latest few failed runs of each signature for their sections."""
+    recent: dict[tuple[Any, ...], list[str]] = {}
+    for record in records:
+        if record.failure_class != "completed":
+            transport = record.get("transport") or {}
+            key = (record.summary_key, record.get("provider"), record.get("model"), transport.get("kind"))
+            ids = recent.setdefault(key, [])
+            if record.run_id in ids:
+                ids.remove(record.run_id)
+            ids.append(record.run_id)
+            kept[record.run_id] = record
+            for old in ids[:-3]:
+                kept.pop(old, None)
+            del ids[:-3]
+        yield record
+
+
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``relay`` to the ``streamfsm`` command line."""
+    relay = commands.add_parser(
+        "relay",
+        help="serve a pass-through LLM proxy whose every stream is recorded (needs the relay extra)",
+        description=(
+            "Forward every request to UPSTREAM and stream the answer back; each streaming LLM response is"
+            " a run, recorded with how it closed. Errors page: /admin/errors."
+        ),
+    )
+    relay.add_argument(
+        "--upstream", required=True, metavar="URL", help="where requests go, e.g. https://api.openai.com"
+    )
+    relay.add_argument(
+        "--listen",
+        type=_listen,
+        default=_listen(_DEFAULT_LISTEN),
+        metavar="HOST:PORT",
+        help=f"where to listen (default {_DEFAULT_LISTEN}: loopback only)",
+    )
+    relay.add_argument(
+        "--error-log", metavar="PATH", help="JSON-lines log of failed runs (the errors page reads it)"
+    )
+    relay.add_argument("--audit-log", metavar="PATH", help="JSON-lines log of every run")
+    relay.add_argument(
+        "--otel", action="store_true", help="also emit an OpenTelemetry span per run (otel extra)"
+    )
+    relay.add_argument(
+        "--admin-token-env",
+        metavar="VAR",
+        help="the environment variable holding the admin pages' bearer token (needed beyond loopback)",
+    )
+    relay.add_argument(
+        "--account-header",
+        action="append",
+        metavar="NAME",
+        help="request header naming the account (repeatable; recorded as a keyed hash, never its value;"
+        " default: authorization, x-api-key, api-key, x-goog-api-key)",
+    )
+    relay.add_argument(
+        "--max-body-bytes", type=int, metavar="N", help="largest request body (default 32 MiB)"
+    )
+    relay.add_argument(
+        "--write-timeout", type=_seconds, metavar="S", help="longest wait for the client to take a write (30)"
+    )
+    relay.add_argument(
+        "--idle-timeout", type=_seconds, metavar="S", help="longest upstream silence mid-stream (600)"
+    )
+    relay.add_argument("--workers", type=int, default=1, metavar="N", help="worker processes (default 1)")
+    relay.set_defaults(run=_relay)

@@ -1,0 +1,30 @@
+"""The relay: a pass-through LLM proxy that any client can point at (``streamfsm relay``).
+
+It forwards every request to one upstream byte for byte and streams the answer back as it arrives. Each
+streaming LLM response is read through the tap (``streamfsm.tap``), so it is a run whose record carries the
+relay's view of how it closed (seed 004: ``client_abort``, ``client_write_failed``, ``upstream_error``,
+``upstream_timeout``, ``upstream_premature_close`` or ``completed``), what went downstream, and the
+correlation ids (request id, route, model, an account key). ``/admin/errors`` groups the failed runs.
+
+    app = streamfsm.relay.Relay(streamfsm.relay.RelayConfig(upstream="https://api.openai.com",
+                                                            error_log="errors.jsonl"))
+    # any ASGI server: uvicorn.run(app, host="127.0.0.1", port=8787)
+
+Serving it from the command line needs the ``relay`` extra (uvicorn): ``pip install 'streamfsm[relay]'``.
+"""
+
+from ._app import Relay, RelayConfig, is_loopback
+from ._errors import RecordStore, group_records
+from ._page import errors_page, machine_svg, report_document, run_page
+
+__all__ = [
+    "RecordStore",
+    "Relay",
+    "RelayConfig",
+    "errors_page",
+    "group_records",
+    "is_loopback",
+    "machine_svg",
+    "report_document",
+    "run_page",
+]

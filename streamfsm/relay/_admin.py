@@ -1,0 +1,199 @@
+"""``/admin/...``: the errors page (HTML for people, JSON with ``Accept: application/json``) and run pages.
+
+Authorisation: ``Authorization: Bearer <token>`` (the token the relay read from its environment variable),
+or, for a browser, the cookie that ``POST /admin/login`` sets after the token was typed into its form (a
+keyed hash of the token, never the token; ``HttpOnly``, ``SameSite=Strict``, path ``/admin``). Without a
+configured token, the pages are served only on a loopback listener, and refused (403) on any other.
+Pages are read-only; the file reads run in a worker thread.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import html
+import json
+import logging
+import urllib.parse
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any, Final
+
+import anyio.to_thread
+
+from ._errors import RecordStore
+from ._page import errors_page, run_page
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+log: Final = logging.getLogger("streamfsm.relay")
+
+_COOKIE: Final = "streamfsm_admin"
+_ERRORS: Final = "/admin/errors"
+_RUNS: Final = "/admin/errors/runs/"
+_LOGIN: Final = "/admin/login"
+_MAX_FORM: Final = 4096
+_HTML: Final = b"text/html; charset=utf-8"
+_SECURITY: Final = [
+    (b"cache-control", b"no-store"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+]
+
+
+def _login_form(message: str) -> str:
+    return (
+        "<!doctype html><html lang=en><head><meta charset=utf-8><title>streamfsm relay: sign in</title>"
+        "<meta http-equiv=Content-Security-Policy content=\"default-src 'none'; style-src 'unsafe-inline';"
+        ' form-action \'self\'"><link rel=icon href="data:,">'
+        "<style>body{font:15px system-ui,sans-serif;margin:40px;color:#0f172a}input{font:inherit;padding:6px;"
+        "width:28em}button{font:inherit;padding:6px 14px}</style></head><body>"
+        f"<h1>streamfsm relay</h1><p id=why>{html.escape(message)}</p>"
+        f'<form method=post action="{_LOGIN}"><label>Admin token <input type=password name=token '
+        "autocomplete=off autofocus></label> <button type=submit>Sign in</button></form></body></html>"
+    )
+
+
+class Admin:
+    """The ``/admin`` ASGI application of one relay."""
+
+    def __init__(self, token: str | None, store: RecordStore) -> None:
+        self._token = token
+        self._cookie = (
+            hmac.new(token.encode(), b"streamfsm.relay.admin-cookie", hashlib.sha256).hexdigest()
+            if token is not None
+            else None
+        )
+        self.store = store
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path, method = scope["path"], scope["method"]
+        wants_json = _wants_json(scope)
+        if path == _LOGIN and self._token is not None:
+            if method == "POST":
+                await self._login(receive, send)
+            else:
+                await _respond(send, 200, _login_form("Type the relay's admin token."), _HTML)
+            return
+        refusal = self._refusal(scope)
+        if refusal is not None:
+            status, why = refusal
+            log.warning("admin %s refused: %d %s", path[:100], status, why)
+            if wants_json or self._token is None:
+                await _respond_json(send, status, {"error": {"type": "unauthorized", "message": why}})
+            else:
+                await _respond(send, status, _login_form(why), _HTML, [(b"www-authenticate", b"Bearer")])
+            return
+        if method not in ("GET", "HEAD"):
+            await _respond_json(send, 405, {"error": {"type": "method_not_allowed", "message": "GET only"}})
+            return
+        if path in (_ERRORS, _ERRORS + "/", "/admin", "/admin/"):
+            report = await anyio.to_thread.run_sync(self.store.report)
+            if wants_json:
+                await _respond_json(send, 200, report)
+            else:
+                await _respond(send, 200, errors_page(report, _run_link), _HTML)
+            return
+        if path.startswith(_RUNS):
+            run_id = path[len(_RUNS) :]
+            record = await anyio.to_thread.run_sync(self.store.find, run_id) if run_id else None
+            if record is None:
+                await _respond_json(send, 404, {"error": {"type": "not_found", "message": "no such run"}})
+            elif wants_json:
+                await _respond_json(send, 200, record.to_dict())
+            else:
+                await _respond(send, 200, run_page(record, _ERRORS), _HTML)
+            return
+        await _respond_json(send, 404, {"error": {"type": "not_found", "message": "no such admin page"}})
+
+    def _refusal(self, scope: Scope) -> tuple[int, str] | None:
+        from ._app import is_loopback
+
+        if self._token is None:
+            server = scope.get("server") or (None, None)
+            if is_loopback(server[0]):
+                return None
+            return 403, "admin pages need a token (--admin-token-env) when the relay listens beyond loopback"
+        given = _bearer(scope)
+        if given is not None and hmac.compare_digest(given.encode(), self._token.encode()):
+            return None
+        cookie = _cookie(scope)
+        assert self._cookie is not None
+        if cookie is not None and hmac.compare_digest(cookie.encode(), self._cookie.encode()):
+            return None
+        return 401, "wrong admin token" if given is not None or cookie is not None else "admin token required"
+
+    async def _login(self, receive: Receive, send: Send) -> None:
+        body = b""
+        with anyio.move_on_after(10.0):
+            while True:
+                message = await receive()
+                body += message.get("body", b"")
+                if len(body) > _MAX_FORM or not message.get("more_body", False):
+                    break
+        token = urllib.parse.parse_qs(body[:_MAX_FORM].decode("utf-8", "replace")).get("token", [""])[0]
+        assert self._token is not None
+        assert self._cookie is not None
+        if not hmac.compare_digest(token.encode(), self._token.encode()):
+            log.warning("admin sign-in refused: wrong admin token")
+            await _respond(send, 401, _login_form("wrong admin token"), _HTML)
+            return
+        cookie = f"{_COOKIE}={self._cookie}; Path=/admin; HttpOnly; SameSite=Strict"
+        await _respond(
+            send,
+            303,
+            "",
+            _HTML,
+            [(b"location", _ERRORS.encode()), (b"set-cookie", cookie.encode())],
+        )
+
+
+def _run_link(run_id: str) -> str:
+    return _RUNS + urllib.parse.quote(run_id, safe="")
+
+
+def _headers(scope: Scope, name: bytes) -> list[str]:
+    return [v.decode("latin-1") for k, v in scope["headers"] if k.lower() == name]
+
+
+def _wants_json(scope: Scope) -> bool:
+    return any("application/json" in value for value in _headers(scope, b"accept"))
+
+
+def _bearer(scope: Scope) -> str | None:
+    for value in _headers(scope, b"authorization"):
+        scheme, _, token = value.partition(" ")
+        if scheme.lower() == "bearer" and token.strip():
+            return token.strip()
+    return None
+
+
+def _cookie(scope: Scope) -> str | None:
+    for value in _headers(scope, b"cookie"):
+        for part in value.split(";"):
+            name, _, content = part.strip().partition("=")
+            if name == _COOKIE:
+                return content
+    return None
+
+
+async def _respond(
+    send: Send, status: int, text: str, content_type: bytes, extra: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    body = text.encode("utf-8")
+    headers = [
+        (b"content-type", content_type),
+        (b"content-length", str(len(body)).encode()),
+        *_SECURITY,
+        *(extra or ()),
+    ]
+    with anyio.move_on_after(30.0):
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def _respond_json(send: Send, status: int, data: Any) -> None:
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    await _respond(send, status, text, b"application/json")

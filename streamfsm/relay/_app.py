@@ -1,0 +1,540 @@
+"""The relay: an ASGI application that forwards every request to one upstream and streams the answer back.
+
+Per request::
+
+    read the body (bounded in size and time) -> forward it upstream through the tap (httpx)
+        -> response headers downstream -> each chunk read: write it, then report it to the run
+        -> the end as the upstream ended it, or, when the upstream failed mid-stream, the format's own
+           in-band error event and a cut response (never a clean end)
+
+A task beside it listens to the ASGI server for the client's disconnect: the run then ends as
+``client_abort`` (source ``client``). A write that the client does not take within ``write_timeout`` ends
+it as ``client_write_failed``. Every streaming LLM response is a run (the tap starts it); its record goes to
+the configured sinks and carries the ``relay`` section and the correlation ids (``ids.context``:
+``request_id``, ``route``, ``account``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import json
+import logging
+import math
+import secrets
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import anyio
+import httpx
+
+from ..classify._redact import redact_text, redact_url
+from ..runtime import AuditLog, ErrorLog, StreamConfig
+from ..tap import Rule, async_transport, context, failure_of, run_of
+from ..tap._run import TapRun
+from ._errors import RecordStore
+
+__all__ = ["Relay", "RelayConfig"]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+log: Final = logging.getLogger("streamfsm.relay")
+
+# RFC 9110 7.6.1: meaningful for one connection only, never forwarded (plus whatever Connection names).
+_HOP_BY_HOP: Final = frozenset(
+    {
+        b"connection",
+        b"keep-alive",
+        b"proxy-authenticate",
+        b"proxy-authorization",
+        b"proxy-connection",
+        b"te",
+        b"trailer",
+        b"transfer-encoding",
+        b"upgrade",
+    }
+)
+# Set by the HTTP client from the URL and the body it sends.
+_RECOMPUTED: Final = frozenset({b"host", b"content-length"})
+_REQUEST_ID: Final = b"x-request-id"
+_RELAY_ID: Final = b"x-streamfsm-request-id"
+_MAX_REQUEST_ID: Final = 128
+_ACCOUNT_KEY: Final = b"streamfsm.relay.account"
+_CUT_EDGES: Final = frozenset(
+    {"disconnected", "eof_without_terminal", "idle_timeout", "first_token_timeout", "total_timeout"}
+)
+_JSON: Final = [(b"content-type", b"application/json")]
+
+
+@dataclass(frozen=True, slots=True)
+class RelayConfig:
+    """What the relay forwards to and how it bounds each exchange.
+
+    ``upstream``: the base URL every request goes to (its path, if any, prefixes the client's path).
+    ``stream``: the runs' watchdogs, bounds and sinks (the error and audit logs are added to its sinks).
+    ``error_log`` / ``audit_log``: paths of the JSON-lines logs (``streamfsm.ErrorLog`` / ``AuditLog``).
+    ``admin_token``: the bearer token of ``/admin/...`` (None: admin pages only on a loopback listener).
+    ``account_headers``: the request headers whose value (the first present) names the account; only a
+    keyed hash of it is recorded, never the value. ``max_body_bytes``: the largest request body forwarded
+    (413 above). ``body_timeout``: the longest wait for a client's request body (408). ``write_timeout``:
+    the longest wait for the client to take one write (then ``client_write_failed``). ``upstream_timeout``:
+    the upstream HTTP client's connect / read / write / pool timeouts (the runs' watchdogs apply too).
+    ``max_connections``: upstream connections open at once (None: unbounded). ``rules``: more paths that
+    carry a streaming LLM format (``streamfsm.tap.Rule``). ``memory_records``: failed runs kept in memory
+    for the errors page when there is no error log.
+    """
+
+    upstream: str
+    stream: StreamConfig = field(default_factory=StreamConfig)
+    error_log: str | None = None
+    audit_log: str | None = None
+    admin_token: str | None = field(default=None, repr=False)
+    account_headers: tuple[str, ...] = ("authorization", "x-api-key", "api-key", "x-goog-api-key")
+    max_body_bytes: int = 32 << 20
+    body_timeout: float = 60.0
+    write_timeout: float = 30.0
+    upstream_timeout: float = 600.0
+    max_connections: int | None = None
+    rules: tuple[Rule, ...] = ()
+    memory_records: int = 1000
+
+    def __post_init__(self) -> None:
+        url = httpx.URL(self.upstream)
+        if url.scheme not in ("http", "https") or not url.host:
+            raise ValueError(f"upstream must be an http:// or https:// URL, not {self.upstream!r}")
+        if url.query or url.fragment:
+            raise ValueError("upstream must not carry a query or a fragment")
+        for name in ("body_timeout", "write_timeout", "upstream_timeout"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and 0 < value < math.inf):
+                raise ValueError(f"{name} must be a positive number of seconds, not {value!r}")
+        if not (isinstance(self.max_body_bytes, int) and self.max_body_bytes > 0):
+            raise ValueError(f"max_body_bytes must be a positive integer, not {self.max_body_bytes!r}")
+        if self.admin_token is not None and len(self.admin_token) < 16:
+            raise ValueError("admin_token must be at least 16 characters")
+
+
+class _RedactedUrls(logging.Filter):
+    """httpx logs every request's full URL at INFO: a key in its query (Gemini's ``?key=``) would reach the
+    log. The relay's own upstream requests carry the client's URLs, so it masks them (on the ``httpx``
+    logger, for every client of the process)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and any(isinstance(arg, httpx.URL) for arg in args):
+            record.args = tuple(redact_url(str(arg)) if isinstance(arg, httpx.URL) else arg for arg in args)
+        return True
+
+
+_URL_FILTER: Final = _RedactedUrls()
+
+
+class _Exchange:
+    """One request's state, shared with the task that listens for the client's disconnect."""
+
+    __slots__ = ("client_gone", "request_id", "run")
+
+    def __init__(self, request_id: str) -> None:
+        self.request_id = request_id
+        self.run: TapRun | None = None
+        self.client_gone = False
+
+
+class _DownstreamWriteFailed(OSError):
+    """The client did not take a write in time (it stopped reading), or the server failed the write."""
+
+
+class Relay:
+    """The relay as an ASGI 3 application: ``uvicorn.run(Relay(RelayConfig(upstream=...)))``, or mounted in
+    the operator's own ASGI application. Its upstream client opens at the first request (or at lifespan
+    startup) and closes at lifespan shutdown or ``await relay.aclose()``."""
+
+    def __init__(self, config: RelayConfig) -> None:
+        if not isinstance(config, RelayConfig):
+            raise TypeError(f"config must be a RelayConfig, not {type(config).__name__}")
+        self.config = config
+        httpx_logger = logging.getLogger("httpx")
+        if _URL_FILTER not in httpx_logger.filters:
+            httpx_logger.addFilter(_URL_FILTER)
+        sinks = list(config.stream.sinks)
+        if config.error_log is not None:
+            sinks.append(ErrorLog(config.error_log))
+        if config.audit_log is not None:
+            sinks.append(AuditLog(config.audit_log))
+        self.store = RecordStore(config.error_log, config.memory_records)
+        if config.error_log is None:
+            sinks.append(self.store.add)
+        self._stream_config = config.stream.replace(sinks=tuple(sinks))
+        upstream = httpx.URL(config.upstream)
+        self._base = upstream.copy_with(raw_path=b"/")
+        self._prefix = upstream.raw_path.rstrip(b"/")
+        self._client: httpx.AsyncClient | None = None
+        self._admin: Any = None
+
+    # -- lifecycle ----------------------------------------------------------------------------------------
+
+    def _upstream(self) -> httpx.AsyncClient:
+        if self._client is None:
+            config = self.config
+            inner = httpx.AsyncHTTPTransport(
+                limits=httpx.Limits(max_connections=config.max_connections, max_keepalive_connections=100),
+                trust_env=False,
+            )
+            tap = async_transport(inner, http="httpx", config=self._stream_config, rules=config.rules)
+            self._client = httpx.AsyncClient(
+                transport=tap, timeout=httpx.Timeout(config.upstream_timeout), trust_env=False
+            )
+        return self._client
+
+    async def aclose(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
+
+    # -- ASGI -------------------------------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "http":
+            if scope["path"].startswith("/admin/") or scope["path"] == "/admin":
+                await self._admin_app()(scope, receive, send)
+            else:
+                await self._relay(scope, receive, send)
+        elif kind == "lifespan":
+            await self._lifespan(receive, send)
+        elif kind == "websocket":  # not relayed: refuse the handshake
+            await receive()
+            await send({"type": "websocket.close", "code": 1003})
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                self._upstream()
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    def _admin_app(self) -> Any:
+        if self._admin is None:
+            from ._admin import Admin
+
+            self._admin = Admin(self.config.admin_token, self.store)
+        return self._admin
+
+    # -- one relayed exchange -----------------------------------------------------------------------------
+
+    async def _relay(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers: list[tuple[bytes, bytes]] = list(scope["headers"])
+        exchange = _Exchange(_request_id(headers))
+        path = scope["path"]
+        raw_path: bytes = scope.get("raw_path") or path.encode("utf-8")
+        if not raw_path.startswith(b"/"):
+            await self._refuse(send, exchange, scope, 400, "the request target must be a path")
+            return
+        body = await self._body(scope, receive, send, exchange, headers)
+        if body is None:
+            return
+        route = redact_text(path, limit=200)
+        ids = {"request_id": exchange.request_id, "route": route}
+        account = _account(headers, self.config.account_headers)
+        if account is not None:
+            ids["account"] = account
+        target = self._prefix + raw_path + (b"?" + scope["query_string"] if scope["query_string"] else b"")
+        request = httpx.Request(
+            scope["method"],
+            self._base.copy_with(raw_path=target),
+            headers=_forwarded(headers),
+            content=body,
+        )
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(self._watch_client, receive, exchange, tasks.cancel_scope)
+            try:
+                with context(**ids):
+                    await self._exchange(request, send, exchange, scope)
+            finally:
+                tasks.cancel_scope.cancel()
+
+    async def _body(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        exchange: _Exchange,
+        headers: list[tuple[bytes, bytes]],
+    ) -> bytes | None:
+        """The whole request body, or None after answering 413 (too large) or 408 (too slow)."""
+        limit = self.config.max_body_bytes
+        declared = _header(headers, b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            await self._refuse(send, exchange, scope, 413, f"the request body is over {limit} bytes")
+            return None
+        parts: list[bytes] = []
+        size = 0
+        with anyio.move_on_after(self.config.body_timeout) as waited:
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    log.info("client left before its request body ended [request_id=%s]", exchange.request_id)
+                    return None
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > limit:
+                    await self._refuse(send, exchange, scope, 413, f"the request body is over {limit} bytes")
+                    return None
+                parts.append(chunk)
+                if not message.get("more_body", False):
+                    break
+        if waited.cancelled_caught:
+            await self._refuse(send, exchange, scope, 408, "the request body did not arrive in time")
+            return None
+        return b"".join(parts)
+
+    async def _watch_client(self, receive: Receive, exchange: _Exchange, scope: anyio.CancelScope) -> None:
+        """The ASGI server says the client disconnected: end the run as ``client_abort`` and the exchange."""
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                break
+        exchange.client_gone = True
+        run = exchange.run
+        if run is not None:
+            run.abort("the client disconnected", source="client")
+        scope.cancel()
+
+    async def _exchange(self, request: httpx.Request, send: Send, exchange: _Exchange, scope: Scope) -> None:
+        client = self._upstream()
+        try:
+            response = await client.send(request, stream=True)
+        except httpx.TimeoutException as exc:
+            await self._upstream_failed(
+                send, exchange, scope, 504, "the upstream did not answer in time", exc
+            )
+            return
+        except httpx.HTTPError as exc:
+            await self._upstream_failed(send, exchange, scope, 502, "the upstream could not be reached", exc)
+            return
+        try:
+            await self._stream(response, send, exchange)
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(5.0):
+                await response.aclose()
+
+    async def _stream(self, response: httpx.Response, send: Send, exchange: _Exchange) -> None:
+        run: TapRun | None = run_of(response)
+        exchange.run = run
+        events = run.keep_events() if run is not None else None
+        headers = _response_headers(response.headers.raw, exchange.request_id)
+        start = {"type": "http.response.start", "status": response.status_code, "headers": headers}
+        write_timeout = self.config.write_timeout
+        try:
+            with anyio.fail_after(write_timeout):
+                await send(start)
+            if run is not None:
+                run.relayed_bytes(0)
+            async for chunk in response.aiter_raw():
+                if exchange.client_gone:
+                    break
+                with anyio.fail_after(write_timeout):
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                if run is not None:
+                    _report(run, events, len(chunk))
+        except TimeoutError:
+            self._write_failed(exchange, response, "the client did not take a write in time")
+            return
+        except OSError as exc:  # ASGI servers raise an OSError for a write that failed (uvicorn: none)
+            self._write_failed(exchange, response, f"the write failed ({type(exc).__name__})")
+            return
+        except httpx.HTTPError as exc:
+            failure = failure_of(exc)
+            if exchange.client_gone:
+                return
+            await self._cut(
+                send, exchange, response, run, failure.record["summary"]["title"] if failure else None
+            )
+            return
+        if exchange.client_gone:
+            return
+        if run is not None and run.failure is not None and _edge(run) in _CUT_EDGES:
+            await self._cut(send, exchange, response, run, run.failure.record["summary"]["title"])
+            return
+        with anyio.move_on_after(write_timeout):
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    def _write_failed(self, exchange: _Exchange, response: httpx.Response, why: str) -> None:
+        run = exchange.run
+        if run is not None and run.diagnosis is None:
+            run.stopped(_DownstreamWriteFailed(why))
+        log.warning("%s: the response was cut [request_id=%s]", why, exchange.request_id)
+
+    async def _cut(
+        self,
+        send: Send,
+        exchange: _Exchange,
+        response: httpx.Response,
+        run: TapRun | None,
+        title: str | None,
+    ) -> None:
+        """The upstream failed mid-stream: the format's in-band error event, then the response ends without
+        its end (the ASGI server closes the connection), so that no client can take it for a clean end."""
+        message = f"streamfsm relay: the upstream stream failed: {title or 'the connection broke'}"
+        message += f" (request id {exchange.request_id})"
+        provider = run.provider if run is not None else None
+        event = _error_event(provider, message) if _is_sse(response) else b""
+        if event:
+            with anyio.move_on_after(self.config.write_timeout):
+                await send({"type": "http.response.body", "body": event, "more_body": True})
+        log.warning(
+            "upstream stream failed, downstream response cut [request_id=%s run_id=%s]",
+            exchange.request_id,
+            run.run_id if run is not None else "-",
+        )
+
+    async def _refuse(self, send: Send, exchange: _Exchange, scope: Scope, status: int, why: str) -> None:
+        log.warning(
+            "refused %s %s: %d %s [request_id=%s]",
+            scope["method"],
+            redact_text(scope["path"], limit=200),
+            status,
+            why,
+            exchange.request_id,
+        )
+        await _answer(send, status, exchange.request_id, "invalid_request", why)
+
+    async def _upstream_failed(
+        self, send: Send, exchange: _Exchange, scope: Scope, status: int, why: str, exc: BaseException
+    ) -> None:
+        failure = failure_of(exc)
+        title = failure.record["summary"]["title"] if failure is not None else type(exc).__name__
+        run_id = failure.record.run_id if failure is not None else "-"
+        log.warning(
+            "%s %s: %s (%s) [request_id=%s run_id=%s]",
+            scope["method"],
+            redact_text(scope["path"], limit=200),
+            why,
+            title,
+            exchange.request_id,
+            run_id,
+        )
+        if not exchange.client_gone:
+            await _answer(send, status, exchange.request_id, "upstream_error", f"{why}: {title}")
+
+
+# -- helpers ------------------------------------------------------------------------------------------------
+
+
+def _report(run: TapRun, events: Any, nbytes: int) -> None:
+    """``nbytes`` of the chunk just written, with the consumer events it carried."""
+    if events:
+        first = True
+        while events:
+            run.relayed(events.popleft(), nbytes if first else 0)
+            first = False
+    else:
+        run.relayed_bytes(nbytes)
+
+
+def _edge(run: TapRun) -> str | None:
+    failure = run.failure
+    return None if failure is None else failure.record["outcome"]["edge"]
+
+
+def _header(headers: Iterable[tuple[bytes, bytes]], name: bytes) -> str | None:
+    for key, value in headers:
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return None
+
+
+def _request_id(headers: Iterable[tuple[bytes, bytes]]) -> str:
+    """The client's ``x-request-id`` when it is a plain token, else a new one."""
+    given = _header(headers, _REQUEST_ID)
+    if given and len(given) <= _MAX_REQUEST_ID and all(33 <= ord(c) < 127 for c in given):
+        return given
+    return f"req_{uuid.uuid4().hex}"
+
+
+def _account(headers: Iterable[tuple[bytes, bytes]], names: tuple[str, ...]) -> str | None:
+    """A keyed hash naming the account of the first header present among ``names``; never the value."""
+    found = {k.lower(): v for k, v in headers}
+    for name in names:
+        value = found.get(name.lower().encode("latin-1"))
+        if value:
+            digest = hashlib.blake2b(value, key=_ACCOUNT_KEY, digest_size=8).hexdigest()
+            return f"acct_{digest}"
+    return None
+
+
+def _connection_named(headers: Iterable[tuple[bytes, bytes]]) -> set[bytes]:
+    named: set[bytes] = set()
+    for key, value in headers:
+        if key.lower() == b"connection":
+            named.update(token.strip().lower() for token in value.split(b","))
+    return named
+
+
+def _forwarded(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    drop = _HOP_BY_HOP | _RECOMPUTED | _connection_named(headers)
+    return [(k, v) for k, v in headers if k.lower() not in drop]
+
+
+def _response_headers(headers: list[tuple[bytes, bytes]], request_id: str) -> list[tuple[bytes, bytes]]:
+    drop = _HOP_BY_HOP | _connection_named(headers)
+    out = [(k, v) for k, v in headers if k.lower() not in drop]
+    rid = request_id.encode("latin-1")
+    if not any(k.lower() == _REQUEST_ID for k, _ in out):  # the provider's own request id stays
+        out.append((_REQUEST_ID, rid))
+    out.append((_RELAY_ID, rid))
+    return out
+
+
+def _is_sse(response: httpx.Response) -> bool:
+    content_type: str = response.headers.get("content-type", "")
+    return content_type.startswith("text/event-stream")
+
+
+def _error_event(provider: str | None, message: str) -> bytes:
+    """The format's own in-band error event, which the official SDKs raise on."""
+    if provider == "anthropic":
+        data: dict[str, Any] = {"type": "error", "error": {"type": "api_error", "message": message}}
+        return b"event: error\ndata: " + json.dumps(data).encode() + b"\n\n"
+    if provider == "gemini":
+        data = {"error": {"code": 502, "message": message, "status": "UNAVAILABLE"}}
+        return b"data: " + json.dumps(data).encode() + b"\n\n"
+    error = {"type": "server_error", "code": "upstream_stream_failed", "message": message}
+    data = {"type": "error", "code": error["code"], "message": message, "param": None, "error": error}
+    return b"event: error\ndata: " + json.dumps(data).encode() + b"\n\n"
+
+
+async def _answer(send: Send, status: int, request_id: str, kind: str, message: str) -> None:
+    body = json.dumps(
+        {"error": {"type": kind, "message": message, "request_id": request_id}}, ensure_ascii=True
+    ).encode()
+    rid = request_id.encode("latin-1")
+    headers = [*_JSON, (b"content-length", str(len(body)).encode()), (_REQUEST_ID, rid), (_RELAY_ID, rid)]
+    with anyio.move_on_after(10.0):
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+def is_loopback(host: str | None) -> bool:
+    """Whether ``host`` (an address or ``localhost``) is a loopback address."""
+    if host is None:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(32)

@@ -1,0 +1,83 @@
+"""The relay under test: the real uvicorn server on 127.0.0.1 in a thread, in front of a fault server."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from streamfsm.relay import Relay, RelayConfig
+
+uvicorn = pytest.importorskip("uvicorn", reason="the relay tests need uvicorn (the relay extra)")
+
+START_S = 10.0
+
+
+class RelayThread:
+    """``Relay`` served by uvicorn on its own thread and event loop (no signal handlers)."""
+
+    def __init__(self, relay: Relay, *, host: str = "127.0.0.1") -> None:
+        self.relay = relay
+        config = uvicorn.Config(
+            relay,
+            host=host,
+            port=0,
+            log_level="warning",
+            server_header=False,
+            date_header=False,
+            lifespan="on",
+            timeout_graceful_shutdown=2,
+        )
+        self.server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self.server.run, name="relay", daemon=True)
+        self.port = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> RelayThread:
+        self._thread.start()
+        deadline = time.monotonic() + START_S
+        while not self.server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError("the relay did not start")
+            time.sleep(0.01)
+        sock: socket.socket = self.server.servers[0].sockets[0]
+        self.port = sock.getsockname()[1]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self._thread.join(START_S)
+        assert not self._thread.is_alive(), "the relay did not stop"
+
+
+@contextmanager
+def relay_to(upstream: str, **options: Any) -> Iterator[RelayThread]:
+    with RelayThread(Relay(RelayConfig(upstream=upstream, **options))) as served:
+        yield served
+
+
+def wait_lines(path: Any, count: int, *, timeout: float = 10.0) -> list[dict[str, Any]]:
+    """The JSON lines of ``path`` once it holds ``count`` (bounded wait; more than ``count`` fails)."""
+    import json
+    from pathlib import Path
+
+    deadline = time.monotonic() + timeout
+    lines: list[str] = []
+    while time.monotonic() < deadline:
+        file = Path(path)
+        lines = file.read_text().splitlines() if file.exists() else []
+        if len(lines) >= count:
+            break
+        time.sleep(0.02)
+    time.sleep(0.1)  # nothing more may arrive
+    lines = Path(path).read_text().splitlines() if Path(path).exists() else []
+    assert len(lines) == count, f"{path}: {len(lines)} lines, expected {count}"
+    return [json.loads(line) for line in lines]
