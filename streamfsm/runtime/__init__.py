@@ -1,9 +1,12 @@
 """All IO: the streaming client, SSE decoding, wire adapters, watchdogs, the run record."""
 
+from ._adapters._continue import CONTINUE_INSTRUCTION, Continuation, ContinueStyle, Rewrite, continuation_body
+from ._adapters._resume import ResumeRefusal
 from ._config import AttemptLink, Ids, StreamConfig
 from ._errors import StreamError, StreamFailed
 from ._events import (
     ConsumerEvent,
+    Continued,
     Finish,
     FinishReason,
     Keepalive,
@@ -22,16 +25,21 @@ from ._events import (
 )
 from ._logs import read_records
 from ._record import SCHEMA, RunRecord
+from ._recovery import Offer, Recovery
 from ._retry import Partial, RetryingEvent, RetryingRun, RetryPolicy, ToolResult, retrying
 from ._sdk import SdkRun, SyncSdkRun, wrap
 from ._sinks import AuditLog, ErrorLog, JsonlSink
 from ._stream import HttpRun, Run, open_stream
 
 __all__ = [
+    "CONTINUE_INSTRUCTION",
     "SCHEMA",
     "AttemptLink",
     "AuditLog",
     "ConsumerEvent",
+    "Continuation",
+    "ContinueStyle",
+    "Continued",
     "ErrorLog",
     "Finish",
     "FinishReason",
@@ -40,14 +48,18 @@ __all__ = [
     "JsonlSink",
     "Keepalive",
     "Metadata",
+    "Offer",
     "Partial",
     "ProtocolViolation",
     "ProviderErrorEvent",
     "ReasoningDelta",
+    "Recovery",
     "Restarted",
+    "ResumeRefusal",
     "RetryPolicy",
     "RetryingEvent",
     "RetryingRun",
+    "Rewrite",
     "Run",
     "RunRecord",
     "SdkRun",
@@ -63,6 +75,7 @@ __all__ = [
     "ToolInputStart",
     "ToolResult",
     "Usage",
+    "continuation_body",
     "open_stream",
     "read_records",
     "retrying",

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ._record import RunRecord
+    from ._recovery import RecoveryPlan
 
 
 MAX_TIMELINE = 256  # entries; the JSON Schema holds the same bound
@@ -92,10 +93,16 @@ class AttemptLink:
     """One attempt of a retried stream, as the retry executor (``streamfsm.retrying``) links it.
 
     A record lists the attempts *before* its own under ``attempts``: each was retried (``decision``
-    ``"auto_retry"`` or ``"confirmed_retry"``; ``"sdk_retry"``: the SDK's own retry, seen by the tap) after waiting ``delay_s`` seconds for ``delay_reason``
+    ``"auto_retry"`` or ``"confirmed_retry"``; ``"sdk_retry"``: the SDK's own retry, seen by the tap) after
+    waiting ``delay_s`` seconds for ``delay_reason``
     (``"retry_after"``: the provider said so; ``"backoff"``: exponential backoff; ``"none"``). In
     ``RetryingRun.attempts`` and ``StreamFailed.attempts`` the last link says how the chain ended:
     ``"completed"`` or ``"stopped"``. ``verdict`` is the machine's verdict on that attempt.
+
+    How the next attempt began (the retry executor's links; None elsewhere): ``next`` is ``"retry"`` (a
+    fresh request), ``"resume"`` (the provider's stream re-attached after event ``resume_from``),
+    ``"continue"`` (a request carrying the ``continue_after_chars`` characters delivered) or ``"replay"`` (a
+    fresh request after confirmation). ``resume_refused`` says why the provider refused a resume attempt.
     """
 
     run_id: str
@@ -105,9 +112,13 @@ class AttemptLink:
     decision: str
     delay_s: float = 0.0
     delay_reason: str = "none"
+    next: str | None = None
+    resume_from: int | None = None
+    continue_after_chars: int | None = None
+    resume_refused: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "run_id": self.run_id,
             "attempt": self.attempt,
             "summary_key": self.summary_key,
@@ -116,6 +127,11 @@ class AttemptLink:
             "delay_s": self.delay_s,
             "delay_reason": self.delay_reason,
         }
+        for key in ("next", "resume_from", "continue_after_chars", "resume_refused"):
+            value = getattr(self, key)
+            if value is not None:  # only the retry executor's links say how the next attempt began
+                out[key] = value
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +146,7 @@ class Ids:
     previous_run_id: str | None = None
     context: Mapping[str, str] = field(default_factory=dict)
     attempts: tuple[AttemptLink, ...] = ()  # the earlier attempts of a retried stream, oldest first
+    recovery: RecoveryPlan | None = None  # how this attempt begins (retry executor)
 
     def __post_init__(self) -> None:
         links = tuple(

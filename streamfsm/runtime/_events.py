@@ -148,6 +148,22 @@ class Restarted:
     summary_key: str
 
 
+@dataclass(frozen=True, slots=True)
+class Continued:
+    """Not from the wire: the retry executor is continuing the answer after a *confirmed* continuation.
+
+    Keep what you showed: the new attempt was asked to write only what is missing, and its events follow.
+    ``after_chars`` is how much text the request carried, ``discarded_calls`` the ids of tool calls whose
+    arguments were cut (drop their partial input: they are requested again whole). Like `Restarted`, it has
+    no machine trigger and only a `RetryingRun` yields it.
+    """
+
+    attempt: int
+    summary_key: str
+    after_chars: int
+    discarded_calls: tuple[str, ...] = ()
+
+
 StreamEvent: TypeAlias = (
     TextDelta
     | ReasoningDelta

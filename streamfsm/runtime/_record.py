@@ -174,6 +174,7 @@ class Recorder:
         "paused_s",
         "provider",
         "provider_ids",
+        "recovery",
         "relay",
         "request",
         "request_sent",
@@ -240,6 +241,7 @@ class Recorder:
         self.paused_s = 0.0
         self.tools = {"started": 0, "effectful": 0, "finished": 0, "failed": 0}
         self.relay: dict[str, Any] | None = None  # only for callers that relay the stream downstream
+        self.recovery: dict[str, Any] | None = None  # how a retried stream's attempt began (resume, continue)
         self.adapter: Adapter | None = None  # the wire adapter, when the run reads an SSE body itself
 
     # -- per event -------------------------------------------------------------------------------------------
@@ -430,6 +432,7 @@ class Recorder:
             },
             "tools": dict(self.tools),
             "relay": self._relay_section(diagnosis),
+            "recovery": self.recovery,
             "timeline": {
                 "entries": self.timeline.to_list(),
                 "omitted": self.timeline.omitted,

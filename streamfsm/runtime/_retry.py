@@ -92,11 +92,14 @@ from ..classify import AbortSource, Action, Diagnosis, Verdict
 from ..classify._diagnose import MAX_EVIDENCE
 from ..classify._summaries import _VERDICT_LEAD
 from ..machine import State
+from ._adapters._continue import Continuation, ContinueStyle, Rewrite
+from ._adapters._resume import ResumeRefusal
 from ._config import MAX_ATTEMPT_LINKS, AttemptLink, Ids
 from ._errors import StreamFailed
-from ._events import ConsumerEvent, Finish, Restarted, TextDelta, ToolCall
+from ._events import ConsumerEvent, Continued, Finish, Restarted, TextDelta, ToolCall, ToolInputStart
 from ._record import RunRecord
-from ._stream import Run
+from ._recovery import ContinuePlan, Offer, Recovery, RecoveryPlan, ResumePlan
+from ._stream import HttpRun, Run
 
 __all__ = [
     "MAX_ATTEMPTS",
@@ -113,14 +116,17 @@ __all__ = [
 MAX_ATTEMPTS: Final = MAX_ATTEMPT_LINKS
 DEFAULT_MAX_HELD_EVENTS: Final = 10_000
 
-RetryingEvent: TypeAlias = ConsumerEvent | Restarted
-"""What a `RetryingRun` yields: the delivering attempts' events, and `Restarted` before a confirmed retry."""
+RetryingEvent: TypeAlias = ConsumerEvent | Restarted | Continued
+"""What a `RetryingRun` yields: the delivering attempts' events, and `Restarted` before a confirmed replay or
+`Continued` before a confirmed continuation."""
 
 OpenAttempt: TypeAlias = Callable[[Ids], "Run | Awaitable[Run]"]
 """Opens one attempt: given the attempt's `Ids`, returns a fresh run (not entered) built with ``ids=ids``."""
 
-Confirm: TypeAlias = Callable[[Diagnosis], "Awaitable[bool | None] | bool | None"]
-"""Asked before a ``user_confirmed_retry`` is retried; True retries."""
+Confirm: TypeAlias = Callable[..., "Awaitable[bool | Recovery | None] | bool | Recovery | None"]
+"""Asked before a ``user_confirmed_retry`` is retried: ``confirm(diagnosis)``, or ``confirm(diagnosis,
+offer)`` when it takes two arguments (`Offer`: the recoveries on offer). True takes the first recovery
+offered; a `Recovery` on offer takes that one; anything else stops."""
 
 _COMMIT: Final = (TextDelta, ToolCall, Finish)
 _REPEAT: Final = "a retry would repeat them"
@@ -322,6 +328,32 @@ def decide(
     return Decision("retry" if automatic else "ask", reported, delay, why)
 
 
+def _budget(policy: RetryPolicy, attempt: int, elapsed_s: float, delay_s: float) -> str | None:
+    """Why no further attempt may start (rules 3 and 4's bounds), or None."""
+    if attempt >= policy.attempts:
+        return f"the attempt budget is used ({attempt} of {policy.attempts})"
+    if elapsed_s + delay_s > policy.total_s:
+        return f"the time budget is used: {elapsed_s:.3g} s spent (total_s={policy.total_s:g})"
+    return None
+
+
+def _refused(basis: Diagnosis, refusal: ResumeRefusal) -> Diagnosis:
+    """The break a refused resume tried to recover from, saying why resuming was not possible."""
+    detail = f"{basis.detail} Resuming the stream was refused: {refusal.reason}."
+    evidence = (*basis.evidence[: MAX_EVIDENCE - 1], f"resume_refused={refusal.value}")
+    return dataclasses.replace(basis, detail=detail, evidence=evidence)
+
+
+def _takes_two(confirm: Callable[..., object]) -> bool:
+    """Whether ``confirm`` takes the offer as a second argument (older callbacks take the diagnosis only)."""
+    try:
+        parameters = inspect.signature(confirm).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in parameters)
+
+
 # -- the executor -----------------------------------------------------------------------------------------
 
 
@@ -345,7 +377,17 @@ class RetryingRun:
         max_held_events: int = DEFAULT_MAX_HELD_EVENTS,
         sleep: Callable[[float], Awaitable[Any]] = anyio.sleep,
         clock: Callable[[], float] = time.monotonic,
+        resume: bool = True,
+        continue_with: ContinueStyle | Rewrite | None = None,
     ) -> None:
+        if (
+            continue_with is not None
+            and not isinstance(continue_with, ContinueStyle)
+            and not callable(continue_with)
+        ):
+            raise TypeError(
+                "continue_with must be a ContinueStyle or a rewrite: (body, Continuation) -> body"
+            )
         if not isinstance(policy, RetryPolicy):
             raise TypeError(f"policy must be a RetryPolicy, not {type(policy).__name__}")
         if not callable(open_attempt):
@@ -360,6 +402,9 @@ class RetryingRun:
         self._base_ids = base
         self._open_attempt = open_attempt
         self._confirm = confirm
+        self._offers = confirm is not None and _takes_two(confirm)
+        self._resume = bool(resume)
+        self._continue_with = continue_with
         self._max_held = max_held_events
         self._sleep = sleep
         self._clock = clock
@@ -393,6 +438,13 @@ class RetryingRun:
         self._calls: dict[str, ToolCall] = {}
         self._results: dict[str, ToolResult] = {}
         self._owner: dict[str, Run] = {}
+        # recovery: the plan the next attempt opens with, whether the answer is being continued, how much
+        # leading whitespace a continuation may repeat, and the calls whose input reached the consumer in part
+        self._plan: RecoveryPlan | None = None
+        self._continuing = False
+        self._trim = 0
+        self._open_inputs: dict[str, None] = {}
+        self._basis: Diagnosis | None = None  # the break a resume recovers from, to fall back on if refused
 
     # -- what the caller reads ------------------------------------------------------------------------------
 
@@ -499,12 +551,14 @@ class RetryingRun:
             self._stop_aborted("while waiting to retry")
             return
         number = len(self._links) + 1
+        plan, self._plan = self._plan, None
         ids = dataclasses.replace(
             self._base_ids,
             trace_id=self.trace_id,
             attempt=number,
             previous_run_id=self._links[-1].run_id if self._links else None,
             attempts=tuple(self._links),
+            recovery=plan,
         )
         if self._started_at is None:
             self._started_at = self._clock()
@@ -514,10 +568,18 @@ class RetryingRun:
             raise TypeError(f"open_attempt must return a run (open_stream, wrap), not {type(run).__name__}")
         if run.ids.trace_id != ids.trace_id or run.ids.attempt != number:
             raise TypeError("open_attempt must build the run with the Ids it is given (ids=ids)")
+        if plan is not None and not isinstance(run, HttpRun):
+            raise TypeError(
+                "to resume or continue a stream, open_attempt must build its runs with open_stream"
+            )
         self._current = self._last = run
         # The next attempt opens: only now are the failed attempt's held events dropped (a stop during the
-        # delay or the confirmation releases them), and its exposure forgotten.
-        self._held, self._exposed = [], None
+        # delay or the confirmation releases them), and its exposure forgotten. A resumed attempt goes on
+        # with the same response: what was held stays held, what was exposed stays exposed.
+        if not isinstance(plan, ResumePlan):
+            self._held, self._exposed = [], None
+        if isinstance(plan, ContinuePlan) and isinstance(run, HttpRun):
+            self._trim = run.dropped_whitespace  # the model may write it again; the consumer has it
         if self._abort_request is not None:
             source, reason = self._abort_request
             run.abort(reason, source=source)
@@ -558,6 +620,19 @@ class RetryingRun:
             await self._close(failure)
             self._failed(failure)
             return
+        if isinstance(event, ToolCall):
+            self._owner[event.call_id] = run  # the run that completed it hears of its execution
+        elif self._trim and isinstance(event, TextDelta) and not event.refusal:
+            # A continuation may write again the whitespace its request left out (an Anthropic prefill).
+            text = event.text
+            head = text[: self._trim]
+            cut = len(head) - len(head.lstrip())
+            if cut == len(text):  # whitespace only, all of it repeated
+                self._trim -= cut
+                return
+            self._trim = 0
+            if cut:
+                event = TextDelta(text[cut:])
         if self._exposed is not None:
             self._deliver(event)
             return
@@ -582,7 +657,9 @@ class RetryingRun:
             (self._refusal if event.refusal else self._text).append(event.text)
         elif isinstance(event, ToolCall):
             self._calls[event.call_id] = event
-            self._owner[event.call_id] = run
+            self._open_inputs.pop(event.call_id, None)
+        elif isinstance(event, ToolInputStart):
+            self._open_inputs[event.call_id] = None
         self._out.append(event)
 
     async def _close(self, exc: BaseException | None) -> None:
@@ -600,9 +677,19 @@ class RetryingRun:
         if run.record is not None:
             self._records.append(run.record)
 
-    def _link(self, run: Run, decision: str, delay_s: float = 0.0, delay_reason: str = "none") -> AttemptLink:
+    def _link(
+        self,
+        run: Run,
+        decision: str,
+        delay_s: float = 0.0,
+        delay_reason: str = "none",
+        *,
+        then: Recovery | None = None,
+        plan: RecoveryPlan | None = None,
+    ) -> AttemptLink:
         diagnosis = run.diagnosis
         assert diagnosis is not None
+        refused = run.resume_refusal if isinstance(run, HttpRun) else None
         return AttemptLink(
             run_id=run.run_id,
             attempt=run.ids.attempt,
@@ -611,6 +698,10 @@ class RetryingRun:
             decision=decision,
             delay_s=round(delay_s, 4),
             delay_reason=delay_reason,
+            next=then.value if then is not None else None,
+            resume_from=plan.starting_after if isinstance(plan, ResumePlan) else None,
+            continue_after_chars=plan.after_chars if isinstance(plan, ContinuePlan) else None,
+            resume_refused=refused.value if refused is not None else None,
         )
 
     # -- deciding -------------------------------------------------------------------------------------------
@@ -627,13 +718,37 @@ class RetryingRun:
             self._stop(failure, reported, self._aborted_reason("before a retry"))
             return
         assert self._started_at is not None
-        decision = decide(
-            self.policy,
-            failure.diagnosis,
-            attempt=run.ids.attempt,
-            elapsed_s=self._clock() - self._started_at - self._confirm_s,
-            exposed=self._exposed,
-        )
+        elapsed = self._clock() - self._started_at - self._confirm_s
+        attempt = run.ids.attempt
+        refused = run.resume_refusal if isinstance(run, HttpRun) else None
+        resuming = run.ids.recovery
+        if isinstance(resuming, ResumePlan) and refused is None and not run._streaming:
+            # The re-attach itself failed before any answer (a refused connection, a 503): a GET of a stored
+            # stream generates nothing, so it is tried again like any safe request.
+            decision = decide(self.policy, failure.diagnosis, attempt=attempt, elapsed_s=elapsed)
+            if decision.kind != "stop":
+                delay = decision.delay_s or self.policy.backoff(attempt)
+                if elapsed + delay <= self.policy.total_s:
+                    why = decision.delay_reason if decision.delay_s else "backoff"
+                    self._resume_next(run, resuming, delay, why)
+                    return
+        plan = self._resume_plan(run, failure)
+        if plan is not None:
+            stop = _budget(self.policy, attempt, elapsed, 0.0)
+            if stop is None:
+                # What to fall back on if the provider refuses: this break, as the executor reports it.
+                self._basis = _downgraded(self.policy, failure.diagnosis, self._exposed)
+                self._resume_next(run, plan, 0.0, "none")
+                return
+            reported = _downgraded(self.policy, failure.diagnosis, self._exposed)
+            self._diagnosis = reported
+            self._stop(failure, reported, stop)
+            return
+        diagnosis = failure.diagnosis
+        if refused is not None and self._basis is not None:
+            # The provider would not resume: fall back to what the broken stream itself allowed, and say why.
+            diagnosis = _refused(self._basis, refused)
+        decision = decide(self.policy, diagnosis, attempt=attempt, elapsed_s=elapsed, exposed=self._exposed)
         self._diagnosis = decision.diagnosis
         if decision.kind == "stop":
             assert decision.stop_reason is not None
@@ -643,36 +758,109 @@ class RetryingRun:
             if self._confirm is None:
                 self._stop(failure, decision.diagnosis, "the retry needs confirmation; no confirm was given")
                 return
+            offer = self._offer(run, refused)
             asked_at = self._clock()
             answer: object = None
             try:
-                answer = await self._wait(self._ask(decision.diagnosis))
+                answer = await self._wait(self._ask(decision.diagnosis, offer))
             finally:
                 self._confirm_s += self._clock() - asked_at
             if self._abort_request is not None:
                 reason = self._aborted_reason("while waiting for confirmation")
                 self._stop(failure, decision.diagnosis, reason)
                 return
-            if answer is not True:
+            choice = offer.recoveries[0] if answer is True else answer
+            if not isinstance(choice, Recovery) or choice not in offer.recoveries:
                 self._stop(failure, decision.diagnosis, "the retry was not confirmed")
                 return
-            self._links.append(self._link(run, "confirmed_retry", decision.delay_s, decision.delay_reason))
-            self._restart(run.ids.attempt + 1, failure.diagnosis.summary_key)
+            if choice is Recovery.CONTINUE:
+                self._plan = self._continuation()
+                self._links.append(
+                    self._link(
+                        run,
+                        "confirmed_retry",
+                        decision.delay_s,
+                        decision.delay_reason,
+                        then=choice,
+                        plan=self._plan,
+                    )
+                )
+                self._continue(attempt + 1, diagnosis.summary_key)
+            else:
+                self._links.append(
+                    self._link(run, "confirmed_retry", decision.delay_s, decision.delay_reason, then=choice)
+                )
+                self._restart(attempt + 1, diagnosis.summary_key)
         else:
-            self._links.append(self._link(run, "auto_retry", decision.delay_s, decision.delay_reason))
+            # Nothing of this attempt reached the consumer: try again as the delivered answer stands, a fresh
+            # request, or (after a continuation) the same continuation.
+            self._plan = self._continuation() if self._continuing else None
+            then = Recovery.CONTINUE if self._continuing else Recovery.RETRY
+            self._links.append(
+                self._link(
+                    run, "auto_retry", decision.delay_s, decision.delay_reason, then=then, plan=self._plan
+                )
+            )
         # Another attempt follows: nothing held of this one reaches the consumer, but the events stay held
         # until that attempt opens (`_open_next`), so an abort during the delay still releases them.
         self._next_delay = decision.delay_s
 
-    async def _ask(self, diagnosis: Diagnosis) -> object:
+    def _resume_plan(self, run: Run, failure: StreamFailed) -> ResumePlan | None:
+        """Re-attach when the provider allows it, whatever reached the consumer: nothing is generated twice.
+        Never after a failure the machine forbids retrying (a side effect, a local abort, ...)."""
+        if not self._resume or not isinstance(run, HttpRun) or failure.diagnosis.verdict is Verdict.NO_RETRY:
+            return None
+        return run.resume_plan()
+
+    def _resume_next(self, run: Run, plan: ResumePlan, delay: float, why: str) -> None:
+        self._plan = plan
+        self._links.append(self._link(run, "auto_retry", delay, why, then=Recovery.RESUME, plan=plan))
+        self._next_delay = delay
+
+    def _offer(self, run: Run, refused: ResumeRefusal | None) -> Offer:
+        partial = self.partial
+        carried = {r.call_id for r in partial.tool_results}
+        continuable = (
+            isinstance(run, HttpRun)
+            and not partial.refusal
+            and bool(partial.text or partial.tool_calls)
+            and all(call.call_id in carried for call in partial.tool_calls)
+        )
+        recoveries = (Recovery.CONTINUE, Recovery.REPLAY) if continuable else (Recovery.REPLAY,)
+        return Offer(
+            recoveries,
+            after_chars=len(partial.text),
+            tool_calls=len(partial.tool_calls),
+            discarded_calls=len(self._open_inputs),
+            resume_refused=refused,
+        )
+
+    def _continuation(self) -> ContinuePlan:
+        partial = self.partial
+        results = {r.call_id: r.result for r in partial.tool_results}
+        continuation = Continuation(partial.text, partial.tool_calls, results)
+        style = self._continue_with if isinstance(self._continue_with, ContinueStyle) else None
+        rewrite = None if self._continue_with is None or style is not None else self._continue_with
+        return ContinuePlan(continuation, style, rewrite)  # type: ignore[arg-type]
+
+    def _continue(self, attempt: int, summary_key: str) -> None:
+        text = "".join(self._text)
+        discarded = tuple(self._open_inputs)
+        self._open_inputs.clear()
+        self._out.append(Continued(attempt, summary_key, len(text), discarded))
+        self._continuing = True
+
+    async def _ask(self, diagnosis: Diagnosis, offer: Offer) -> object:
         assert self._confirm is not None
-        answer = self._confirm(diagnosis)
+        answer = self._confirm(diagnosis, offer) if self._offers else self._confirm(diagnosis)
         if inspect.isawaitable(answer):
             answer = await answer
         return answer
 
     def _restart(self, attempt: int, summary_key: str) -> None:
         self._out.append(Restarted(attempt, summary_key))
+        self._continuing, self._trim = False, 0
+        self._open_inputs.clear()
         self._partial_attempt = 0
         self._text.clear()
         self._refusal.clear()
@@ -775,6 +963,8 @@ def retrying(
     max_held_events: int = DEFAULT_MAX_HELD_EVENTS,
     sleep: Callable[[float], Awaitable[Any]] = anyio.sleep,
     clock: Callable[[], float] = time.monotonic,
+    resume: bool = True,
+    continue_with: ContinueStyle | Rewrite | None = None,
 ) -> RetryingRun:
     """Run a stream under ``policy``: ``async with retrying(policy, open_attempt) as run: async for ...``.
 
@@ -782,8 +972,13 @@ def retrying(
     wrapper around a new call), not yet entered; it may be async. ``ids`` seeds every attempt's `Ids`
     (session, message, context, and the trace id if given); the executor sets ``trace_id``, ``attempt``,
     ``previous_run_id`` and ``attempts``. ``confirm(diagnosis)`` (sync or async) is asked before a
-    ``user_confirmed_retry``; True retries after a `Restarted` event. ``sleep`` and ``clock`` are injectable
-    for tests. Nothing is sent until iteration starts.
+    ``user_confirmed_retry``: with two parameters it is called ``confirm(diagnosis, offer)`` and sees the
+    recoveries on offer (`Offer`); True takes the first (a continuation when the delivered answer can be
+    carried, else a replay), a `Recovery` on offer takes that one. ``resume`` (True): re-attach to a broken
+    background Responses stream by its cursor, automatically. ``continue_with``: how a continuation carries
+    the delivered answer, a `ContinueStyle` or a rewrite of one's own ``(body, Continuation) -> body``
+    (default: the format's own, see ``_adapters/_continue.py``). ``sleep`` and ``clock`` are injectable for
+    tests. Nothing is sent until iteration starts.
     """
     return RetryingRun(
         policy,
@@ -793,4 +988,6 @@ def retrying(
         max_held_events=max_held_events,
         sleep=sleep,
         clock=clock,
+        resume=resume,
+        continue_with=continue_with,
     )

@@ -47,6 +47,8 @@ from ..classify._taxonomy import TransportKind
 from ..classify._transport import transport_facts
 from ..machine import PROVIDER_PROGRESS, Activity, IllegalTransition, State, StreamMachine, Trigger
 from ._adapters import Adapter, adapter_for
+from ._adapters._openai_responses import OpenAIResponsesAdapter
+from ._adapters._resume import ResumeRefusal, refusal_of, resumable_request, resume_url
 from ._config import Ids, StreamConfig
 from ._errors import StreamFailed
 from ._events import (
@@ -62,6 +64,7 @@ from ._events import (
     Usage,
 )
 from ._record import Recorder, RunRecord
+from ._recovery import RESUMABLE_EDGES, ContinuePlan, ResumePlan
 from ._sinks import deliver
 from ._sse import SSEDecoder
 from ._watchdog import Entry, loop_time, loop_watchdog, plain_scope_class
@@ -731,7 +734,28 @@ class HttpRun(Run):
         if not isinstance(json, Mapping):
             raise TypeError("json must be a mapping (the request body)")
         adapter: Adapter = adapter_for(provider)
+        plan = Ids.coerce(ids).recovery
+        # The retry executor's plan for this attempt: continue (the body rewritten to carry what the consumer
+        # was given) or resume (a GET of the rest of the provider's stored stream, decoded where it stopped).
+        original = json
+        self.dropped_whitespace = 0  # of the delivered text, left out of a continuation request
+        if isinstance(plan, ContinuePlan):
+            self.dropped_whitespace = plan.dropped(adapter.name, json)
+            json = plan.body(adapter.name, json)
         url, body = adapter.request(base_url, json)
+        self._method = "POST"
+        self._resume: ResumePlan | None = None
+        self._background = adapter.name == OpenAIResponsesAdapter.name and resumable_request(original)
+        if isinstance(plan, ResumePlan):
+            if adapter.name != OpenAIResponsesAdapter.name:
+                raise ValueError(f"a {adapter.name} stream has no cursor to resume by")
+            adapter = plan.adapter.resumed()
+            url, self._method, self._resume = (
+                resume_url(base_url, plan.response_id, plan.starting_after),
+                "GET",
+                plan,
+            )
+        self.resume_refusal: ResumeRefusal | None = None  # why the provider refused this resume, if it did
         model = json.get("model")
         super().__init__(
             provider=adapter.name,
@@ -748,6 +772,10 @@ class HttpRun(Run):
         self._client = client
         self._owns_client = client is None
         self._connected = False
+        if plan is not None:
+            self._rec.recovery = plan.record()
+        if self._resume is not None:
+            self._rec.response_id(self._resume.response_id)
 
     async def _trace(self, name: str, info: Mapping[str, Any]) -> None:
         if not name.endswith(".complete"):
@@ -773,9 +801,9 @@ class HttpRun(Run):
             pool=config.connect_timeout,
         )
         request = self._client.build_request(
-            "POST",
+            self._method,
             self._url,
-            json=self._body,
+            json=self._body if self._method == "POST" else None,
             headers=self._headers,
             timeout=timeout,
             extensions={"trace": self._trace},
@@ -807,10 +835,41 @@ class HttpRun(Run):
         if not 200 <= response.status_code < 300:
             body = await self._read_error_body(response, deadline, edge)
             error = provider_error_from_http(response.status_code, response.headers, body)
+            if self._resume is not None and 400 <= response.status_code < 500 and response.status_code != 429:
+                self.resume_refusal, basis = refusal_of(response.status_code, body)
+                rec.recovery = {
+                    **self._resume.record(),
+                    "refused": self.resume_refusal.value,
+                    "refused_by": basis,
+                }
             self._fail(Trigger.HTTP_ERROR, self._facts(provider=error))
         self._read_wire(self._adapter)
         self._next_chunk = body_chunks(response).__anext__
         self._headers_received()
+        if self._resume is not None:  # the stream goes on where it stopped: so does the machine
+            for trigger in self._resume.priming():
+                self._machine.send(trigger)
+            rec.lifecycle("resumed", self._machine.state)
+            call = self._adapter._call  # the call whose arguments were streaming when the stream broke
+            if call is not None:
+                self._current_call, self._call_names[call.call_id] = call.call_id, call.name
+
+    def resume_plan(self) -> ResumePlan | None:
+        """How to re-attach to this run's stream after its failure, when the provider allows it: a background
+        Responses stream whose id is known, broken by the connection or a watchdog, not by the response."""
+        diagnosis = self._diagnosis
+        adapter = self._adapter
+        if (
+            diagnosis is None
+            or diagnosis.edge not in RESUMABLE_EDGES
+            or not (self._background or self._resume is not None)
+            or not self._streaming
+            or not isinstance(adapter, OpenAIResponsesAdapter)
+            or adapter.response_id is None
+            or adapter.last_sequence < 0
+        ):
+            return None
+        return ResumePlan(adapter.response_id, adapter.last_sequence, adapter, diagnosis.state)
 
     async def _read_error_body(self, response: httpx.Response, deadline: float, edge: Trigger) -> bytes:
         limit = self.config.max_error_body_bytes

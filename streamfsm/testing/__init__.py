@@ -12,6 +12,7 @@ realistic wire streams for the four provider formats.
   Hypothesis strategies.
 """
 
+from ._background import BackgroundResponses, Cut, refusal_body
 from ._harness import (
     BODIES,
     DEFAULT_TIMEOUT_S,
@@ -82,6 +83,8 @@ __all__ = [
     "SDK_FORMATS",
     "WATCHDOG_S",
     "Agent",
+    "BackgroundResponses",
+    "Cut",
     "End",
     "FaultServer",
     "FaultServerError",
@@ -118,6 +121,7 @@ __all__ = [
     "names",
     "peak_in_flight",
     "plan",
+    "refusal_body",
     "refusal_stream",
     "run_catalog",
     "run_scenario",

@@ -14,7 +14,7 @@ from streamfsm.runtime._logs import read_records
 from streamfsm.runtime._record import RunRecord
 
 # Sections added to streamfsm.run/1 after its first records were written; all optional by design.
-LATER_SECTIONS = ("relay", "attempts")
+LATER_SECTIONS = ("relay", "attempts", "recovery")
 
 
 def first_release_record() -> dict[str, object]:

@@ -12,7 +12,7 @@ import pytest
 from retrysupport import FORMATS, Spies, cut_before, cut_through, ok_script, per_attempt, validate_record
 
 import streamfsm
-from streamfsm import Diagnosis, RetryPolicy, StreamConfig, StreamFailed, Verdict, retrying
+from streamfsm import Diagnosis, Recovery, RetryPolicy, StreamConfig, StreamFailed, Verdict, retrying
 from streamfsm.runtime import (
     ReasoningDelta,
     Restarted,
@@ -175,16 +175,18 @@ async def test_a_cut_after_visible_text_is_not_retried(fmt: str) -> None:
 
 
 @pytest.mark.parametrize("sync", [False, True], ids=["async-confirm", "sync-confirm"])
-async def test_a_confirmed_retry_restarts_then_delivers_the_new_attempt(sync: bool) -> None:
+async def test_a_confirmed_replay_restarts_then_delivers_the_new_attempt(sync: bool) -> None:
+    # A one-argument confirm still works; it asks for a replay by name (True would continue, see
+    # tests/retry/test_recovery.py).
     frames = text_stream("openai-chat", ["A1 Hello", " A1 world"])
     scripts = [stream(cut_through("openai-chat", frames, TextDelta), Fin()), ok_script("openai-chat", "A2")]
     asked: list[Diagnosis] = []
 
-    def confirm_sync(diagnosis: Diagnosis) -> bool:
+    def confirm_sync(diagnosis: Diagnosis) -> Recovery:
         asked.append(diagnosis)
-        return True
+        return Recovery.REPLAY
 
-    async def confirm_async(diagnosis: Diagnosis) -> bool:
+    async def confirm_async(diagnosis: Diagnosis) -> Recovery:
         await anyio.sleep(0)
         return confirm_sync(diagnosis)
 

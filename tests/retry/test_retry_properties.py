@@ -29,6 +29,7 @@ from retrysupport import (
 
 from streamfsm import Diagnosis, RetryPolicy, StreamFailed, Verdict, retrying
 from streamfsm.runtime import (
+    Continued,
     Finish,
     ReasoningDelta,
     Restarted,
@@ -210,14 +211,22 @@ async def test_only_proven_safe_unexposed_attempts_are_retried_and_nothing_is_de
         "only confirmable failures are asked"
     )
 
-    # (b) exactly the delivering attempts' events, once each, in order; Restarted before a confirmed retry.
+    # (b) exactly the delivering attempts' events, once each, in order; Continued or Restarted before a
+    # confirmed retry.
     expected: list[RetryingEvent] = []
     for index, spy in enumerate(spies):
         last = index == len(spies) - 1
         if last or _committed(spy, case.max_held_events):
             expected += spy.yielded
-        if not last and links[index].decision == "confirmed_retry":
-            expected.append(Restarted(index + 2, links[index].summary_key))
+        link = links[index]
+        if not last and link.decision == "confirmed_retry":
+            # True takes a continuation when the delivered answer can be carried (no uncarried call), else
+            # a replay.
+            if link.next == "continue":
+                expected.append(Continued(index + 2, link.summary_key, link.continue_after_chars or 0))
+            else:
+                assert link.next == "replay"
+                expected.append(Restarted(index + 2, link.summary_key))
     assert received == expected
     assert len(delivered_ids) == len(received), "no event object delivered twice"
     tags = _tags(received)

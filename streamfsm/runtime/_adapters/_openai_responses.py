@@ -4,7 +4,9 @@ Dispatch is one dictionary lookup on the event's ``type``; bookkeeping events ma
 
 Judgement calls:
 
-* ``sequence_number`` must strictly increase (gaps are fine); an event without one is not checked.
+* ``sequence_number`` must strictly increase (gaps are fine); an event without one is not checked. A
+  resumed stream (`OpenAIResponsesAdapter.resumed`) must go on from the cursor with no gap: a missing
+  number is an event the consumer would never see.
 * The data's ``type`` is trusted over the SSE ``event:`` line; a disagreement is counted in ``anomalies``.
   A typeless ``{"error": {...}}`` (what some proxies send) is an error event.
 * Function calls (and custom tool calls) are keyed by ``item_id``. ``...arguments.done`` emits
@@ -50,6 +52,7 @@ from ._base import (
     metadata_constants,
     raw_reason,
 )
+from ._resume import SEQUENCE_GAP
 
 _TOOL_ITEMS: Final = frozenset({"function_call", "custom_tool_call"})
 _INCOMPLETE: Final = {"max_output_tokens": FinishReason.LENGTH, "content_filter": FinishReason.CONTENT_FILTER}
@@ -114,13 +117,37 @@ _Handler = Callable[["OpenAIResponsesAdapter", dict[str, Any], int], list[Stream
 class OpenAIResponsesAdapter(Adapter):
     name = "openai-responses"
 
-    __slots__ = ("_closed", "_last_sequence", "_saw_function_call")
+    __slots__ = ("_closed", "_contiguous", "_last_sequence", "_saw_function_call")
 
     def __init__(self) -> None:
         super().__init__()
         self._last_sequence = -1
         self._saw_function_call = False
         self._closed: set[str] = set()  # item ids of calls whose ToolCall was emitted
+        self._contiguous = False  # a resumed stream: every sequence number is the last one plus one
+
+    @property
+    def last_sequence(self) -> int:
+        """The sequence number of the last event fed (-1 before any): where a resumed stream starts after."""
+        return self._last_sequence
+
+    def resumed(self) -> OpenAIResponsesAdapter:
+        """A fresh adapter for the rest of this stream (``starting_after=last_sequence``): it knows the ids,
+        the open call and its arguments so far, and the calls already closed, and it counts on its own."""
+        other = OpenAIResponsesAdapter()
+        other.response_id, other.model = self.response_id, self.model
+        other.tool_names = dict(self.tool_names)
+        other._tool_count = self._tool_count
+        other._last_sequence = self._last_sequence
+        other._saw_function_call = self._saw_function_call
+        other._closed = set(self._closed)
+        other._contiguous = True
+        call = self._call
+        if call is not None:
+            copy = OpenCall(call.key, call.call_id, call.name, call.index, call.server_side)
+            copy.parts, copy.final, copy.ended = list(call.parts), call.final, call.ended
+            other._call = copy
+        return other
 
     def request(self, base_url: str, body: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         out = dict(body)
@@ -140,6 +167,8 @@ class OpenAIResponsesAdapter(Adapter):
         if type(sequence) is int:
             if sequence <= self._last_sequence:
                 raise ProtocolViolation(SEQUENCE_REGRESSED, index)
+            if self._contiguous and sequence != self._last_sequence + 1:
+                raise ProtocolViolation(SEQUENCE_GAP, index)
             self._last_sequence = sequence
         handler = _HANDLERS.get(kind)
         if handler is not None:

@@ -1,0 +1,258 @@
+"""Continuation requests: a request body rewritten so the model writes only what the consumer has not seen.
+Pure functions, body in, body out; the caller's body is never changed.
+
+The new conversation ends with the partial answer as the assistant's turn:
+
+* ``PREFILL``: the partial answer *is* the start of the assistant's turn, and the model goes on from its
+  last character. Anthropic Messages does this natively (the default there, unless extended thinking is on,
+  which does not allow it); OpenAI-compatible servers that accept a trailing assistant message (vLLM,
+  llama.cpp, DeepSeek and Mistral with their ``prefix`` flag, which a rewrite of your own can add) and Gemini
+  with some models do too.
+* ``INSTRUCTION``: the partial answer is a finished assistant turn, followed by a short user message asking
+  to continue exactly where it stopped (`CONTINUE_INSTRUCTION`): the default for OpenAI Chat, OpenAI
+  Responses and Gemini, whose official APIs start a new turn after a trailing assistant message.
+
+Tool calls: complete calls the consumer received are carried in the assistant's turn with their results,
+so no complete call is ever requested twice; the model then goes on from there (no prefill or instruction is
+needed: the conversation is simply at its next step). A call whose arguments were cut is not carried at
+all: it is requested again, whole. Anthropic rejects an assistant prefill that ends in whitespace, so that
+format's prefill drops trailing whitespace (the retry executor then drops as much leading whitespace from
+what comes back).
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, TypeAlias
+
+from .._events import ToolCall
+
+__all__ = [
+    "CONTINUE_INSTRUCTION",
+    "Continuation",
+    "ContinueStyle",
+    "Rewrite",
+    "continuation_body",
+    "default_style",
+    "dropped_whitespace",
+]
+
+CONTINUE_INSTRUCTION: Final = (
+    "Your previous reply was cut off. Continue it from exactly where it stopped: do not repeat any of it, "
+    "and begin with the very next character."
+)
+
+
+class ContinueStyle(enum.Enum):
+    """How a continuation request carries the partial answer."""
+
+    _value_: str
+
+    PREFILL = "prefill"
+    INSTRUCTION = "instruction"
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class Continuation:
+    """What the consumer was given, for a continuation request: the text so far, and the complete tool calls
+    with each one's result (``results``: call id -> result; a call without one cannot be carried). Its repr
+    shows sizes only."""
+
+    text: str
+    calls: tuple[ToolCall, ...] = ()
+    results: Mapping[str, object] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return f"Continuation(<{len(self.text)} chars>, calls={len(self.calls)})"
+
+
+Rewrite: TypeAlias = Callable[[Mapping[str, Any], Continuation], Mapping[str, Any]]
+"""A continuation rewrite of one's own: (the original body, what was delivered) -> the new body."""
+
+
+def default_style(fmt: str, body: Mapping[str, Any]) -> ContinueStyle:
+    """Prefill where the format's own API supports it (Anthropic without extended thinking), else an
+    instruction."""
+    if fmt == "anthropic":
+        thinking = body.get("thinking")
+        enabled = isinstance(thinking, Mapping) and thinking.get("type") in ("enabled", "adaptive")
+        return ContinueStyle.INSTRUCTION if enabled else ContinueStyle.PREFILL
+    return ContinueStyle.INSTRUCTION
+
+
+def continuation_body(
+    fmt: str, body: Mapping[str, Any], continuation: Continuation, style: ContinueStyle | None = None
+) -> dict[str, Any]:
+    """``body`` (a request of format ``fmt``) rewritten to continue after ``continuation``."""
+    try:
+        rewrite = _REWRITES[fmt]
+    except KeyError:
+        raise ValueError(f"no continuation rewrite for format {fmt!r}") from None
+    missing = [c.call_id for c in continuation.calls if c.call_id not in continuation.results]
+    if missing:
+        raise ValueError(
+            f"a continuation carries every complete call with its result; {len(missing)} lack one"
+        )
+    return rewrite(body, continuation, style or default_style(fmt, body))
+
+
+def dropped_whitespace(
+    fmt: str, body: Mapping[str, Any], continuation: Continuation, style: ContinueStyle | None = None
+) -> int:
+    """How many trailing whitespace characters of the delivered text `continuation_body` leaves out (an
+    Anthropic prefill): the model may write them again, and the consumer already has them."""
+    if (
+        fmt != "anthropic"
+        or continuation.calls
+        or (style or default_style(fmt, body)) is not ContinueStyle.PREFILL
+    ):
+        return 0
+    text = continuation.text
+    return len(text) - len(text.rstrip())
+
+
+def _output(result: object) -> str:
+    if isinstance(result, str):
+        return result
+    try:
+        return json.dumps(result, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(result)
+
+
+def _arguments(call: ToolCall) -> Any:
+    try:
+        return json.loads(call.arguments or "{}")
+    except ValueError:
+        return {}
+
+
+def _listed(value: object, name: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, Sequence) or isinstance(value, (str, bytes)):
+        raise ValueError(f"a continuation needs the body's {name!r} as a list")
+    return list(value)
+
+
+# -- OpenAI Chat Completions ---------------------------------------------------------------------------------
+
+
+def _chat(body: Mapping[str, Any], c: Continuation, style: ContinueStyle) -> dict[str, Any]:
+    messages = _listed(body.get("messages"), "messages")
+    assistant: dict[str, Any] = {"role": "assistant", "content": c.text or None}
+    if c.calls:
+        assistant["tool_calls"] = [
+            {
+                "id": call.call_id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments},
+            }
+            for call in c.calls
+        ]
+    messages.append(assistant)
+    for call in c.calls:
+        messages.append(
+            {"role": "tool", "tool_call_id": call.call_id, "content": _output(c.results[call.call_id])}
+        )
+    if not c.calls and style is ContinueStyle.INSTRUCTION:
+        messages.append({"role": "user", "content": CONTINUE_INSTRUCTION})
+    return {**body, "messages": messages}
+
+
+# -- OpenAI Responses ----------------------------------------------------------------------------------------
+
+
+def _responses(body: Mapping[str, Any], c: Continuation, style: ContinueStyle) -> dict[str, Any]:
+    given = body.get("input")
+    items = [{"role": "user", "content": given}] if isinstance(given, str) else _listed(given, "input")
+    if c.text:
+        content = [{"type": "output_text", "text": c.text}]
+        items.append({"type": "message", "role": "assistant", "content": content})
+    for call in c.calls:
+        items.append(
+            {"type": "function_call", "call_id": call.call_id, "name": call.name, "arguments": call.arguments}
+        )
+        items.append(
+            {
+                "type": "function_call_output",
+                "call_id": call.call_id,
+                "output": _output(c.results[call.call_id]),
+            }
+        )
+    if not c.calls and style is ContinueStyle.INSTRUCTION:
+        items.append({"role": "user", "content": CONTINUE_INSTRUCTION})
+    return {**body, "input": items}
+
+
+# -- Anthropic Messages --------------------------------------------------------------------------------------
+
+
+def _anthropic(body: Mapping[str, Any], c: Continuation, style: ContinueStyle) -> dict[str, Any]:
+    messages = _listed(body.get("messages"), "messages")
+    if not c.calls and not c.text.strip():
+        return {**body, "messages": messages}  # whitespace alone: Anthropic takes no blank text to carry it
+    if not c.calls and style is ContinueStyle.PREFILL:
+        prefill = c.text.rstrip()  # "final assistant content cannot end with trailing whitespace"
+        last = messages[-1] if messages else None
+        if isinstance(last, Mapping) and last.get("role") == "assistant":  # the caller's own prefill
+            before = last.get("content")
+            content: Any = (
+                before + prefill
+                if isinstance(before, str)
+                else [*_listed(before, "content"), {"type": "text", "text": prefill}]
+            )
+            messages[-1] = {**last, "content": content}
+        else:
+            messages.append({"role": "assistant", "content": prefill})
+        return {**body, "messages": messages}
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": c.text}] if c.text.strip() else []
+    blocks += [
+        {"type": "tool_use", "id": call.call_id, "name": call.name, "input": _arguments(call)}
+        for call in c.calls
+    ]
+    messages.append({"role": "assistant", "content": blocks})
+    if c.calls:
+        results = [
+            {"type": "tool_result", "tool_use_id": call.call_id, "content": _output(c.results[call.call_id])}
+            for call in c.calls
+        ]
+        messages.append({"role": "user", "content": results})
+    else:
+        messages.append({"role": "user", "content": CONTINUE_INSTRUCTION})
+    return {**body, "messages": messages}
+
+
+# -- Gemini --------------------------------------------------------------------------------------------------
+
+
+def _gemini(body: Mapping[str, Any], c: Continuation, style: ContinueStyle) -> dict[str, Any]:
+    contents = _listed(body.get("contents"), "contents")
+    parts: list[dict[str, Any]] = [{"text": c.text}] if c.text else []
+    parts += [{"functionCall": {"name": call.name, "args": _arguments(call)}} for call in c.calls]
+    contents.append({"role": "model", "parts": parts})
+    if c.calls:
+        responses = [
+            {
+                "functionResponse": {
+                    "name": call.name,
+                    "response": {"result": _output(c.results[call.call_id])},
+                }
+            }
+            for call in c.calls
+        ]
+        contents.append({"role": "user", "parts": responses})
+    elif style is ContinueStyle.INSTRUCTION:
+        contents.append({"role": "user", "parts": [{"text": CONTINUE_INSTRUCTION}]})
+    return {**body, "contents": contents}
+
+
+_REWRITES: Final[dict[str, Callable[[Mapping[str, Any], Continuation, ContinueStyle], dict[str, Any]]]] = {
+    "openai-chat": _chat,
+    "openai-responses": _responses,
+    "anthropic": _anthropic,
+    "gemini": _gemini,
+}

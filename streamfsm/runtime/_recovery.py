@@ -1,0 +1,141 @@
+"""How an attempt of a retried stream begins: the recoveries, and the plans the retry executor hands a run.
+
+The executor (``_retry``) decides; a run built with ``ids=ids`` (``open_stream``) carries out the plan in
+``ids.recovery``: a `ResumePlan` re-attaches to the provider's stream after the last event received, a
+`ContinuePlan` sends the request rewritten to carry what the consumer was given. Both reprs show sizes and
+positions only: a plan carries the delivered text to the provider (that is the request), never into a
+record, a log or a repr.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
+
+from ..machine import Activity, Commitment, State, Trigger
+from ._adapters._continue import Continuation, ContinueStyle, Rewrite, continuation_body, dropped_whitespace
+from ._adapters._resume import ResumeRefusal
+
+if TYPE_CHECKING:
+    from ._adapters._openai_responses import OpenAIResponsesAdapter
+
+__all__ = [
+    "RESUMABLE_EDGES",
+    "ContinuePlan",
+    "Offer",
+    "Recovery",
+    "RecoveryPlan",
+    "ResumePlan",
+]
+
+
+class Recovery(enum.Enum):
+    """How the next attempt of a stream begins."""
+
+    _value_: str
+
+    RETRY = "retry"  # a fresh attempt, automatically: nothing of the failed one reached the consumer
+    RESUME = "resume"  # the provider's stream, re-attached after the last event received (automatic)
+    CONTINUE = "continue"  # a new request carrying what the consumer was given (confirmed; `Continued`)
+    REPLAY = "replay"  # a fresh attempt after confirmation; the consumer drops what it showed (`Restarted`)
+
+
+RESUMABLE_EDGES: Final = frozenset(
+    {
+        Trigger.DISCONNECTED,
+        Trigger.EOF_WITHOUT_TERMINAL,
+        Trigger.FIRST_TOKEN_TIMEOUT,
+        Trigger.IDLE_TIMEOUT,
+        Trigger.TOTAL_TIMEOUT,
+    }
+)
+"""The failures after which a stream may be re-attached: the connection, not the response, went wrong."""
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class ResumePlan:
+    """Re-attach to response ``response_id`` after event ``starting_after``. ``adapter`` is the failed run's
+    (each resumed run decodes with a copy that knows the open call), ``state`` where its stream had got to
+    (the resumed run's machine starts there, so a later failure is judged with what was already shown)."""
+
+    response_id: str
+    starting_after: int
+    adapter: OpenAIResponsesAdapter
+    state: State
+
+    def priming(self) -> tuple[Trigger, ...]:
+        """The triggers that bring a fresh machine, after its headers, to where the stream had got."""
+        out: list[Trigger] = []
+        if self.state.commitment is not Commitment.NONE:
+            out.append(Trigger.TEXT_DELTA)
+        activity = self.state.activity
+        if activity in (Activity.TOOL_CALL, Activity.TOOL_EXECUTING):
+            out.append(Trigger.TOOL_CALL)
+        elif activity is Activity.TOOL_INPUT_OPEN:
+            out.append(Trigger.TOOL_INPUT_START)
+        return tuple(out)
+
+    def record(self) -> dict[str, Any]:
+        return {"kind": Recovery.RESUME.value, "starting_after": self.starting_after}
+
+    def __repr__(self) -> str:
+        return f"ResumePlan(starting_after={self.starting_after})"
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class ContinuePlan:
+    """Send the request rewritten to continue after ``continuation`` (by ``rewrite`` when given, else by the
+    format's own rewrite in ``style``, or its default style)."""
+
+    continuation: Continuation
+    style: ContinueStyle | None = None
+    rewrite: Rewrite | None = None
+
+    @property
+    def after_chars(self) -> int:
+        return len(self.continuation.text)
+
+    def body(self, fmt: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        if self.rewrite is not None:
+            out = self.rewrite(body, self.continuation)
+            if not isinstance(out, Mapping):
+                raise TypeError(f"a continuation rewrite must return a mapping, not {type(out).__name__}")
+            return out
+        return continuation_body(fmt, body, self.continuation, self.style)
+
+    def dropped(self, fmt: str, body: Mapping[str, Any]) -> int:
+        """Trailing whitespace of the delivered text the request leaves out (a rewrite of one's own: none)."""
+        return 0 if self.rewrite is not None else dropped_whitespace(fmt, body, self.continuation, self.style)
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "kind": Recovery.CONTINUE.value,
+            "after_chars": self.after_chars,
+            "tool_calls": len(self.continuation.calls),
+        }
+
+    def __repr__(self) -> str:
+        return f"ContinuePlan(after_chars={self.after_chars}, tool_calls={len(self.continuation.calls)})"
+
+
+RecoveryPlan: TypeAlias = ResumePlan | ContinuePlan
+
+
+@dataclass(frozen=True, slots=True)
+class Offer:
+    """What a ``confirm(diagnosis, offer)`` callback is offered after a failure that needs confirmation.
+
+    ``recoveries``: the ways the stream can go on, preferred first (`Recovery.CONTINUE` when the delivered
+    answer can be carried, then `Recovery.REPLAY`); returning True takes the first, returning one of them
+    takes that one. ``after_chars``: the text a continuation would carry; ``tool_calls``: the complete calls
+    it would carry with their results; ``discarded_calls``: calls whose arguments were cut, requested again
+    whole; ``resume_refused``: why the provider would not resume the stream, when it was asked to.
+    """
+
+    recoveries: tuple[Recovery, ...]
+    after_chars: int = 0
+    tool_calls: int = 0
+    discarded_calls: int = 0
+    resume_refused: ResumeRefusal | None = None
