@@ -19,6 +19,7 @@ from typing import Final
 from ..machine import Activity, Commitment, State, Trigger
 from ._summaries import summarize
 from ._taxonomy import (
+    JSON_COMPLETION,
     AbortSource,
     Action,
     Confidence,
@@ -163,6 +164,13 @@ def _verdict(state: State, edge: Trigger, facts: Facts) -> tuple[Verdict, Action
         )
     if edge is Trigger.TOTAL_TIMEOUT:
         return Verdict.USER_CONFIRMED_RETRY, Action.ASK_USER, "the run used its whole time budget"
+    if edge is Trigger.PROTOCOL_VIOLATION and facts.detail == JSON_COMPLETION:
+        return (
+            Verdict.USER_CONFIRMED_RETRY,
+            Action.ASK_USER,
+            "the provider answered with a whole JSON response instead of a stream; it was generated (and"
+            " billed), and a retry would generate it again",
+        )
     if edge is Trigger.PROTOCOL_VIOLATION:
         return (
             Verdict.USER_CONFIRMED_RETRY,
@@ -224,10 +232,11 @@ def diagnose(state: State, edge: Trigger, facts: Facts | None = None) -> Diagnos
     klass = failure_class(state, edge)
     cause = _cause(edge, facts)
     verdict, action, reason = _verdict(state, edge, facts)
-    # An HTTP error status is an answer: the provider declined the work rather than maybe doing it.
+    # An HTTP error status is an answer: the provider declined the work rather than maybe doing it. A whole
+    # JSON answer where a stream was due was done.
     possibly_delivered = (
         facts.request_sent and state.activity is Activity.CONNECTING and edge is not Trigger.HTTP_ERROR
-    )
+    ) or (edge is Trigger.PROTOCOL_VIOLATION and facts.detail == JSON_COMPLETION)
     title, detail = summarize(
         klass, cause, state, verdict, reason, facts, http_status=edge is Trigger.HTTP_ERROR
     )

@@ -50,6 +50,7 @@ from ._taxonomy import Confidence, ProviderError, ProviderErrorKind
 
 __all__ = [
     "parse_retry_after",
+    "provider_error_from_document",
     "provider_error_from_event",
     "provider_error_from_http",
     "provider_error_from_sdk",
@@ -515,6 +516,19 @@ def provider_error_from_http(
     """Classify an HTTP error response. ``body`` may be raw bytes (parsed as JSON, at most 64 KiB), text, an
     already decoded mapping, or anything else (ignored)."""
     return _build(status, headers, _parse_body(body))
+
+
+def provider_error_from_document(payload: object) -> ProviderError | None:
+    """The error a 2xx body that is one JSON document instead of an event stream names, or None when it is
+    not an error (a whole completion, anything else). An error is an ``error`` object (OpenAI, Gemini, also
+    in a one-element list) or ``{"type": "error", ...}`` (Anthropic, Responses); the 2xx status says
+    nothing, so the body decides, marked ``body=not_event_stream``."""
+    first = payload[0] if isinstance(payload, list) and payload else payload
+    if not isinstance(first, Mapping):
+        return None
+    if first.get("type") != "error" and not isinstance(first.get("error"), (Mapping, str)):
+        return None
+    return _build(None, None, first, ("body=not_event_stream",))
 
 
 def provider_error_from_event(payload: Mapping[str, object]) -> ProviderError:

@@ -7,8 +7,13 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import Final
 
 from ..machine import State, Trigger
+
+JSON_COMPLETION: Final = "json_completion"
+"""The protocol-violation detail of a 2xx body that is a whole JSON answer instead of an event stream: it was
+generated (and billed), so it is ``possibly_delivered`` and never retried automatically."""
 
 
 class FailureClass(enum.Enum):

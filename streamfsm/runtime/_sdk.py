@@ -237,9 +237,13 @@ def _flavour_of_item(item: object) -> str | None:
     return None
 
 
+_READ_BY_THE_RUN: Final = frozenset({"text/event-stream", "application/json", "text/html"})
+
+
 def _sse_body_unread(stream: Any, response: Any) -> bool:
     """Whether the run can read the stream's body itself: an SSE body (the SDK reads it with its own
-    ``SSEDecoder``, and it is served as ``text/event-stream``; Bedrock's AWS event stream is neither) of an
+    ``SSEDecoder``, and it is served as ``text/event-stream``; Bedrock's AWS event stream is neither), or a
+    JSON or HTML body where a stream was due (the run reads it whole and says what it is), of an
     ``httpx``/``httpx2`` response that nobody has started to read (once the SDK has, its decoder may hold
     part of the body)."""
     try:
@@ -252,7 +256,7 @@ def _sse_body_unread(stream: Any, response: Any) -> bool:
         return False
     content_type = str(response.headers.get("content-type", "")).partition(";")[0].strip().lower()
     return (
-        content_type == "text/event-stream"
+        content_type in _READ_BY_THE_RUN
         and not getattr(response, "is_stream_consumed", True)
         and not getattr(response, "is_closed", True)
     )

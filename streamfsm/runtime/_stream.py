@@ -47,6 +47,7 @@ from ..classify._taxonomy import TransportKind
 from ..classify._transport import transport_facts
 from ..machine import PROVIDER_PROGRESS, Activity, IllegalTransition, State, StreamMachine, Trigger
 from ._adapters import Adapter, adapter_for
+from ._adapters._base import MAX_DOCUMENT_BYTES, NOT_EVENT_STREAM, document_events
 from ._adapters._openai_responses import OpenAIResponsesAdapter
 from ._adapters._resume import ResumeRefusal, refusal_of, resumable_request, resume_url
 from ._config import Ids, StreamConfig
@@ -903,18 +904,35 @@ class HttpRun(Run):
 class _Wire:
     """An SSE body read by the run itself: bytes → our decoder → frames → one wire adapter → events."""
 
-    __slots__ = ("adapter", "decoder", "rec")
+    __slots__ = ("_head", "adapter", "decoder", "rec")
 
     def __init__(self, adapter: Adapter, decoder: SSEDecoder, rec: Recorder) -> None:
         self.adapter, self.decoder, self.rec = adapter, decoder, rec
         rec.adapter = adapter  # the record reads what the wire said: a finish reason that arrived, [DONE]
+        # The body's start until it shows itself: SSE (then None), or a JSON document or HTML page (kept
+        # whole, bounded, and read at the end: never as half an SSE event).
+        self._head: bytearray | None = bytearray()
 
     def frames(self, chunk: bytes) -> list[Any]:
         self.rec.bytes_received += len(chunk)
-        return self.decoder.feed(chunk)
+        if self._head is None:
+            return self.decoder.feed(chunk)
+        head = self._head
+        head += chunk
+        start = head.lstrip(_BLANKS)
+        if not start:
+            return []
+        if bytes(start[:1]) not in _DOCUMENT_STARTS:
+            self._head = None  # an SSE line (data:, event:, a comment, ...)
+            return self.decoder.feed(bytes(head))
+        if len(head) > MAX_DOCUMENT_BYTES:
+            raise ProtocolViolation(NOT_EVENT_STREAM, 0)
+        return []
 
     def end(self) -> list[StreamEvent]:
         adapter = self.adapter
+        if self._head is not None and self._head.strip(_BLANKS):
+            return document_events(bytes(self._head))
         events = [event for frame in self.decoder.close() for event in adapter.feed(frame)]
         if self.decoder.truncated:
             return events  # a torn last event: the body did not end cleanly, so no finish without a sentinel
@@ -922,6 +940,10 @@ class _Wire:
 
     def eof_detail(self) -> str | None:
         return "incomplete_event" if self.decoder.truncated else None
+
+
+_BLANKS: Final = b" \t\r\n\xef\xbb\xbf"  # whitespace and a UTF-8 BOM before the first line
+_DOCUMENT_STARTS: Final = (b"{", b"[", b"<")  # no SSE line starts so: a JSON document or an HTML page
 
 
 def _unencoded(response: Any) -> bool:

@@ -757,6 +757,7 @@ def _streams(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, An
         ),
     ]
     out += _finishes(fmt)
+    out += _not_streams(fmt)
     if fmt == "openai-chat":
         calls = tool_call_stream(fmt, [("apply_patch", PATCH_ARGS)])
         broken = frame({"id": "gen-1761", "choices": [{"index": 0, "delta": {}, "finish_reason": "error"}]})
@@ -1009,6 +1010,95 @@ def _in_band_errors(
                 {},
             ),
         ]
+    return out
+
+
+# Whole answers where a stream was due (a proxy or server that ignored "stream": true), per format.
+_COMPLETIONS: Final[dict[str, dict[str, Any]]] = {
+    "openai-chat": {
+        "id": "chatcmpl-B9MHDbslfkBeAs8l4bebG",
+        "object": "chat.completion",
+        "model": "gpt-4o-mini-2024-07-18",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "Hello world"}, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 25, "completion_tokens": 2, "total_tokens": 27},
+    },
+    "openai-responses": {
+        "id": "resp_68af4030592c81938ec0a5fbab4a3e9f",
+        "object": "response",
+        "status": "completed",
+        "output": [{"type": "message", "content": [{"type": "output_text", "text": "Hello world"}]}],
+    },
+    "anthropic": {
+        "id": "msg_01XFDUDYJgAACzvnptvVoYEL",
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "text", "text": "Hello world"}],
+        "stop_reason": "end_turn",
+    },
+    "gemini": {
+        "candidates": [
+            {"content": {"parts": [{"text": "Hello world"}], "role": "model"}, "finishReason": "STOP"}
+        ],
+        "modelVersion": "gemini-2.5-flash",
+    },
+}
+_HTML_200: Final = (
+    b"<!DOCTYPE html>\n<html><head><title>Just a moment...</title></head>\n<body>Checking your browser"
+    b" before accessing the API.</body></html>\n"
+)
+
+
+def _not_streams(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
+    """2xx bodies that are no event stream: never read as half an SSE event, never retried as safe."""
+    not_sse = _expect(
+        _C.PROTOCOL_ERROR,
+        _V.USER_CONFIRMED_RETRY,
+        _T.PROTOCOL_VIOLATION,
+        _P.EARLY_STREAM,
+        "protocol_violation",
+    )
+    out = [
+        (
+            "json-completion-at-200",
+            "HTTP 200 application/json with a whole completion instead of a stream: a protocol error,"
+            " possibly delivered (it was generated and billed), never retried automatically",
+            (Status(200, JSON_HEADERS, json.dumps(_COMPLETIONS[fmt]).encode()),),
+            {**not_sse, "expected_action": _A.ASK_USER},
+            {},
+        ),
+        (
+            "html-at-200",
+            "HTTP 200 text/html from a proxy's challenge page: a protocol error, not a half-read event",
+            (Status(200, (("content-type", "text/html; charset=UTF-8"),), _HTML_200),),
+            {**not_sse, "expected_action": _A.ASK_USER},
+            {},
+        ),
+    ]
+    if fmt in ("openai-chat", "openai-responses"):
+        key_error = _openai_error(
+            "Incorrect API key provided: sk-proj-********************abcd.",
+            "invalid_request_error",
+            "invalid_api_key",
+        )
+        out.append(
+            (
+                "json-auth-error-at-200",
+                "HTTP 200 application/json whose body is an invalid_api_key error (a gateway that answers"
+                " errors with 200): the auth error it names, never retried",
+                (Status(200, JSON_HEADERS, key_error),),
+                _expect(
+                    _C.PROVIDER_ERROR,
+                    _V.NO_RETRY,
+                    _T.PROVIDER_ERROR_EVENT,
+                    _P.EARLY_STREAM,
+                    "auth",
+                    _A.FIX_REQUEST,
+                ),
+                {},
+            )
+        )
     return out
 
 

@@ -6,6 +6,7 @@ shapes for class, verdict and cause, and these tests check the words and the rec
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from runsupport import BODIES, consume, validate_record
 import streamfsm
 from streamfsm import StreamConfig, StreamFailed
 from streamfsm.testing import find
-from streamfsm.testing._script import Scenario
+from streamfsm.testing._script import Scenario, Status
 from streamfsm.testing._server import FaultServer
 
 pytestmark = pytest.mark.anyio
@@ -105,3 +106,34 @@ async def test_an_error_finish_while_a_call_is_written_names_the_tool_and_says_i
     assert "The tool did not run." in words(record)
     assert record["finish_reason"]["raw"] == "error"
     assert "finish_reason=error" in record["outcome"]["evidence"]
+
+
+# -- item 3: a body that is not an event stream --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["openai-chat", "openai-responses", "anthropic", "gemini"])
+async def test_a_json_completion_at_200_is_possibly_delivered_and_never_read_as_half_an_event(
+    fmt: str,
+) -> None:
+    record = await play(f"{fmt}/json-completion-at-200")
+    assert "detail=json_completion" in record["outcome"]["evidence"]
+    assert record["retry"]["possibly_delivered"] is True
+    assert record["retry"]["verdict"] == "user_confirmed_retry"
+    assert "generated" in record["retry"]["reason"]
+
+
+async def test_an_auth_error_at_200_stays_an_auth_error() -> None:
+    record = await play("openai-chat/json-auth-error-at-200")
+    assert "body=not_event_stream" in record["outcome"]["evidence"]
+    assert "sk-proj" not in json.dumps(record.to_dict())
+
+
+async def test_a_body_larger_than_a_document_is_junk_at_once() -> None:
+    # A non-SSE body is read whole only up to a bound: a huge HTML page fails as soon as it passes it.
+    page = b"<html>" + b"x" * (70 * 1024)
+    scenario = Scenario(
+        "big-page", (Status(200, (("content-type", "text/html"),), page),), format="anthropic"
+    )
+    record = await play(scenario)
+    assert record["outcome"]["summary_key"] == "protocol_error.protocol_violation"
+    assert "detail=not_event_stream" in record["outcome"]["evidence"]

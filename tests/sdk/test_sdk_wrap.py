@@ -275,12 +275,20 @@ async def test_clean_eof_without_terminal_is_never_a_success(fmt: str) -> None:
 
 @pytest.mark.anyio
 async def test_a_chat_stream_cut_between_its_finish_reason_and_done_is_seen_through_the_sdk() -> None:
-    # The openai SDK ends the same way with or without [DONE]; wrap() reads the body itself, so it sees it.
+    # The openai SDK ends the same way with or without [DONE], and after a cut; wrap() reads the body itself,
+    # so it tells a cut (FIN mid-body) from a clean end that only lacks [DONE] (issue 16, item 4).
     frames = text_stream("openai-chat", ["Hello"])
     without_done = frames[:-1]
     assert without_done[-1].startswith(b"data: {") and b"[DONE]" in frames[-1]
-    failure = await fail("openai-chat", script(without_done, End()))
-    expect(failure, "mid_generation", "user_confirmed_retry", "eof_without_terminal", "mid_generation")
+    failure = await fail("openai-chat", script(without_done, Fin()))
+    expect(failure, "mid_generation", "user_confirmed_retry", "disconnected", "mid_generation")
+    assert failure.record["finish_reason"]["raw"] == "stop"
+    async with serving("openai-chat", script(without_done, End())) as (_, client):
+        with anyio.fail_after(BOUND_S):
+            async with streamfsm.wrap(create("openai-chat", client)) as run:
+                await consume(run)
+    assert run.finished and run.record is not None
+    assert "wire=done_missing" in run.record["outcome"]["evidence"]
 
 
 @pytest.mark.anyio

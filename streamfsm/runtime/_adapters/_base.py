@@ -14,7 +14,8 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar, Final
 
-from ...classify._provider import provider_error_from_event
+from ...classify._provider import provider_error_from_document, provider_error_from_event
+from ...classify._taxonomy import JSON_COMPLETION
 from .._events import (
     Keepalive,
     Metadata,
@@ -46,6 +47,9 @@ UNKNOWN_TOOL_CALL: Final = "unknown_tool_call"
 DATA_AFTER_TERMINAL: Final = "data_after_terminal"
 ADAPTER_FAULT: Final = "adapter_fault"  # our bug, not the provider's: the safety net below caught it
 UNKNOWN_BLOCK: Final = "unknown_block"  # a content-block event for a block that never started
+NOT_EVENT_STREAM: Final = "not_event_stream"  # a 2xx body that is a JSON document or an HTML page
+# JSON_COMPLETION (from classify): such a body that is a whole answer, generated and billed
+MAX_DOCUMENT_BYTES: Final = 64 * 1024  # a non-stream body read whole to say what it is; more is junk
 
 # Vocabulary of Adapter.anomalies that a run's record reports as evidence.
 DONE_MISSING: Final = "done_missing"  # a chat stream whose every choice finished ended without [DONE]
@@ -275,6 +279,29 @@ class Adapter:
             names[call_id] = name
         else:
             self.note("tool_names_dropped")
+
+
+# Top-level keys of a whole answer in each format: chat "choices", Anthropic "content", Gemini "candidates",
+# Responses "output".
+_ANSWER_KEYS: Final = frozenset({"choices", "content", "candidates", "output"})
+
+
+def document_events(body: bytes) -> list[StreamEvent]:
+    """A 2xx body that is one JSON document (or an HTML page) where an event stream was due, read whole: the
+    provider error it names (an auth error stays an auth error), else a protocol violation at its start,
+    ``json_completion`` for a whole answer (it was generated and billed), ``not_event_stream`` otherwise.
+    Never half an SSE event."""
+    try:
+        payload: object = json.loads(body)
+    except (ValueError, RecursionError):
+        raise ProtocolViolation(NOT_EVENT_STREAM, 0) from None
+    error = provider_error_from_document(payload)
+    if error is not None:
+        return [ProviderErrorEvent(error)]
+    first = payload[0] if isinstance(payload, list) and payload else payload
+    if isinstance(first, dict) and not _ANSWER_KEYS.isdisjoint(first):
+        raise ProtocolViolation(JSON_COMPLETION, 0)
+    raise ProtocolViolation(NOT_EVENT_STREAM, 0)
 
 
 def metadata_constants(*types: str) -> dict[str, Metadata]:
