@@ -135,3 +135,15 @@ def test_the_command_writes_every_row_to_json(tmp_path: Path, capsys: pytest.Cap
     assert names == ["compiled table, per event", "build one machine"]
     compiled = written["results"][0]
     assert compiled["target"] == 0.05 and compiled["ratio"] is not None and compiled["met"] is not None
+    assert compiled["target"] == 0.05 and compiled["ratio"] is not None and compiled["met"] is not None
+
+
+def test_relay_section_records_every_stream() -> None:
+    pytest.importorskip("uvicorn", reason="the relay section needs uvicorn (the relay extra)")
+    from benchmarks import relay
+
+    rows = {row.name: row for row in relay.measure(12, deltas=6, steps=2, interval_ms=5, repeat=False)}
+    assert rows["completed streams"].value == rows["completed streams"].baseline == 12
+    assert rows["streams recorded (audit log)"].value == 12
+    assert rows["CPU per relayed event"].value > 0 and rows["CPU per relayed event"].baseline
+    assert rows["CPU per relayed event"].target == 1.3

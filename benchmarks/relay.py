@@ -1,0 +1,313 @@
+"""The relay under load: 1,000 concurrent streams through ``streamfsm relay`` vs a plain pass-through relay
+written with httpx alone, in the same run, on the same uvicorn.
+
+    python -m benchmarks.relay [--quick] [--streams 1000] [--json out.json]
+
+Setup: three processes. The fault provider (``benchmarks._provider``) streams OpenAI chat deltas; the relay
+under test runs in its own process under uvicorn (h11, one worker); the clients (httpx, one pool per
+``SHARD`` streams) run in this process. Each contender gets a fresh relay process. Measured in the relay
+process only (``/proc/<pid>/stat``: user + system CPU from before the first request to after the last):
+
+* CPU per relayed event: relay CPU time / SSE data events the clients received (target: the streamfsm
+  relay at most 1.3x the plain one's);
+* throughput: events per second of wall time, all streams together;
+* completed: streams whose client got the whole body (``[DONE]`` at its end), and, for the streamfsm
+  relay, records in its audit log: every stream must be recorded.
+
+The plain relay (``plain_app``) does what any pass-through proxy must: read the body, forward the request
+with the hop-by-hop headers dropped, stream ``aiter_raw()`` chunks back. The streamfsm relay adds the run
+(the tap), the downstream accounting, the client-disconnect listener, the write deadline and the audit log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from ._report import Row, print_table
+
+SECTION = "relay: 1,000 concurrent streams through streamfsm relay vs a plain httpx relay"
+SHARD = 50
+_ROOT = Path(__file__).resolve().parents[1]
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+# -- the contenders (each in a relay process) -------------------------------------------------------------
+
+
+def plain_app(upstream: str) -> Any:
+    """A pass-through relay with httpx alone: the baseline."""
+    import httpx
+
+    hop = {b"connection", b"keep-alive", b"te", b"trailer", b"transfer-encoding", b"upgrade", b"host"}
+    hop |= {b"content-length", b"proxy-authorization", b"proxy-connection"}
+    client = httpx.AsyncClient(
+        base_url=upstream,
+        timeout=600,
+        limits=httpx.Limits(max_connections=None, max_keepalive_connections=100),
+        trust_env=False,
+    )
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        headers = [(k, v) for k, v in scope["headers"] if k.lower() not in hop]
+        request = httpx.Request(
+            scope["method"], upstream + scope["raw_path"].decode(), headers=headers, content=body
+        )
+        response = await client.send(request, stream=True)
+        try:
+            out = [(k, v) for k, v in response.headers.raw if k.lower() not in hop]
+            await send({"type": "http.response.start", "status": response.status_code, "headers": out})
+            async for chunk in response.aiter_raw():
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            await response.aclose()
+
+    return app
+
+
+def streamfsm_app(upstream: str, audit: str) -> Any:
+    from streamfsm.relay import Relay, RelayConfig
+
+    return Relay(RelayConfig(upstream=upstream, audit_log=audit))
+
+
+def serve(kind: str, upstream: str, audit: str) -> None:
+    import asyncio
+
+    import uvicorn
+
+    from ._provider import raise_fd_limit
+
+    raise_fd_limit(1 << 16)
+    app = plain_app(upstream) if kind == "plain" else streamfsm_app(upstream, audit)
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=0,
+        log_level="error",
+        access_log=False,
+        lifespan="off",
+        backlog=4096,
+        server_header=False,
+        date_header=False,
+        http="h11",
+        loop="asyncio",
+    )
+    server = uvicorn.Server(config)
+
+    async def main() -> None:
+        task = asyncio.create_task(server.serve())
+        while not server.started:
+            if task.done():
+                task.result()
+            await asyncio.sleep(0.01)
+        print(server.servers[0].sockets[0].getsockname()[1], flush=True)
+        await asyncio.to_thread(sys.stdin.read)  # until the parent closes our stdin
+        server.should_exit = True
+        await task
+
+    asyncio.run(main())
+
+
+# -- the load (this process) ------------------------------------------------------------------------------
+
+
+def _cpu(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+async def _load(base_url: str, streams: int, deltas: int, steps: int, interval_ms: int) -> dict[str, Any]:
+    import anyio
+    import httpx
+
+    from ._provider import path
+
+    url = base_url + path(deltas, steps, interval_ms) + "/chat/completions"
+    body = json.dumps(
+        {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+    )
+    clients = [
+        httpx.AsyncClient(timeout=120, limits=httpx.Limits(max_connections=None), trust_env=False)
+        for _ in range(-(-streams // SHARD))
+    ]
+    done = events = 0
+    ramp = 1.0
+
+    async def one(i: int) -> None:
+        nonlocal done, events
+        await anyio.sleep(i / streams * ramp)
+        client = clients[i // SHARD]
+        data = b""
+        try:
+            async with client.stream(
+                "POST", url, content=body, headers={"content-type": "application/json"}
+            ) as r:
+                async for chunk in r.aiter_raw():
+                    data += chunk
+        except httpx.HTTPError:
+            return
+        if data.rstrip().endswith(b"data: [DONE]"):
+            done += 1
+        events += data.count(b"\ndata: ") + data.startswith(b"data: ")
+
+    start = time.perf_counter()
+    with anyio.fail_after(300):
+        async with anyio.create_task_group() as tasks:
+            for i in range(streams):
+                tasks.start_soon(one, i)
+    wall = time.perf_counter() - start
+    for client in clients:
+        await client.aclose()
+    return {"completed": done, "events": events, "wall_s": wall}
+
+
+def run_one(
+    kind: str, provider_url: str, streams: int, deltas: int, steps: int, interval_ms: int
+) -> dict[str, Any]:
+    import anyio
+
+    from ._provider import raise_fd_limit
+
+    raise_fd_limit(1 << 16)
+    with tempfile.TemporaryDirectory() as folder:
+        audit = str(Path(folder) / "audit.jsonl")
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "benchmarks.relay",
+                "--serve",
+                kind,
+                "--upstream",
+                provider_url,
+                "--audit",
+                audit,
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=_ROOT,
+        )
+        try:
+            assert proc.stdout is not None
+            line = proc.stdout.readline()
+            if not line.strip().isdigit():
+                raise RuntimeError(f"the {kind} relay did not start")
+            base = f"http://127.0.0.1:{int(line)}"
+            before = _cpu(proc.pid)
+            result = anyio.run(_load, base, streams, deltas, steps, interval_ms)
+            result["cpu_s"] = _cpu(proc.pid) - before
+            time.sleep(0.2)
+            audit_path = Path(audit)
+            result["recorded"] = len(audit_path.read_text().splitlines()) if audit_path.exists() else 0
+        finally:
+            assert proc.stdin is not None
+            proc.stdin.close()
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    return result
+
+
+def measure(
+    streams: int = 1000, *, deltas: int = 200, steps: int = 20, interval_ms: int = 50, repeat: bool = True
+) -> list[Row]:
+    from .concurrency import provider
+
+    with provider() as url:
+        # alternating order, twice each, the better of each: neither gains from going second
+        runs: dict[str, list[dict[str, Any]]] = {"plain": [], "streamfsm": []}
+        for kind in ("plain", "streamfsm", "streamfsm", "plain")[: 4 if repeat else 2]:
+            runs[kind].append(run_one(kind, url, streams, deltas, steps, interval_ms))
+    plain, ours = (
+        min(runs[k], key=lambda r: r["cpu_s"] / max(r["events"], 1)) for k in ("plain", "streamfsm")
+    )
+    per = {k: r["cpu_s"] / max(r["events"], 1) * 1e6 for k, r in (("plain", plain), ("ours", ours))}
+    rate = {k: r["events"] / r["wall_s"] for k, r in (("plain", plain), ("ours", ours))}
+    extra = {"plain": plain, "streamfsm": ours, "streams": streams, "deltas": deltas}
+    return [
+        Row(
+            SECTION,
+            "CPU per relayed event",
+            per["ours"],
+            "us",
+            per["plain"],
+            "plain httpx relay",
+            1.3,
+            extra=extra,
+        ),
+        Row(
+            SECTION,
+            "throughput",
+            rate["ours"],
+            "events/s",
+            rate["plain"],
+            "plain httpx relay",
+            better="higher",
+        ),
+        Row(
+            SECTION,
+            "completed streams",
+            ours["completed"],
+            "streams",
+            plain["completed"],
+            "plain httpx relay",
+            1.0,
+            "higher",
+        ),
+        Row(
+            SECTION,
+            "streams recorded (audit log)",
+            ours["recorded"],
+            "records",
+            streams,
+            "streams",
+            1.0,
+            "higher",
+        ),
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.relay", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="100 streams of 40 deltas")
+    parser.add_argument("--streams", type=int, default=None)
+    parser.add_argument("--json", metavar="PATH")
+    parser.add_argument("--serve", choices=("plain", "streamfsm"), help=argparse.SUPPRESS)
+    parser.add_argument("--upstream", help=argparse.SUPPRESS)
+    parser.add_argument("--audit", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.serve:
+        serve(args.serve, args.upstream, args.audit)
+        return 0
+    if args.quick:
+        rows = measure(args.streams or 100, deltas=40, steps=8, interval_ms=20, repeat=False)
+    else:
+        rows = measure(args.streams or 1000)
+    print_table(SECTION, rows)
+    if args.json:
+        Path(args.json).write_text(json.dumps([r.to_json() for r in rows], indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
