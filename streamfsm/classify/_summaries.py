@@ -20,6 +20,7 @@ WHAT_HAPPENED: Final = {
     "read_timeout": "The provider stopped sending data and the read timed out",
     "connect_timeout": "The provider did not answer within the connect deadline",
     "protocol": "The provider's HTTP response was malformed",
+    "decoding": "The provider's compressed response could not be decoded",
     "unknown": "The connection was lost",
     "disconnected": "The connection was lost",
     "connect_failed": "The connection to the provider could not be made",

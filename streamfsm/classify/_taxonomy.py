@@ -100,6 +100,7 @@ class TransportKind(enum.Enum):
     READ_TIMEOUT = "read_timeout"
     CONNECT_TIMEOUT = "connect_timeout"
     PROTOCOL = "protocol"
+    DECODING = "decoding"  # the body's content encoding (gzip, br, ...) could not be decoded
     UNKNOWN = "unknown"
 
 

@@ -13,7 +13,9 @@ Decision order, the first rule that applies wins:
 2. The deepest OS error with a telling errno or class: refused, reset, unreachable, or a timeout.
 3. The most specific library class: ConnectTimeout/ReadTimeout/RemoteProtocolError/... before anyio/trio
    stream errors, before generic ReadError/ConnectError/ProtocolError, before SDK wrappers.
-4. Message text, only to split a RemoteProtocolError when the caller could not say whether headers arrived.
+4. Message text, only to split a RemoteProtocolError: when the caller could not say whether headers arrived,
+   and after the headers, a malformed transfer (h11's "illegal chunk header") from a close mid-body.
+   A ``DecodingError`` (a corrupt gzip or brotli body) is its own kind, ``decoding``: not a lost connection.
 
 Confidence is HIGH when a specific type, an errno or the caller's ``headers_received`` decided; MEDIUM when
 only a generic type did; LOW when message text did or nothing was recognised. Markers name the deciding facts
@@ -60,6 +62,7 @@ class _Role(enum.Enum):
     NETWORK = "network"
     SDK_TIMEOUT = "sdk_timeout"
     SDK_CONNECTION = "sdk_connection"
+    DECODING = "decoding"
     DNS = "dns"
     TLS = "tls"
     ARTEFACT = "artefact"  # cancellation left behind by a deadline or scope: never the cause
@@ -81,6 +84,7 @@ _HTTP_CLASSES: Final = {
     "RemoteProtocolError": _Role.REMOTE_PROTOCOL,
     "LocalProtocolError": _Role.LOCAL_PROTOCOL,
     "ProtocolError": _Role.PROTOCOL,
+    "DecodingError": _Role.DECODING,
     "ProxyError": _Role.NETWORK,
     "UnsupportedProtocol": _Role.NETWORK,
     "TransportError": _Role.NETWORK,
@@ -125,6 +129,7 @@ _RANK: Final = {
     _Role.REMOTE_PROTOCOL: 0,
     _Role.H11_REMOTE_PROTOCOL: 0,
     _Role.LOCAL_PROTOCOL: 0,
+    _Role.DECODING: 0,
     _Role.EOF: 1,
     _Role.BROKEN_RESOURCE: 1,
     _Role.BARE_TIMEOUT: 1,
@@ -174,6 +179,8 @@ _OS_CLASS_KIND: Final[tuple[tuple[type[OSError], TransportKind], ...]] = (
 # Last-resort phrases in a RemoteProtocolError (httpcore's and h11's own wording).
 _NO_RESPONSE_PHRASES: Final = ("without sending a response",)
 _INCOMPLETE_BODY_PHRASES: Final = ("incomplete chunked read", "without sending complete message body")
+# h11's wording for a body it could not parse (as opposed to one cut short).
+_MALFORMED_BODY_PHRASES: Final = ("illegal chunk", "chunk header", "chunk size", "invalid chunk")
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,6 +321,13 @@ def _message(exc: BaseException) -> str:
         return ""
 
 
+def _malformed_body(node: _Node) -> bool:
+    text = _message(node.exc)
+    return any(p in text for p in _MALFORMED_BODY_PHRASES) and not any(
+        p in text for p in _INCOMPLETE_BODY_PHRASES
+    )
+
+
 def _remote_protocol(nodes: list[_Node], headers_received: bool | None, node: _Node) -> _Decision:
     """The peer broke HTTP: closed before a response, closed mid-body, or sent something malformed.
 
@@ -322,6 +336,14 @@ def _remote_protocol(nodes: list[_Node], headers_received: bool | None, node: _N
     marker = f"class={node.label}"
     h11 = _first(nodes, frozenset({_Role.H11_REMOTE_PROTOCOL}))
     if headers_received is True:
+        # h11 raises both a close mid-body and a malformed body (a bad chunk header) this way; only its
+        # wording tells them apart, so a malformed transfer is said with MEDIUM confidence.
+        if h11 is not None and _malformed_body(h11):
+            return _Decision(
+                TransportKind.PROTOCOL,
+                (marker, f"class={h11.label}", "headers_received", "message=malformed_body"),
+                Confidence.MEDIUM,
+            )
         return _Decision(TransportKind.CLOSED_MID_BODY, (marker, "headers_received"), Confidence.HIGH)
     if headers_received is False:
         if h11 is not None:  # h11 rejected the status line or headers
@@ -353,6 +375,7 @@ _DIRECT: Final = {
     _Role.WRITE_TIMEOUT: (TransportKind.READ_TIMEOUT, Confidence.MEDIUM),
     _Role.POOL_TIMEOUT: (TransportKind.CONNECT_TIMEOUT, Confidence.MEDIUM),
     _Role.LOCAL_PROTOCOL: (TransportKind.PROTOCOL, Confidence.HIGH),
+    _Role.DECODING: (TransportKind.DECODING, Confidence.HIGH),
     _Role.BROKEN_RESOURCE: (TransportKind.RESET, Confidence.MEDIUM),
     _Role.READ_ERROR: (TransportKind.RESET, Confidence.MEDIUM),  # a failed recv is a reset in practice
     _Role.WRITE_ERROR: (TransportKind.RESET, Confidence.MEDIUM),

@@ -58,6 +58,7 @@ from ._script import (
     Rst,
     Scenario,
     Send,
+    SendRaw,
     Stall,
     Status,
     Step,
@@ -616,6 +617,26 @@ def _streams(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, An
             "visible text, then an HTTP chunk that announces more bytes than it delivers, then FIN",
             _play(through_text, cut_chunk(text[len(through_text)], 9), Fin()),
             _shown(_C.MID_GENERATION, D, "closed_mid_body"),
+            {},
+        ),
+        (
+            "bad-chunk-header",
+            "visible text, then an HTTP chunk header that is not hexadecimal, then FIN: the transfer is"
+            " malformed (a protocol error of the HTTP body), not a connection that closed",
+            _play(through_text, SendRaw(b"zz\r\nabc\r\n"), Fin()),
+            _shown(_C.MID_GENERATION, D, "protocol"),
+            {},
+        ),
+        (
+            "corrupt-gzip-body",
+            "a body served with content-encoding gzip whose bytes are no gzip: a decoding error, not a"
+            " lost connection",
+            (
+                Headers(headers=(("content-type", "text/event-stream"), ("content-encoding", "gzip"))),
+                Send(b"\x1f\x8b\x08\x00" + b"not gzip at all " * 8),
+                End(),
+            ),
+            _safe(_C.EARLY_STREAM, D, _P.EARLY_STREAM, "decoding"),
             {},
         ),
         (
