@@ -1,4 +1,4 @@
-"""The ``streamfsm`` command line."""
+"""streamfsm: play fault scenarios, probe a provider, diagnose and report run records, draw the machine."""
 
 from __future__ import annotations
 

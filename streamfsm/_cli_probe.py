@@ -66,7 +66,13 @@ def _positive(text: str) -> float:
     return value
 
 
+def _seconds(value: object) -> str:
+    return "-" if value is None else f"{value} s"  # an absent timing is "-", never "None s"
+
+
 def _table(record: Any) -> str:
+    from ._cli_logs import _clean  # provider-controlled strings must never drive the terminal
+
     outcome, retry, timings = record["outcome"], record["retry"], record["timings"]
     rows = [
         ("state", outcome["state"]),
@@ -76,16 +82,17 @@ def _table(record: Any) -> str:
         ("events", ", ".join(f"{k}={v}" for k, v in record["stream_events"].items()) or "-"),
         ("tokens", ", ".join(f"{k}={v}" for k, v in record["tokens"].items() if v is not None) or "-"),
         ("finish", record["finish_reason"]["raw"] or "-"),
-        ("to headers", f"{timings['to_headers_s']} s"),
-        ("total", f"{timings['total_s']} s"),
+        ("to headers", _seconds(timings["to_headers_s"])),
+        ("total", _seconds(timings["total_s"])),
         ("request id", record["ids"]["provider_request_id"] or "-"),
     ]
     width = max(len(name) for name, _ in rows)
-    return "\n".join(f"  {name:<{width}}  {value}" for name, value in rows)
+    return "\n".join(f"  {name:<{width}}  {_clean(value)}" for name, value in rows)
 
 
 async def _probe(args: argparse.Namespace) -> int:
     from . import StreamConfig, StreamFailed, open_stream
+    from ._cli_logs import _clean
 
     key = None
     if args.api_key_env:
@@ -112,7 +119,8 @@ async def _probe(args: argparse.Namespace) -> int:
     if args.json:
         print(record.to_json())
     else:
-        print(f"{record['summary']['title']}\n{record['summary']['detail']}\n")
+        summary = record["summary"]
+        print(f"{_clean(summary['title'])}\n{_clean(summary['detail'])}\n")
         print(_table(record))
     return 0 if run.finished else 1
 

@@ -8,6 +8,7 @@ capture; everything that leaves a record is already safe.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections import deque
 from collections.abc import Iterator, Mapping
@@ -48,7 +49,8 @@ def wire_text(value: str | None, limit: int) -> str | None:
     terminal escape sequence in a finish reason must not reach a reader's terminal)."""
     if value is None:
         return None
-    return redact_text(value, limit=limit).translate(_CONTROL)
+    text = redact_text(value, limit=limit).translate(_CONTROL)
+    return text if len(text) <= limit else text[: limit - 1] + "…"  # escapes lengthen it
 
 
 class Timeline:
@@ -132,6 +134,19 @@ def request_shape(body: Mapping[str, Any]) -> dict[str, Any]:
         "tool_choice": redact_text(choice, limit=32) if isinstance(choice, str) else None,
         "options": {k: redact_text(v, limit=32) if isinstance(v, str) else v for k, v in options.items()},
     }
+
+
+_FIELD_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}")
+
+
+def _field_names(counts: Mapping[str, int]) -> dict[str, int]:
+    """Raw delta field names as the provider sent them, but only names that look like field names and hold
+    no credential: anything else (a secret, an escape sequence) is counted under "other"."""
+    out: dict[str, int] = {}
+    for key, count in counts.items():
+        name = key if _FIELD_NAME.fullmatch(key) and redact_text(key, limit=64) == key else "other"
+        out[name] = out.get(name, 0) + count
+    return out
 
 
 def _context(ids: Ids) -> dict[str, str]:
@@ -284,12 +299,12 @@ class Recorder:
         for name in ("x-request-id", "request-id", "x-goog-request-id", "x-amzn-requestid", "cf-ray"):
             value = headers.get(name)
             if value:
-                self.provider_ids.setdefault("request_id", redact_text(value, limit=128))
+                self.provider_ids.setdefault("request_id", wire_text(value, 128) or "")
                 break
 
     def response_id(self, value: str | None) -> None:
         if value:
-            self.provider_ids["response_id"] = redact_text(value, limit=128)
+            self.provider_ids["response_id"] = wire_text(value, 128) or ""
 
     def usage(self, input: int | None, output: int | None, reasoning: int | None, cached: int | None) -> None:
         tokens = self.tokens
@@ -394,7 +409,7 @@ class Recorder:
             },
             "summary": {"title": diagnosis.title, "detail": diagnosis.detail},
             "stream_events": dict(self.counts),
-            "delta_keys": dict(self.delta_keys),
+            "delta_keys": _field_names(self.delta_keys),
             "stored_parts": dict(self.parts),
             "tokens": dict(self.tokens),
             # The raw reason whenever it arrived, even if the stream broke after it (never a unified one

@@ -15,8 +15,9 @@ from runsupport import BODIES, consume, validate_record
 import streamfsm
 from streamfsm import StreamConfig, StreamFailed
 from streamfsm.testing import find
-from streamfsm.testing._script import Scenario, Status
+from streamfsm.testing._script import End, Headers, Scenario, Send, Status
 from streamfsm.testing._server import FaultServer
+from streamfsm.testing._wire import frame
 
 pytestmark = pytest.mark.anyio
 
@@ -137,3 +138,37 @@ async def test_a_body_larger_than_a_document_is_junk_at_once() -> None:
     record = await play(scenario)
     assert record["outcome"]["summary_key"] == "protocol_error.protocol_violation"
     assert "detail=not_event_stream" in record["outcome"]["evidence"]
+
+
+# -- hostile data: provider-controlled strings and numbers ---------------------------------------------------
+
+SECRET = "sk-proj-HOSTILE0123456789abcdefSECRET"
+
+
+async def test_provider_controlled_strings_and_numbers_reach_the_record_redacted_bounded_and_escaped() -> (
+    None
+):
+    chunk = {
+        "id": "chatcmpl-\x1b[31m" + SECRET,
+        "model": "m",
+        "choices": [
+            {"index": 0, "delta": {"content": "Hi", SECRET: "x", "\x1b]0;t\x07": "y"}, "finish_reason": None}
+        ],
+    }
+    done = {
+        "id": "x",
+        "choices": [
+            {"index": 0, "delta": {}, "finish_reason": "stop " + SECRET + "\x1b[2J" + "z" * 2_000_000}
+        ],
+        "usage": {"prompt_tokens": int("9" * 400), "completion_tokens": 7},
+    }
+    steps = (Headers(), Send(frame(chunk)), Send(frame(done)), Send(b"data: [DONE]\n\n"), End())
+    record = await play(Scenario("hostile", steps, format="openai-chat"))
+    text = record.to_json()
+    assert SECRET not in text and "HOSTILE" not in text
+    assert "\x1b" not in text and "\x07" not in text
+    assert len(text) < 20_000  # a 2 MB finish reason is bounded at capture
+    assert len(record["finish_reason"]["raw"]) <= 64
+    assert set(record["delta_keys"]) == {"content", "other"}
+    assert record["tokens"]["input"] is None  # 400 digits is no count
+    assert record["tokens"]["output"] == 7

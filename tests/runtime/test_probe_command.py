@@ -71,3 +71,26 @@ def test_probe_exits_1_on_a_diagnosed_failure_and_prints_plain_words() -> None:
 def test_probe_bad_usage_exits_2(extra: tuple[str, ...]) -> None:
     done = probe("http://127.0.0.1:9/v1", *extra)
     assert done.returncode == 2, done.stdout + done.stderr
+
+
+def test_probe_shows_an_absent_timing_as_a_dash_and_escapes_what_the_provider_sent() -> None:
+    # Issue 16: a refused connection has no time to headers ("-", not "None s"); a finish reason carrying
+    # a terminal escape sequence reaches neither the record nor the screen as one.
+    hostile = text_stream("openai-chat", ["Hi"], finish="stop\x1b[2J\x1b]0;pwned\x07")
+    with FaultServerThread((Headers(), *(Send(f) for f in hostile[:-1]), Fin())) as server:
+        done = probe(server.base_url)
+    assert done.returncode == 1
+    assert "\x1b" not in done.stdout and "\x07" not in done.stdout
+    assert "\\x1b[2J" in done.stdout  # shown, escaped
+    refused = probe("http://127.0.0.1:9")
+    assert refused.returncode == 1
+    assert "None s" not in refused.stdout
+    assert any(line.split()[:3] == ["to", "headers", "-"] for line in refused.stdout.splitlines())
+
+
+def test_help_summary_is_plain_text() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "streamfsm", "--help"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0
+    assert "``" not in done.stdout and ":class:" not in done.stdout
