@@ -1,6 +1,6 @@
 """streamfsm benchmarks: every figure as a ratio to a baseline measured in the same run.
 
-    python -m benchmarks                  # the full run (about 6 minutes on 2 cores)
+    python -m benchmarks                  # the full run (about 9 minutes on 2 cores)
     python -m benchmarks --quick          # every section, smaller, under a minute
     python -m benchmarks --json out.json  # also write every result, with machine and package versions
 
@@ -14,6 +14,8 @@ Sections (``--only 1 3`` runs a subset):
    throughput, CPU per event, event-loop lag, memory per live run, vs plain httpx; both anyio backends.
 4. Bounded memory (``benchmarks.memory``): record size and process memory for 1k, 100k, 1M deltas.
 5. Watchdog accuracy: how late idle timeouts fire under the load of 1,000 streams.
+6. The tap (``benchmarks.tap``): the ``openai`` / ``anthropic`` SDKs' own iteration with and without the tap
+   in their client's transport, over section 1's in-memory transport, and the tap taken apart layer by layer.
 
 Targets are the issue's; they are measured and reported, never asserted. Numbers are for the machine they
 ran on: compare ratios.
@@ -43,11 +45,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats (under 60 s)")
     parser.add_argument("--json", metavar="PATH", help="write all results to PATH as JSON")
-    parser.add_argument("--only", nargs="*", type=int, choices=range(1, 6), help="run only these sections")
-    parser.add_argument("--repeat", type=int, help="repeats for sections 1 and 2 (default 11; quick 3)")
+    parser.add_argument("--only", nargs="*", type=int, choices=range(1, 7), help="run only these sections")
+    parser.add_argument("--repeat", type=int, help="repeats for sections 1, 2 and 6 (default 11; quick 3)")
     args = parser.parse_args(argv)
     quick: bool = args.quick
-    sections = set(args.only or range(1, 6))
+    sections = set(args.only or range(1, 7))
     repeat = args.repeat or (3 if quick else 11)
 
     started = time.perf_counter()
@@ -140,6 +142,14 @@ def main(argv: list[str] | None = None) -> int:
         sizes_4 = (1_000, 100_000) if quick else (1_000, 100_000, 1_000_000)
         section = memory.measure(sizes_4, traced_max=100_000 if quick else 1_000_000)
         print_table(memory.SECTION, section)
+        rows += section
+
+    if 6 in sections:
+        from . import tap
+
+        _log("section 6: the tap under the SDKs ...")
+        section = tap.measure(repeat, sizes={"text": 300, "reasoning": 30} if quick else None)
+        print_table(tap.SECTION, section)
         rows += section
 
     elapsed = time.perf_counter() - started

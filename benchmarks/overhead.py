@@ -91,13 +91,17 @@ def _ours(client: Any, fmt: str) -> Contender:
     return run
 
 
-def _sdk_call(fmt: str, chunks: list[bytes], *, helper: bool = False) -> Callable[[], Any]:
-    """The SDK call that opens one stream; ``helper``: anthropic's ``messages.stream()`` manager instead."""
+def _sdk_call(
+    fmt: str, chunks: list[bytes], *, helper: bool = False, http_client: Any = None
+) -> Callable[[], Any]:
+    """The SDK call that opens one stream; ``helper``: anthropic's ``messages.stream()`` manager instead.
+    ``http_client``: the SDK's ``httpx2.AsyncClient`` (default: on a ``MemoryTransport2`` of ``chunks``)."""
     import httpx2
 
     from ._transport import MemoryTransport2
 
-    http_client = httpx2.AsyncClient(transport=MemoryTransport2(chunks))
+    if http_client is None:
+        http_client = httpx2.AsyncClient(transport=MemoryTransport2(chunks))
     if fmt == "anthropic":
         import anthropic
 
