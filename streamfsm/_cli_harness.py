@@ -48,12 +48,14 @@ def _positive_int(text: str) -> int:
 def select(names: Sequence[str] | None, formats: Sequence[str] | None) -> list[Any]:
     """The catalog scenarios matching any of ``names`` (exact names or shell patterns) and ``formats``."""
     from .testing import catalog
+    from .testing._recovery_scenarios import recovery_catalog
 
     scenarios = catalog(formats or None)
     if not names:
         return scenarios
     chosen = [s for s in scenarios if any(fnmatch.fnmatchcase(s.name, pattern) for pattern in names)]
-    unmatched = [p for p in names if not any(fnmatch.fnmatchcase(s.name, p) for s in scenarios)]
+    known = [s.name for s in scenarios] + [s.name for s in recovery_catalog(formats=formats)]
+    unmatched = [p for p in names if not any(fnmatch.fnmatchcase(name, p) for name in known)]
     if unmatched:
         raise UsageError(
             f"no scenario matches {', '.join(map(repr, unmatched))}"
@@ -169,10 +171,13 @@ class _Progress:
 async def _harness(args: argparse.Namespace) -> int:
     from .testing import SDK_FORMATS, plan, run_catalog, sdk_available
     from .testing._harness import TAP_PREFIX
+    from .testing._recovery_scenarios import recovery_catalog, run_recovery
 
     scenarios = select(args.scenario, args.format)
+    # Recovery chains (resume, continue) run on the runtime path, after the catalog.
+    chains = recovery_catalog(args.scenario, args.format) if "runtime" in (args.via or ["runtime"]) else []
     if args.list:
-        for scenario in scenarios:
+        for scenario in [*scenarios, *chains]:
             print(f"{scenario.name}  {scenario.description}")
         return 0
     vias = list(dict.fromkeys(args.via or ["runtime"]))
@@ -191,7 +196,7 @@ async def _harness(args: argparse.Namespace) -> int:
                 print(f"streamfsm harness: skipping the {path} SDK path: {why}", file=sys.stderr)
     if not paths:
         raise UsageError("no path left to play the scenarios through")
-    if not plan(scenarios, paths):
+    if not plan(scenarios, paths) and not chains:
         raise UsageError(
             "no selected scenario speaks a format of the SDKs"
             f" ({', '.join(dict.fromkeys(f for formats in SDK_FORMATS.values() for f in formats))})"
@@ -208,17 +213,25 @@ async def _harness(args: argparse.Namespace) -> int:
     progress = _Progress(sys.stderr)
     started = time.monotonic()
     try:
-        outcomes = await run_catalog(
-            scenarios, sdk=paths, concurrency=args.concurrency, progress=progress, timeout=args.timeout
+        outcomes = (
+            await run_catalog(
+                scenarios, sdk=paths, concurrency=args.concurrency, progress=progress, timeout=args.timeout
+            )
+            if scenarios
+            else []
         )
+        records = [o.record for o in outcomes if o.record is not None]
+        for chain in chains:
+            outcome, attempts = await run_recovery(chain, timeout=args.timeout)
+            outcomes.append(outcome)
+            records += attempts  # every attempt's record: diagnose finds each by its run id
     finally:
         progress.clear()
     seconds = time.monotonic() - started
     try:
         if records_out is not None:
-            for outcome in outcomes:
-                if outcome.record is not None:
-                    records_out.write(outcome.record.to_json() + "\n")
+            for record in records:
+                records_out.write(record.to_json() + "\n")
             records_out.flush()
     finally:
         if records_out is not None and records_out is not sys.stdout:

@@ -378,6 +378,51 @@ def _timeline(tl: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _began(recovery: Any) -> str:
+    """How an attempt began, from its record's ``recovery`` section."""
+    if not isinstance(recovery, Mapping):
+        return "a fresh request"
+    if recovery.get("kind") == "resume":
+        began = f"resuming the provider's stream after event {_show(recovery.get('starting_after'))}"
+        refused = recovery.get("refused")
+        return f"{began} (refused: {_clean(refused)})" if refused else began
+    calls = recovery.get("tool_calls") or 0
+    carried = f" and {calls} complete tool call{'s' if calls != 1 else ''}" if calls else ""
+    return f"continuing after {_show(recovery.get('after_chars'))} characters{carried}"
+
+
+_NEXT: Final = {
+    "retry": "retried with a fresh request",
+    "replay": "replayed from the start (confirmed)",
+    "resume": "resumed after event {resume_from}",
+    "continue": "continued after {continue_after_chars} characters",
+}
+
+
+def _chain(r: RunRecord) -> list[str]:
+    """The attempts before this run, how each ended and how the next began (a retried stream's last record
+    lists the whole chain)."""
+    links = r.get("attempts") or ()
+    recovery = r.get("recovery")
+    if not links and recovery is None:
+        return []
+    lines = ["", f"attempts (this run is attempt {_show(r['ids'].get('attempt'))})"]
+    for link in links:
+        how = _NEXT.get(str(link.get("next")), "retried ({decision})")
+        try:
+            then = how.format(**{k: _show(v) for k, v in link.items()})
+        except (KeyError, IndexError):
+            then = _show(link.get("decision"))
+        if link.get("decision") == "confirmed_retry" and "confirmed" not in then:
+            then += " (confirmed)"
+        refused = f"; resume refused: {_clean(link['resume_refused'])}" if link.get("resume_refused") else ""
+        ended = f"{_clean(link.get('summary_key'))}, {_clean(link.get('verdict'))}{refused}"
+        lines.append(f"  {_show(link.get('attempt')):>3}  {ended}; then {then}")
+    this = f"began by {_began(recovery)}; {_clean(r['outcome'].get('summary_key'))}"
+    lines.append(f"  {_show(r['ids'].get('attempt')):>3}  {this}")
+    return lines
+
+
 def format_record(record: RunRecord) -> str:
     """The plain-language diagnosis of one run, for people."""
     r = record
@@ -418,6 +463,7 @@ def format_record(record: RunRecord) -> str:
     ]
     width = max(len(name) for name, _ in facts)
     lines += [f"{name:<{width}}  {value}".rstrip() for name, value in facts]
+    lines += _chain(r)
     evidence = outcome.get("evidence") or ()
     if evidence:
         lines += ["", "evidence", *(f"  {_clean(item)}" for item in evidence)]

@@ -53,3 +53,10 @@ def test_the_transparent_mode_example_prints_what_the_readme_says() -> None:
     assert said is not None
     expected = [" ".join(part.split()) for part in said.groups()]
     assert run(code).splitlines() == expected
+
+
+def test_the_recovery_example_prints_what_the_readme_says() -> None:
+    (code,) = [block for block in RUNNABLE if "BackgroundResponses" in block]
+    said = re.search(r"prints `(The quick[^`]*)`, then `([^`]*)` and\s+`([^`]*)`", README)
+    assert said is not None
+    assert run(code).splitlines() == list(said.groups())

@@ -24,8 +24,17 @@
    Without one, an automatic retry backs off exponentially, a confirmed one does not wait. If the delay does
    not fit in what is left of ``total_s``: stop. The executor never sleeps past its time budget.
 5. ``safe_auto_retry``: wait, then open the next attempt. ``user_confirmed_retry``: with a ``confirm``
-   callback, ``await confirm(diagnosis)``; True sends the consumer a `Restarted` event, then waits and opens
-   the next attempt. Without a callback, or on False: stop.
+   callback, ``await confirm(diagnosis)`` (or ``confirm(diagnosis, offer)``, see `Offer`); a continuation
+   sends the consumer `Continued` and opens a request carrying what it was given, a replay sends
+   `Restarted` and opens a fresh one. Without a callback, or on False: stop.
+
+**Resume comes first.** Before these rules, a failure the machine does not call ``no_retry`` whose stream
+the provider keeps (a background OpenAI Responses stream whose id is known, broken by the connection or a
+watchdog) is resumed at once: the next attempt re-attaches after the last event received, decodes with the
+broken run's adapter state and starts its machine where the stream was, and what was held stays held. A
+re-attach that fails before any answer is tried again (with the rules' delays and budgets); one the provider
+refuses falls back to the rules above, applied to the break it tried to recover, its diagnosis saying why.
+After a continuation, a safe retry continues again (nothing new reached the consumer).
 
 Stopping raises the last attempt's `StreamFailed` (its diagnosis is the reported one; after rule 2 a copy
 with the reported verdict, chained from the same raw cause) carrying ``partial``, ``attempts`` and

@@ -8,6 +8,7 @@ Every test can fail: the consumer's events are compared with the uncut stream's,
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import anyio
@@ -654,3 +655,96 @@ async def test_property_a_continued_answer_is_the_uncut_answer_and_no_call_is_do
     assert [c.arguments for c in whole] == truth_calls, "never twice, never in part"
     assert [c.name for c in whole] == [e.name for e in truth if isinstance(e, ToolCall)]
     assert sum(isinstance(e, Continued) for e in received) == 1
+
+
+# -- the chain, for people -----------------------------------------------------------------------------------
+
+
+async def test_diagnose_shows_how_each_attempt_ended_and_how_the_next_began(tmp_path: Any) -> None:
+    # POST cut -> resumed after 4, cut again -> resumed after 6, refused (too old) -> continued -> completed
+    frames = text_stream(RESPONSES, ANSWER)
+    router = BackgroundResponses(frames, [Cut(5), Cut(7, (Rst(),))])
+
+    def route(request: Request) -> Any:
+        gets = sum(1 for method, _ in router.requests if method == "GET")
+        if request.method == "GET" and gets >= 1:
+            router.refuse = ResumeRefusal.TOO_OLD
+        if request.method == "POST" and router.requests:
+            return (Headers(), *(Send(f) for f in text_stream(RESPONSES, [" the lazy dog."])), End())
+        return router(request)
+
+    log = tmp_path / "audit.jsonl"
+    async with FaultServer(route) as server:
+
+        def open_attempt(ids: streamfsm.Ids) -> streamfsm.Run:
+            config = StreamConfig(sinks=(streamfsm.AuditLog(log),))
+            return streamfsm.open_stream(
+                RESPONSES, base_url=server.base_url, json=BACKGROUND, ids=ids, config=config
+            )
+
+        with anyio.fail_after(20):
+            async with retrying(policy(), open_attempt, confirm=lambda d, offer: True) as run:
+                received = [e async for e in run]
+    assert [a.next for a in run.attempts[:-1]] == ["resume", "resume", "continue"]
+    assert text_of(received).endswith(" the lazy dog.")
+    done = await anyio.run_process(
+        [sys.executable, "-m", "streamfsm", "diagnose", str(log), "--last", "1"], check=False
+    )
+    out = done.stdout.decode()
+    assert done.returncode == 0, done.stderr
+    chain = out[out.index("attempts (this run is attempt 4)") :].splitlines()
+    assert "then resumed after event 4" in chain[1]
+    assert "then resumed after event 6" in chain[2]
+    assert "resume refused: too_old; then continued after" in chain[3] and "(confirmed)" in chain[3]
+    assert "began by continuing after" in chain[4] and "completed.finished" in chain[4]
+
+
+# -- the harness's recovery scenarios ------------------------------------------------------------------------
+
+
+async def test_every_recovery_scenario_matches() -> None:
+    from streamfsm.testing._recovery_scenarios import recovery_catalog, run_recovery
+
+    chains = recovery_catalog()
+    assert {s.chain[-1] for s in chains} >= {"resume", "continue", "replay", "retry"}
+    assert {s.format for s in chains if "continue" in s.chain} == set(CONTINUE_FORMATS)
+    for scenario in chains:
+        outcome, records = await run_recovery(scenario)
+        assert outcome.matched, (scenario.name, outcome.mismatch)
+        assert len(records) == len(scenario.chain) + 1
+        for record in records:
+            validate_record(record)
+
+
+async def test_a_recovery_scenario_that_expects_another_chain_or_text_is_a_mismatch() -> None:
+    import dataclasses
+
+    from streamfsm.testing._recovery_scenarios import recovery_catalog, run_recovery
+
+    [resume] = recovery_catalog(["recovery/openai-responses/resume-after-fin"])
+    outcome, _ = await run_recovery(dataclasses.replace(resume, chain=("continue",), text=resume.text + "!"))
+    assert not outcome.matched
+    assert outcome.mismatch is not None and "chain: expected continue, got resume" in outcome.mismatch
+    assert "characters" in outcome.mismatch
+
+
+def test_streamfsm_harness_plays_the_recovery_scenarios(tmp_path: Any) -> None:
+    import subprocess
+
+    out = tmp_path / "runs.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "streamfsm", "harness", "--scenario", "recovery/*", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    last = done.stdout.strip().splitlines()[-1]
+    assert last.startswith("12 scenario runs in ") and last.endswith("all matched")
+    assert "recovery/openai-responses/resume-refused-too-old-then-continue" in done.stdout
+    from streamfsm.testing._recovery_scenarios import recovery_catalog
+
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(records) == sum(len(s.chain) + 1 for s in recovery_catalog()), "every attempt's record"
+    assert {r["recovery"]["kind"] for r in records if r["recovery"]} == {"resume", "continue"}
