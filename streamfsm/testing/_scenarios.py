@@ -1009,6 +1009,24 @@ def _in_band_errors(
             ),
         ]
     out: list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]] = []
+    injected = error_event(fmt, "context_overflow", shape="nested", sequence_number=0)
+    out.append(
+        (
+            "error-nested-renumbered-after-output",
+            "after visible text, a gateway's nested 'error' event numbered afresh (sequence_number 0,"
+            " code context_length_exceeded): the provider error it names, not a sequence fault",
+            _play(through_text, Send(injected), End()),
+            _expect(
+                _C.PROVIDER_ERROR,
+                _V.NO_RETRY,
+                E,
+                _P.MID_GENERATION,
+                "context_overflow",
+                _A.FIX_REQUEST,
+            ),
+            {},
+        )
+    )
     for shape, kind, label in (
         ("flat", "rate_limit", "the flat 'error' event (code rate_limit_exceeded)"),
         ("nested", "overloaded", "the nested 'error' event (code server_is_overloaded)"),

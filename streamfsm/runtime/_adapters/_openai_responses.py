@@ -4,7 +4,9 @@ Dispatch is one dictionary lookup on the event's ``type``; bookkeeping events ma
 
 Judgement calls:
 
-* ``sequence_number`` must strictly increase (gaps are fine); an event without one is not checked. A
+* ``sequence_number`` must strictly increase (gaps are fine); an event without one is not checked, nor is an
+  ``error`` or ``response.failed`` event (a gateway may inject one numbered afresh): flat or nested, its
+  kind comes from its type and code. A
   resumed stream (`OpenAIResponsesAdapter.resumed`) must go on from the cursor with no gap: a missing
   number is an event the consumer would never see.
 * The data's ``type`` is trusted over the SSE ``event:`` line; a disagreement is counted in ``anomalies``.
@@ -57,6 +59,7 @@ from ._resume import SEQUENCE_GAP
 _TOOL_ITEMS: Final = frozenset({"function_call", "custom_tool_call"})
 _INCOMPLETE: Final = {"max_output_tokens": FinishReason.LENGTH, "content_filter": FinishReason.CONTENT_FILTER}
 _PREFIX: Final = "response."
+_ERROR_EVENTS: Final = frozenset({"error", "response.failed"})
 
 _BOOKKEEPING: Final = metadata_constants(
     "response.output_item.added",
@@ -164,7 +167,9 @@ class OpenAIResponsesAdapter(Adapter):
         if event.event != kind and event.event != "message":
             self.note("event_name_mismatch")
         sequence = payload.get("sequence_number")
-        if type(sequence) is int:
+        # An error event is read whatever its number: gateways inject one numbered afresh (0), and the
+        # provider's error must not hide behind a sequence fault.
+        if type(sequence) is int and kind not in _ERROR_EVENTS:
             if sequence <= self._last_sequence:
                 raise ProtocolViolation(SEQUENCE_REGRESSED, index)
             if self._contiguous and sequence != self._last_sequence + 1:
