@@ -1012,7 +1012,7 @@ def _in_band_errors(
     injected = error_event(fmt, "context_overflow", shape="nested", sequence_number=0)
     out.append(
         (
-            "error-nested-renumbered-after-output",
+            "renumbered-error-after-output",
             "after visible text, a gateway's nested 'error' event numbered afresh (sequence_number 0,"
             " code context_length_exceeded): the provider error it names, not a sequence fault",
             _play(through_text, Send(injected), End()),
