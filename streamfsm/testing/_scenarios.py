@@ -1098,7 +1098,7 @@ def _not_streams(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str
         _P.EARLY_STREAM,
         "protocol_violation",
     )
-    out = [
+    out: list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]] = [
         (
             "json-completion-at-200",
             "HTTP 200 application/json with a whole completion instead of a stream: a protocol error,"
