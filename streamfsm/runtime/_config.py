@@ -93,9 +93,10 @@ class AttemptLink:
     """One attempt of a retried stream, as the retry executor (``streamfsm.retrying``) links it.
 
     A record lists the attempts *before* its own under ``attempts``: each was retried (``decision``
-    ``"auto_retry"`` or ``"confirmed_retry"``; ``"sdk_retry"``: the SDK's own retry, seen by the tap) after
-    waiting ``delay_s`` seconds for ``delay_reason``
-    (``"retry_after"``: the provider said so; ``"backoff"``: exponential backoff; ``"none"``). In
+    ``"auto_retry"`` or ``"confirmed_retry"``; seen by the transport tap: ``"sdk_retry"``, the SDK's own
+    retry, or ``"resent"``, the same request sent again after it failed) after waiting ``delay_s`` seconds
+    for ``delay_reason`` (``"retry_after"``: the provider said so; ``"backoff"``: exponential backoff;
+    ``"none"``). In
     ``RetryingRun.attempts`` and ``StreamFailed.attempts`` the last link says how the chain ended:
     ``"completed"`` or ``"stopped"``. ``verdict`` is the machine's verdict on that attempt.
 

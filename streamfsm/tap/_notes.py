@@ -57,7 +57,9 @@ def failure_of(exc: BaseException | None) -> StreamFailed | None:
     """The ``StreamFailed`` (``.diagnosis``, ``.record``) behind ``exc``, whatever wraps it, or None.
 
     Looks through ``exc`` itself, its ``__cause__`` / ``__context__`` chain and exception groups, and the
-    ``response`` / ``request`` an SDK error carries (an HTTP status error, an in-band error event)."""
+    ``response`` / ``request`` an SDK error carries (an HTTP status error, an in-band error event). Where a
+    framework's retries left several attempts' failures in one chain, the last attempt's."""
+    found: list[StreamFailed] = []
     seen: set[int] = set()
     todo: list[BaseException] = [exc] if exc is not None else []
     while todo and len(seen) < _MAX_CHAIN:
@@ -65,26 +67,31 @@ def failure_of(exc: BaseException | None) -> StreamFailed | None:
         if id(current) in seen:
             continue
         seen.add(id(current))
-        if isinstance(current, StreamFailed):
-            return current
-        found = getattr(current, _ATTRIBUTE, None)
-        if isinstance(found, StreamFailed):
-            return found
-        for name in ("response", "request"):
-            try:
-                item = getattr(current, name, None)
-            except Exception:  # httpx raises for a .request that was never set
-                item = None
-            if item is not None:
-                try:
-                    run = _BY_EXCHANGE.get(item)
-                except TypeError:
-                    run = None
-                found = getattr(run, "failure", None)
-                if isinstance(found, StreamFailed):
-                    return found
+        found.extend(_carried(current))
         todo.extend(e for e in (current.__cause__, current.__context__) if e is not None)
         group = getattr(current, "exceptions", None)  # an exception group (also the 3.10 backport's)
         if isinstance(group, (tuple, list)):
             todo.extend(e for e in group if isinstance(e, BaseException))
-    return None
+    # The first found of the highest attempt: the nearest to exc of the last attempt.
+    return max(reversed(found), key=lambda failure: failure.record["ids"]["attempt"], default=None)
+
+
+def _carried(exc: BaseException) -> list[StreamFailed]:
+    if isinstance(exc, StreamFailed):
+        return [exc]
+    own = getattr(exc, _ATTRIBUTE, None)
+    found = [own] if isinstance(own, StreamFailed) else []
+    for name in ("response", "request"):
+        try:
+            item = getattr(exc, name, None)
+        except Exception:  # httpx raises for a .request that was never set
+            item = None
+        if item is not None:
+            try:
+                run = _BY_EXCHANGE.get(item)
+            except TypeError:
+                run = None
+            failure = getattr(run, "failure", None)
+            if isinstance(failure, StreamFailed):
+                found.append(failure)
+    return found

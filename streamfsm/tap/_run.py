@@ -91,6 +91,12 @@ class TapRun(Run):
     def reading_error_body(self) -> bool:
         return self._error_body is not None and not self._done
 
+    @property
+    def error_body_short(self) -> bool:
+        """An HTTP error's body is being read and is still under its bound."""
+        body = self._error_body
+        return body is not None and not self._done and len(body) < self.config.max_error_body_bytes
+
     def chunk(self, chunk: bytes | None) -> StreamFailed | None:
         """The SDK read ``chunk`` (None: the body ended cleanly)."""
         body = self._error_body

@@ -46,6 +46,8 @@ from ._run import SyncTapRun, TapRun
 LIBRARIES: Final = ("httpx", "httpx2")
 _RETRY_COUNT: Final = "x-stainless-retry-count"  # sent by the openai and anthropic SDKs on every request
 _MAX_CHAINS: Final = 256
+_RESENT_WITHIN_S: Final = 300.0
+_ERROR_BODY_S: Final = 0.5  # for an error body the SDK closes unread
 
 
 # -- the SDK's own retries ------------------------------------------------------------------------------
@@ -59,11 +61,16 @@ class _Ended:
     links: tuple[AttemptLink, ...]
     summary_key: str
     verdict: str
+    failed: bool
+    at: float  # time.monotonic()
 
 
 class _Chains:
-    """The SDK's own retries of one call (the same request again, its retry count above 0) become one attempt
-    chain: one trace id, the attempt counted, the earlier attempts listed."""
+    """Retries of one call become one attempt chain: one trace id, the attempt counted, the earlier attempts
+    listed. A retry is the same request (method, URL, body) sent again: by the SDK itself (its retry count
+    above 0: decision ``sdk_retry``), or by the framework or application after that request failed, within
+    ``_RESENT_WITHIN_S`` (``resent``: LiteLLM's, the Agents SDK runner's and google-genai's retries carry no
+    count)."""
 
     def __init__(self) -> None:
         self._ended: OrderedDict[bytes, _Ended] = OrderedDict()
@@ -75,19 +82,25 @@ class _Chains:
             b"%s %s\n%s" % (request.method.encode(), str(request.url).encode(), content), digest_size=16
         ).digest()
         try:
-            retry = int(request.headers.get(_RETRY_COUNT, "0")) > 0
+            counted = int(request.headers.get(_RETRY_COUNT, "0")) > 0
         except ValueError:
-            retry = False
+            counted = False
         with self._lock:
-            before = self._ended.get(key) if retry else None
+            before = self._ended.get(key)
         if before is None:
+            return base, key
+        if counted:
+            decision = "sdk_retry"
+        elif before.failed and time.monotonic() - before.at <= _RESENT_WITHIN_S:
+            decision = "resent"
+        else:
             return base, key
         link = AttemptLink(
             run_id=before.run_id,
             attempt=before.attempt,
             summary_key=before.summary_key,
             verdict=before.verdict,
-            decision="sdk_retry",
+            decision=decision,
         )
         ids = replace(
             base,
@@ -109,6 +122,8 @@ class _Chains:
             links=run.ids.attempts,
             summary_key=record.summary_key,
             verdict=record.verdict,
+            failed=not run.finished,
+            at=time.monotonic(),
         )
         with self._lock:
             self._ended[key] = ended
@@ -267,11 +282,26 @@ class _AsyncTapStream(_StreamBase):
     async def aclose(self) -> None:
         run = self._run
         try:
+            if run is not None and run.error_body_short:
+                await self._read_error_body(run)
             if run is not None and not run._done:
                 run.stopped(None)
             self._end()
         finally:
             await self._inner.aclose()
+
+    async def _read_error_body(self, run: TapRun) -> None:
+        """The SDKs close an error response they retry without reading it: read its body (bounded, briefly),
+        so that the record says what the status alone cannot (a quota exhausted, not a rate limit)."""
+        self.__aiter__()
+        with anyio.move_on_after(_ERROR_BODY_S):
+            try:
+                while run.error_body_short:
+                    run.chunk(await self._next())
+            except StopAsyncIteration:
+                run.chunk(None)
+            except Exception:  # a broken error body only loses detail: the status says what happened
+                pass
 
 
 class _AsyncTap(_Tap):

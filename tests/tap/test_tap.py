@@ -442,3 +442,37 @@ async def test_an_encoded_body_is_decoded_for_the_run_as_the_sdk_decodes_it(corr
         assert seen.error is None
         assert record["outcome"]["summary_key"] == "completed.finished"
         assert record["stream_events"]["text_delta"] == 2
+
+
+async def test_the_same_request_resent_after_a_failure_joins_its_chain() -> None:
+    """A framework's own retry (no retry count) of a request that failed is the next attempt of its chain; the
+    same request after a success starts a chain of its own."""
+    ok = frames_script(text_stream("openai-chat", ["Hi"]), End())
+    error = (Status(503, (("content-type", "application/json"),), b'{"error": {"type": "server_error"}}'),)
+    scripts = (error, ok, ok)
+    records: list[streamfsm.RunRecord] = []
+    body = {**BODIES["openai-chat"], "stream": True}
+    async with FaultServer(lambda request: scripts[min(request.seq, 2)]) as server:
+        async with streamfsm.async_http_client(
+            http=HTTP, config=StreamConfig(sinks=(records.append,))
+        ) as http:
+            for _ in scripts:
+                async with http.stream(
+                    "POST", f"{server.base_url}/v1/chat/completions", json=body
+                ) as response:
+                    await response.aread()
+    first, resent, again = (r.to_dict() for r in records)
+    assert (resent["ids"]["attempt"], resent["ids"]["trace_id"]) == (2, first["ids"]["trace_id"])
+    assert [link["decision"] for link in resent["attempts"]] == ["resent"]
+    assert (again["ids"]["attempt"], again["attempts"]) == (1, [])
+    assert again["ids"]["trace_id"] != first["ids"]["trace_id"]
+
+
+async def test_an_error_body_the_sdk_closes_unread_is_still_read_for_the_record() -> None:
+    """The SDK retries a 429 without reading its body; the tap reads it as the SDK closes the response, so the
+    first attempt says ``insufficient_quota`` (no retry), not a rate limit (safe)."""
+    body = b'{"error": {"type": "insufficient_quota", "code": "insufficient_quota", "message": "quota"}}'
+    steps = (Status(429, (("content-type", "application/json"),), body),)
+    seen, records = await both("openai-chat", steps, retries=1)
+    assert seen.error is not None
+    assert [outcome(r) for r in records] == [("provider_error.quota_exhausted", "no_retry")] * 2
