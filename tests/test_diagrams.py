@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from streamfsm import _cli, _diagrams
+from streamfsm import _diagrams, cli
 from streamfsm._diagrams import ANY_FAILURE, FILES, DiagramError, stale_diagrams, write_diagrams
 from streamfsm.classify import diagnose
 from streamfsm.machine import FAILURE_TRIGGERS, REACHABLE_STATES, Activity, Commitment, Trigger
@@ -138,16 +138,16 @@ def test_missing_graphviz_fails_clearly(monkeypatch: pytest.MonkeyPatch, tmp_pat
     assert stale == [
         f"{name} (cannot check: {_diagrams._GRAPHVIZ_MISSING})" for name in ("activity.dot", "commitment.dot")
     ]
-    assert _cli.main(["diagram", "--out", str(tmp_path / "new")]) == 2
+    assert cli.main(["diagram", "--out", str(tmp_path / "new")]) == 2
 
 
 def test_stale_check_names_missing_and_changed_files(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     write_diagrams(tmp_path)
-    assert _cli.main(["diagram", "--check", "--out", str(tmp_path)]) == 0
+    assert cli.main(["diagram", "--check", "--out", str(tmp_path)]) == 0
     (tmp_path / "activity.mmd").write_text("stateDiagram-v2\n")
     (tmp_path / "classification.md").unlink()
     assert stale_diagrams(tmp_path) == ["activity.mmd", "classification.md"]
-    assert _cli.main(["diagram", "--check", "--out", str(tmp_path)]) == 1
+    assert cli.main(["diagram", "--check", "--out", str(tmp_path)]) == 1
     assert "stale: " in capsys.readouterr().err

@@ -21,8 +21,8 @@ from logsupport import (
     user_abort,
 )
 
-from streamfsm._cli import main
-from streamfsm._cli_logs import parse_since, run_diagram_dot, run_diagram_mermaid, run_path
+from streamfsm.cli import main
+from streamfsm.cli._logs import parse_since, run_diagram_dot, run_diagram_mermaid, run_path
 from streamfsm.runtime._record import RunRecord
 from streamfsm.runtime._sinks import AuditLog
 

@@ -254,7 +254,7 @@ def test_what_the_audit_log_writes_the_reader_reads(tmp_path: Path, records: lis
 # -- import hygiene ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("module", ["runtime/_logs.py", "runtime/_sinks.py", "_cli_logs.py"])
+@pytest.mark.parametrize("module", ["runtime/_logs.py", "runtime/_sinks.py", "cli/_logs.py"])
 def test_log_modules_do_not_import_the_http_stack(module: str) -> None:
     # diagnose/report read files; they must not need httpx or anyio of their own
     tree = ast.parse((Path(streamfsm.__file__).parent / module).read_text(encoding="utf-8"))

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 import streamfsm.testing
-from streamfsm import FailureClass, _cli_harness
+from streamfsm import FailureClass
+from streamfsm.cli import _harness as _cli_harness
 from streamfsm.testing import find
 
 

@@ -15,7 +15,8 @@ import anyio
 import pytest
 
 import streamfsm.testing
-from streamfsm import Action, FailureClass, Trigger, _cli_harness
+from streamfsm import Action, FailureClass, Trigger
+from streamfsm.cli import _harness as _cli_harness
 from streamfsm.testing import (
     FaultServer,
     Outcome,

@@ -62,8 +62,8 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
 
 def build_relay(settings: dict[str, Any]) -> Any:
     """The relay from the command's settings (raises ValueError for a bad one)."""
-    from .relay import Relay, RelayConfig
-    from .runtime import StreamConfig
+    from ..relay import Relay, RelayConfig
+    from ..runtime import StreamConfig
 
     token = None
     if settings.get("admin_token_env"):
@@ -74,7 +74,7 @@ def build_relay(settings: dict[str, Any]) -> Any:
             )
     sinks: tuple[Any, ...] = ()
     if settings.get("otel"):
-        from .otel import OtelSink
+        from ..otel import OtelSink
 
         sinks = (OtelSink(),)
     options: dict[str, Any] = {}
@@ -105,7 +105,7 @@ def app_from_env() -> Any:
 
 
 def _relay(args: argparse.Namespace) -> int:
-    from .relay import is_loopback
+    from ..relay import is_loopback
 
     try:
         import uvicorn
@@ -142,7 +142,7 @@ def _relay(args: argparse.Namespace) -> int:
     )
     if args.workers > 1:
         os.environ[_ENV] = json.dumps(settings)
-        uvicorn.run("streamfsm._cli_relay:app_from_env", factory=True, workers=args.workers, **options)
+        uvicorn.run("streamfsm.cli._relay:app_from_env", factory=True, workers=args.workers, **options)
     else:
         uvicorn.run(relay, **options)
     return 0
@@ -150,8 +150,8 @@ def _relay(args: argparse.Namespace) -> int:
 
 def report_html(records: Any, source: str, out: str) -> int:
     """Write the errors page of ``records`` (and a section per sample run) to ``out``; the exit status."""
-    from .relay import report_document
-    from .relay._errors import group_records
+    from ..relay import report_document
+    from ..relay._errors import group_records
 
     kept: dict[str, Any] = {}
     groups, runs, failures = group_records(_keeping(records, kept))

@@ -71,7 +71,7 @@ def _seconds(value: object) -> str:
 
 
 def _table(record: Any) -> str:
-    from ._cli_logs import _clean  # provider-controlled strings must never drive the terminal
+    from ._logs import _clean  # provider-controlled strings must never drive the terminal
 
     outcome, retry, timings = record["outcome"], record["retry"], record["timings"]
     rows = [
@@ -91,8 +91,8 @@ def _table(record: Any) -> str:
 
 
 async def _probe(args: argparse.Namespace) -> int:
-    from . import StreamConfig, StreamFailed, open_stream
-    from ._cli_logs import _clean
+    from .. import StreamConfig, StreamFailed, open_stream
+    from ._logs import _clean
 
     key = None
     if args.api_key_env:

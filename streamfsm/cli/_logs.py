@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from .runtime._logs import LogProblem
-    from .runtime._record import RunRecord
+    from ..runtime._logs import LogProblem
+    from ..runtime._record import RunRecord
 
 __all__ = ["add_commands", "parse_since", "run_diagram_dot", "run_diagram_mermaid", "run_path"]
 
@@ -96,7 +96,7 @@ class _Records:
         print(f"streamfsm: warning: {_clean(problem)}", file=sys.stderr)
 
     def __iter__(self) -> Iterator[RunRecord]:
-        from .runtime._logs import read_records
+        from ..runtime._logs import read_records
 
         if self.path == "-":
             source = read_records(sys.stdin.buffer, on_problem=self._problem)
@@ -170,7 +170,7 @@ def _positive(text: str) -> int:
 
 
 def _activity(state: object) -> str | None:
-    from .machine import Activity
+    from ..machine import Activity
 
     if not isinstance(state, str):
         return None
@@ -182,7 +182,7 @@ def run_path(record: Mapping[str, Any]) -> list[str]:
     """The activities a run passed through, in order, from its timeline (entries carry the state *after*
     each event, as ``activity/commitment``), starting at the initial state and ending at its final state.
     With ``timeline.omitted`` > 0 the middle of the run is not known, so the path may skip states."""
-    from .machine import INITIAL_STATE
+    from ..machine import INITIAL_STATE
 
     path = [INITIAL_STATE.activity.value]
     states = [
@@ -205,7 +205,7 @@ def _failed_from(record: Mapping[str, Any]) -> str | None:
 
 
 def _legal_steps(path: Sequence[str]) -> set[tuple[str, str]]:
-    from .machine import TABLE
+    from ..machine import TABLE
 
     legal = {(src.activity.value, dst.activity.value) for (src, _), dst in TABLE.items()}
     return {step for step in itertools.pairwise(path) if step in legal}
@@ -224,8 +224,8 @@ def _run_title(record: Mapping[str, Any]) -> str:
 def run_diagram_mermaid(record: Mapping[str, Any]) -> str:
     """The activity machine as Mermaid (the same drawing as ``diagrams/activity.mmd``), with the states this
     run passed through highlighted and the state it failed from marked."""
-    from ._diagrams import _mermaid
-    from .machine import INITIAL_STATE, Activity, activity_machine
+    from .._diagrams import _mermaid
+    from ..machine import INITIAL_STATE, Activity, activity_machine
 
     base = _mermaid("activity", Activity, activity_machine, INITIAL_STATE.activity.value)
     lines = [
@@ -258,8 +258,8 @@ _DOT_EDGE: Final = re.compile(r"^\t(\w+) -> (\w+) \[(.*)\]$")
 
 def run_diagram_dot(record: Mapping[str, Any]) -> str:
     """The same highlighted drawing as Graphviz DOT. Needs the ``graphviz`` package (DiagramError)."""
-    from ._diagrams import _dot
-    from .machine import INITIAL_STATE, Activity, activity_machine
+    from .._diagrams import _dot
+    from ..machine import INITIAL_STATE, Activity, activity_machine
 
     base = _dot("activity", Activity, activity_machine, INITIAL_STATE.activity.value)
     path = run_path(record)
@@ -283,7 +283,7 @@ def run_diagram_dot(record: Mapping[str, Any]) -> str:
 
 def _svg(record: Mapping[str, Any]) -> tuple[bytes | None, str]:
     """(SVG, "") or (None, why not)."""
-    from ._diagrams import DiagramError
+    from .._diagrams import DiagramError
 
     try:
         import graphviz
@@ -607,7 +607,7 @@ def _report(args: argparse.Namespace) -> int:
     data = _Records(args.file, rotated=args.rotated)
     since: datetime | None = args.since
     if args.html is not None:  # the relay's errors page, as one file
-        from ._cli_relay import report_html
+        from ._relay import report_html
 
         chosen = (r for r in data if since is None or ((when := _when(r)) is not None and when >= since))
         try:

@@ -47,8 +47,8 @@ def _positive_int(text: str) -> int:
 
 def select(names: Sequence[str] | None, formats: Sequence[str] | None) -> list[Any]:
     """The catalog scenarios matching any of ``names`` (exact names or shell patterns) and ``formats``."""
-    from .testing import catalog
-    from .testing._recovery_scenarios import recovery_catalog
+    from ..testing import catalog
+    from ..testing._recovery_scenarios import recovery_catalog
 
     scenarios = catalog(formats or None)
     if not names:
@@ -110,7 +110,7 @@ def differences(outcomes: Sequence[Any], width: int | None = None) -> str:
             used.setdefault(difference, []).append(outcome)
     if not used:
         return ""
-    from .testing import find
+    from ..testing import find
 
     runs = sum(1 for o in outcomes if getattr(o, "differences", ()))
     lines = [
@@ -169,9 +169,9 @@ class _Progress:
 
 
 async def _harness(args: argparse.Namespace) -> int:
-    from .testing import SDK_FORMATS, plan, run_catalog, sdk_available
-    from .testing._harness import TAP_PREFIX
-    from .testing._recovery_scenarios import recovery_catalog, run_recovery
+    from ..testing import SDK_FORMATS, plan, run_catalog, sdk_available
+    from ..testing._harness import TAP_PREFIX
+    from ..testing._recovery_scenarios import recovery_catalog, run_recovery
 
     scenarios = select(args.scenario, args.format)
     # Recovery chains (resume, continue) run on the runtime path, after the catalog.
@@ -258,7 +258,7 @@ def run_harness(args: argparse.Namespace) -> int:
 
 
 def add_commands(commands: Any) -> None:
-    from .testing import FORMATS
+    from ..testing import FORMATS
 
     harness = commands.add_parser(
         "harness",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 
 def _diagram(args: argparse.Namespace) -> int:
-    from ._diagrams import DiagramError, stale_diagrams, write_diagrams
+    from .._diagrams import DiagramError, stale_diagrams, write_diagrams
 
     out = Path(args.out)
     if args.check:
@@ -36,12 +36,12 @@ def build_parser() -> argparse.ArgumentParser:
     diagram.add_argument("--check", action="store_true", help="exit 1 if the folder is not fresh")
     diagram.set_defaults(run=_diagram)
 
-    from . import _cli_harness, _cli_logs, _cli_probe, _cli_relay
+    from . import _harness, _logs, _probe, _relay
 
-    _cli_harness.add_commands(commands)
-    _cli_probe.add_commands(commands)
-    _cli_logs.add_commands(commands)
-    _cli_relay.add_commands(commands)
+    _harness.add_commands(commands)
+    _probe.add_commands(commands)
+    _logs.add_commands(commands)
+    _relay.add_commands(commands)
     return parser
 
 
