@@ -324,20 +324,24 @@ class Recorder:
             "at_s": round(time.monotonic() - self.start, 4),
         }
 
-    def relayed(self, kind: str, nbytes: int, terminal: bool) -> None:
+    def relayed(self, kind: str | None, nbytes: int, terminal: bool) -> None:
+        """A proxy wrote ``nbytes`` downstream, carrying the event ``kind`` (None: bytes of no event of their
+        own, such as the rest of a frame or a keepalive; 0 bytes: the response started downstream)."""
         relay = self.relay
         if relay is None:
             relay = self.relay = {
                 "events_sent": 0,
                 "chunks_written": 0,
                 "bytes_written": 0,
+                "last_event_sent": None,
                 "terminal_sent": False,
             }
-        relay["events_sent"] += 1
         relay["chunks_written"] += nbytes > 0
         relay["bytes_written"] += nbytes
-        relay["last_event_sent"] = kind
-        relay["terminal_sent"] = relay["terminal_sent"] or terminal
+        if kind is not None:
+            relay["events_sent"] += 1
+            relay["last_event_sent"] = kind
+            relay["terminal_sent"] = relay["terminal_sent"] or terminal
 
     def _wire_finish(self) -> str | None:
         return self.adapter.finish_raw if self.adapter is not None else None

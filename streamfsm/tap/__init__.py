@@ -66,14 +66,7 @@ def async_transport(
     LLM response. ``inner``: the transport that does the IO (default: the library's ``AsyncHTTPTransport()``).
     ``config``: watchdogs, bounds and sinks of every run; ``rules``: extra ``Rule``s for paths the defaults do
     not know; ``strict_eof``: fail the read of a stream that ended without its terminal event."""
-    module, async_class, _, _ = library(http or default_library())
-    return async_class(
-        inner if inner is not None else module.AsyncHTTPTransport(),
-        library=module,
-        config=config,
-        rules=rules,
-        strict_eof=strict_eof,
-    )
+    return _tap(True, inner, http, config, rules, strict_eof)
 
 
 def transport(
@@ -85,24 +78,7 @@ def transport(
     strict_eof: bool = False,
 ) -> Any:
     """The sync counterpart of ``async_transport``."""
-    module, _, sync_class, _ = library(http or default_library())
-    return sync_class(
-        inner if inner is not None else module.HTTPTransport(),
-        library=module,
-        config=config,
-        rules=rules,
-        strict_eof=strict_eof,
-    )
-
-
-def _split(module: Any, inner_class: str, kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-    inner = kwargs.pop("transport", None)
-    own = {name: kwargs.pop(name) for name in _TRANSPORT_ARGS if name in kwargs}
-    if inner is None:
-        inner = getattr(module, inner_class)(**own)
-    elif own:
-        raise TypeError(f"pass {', '.join(own)} to the transport you give, not to the client")
-    return inner, kwargs
+    return _tap(False, inner, http, config, rules, strict_eof)
 
 
 def async_http_client(
@@ -117,11 +93,7 @@ def async_http_client(
     ``AsyncOpenAI(http_client=streamfsm.async_http_client())``. ``client_kwargs`` go to the client
     (``timeout``, ``headers``, ...), those of the connection (``verify``, ``http2``, ``limits``, ``proxy``,
     ...) to its transport, and ``transport=`` replaces the inner transport."""
-    name = http or default_library()
-    module = library(name)[0]
-    inner, rest = _split(module, "AsyncHTTPTransport", dict(client_kwargs))
-    tap = async_transport(inner, http=name, config=config, rules=rules, strict_eof=strict_eof)
-    return module.AsyncClient(transport=tap, **rest)
+    return _client(True, http, config, rules, strict_eof, client_kwargs)
 
 
 def http_client(
@@ -133,8 +105,39 @@ def http_client(
     **client_kwargs: Any,
 ) -> Any:
     """The sync counterpart of ``async_http_client``: ``OpenAI(http_client=streamfsm.http_client())``."""
-    name = http or default_library()
-    module = library(name)[0]
-    inner, rest = _split(module, "HTTPTransport", dict(client_kwargs))
-    tap = transport(inner, http=name, config=config, rules=rules, strict_eof=strict_eof)
-    return module.Client(transport=tap, **rest)
+    return _client(False, http, config, rules, strict_eof, client_kwargs)
+
+
+def _tap(
+    is_async: bool,
+    inner: Any,
+    http: str | None,
+    config: StreamConfig | None,
+    rules: Iterable[Rule],
+    strict_eof: bool,
+) -> Any:
+    module, async_class, sync_class, _ = library(http or default_library())
+    if inner is None:
+        inner = module.AsyncHTTPTransport() if is_async else module.HTTPTransport()
+    cls = async_class if is_async else sync_class
+    return cls(inner, library=module, config=config, rules=rules, strict_eof=strict_eof)
+
+
+def _client(
+    is_async: bool,
+    http: str | None,
+    config: StreamConfig | None,
+    rules: Iterable[Rule],
+    strict_eof: bool,
+    client_kwargs: dict[str, Any],
+) -> Any:
+    module = library(http or default_library())[0]
+    kwargs = dict(client_kwargs)
+    inner = kwargs.pop("transport", None)
+    own = {name: kwargs.pop(name) for name in _TRANSPORT_ARGS if name in kwargs}
+    if inner is None:
+        inner = (module.AsyncHTTPTransport if is_async else module.HTTPTransport)(**own)
+    elif own:
+        raise TypeError(f"pass {', '.join(own)} to the transport you give, not to the client")
+    tap = _tap(is_async, inner, module.__name__, config, rules, strict_eof)
+    return (module.AsyncClient if is_async else module.Client)(transport=tap, **kwargs)

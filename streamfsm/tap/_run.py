@@ -166,18 +166,7 @@ class TapRun(Run):
         """A relay wrote ``nbytes`` downstream that carried no consumer event of their own (the rest of a
         frame, a keepalive comment, ``data: [DONE]``, an error body; 0: the response started downstream):
         counted in the record's ``relay`` section, which this creates."""
-        rec = self._rec
-        relay = rec.relay
-        if relay is None:
-            relay = rec.relay = {
-                "events_sent": 0,
-                "chunks_written": 0,
-                "bytes_written": 0,
-                "last_event_sent": None,
-                "terminal_sent": False,
-            }
-        relay["chunks_written"] += nbytes > 0
-        relay["bytes_written"] += nbytes
+        self._rec.relayed(None, nbytes, False)
 
     def ended_without_terminal(self) -> bool:
         return self.failure is not None and self.failure.record["outcome"]["edge"] == _EOF_EDGE

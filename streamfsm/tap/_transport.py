@@ -208,6 +208,22 @@ class _StreamBase:
             attach(exc, failure)
         self._end()
 
+    # A read whose run is over (or that reads an error body): the bytes pass through; the run, if still
+    # reading an error body, takes them.
+
+    def _passed_chunk(self, run: TapRun | None, chunk: bytes) -> bytes:
+        if run is not None and not run._done:
+            run.chunk(chunk)
+        return chunk
+
+    def _passed_end(self, run: TapRun | None) -> None:
+        if run is not None and not run._done:
+            run.chunk(None)
+        self._end()
+
+    def _passed_fault(self, run: TapRun | None, exc: Exception) -> None:
+        self._failed(exc, run.read_failed(exc) if run is not None and not run._done else None)
+
 
 def _dropped(run: TapRun, chains: _Chains, key: bytes) -> None:
     run.abandoned()
@@ -268,16 +284,12 @@ class _AsyncTapStream(_StreamBase):
         try:
             chunk: bytes = await self._next()
         except StopAsyncIteration:
-            if run is not None and not run._done:
-                run.chunk(None)
-            self._end()
+            self._passed_end(run)
             raise
         except Exception as exc:
-            self._failed(exc, run.read_failed(exc) if run is not None and not run._done else None)
+            self._passed_fault(run, exc)
             raise
-        if run is not None and not run._done:
-            run.chunk(chunk)
-        return chunk
+        return self._passed_chunk(run, chunk)
 
     async def aclose(self) -> None:
         run = self._run
@@ -386,16 +398,12 @@ class _SyncTapStream(_StreamBase):
         try:
             chunk: bytes = next(self._next)
         except StopIteration:
-            if run is not None and not run._done:
-                run.chunk(None)
-            self._end()
+            self._passed_end(run)
             raise
         except Exception as exc:
-            self._failed(exc, run.read_failed(exc) if run is not None and not run._done else None)
+            self._passed_fault(run, exc)
             raise
-        if run is not None and not run._done:
-            run.chunk(chunk)
-        return chunk
+        return self._passed_chunk(run, chunk)
 
     def close(self) -> None:
         run = self._run
