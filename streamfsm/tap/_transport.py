@@ -208,6 +208,16 @@ class _StreamBase:
             attach(exc, failure)
         self._end()
 
+    def _took(self, run: TapRun, chunk: bytes | None) -> bytes | None:
+        """A watched read returned ``chunk`` (None: the clean end); the chunk, or None at the end (where
+        ``strict_eof`` fails a stream that ended without its terminal event)."""
+        ended = run.chunk(chunk)
+        if chunk is None:
+            self._end()
+            if ended is not None and self._tap._strict_eof and run.ended_without_terminal():
+                raise self._tap._cut(ended, self._request)
+        return chunk
+
     # A read whose run is over (or that reads an error body): the bytes pass through; the run, if still
     # reading an error body, takes them.
 
@@ -271,13 +281,10 @@ class _AsyncTapStream(_StreamBase):
             failure = run.timed_out(run._read_edge)
             self._end()
             raise self._tap._timeout(failure, self._request)
-        ended = run.chunk(chunk)
-        if chunk is None:
-            self._end()
-            if ended is not None and self._tap._strict_eof and run.ended_without_terminal():
-                raise self._tap._cut(ended, self._request)
+        taken = self._took(run, chunk)
+        if taken is None:
             raise StopAsyncIteration
-        return chunk
+        return taken
 
     async def _passed(self, run: TapRun | None) -> bytes:
         """The run is over (or reads an error body, unwatched): the bytes pass through."""
@@ -386,13 +393,10 @@ class _SyncTapStream(_StreamBase):
         except BaseException as exc:
             self._failed(exc, run.stopped(exc))
             raise
-        ended = run.chunk(chunk)
-        if chunk is None:
-            self._end()
-            if ended is not None and self._tap._strict_eof and run.ended_without_terminal():
-                raise self._tap._cut(ended, self._request)
+        taken = self._took(run, chunk)
+        if taken is None:
             raise StopIteration
-        return chunk
+        return taken
 
     def _passed(self, run: TapRun | None) -> bytes:
         try:
