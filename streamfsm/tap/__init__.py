@@ -49,7 +49,8 @@ def default_library() -> str:
             requires = importlib.metadata.requires(sdk) or []
         except importlib.metadata.PackageNotFoundError:
             continue
-        names = {re.split(r"[\s;\[<>=!~(]", req, maxsplit=1)[0] for req in requires}
+        # What the SDK always needs: not what one of its extras would add (openai 2.x has an httpx2 extra).
+        names = {re.split(r"[\s;\[<>=!~(]", req, maxsplit=1)[0] for req in requires if "extra" not in req}
         return "httpx2" if "httpx2" in names else "httpx"
     return "httpx"
 

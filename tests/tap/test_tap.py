@@ -352,6 +352,11 @@ def test_bad_rules_and_options_are_refused_clearly() -> None:
         streamfsm.async_http_client(http=HTTP, transport=HTTP_LIB.AsyncHTTPTransport(), http2=True)
 
 
+def test_the_default_library_is_the_installed_sdk_generations() -> None:
+    # openai 2.x lists httpx2 under an extra: what an extra would add is not what the SDK runs on.
+    assert default_library() == ("httpx2" if int(openai.__version__.split(".")[0]) >= 3 else "httpx")
+
+
 def test_the_client_is_the_sdk_generations_own() -> None:
     client = streamfsm.async_http_client()
     assert type(client).__module__.split(".")[0] == HTTP
