@@ -28,7 +28,7 @@ from ._record import SCHEMA, RunRecord
 from ._recovery import Offer, Recovery
 from ._retry import Partial, RetryingEvent, RetryingRun, RetryPolicy, ToolResult, retrying
 from ._sdk import SdkRun, SyncSdkRun, wrap
-from ._sinks import AuditLog, ErrorLog, JsonlSink
+from ._sinks import AuditLog, BackgroundSink, ErrorLog, JsonlSink, sink_failures
 from ._stream import HttpRun, Run, open_stream
 
 __all__ = [
@@ -36,6 +36,7 @@ __all__ = [
     "SCHEMA",
     "AttemptLink",
     "AuditLog",
+    "BackgroundSink",
     "ConsumerEvent",
     "Continuation",
     "ContinueStyle",
@@ -79,5 +80,6 @@ __all__ = [
     "open_stream",
     "read_records",
     "retrying",
+    "sink_failures",
     "wrap",
 ]

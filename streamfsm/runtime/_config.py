@@ -44,6 +44,13 @@ class StreamConfig:
     never buffered past the bound); ``max_error_body_bytes`` (64 KiB) of an HTTP error's body are read; the
     timeline keeps its first ``timeline_head`` and last ``timeline_tail`` entries; the machine's history
     keeps ``history_size`` triggers.
+
+    ``sinks``: callables handed each finished record exactly once, in order, **inline** on the thread that
+    ends the run (an async run's event loop): a sink's time is time every stream on that loop stands
+    still, so a sink must be fast (one slower than 0.1 s is reported on ``streamfsm.sinks``). Wrap a slow
+    one in ``BackgroundSink``, which calls it on a thread of its own; ``ErrorLog`` / ``AuditLog`` never
+    wait for their lock inline. A sink's failure never reaches the run: it is logged and counted in
+    ``streamfsm.sink_failures()``.
     """
 
     connect_timeout: float | None = 30.0
