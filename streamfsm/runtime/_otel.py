@@ -3,7 +3,10 @@
 ``OtelSink`` is a run-record sink (``StreamConfig(sinks=(OtelSink(),))``). Everything it emits is read from
 the record alone, which is already redacted: no prompt, output, key or header value reaches a collector that
 the JSON record would not carry. It never raises into the runtime, and it reads older or partial records
-without complaint (a missing field is a missing attribute).
+without complaint (a missing field is a missing attribute). What it cannot emit is counted in
+``streamfsm.sink_failures()`` under ``OtelSink`` and reported on ``streamfsm.sinks``: a record it dropped
+(the OpenTelemetry SDK raised), and a record with integers outside +-(2**53 - 1), which are left out (the
+rest is emitted); such numbers never come from capture, which rejects them, only from records read back.
 
 Conventions: OpenTelemetry GenAI semantic conventions (status Development) as published at
 https://opentelemetry.io/docs/specs/semconv/gen-ai/ (``gen-ai-spans``, ``gen-ai-metrics``) and maintained in
@@ -33,8 +36,8 @@ confidence, states), correlation ids, transport facts, and the counter ``streamf
 
 from __future__ import annotations
 
-import logging
 import math
+import re
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -52,10 +55,9 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from .. import __version__
 from ..classify._redact import MASK
+from ._sinks import count_sink_failure
 
 __all__ = ["OtelSink"]
-
-_log: Final = logging.getLogger("streamfsm.otel")
 
 OPERATION: Final = "chat"
 PROVIDER_NAMES: Final[Mapping[str, str]] = {
@@ -74,6 +76,9 @@ _SECONDS_BUCKETS: Final = tuple(0.01 * 2**i for i in range(14))  # 0.01, 0.02, 0
 _TOKEN_BUCKETS: Final = tuple(float(4**i) for i in range(14))  # 1, 4, 16, ... 67108864
 
 _NS: Final = 1_000_000_000
+# The largest integer a JSON reader, a double and every exporter take exactly (capture's bound too).
+_MAX_INT: Final = 2**53 - 1
+_RUN_ID_RE: Final = re.compile(r"[0-9A-Za-z_\-]{1,64}")
 _Attrs = dict[str, AttributeValue]
 
 
@@ -87,13 +92,35 @@ def _str(value: Any) -> str | None:
 
 
 def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    if isinstance(value, int) and not isinstance(value, bool) and -_MAX_INT <= value <= _MAX_INT:
+        return value
+    return None
 
 
 def _seconds(value: Any) -> float | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < math.inf:
+    if isinstance(value, bool) or (isinstance(value, int) and value > _MAX_INT):
+        return None  # float() of a 400-digit int raises
+    if isinstance(value, (int, float)) and 0 <= value < math.inf:
         return float(value)
     return None
+
+
+def _out_of_range(value: Any, depth: int = 0) -> int:
+    """How many integers in ``value`` (a record, as JSON) lie outside +-_MAX_INT."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int(not -_MAX_INT <= value <= _MAX_INT)
+    if depth > 8:  # records nest 4 deep; deeper is no field we read
+        return 0
+    if isinstance(value, Mapping):
+        return sum(_out_of_range(v, depth + 1) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return sum(_out_of_range(v, depth + 1) for v in value)
+    return 0
+
+
+def _run_id(record: Mapping[str, Any]) -> str:
+    run_id = _section(record, "ids").get("run_id")
+    return run_id if isinstance(run_id, str) and _RUN_ID_RE.fullmatch(run_id) else "?"
 
 
 def _put(attrs: _Attrs, key: str, value: Any) -> None:
@@ -176,7 +203,13 @@ class OtelSink:
             self._emit(record)
         except Exception as exc:
             # Like the sink deliverer: the class only, never the text, which may quote data.
-            _log.warning("the OpenTelemetry sink dropped a run record (%s)", type(exc).__name__)
+            what = f"raised {type(exc).__name__}; the record did not reach it"
+            count_sink_failure("OtelSink", _run_id(record), what)
+            return
+        huge = _out_of_range(record)
+        if huge:
+            what = f"{huge} integer(s) beyond 2**53 - 1 were left out of the span and metrics"
+            count_sink_failure("OtelSink", _run_id(record), what)
 
     # -- emitting -------------------------------------------------------------------------------------------
 

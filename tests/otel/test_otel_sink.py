@@ -19,7 +19,7 @@ import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
@@ -97,7 +97,7 @@ def otel(caplog: pytest.LogCaptureFixture) -> Iterator[Otel]:
     meter_provider = MeterProvider(metric_readers=[reader])
     caplog.set_level(logging.WARNING, logger="streamfsm")
     yield Otel(OtelSink(tracer_provider, meter_provider), spans, reader, tracer_provider)
-    # The sink reports its own trouble on "streamfsm.otel"; the deliverer on "streamfsm": neither may fire.
+    # The sink and the deliverer report trouble on "streamfsm.sinks" (and count it): neither may fire.
     dropped = [r.getMessage() for r in caplog.records if "sink" in r.getMessage()]
     assert not dropped, dropped
     tracer_provider.shutdown()
@@ -446,3 +446,63 @@ async def test_a_user_abort_is_counted_but_is_not_an_error(otel: Otel) -> None:
     assert span.attributes["streamfsm.class"] == "local_abort"
     runs = {p.attributes["streamfsm.class"]: p.value for p in otel.points("streamfsm.runs")}
     assert runs == {"local_abort": 1}
+
+
+# -- the sink's own failures are counted where sink_failures() shows them ---------------------------------
+
+HUGE = 10**400
+
+
+@pytest.mark.anyio
+async def test_integers_beyond_2_53_are_left_out_and_counted(
+    otel: Otel, caplog: pytest.LogCaptureFixture
+) -> None:
+    seen: list[RunRecord] = []
+    await finished_run("openai-chat", seen.append)  # type: ignore[arg-type]
+    data = seen[0].to_dict()
+    # A record read back from a log someone else wrote: capture rejects such counts, a file may not.
+    data["tokens"] = {**data["tokens"], "input": HUGE, "output": -HUGE, "cached": 2**53}
+    data["timings"] = {**data["timings"], "total_s": HUGE}
+    before = streamfsm.sink_failures().get("OtelSink", 0)
+    otel.sink(RunRecord.from_dict(data))
+    # Before: the histogram raised OverflowError, the record was dropped after its span, and nothing
+    # counted it; the span carried the 400-digit numbers, which an OTLP exporter cannot encode.
+    assert streamfsm.sink_failures()["OtelSink"] == before + 1
+    [message] = [r.getMessage() for r in caplog.records if r.name == "streamfsm.sinks"]
+    assert message == (
+        "run record sink OtelSink failed: 4 integer(s) beyond 2**53 - 1 were left out of the span and "
+        f"metrics [run_id={seen[0].run_id}]"
+    )
+    attrs = dict(otel.only_span().attributes or {})
+    for left_out in ("input_tokens", "output_tokens", "cache_read.input_tokens"):
+        assert f"gen_ai.usage.{left_out}" not in attrs
+    assert attrs["streamfsm.class"] == "completed"  # the rest went out
+    assert {p.attributes["streamfsm.class"]: p.value for p in otel.points("streamfsm.runs")} == {
+        "completed": 1
+    }
+    assert "gen_ai.client.token.usage" not in _metric_names(otel)
+    caplog.clear()  # seen: the fixture's check is for unexpected reports
+
+
+class RefusingProcessor(SpanProcessor):
+    """A span processor of the application's that fails: the SDK lets its exception through."""
+
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        raise RuntimeError("exporter misconfigured with api_key=sk-proj-SECRETSECRET0123456789")
+
+
+@pytest.mark.anyio
+async def test_a_record_the_sdk_refuses_is_counted_not_raised(
+    otel: Otel, caplog: pytest.LogCaptureFixture
+) -> None:
+    otel.tracer_provider.add_span_processor(RefusingProcessor())
+    before = streamfsm.sink_failures().get("OtelSink", 0)
+    record = await finished_run("anthropic", otel.sink)  # the run itself is unaffected
+    assert streamfsm.sink_failures()["OtelSink"] == before + 1
+    [message] = [r.getMessage() for r in caplog.records if r.name == "streamfsm.sinks"]
+    assert message == (
+        "run record sink OtelSink failed: raised RuntimeError; the record did not reach it "
+        f"[run_id={record.run_id}]"
+    )
+    assert "SECRET" not in caplog.text
+    caplog.clear()
