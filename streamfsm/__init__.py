@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from ._http_logs import redact_http_logs
 from .classify import (
     AbortSource,
     Action,
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from .runtime import (
         AttemptLink,
         AuditLog,
+        BackgroundSink,
         Continuation,
         Continued,
         ContinueStyle,
@@ -63,6 +65,7 @@ if TYPE_CHECKING:
         open_stream,
         read_records,
         retrying,
+        sink_failures,
         wrap,
     )
     from .tap import async_http_client, context, failure_of, http_client
@@ -75,9 +78,11 @@ logging.getLogger("streamfsm").addHandler(logging.NullHandler())
 _RUNTIME_NAMES = frozenset(
     {
         "AuditLog",
+        "BackgroundSink",
         "ErrorLog",
         "JsonlSink",
         "read_records",
+        "sink_failures",
         "AttemptLink",
         "Continuation",
         "ContinueStyle",
@@ -136,6 +141,7 @@ __all__ = [
     "Activity",
     "AttemptLink",
     "AuditLog",
+    "BackgroundSink",
     "Commitment",
     "Confidence",
     "Continuation",
@@ -189,6 +195,8 @@ __all__ = [
     "http_client",
     "open_stream",
     "read_records",
+    "redact_http_logs",
     "retrying",
+    "sink_failures",
     "wrap",
 ]

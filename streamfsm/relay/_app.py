@@ -30,7 +30,8 @@ from typing import Any, Final
 import anyio
 import httpx
 
-from ..classify._redact import redact_text, redact_url
+from .._http_logs import redact_http_logs
+from ..classify._redact import redact_text
 from ..runtime import AuditLog, ErrorLog, StreamConfig
 from ..tap import Rule, async_transport, context, failure_of, run_of
 from ..tap._run import TapRun
@@ -119,21 +120,6 @@ class RelayConfig:
             raise ValueError("admin_token must be at least 16 characters")
 
 
-class _RedactedUrls(logging.Filter):
-    """httpx logs every request's full URL at INFO: a key in its query (Gemini's ``?key=``) would reach the
-    log. The relay's own upstream requests carry the client's URLs, so it masks them (on the ``httpx``
-    logger, for every client of the process)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        args = record.args
-        if isinstance(args, tuple) and any(isinstance(arg, httpx.URL) for arg in args):
-            record.args = tuple(redact_url(str(arg)) if isinstance(arg, httpx.URL) else arg for arg in args)
-        return True
-
-
-_URL_FILTER: Final = _RedactedUrls()
-
-
 class _Exchange:
     """One request's state, shared with the task that listens for the client's disconnect."""
 
@@ -158,9 +144,9 @@ class Relay:
         if not isinstance(config, RelayConfig):
             raise TypeError(f"config must be a RelayConfig, not {type(config).__name__}")
         self.config = config
-        httpx_logger = logging.getLogger("httpx")
-        if _URL_FILTER not in httpx_logger.filters:
-            httpx_logger.addFilter(_URL_FILTER)
+        # The upstream requests carry the clients' URLs (Gemini's ?key=): mask what httpx logs of them, for
+        # every client of the process.
+        redact_http_logs()
         sinks = list(config.stream.sinks)
         if config.error_log is not None:
             sinks.append(ErrorLog(config.error_log))
