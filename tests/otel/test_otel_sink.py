@@ -98,7 +98,9 @@ def otel(caplog: pytest.LogCaptureFixture) -> Iterator[Otel]:
     caplog.set_level(logging.WARNING, logger="streamfsm")
     yield Otel(OtelSink(tracer_provider, meter_provider), spans, reader, tracer_provider)
     # The sink and the deliverer report trouble on "streamfsm.sinks" (and count it): neither may fire.
-    dropped = [r.getMessage() for r in caplog.records if "sink" in r.getMessage()]
+    dropped = [
+        r.getMessage() for r in caplog.records if "sink" in r.getMessage() and "failed" in r.getMessage()
+    ]
     assert not dropped, dropped
     tracer_provider.shutdown()
     meter_provider.shutdown()
@@ -468,7 +470,7 @@ async def test_integers_beyond_2_53_are_left_out_and_counted(
     # Before: the histogram raised OverflowError, the record was dropped after its span, and nothing
     # counted it; the span carried the 400-digit numbers, which an OTLP exporter cannot encode.
     assert streamfsm.sink_failures()["OtelSink"] == before + 1
-    [message] = [r.getMessage() for r in caplog.records if r.name == "streamfsm.sinks"]
+    [message] = [r.getMessage() for r in caplog.records if "OtelSink failed" in r.getMessage()]
     assert message == (
         "run record sink OtelSink failed: 4 integer(s) beyond 2**53 - 1 were left out of the span and "
         f"metrics [run_id={seen[0].run_id}]"
@@ -499,7 +501,7 @@ async def test_a_record_the_sdk_refuses_is_counted_not_raised(
     before = streamfsm.sink_failures().get("OtelSink", 0)
     record = await finished_run("anthropic", otel.sink)  # the run itself is unaffected
     assert streamfsm.sink_failures()["OtelSink"] == before + 1
-    [message] = [r.getMessage() for r in caplog.records if r.name == "streamfsm.sinks"]
+    [message] = [r.getMessage() for r in caplog.records if "OtelSink failed" in r.getMessage()]
     assert message == (
         "run record sink OtelSink failed: raised RuntimeError; the record did not reach it "
         f"[run_id={record.run_id}]"
