@@ -9,9 +9,7 @@
 ``--via tap`` plays each scenario of a format the SDKs speak through the real SDK, as an agent that knows
 nothing of streamfsm would, and reads the tap's record with the documented differences (where the
 transparent view rightly differs from open_stream's), which it lists after the table with their reasons.
-
-Exit status: 0 when every outcome matches its scenario's expectation (or its documented difference), 1 when
-any differs, 2 on bad input.
+On a terminal the title column is cut to its width (--wide: whole); into a pipe or a file it is whole.
 """
 
 from __future__ import annotations
@@ -25,6 +23,8 @@ import time
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+from ._common import epilog, fit, positive_int, positive_seconds, table_width
+
 COLUMNS = ("format", "scenario", "state", "edge", "class", "verdict", "action", "title")
 SDKS = ("openai", "anthropic")
 VIAS = ("runtime", "wrap", "tap")
@@ -33,16 +33,6 @@ DIFFERENT = "≠ "  # marks a row read with a documented difference
 
 class UsageError(Exception):
     """Bad command-line input: exit status 2."""
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
 
 
 def select(names: Sequence[str] | None, formats: Sequence[str] | None) -> list[Any]:
@@ -65,35 +55,58 @@ def select(names: Sequence[str] | None, formats: Sequence[str] | None) -> list[A
     return chosen
 
 
-def _fit(text: str, width: int) -> str:
-    if len(text) <= width:
-        return text
-    return text[: max(0, width - 1)] + "…"
-
-
 def _slug(name: str, fmt: str | None) -> str:
     # The format has its own column: show "text-then-fin" for "openai-chat/text-then-fin".
     return name[len(fmt) + 1 :] if fmt and name.startswith(fmt + "/") else name
 
 
+_NARROW_DROPS = ("state", "edge", "action", "format", "class")  # given up, in this order, to fit a terminal
+_MIN_TITLE = 20
+
+
 def table(outcomes: Sequence[Any], width: int | None = None, *, with_via: bool = False) -> str:
-    """The outcomes as an aligned table; with ``width``, the title column is cut to fit it."""
+    """The outcomes as an aligned table; with ``width``, columns are given up (state, edge, action, the
+    format, which the scenario's name then carries, the class) and the title, then the scenario, cut to
+    fit it."""
     columns = list(COLUMNS)
     if with_via:
         columns.insert(2, "via")
-    rows = [
-        {**outcome.row(), "scenario": _mark(outcome) + _slug(outcome.name, outcome.format)}
-        for outcome in outcomes
-    ]
-    widths = {c: max([len(c), *(len(row[c]) for row in rows)]) for c in columns[:-1]}
+    rows = [{**outcome.row(), "scenario": _mark(outcome) + outcome.name} for outcome in outcomes]
+
+    def measure(cols: Sequence[str]) -> dict[str, int]:
+        return {c: max([len(c), *(len(row[c]) for row in rows)]) for c in cols[:-1]}
+
+    if "format" in columns:
+        for row in rows:
+            row["scenario"] = _mark_of(row["scenario"]) + _slug(_name_of(row["scenario"]), row["format"])
+    widths = measure(columns)
+    if width:
+        for drop in _NARROW_DROPS:
+            if sum(widths.values()) + 2 * (len(columns) - 1) + _MIN_TITLE + 20 <= width:
+                break  # leaves room for a title, and to give 20 to a long scenario name
+            columns.remove(drop)
+            if drop == "format":
+                rows = [{**o.row(), "scenario": _mark(o) + o.name} for o in outcomes]
+            widths = measure(columns)
+        over = sum(widths.values()) + 2 * (len(columns) - 1) + _MIN_TITLE - width
+        if over > 0:
+            widths["scenario"] = max(20, widths["scenario"] - over)
     used = sum(widths.values()) + 2 * (len(columns) - 1)
-    title_width = max(16, width - used) if width else max([5, *(len(row["title"]) for row in rows)])
+    title_width = max(_MIN_TITLE, width - used) if width else max([5, *(len(row["title"]) for row in rows)])
     lines = ["  ".join(c.ljust(widths[c]) for c in columns[:-1]) + "  title"]
     lines.append("  ".join("-" * widths[c] for c in columns[:-1]) + "  " + "-" * min(title_width, 40))
     for row in rows:
-        cells = [row[c].ljust(widths[c]) for c in columns[:-1]]
-        lines.append("  ".join(cells) + "  " + _fit(row["title"], title_width))
+        cells = [fit(row[c], widths[c]).ljust(widths[c]) for c in columns[:-1]]
+        lines.append("  ".join(cells) + "  " + fit(row["title"], title_width))
     return "\n".join(line.rstrip() for line in lines)
+
+
+def _mark_of(scenario: str) -> str:
+    return scenario[:2] if scenario[:2] in ("✗ ", DIFFERENT) else ""
+
+
+def _name_of(scenario: str) -> str:
+    return scenario[len(_mark_of(scenario)) :]
 
 
 def _mark(outcome: Any) -> str:
@@ -158,7 +171,7 @@ class _Progress:
         width = shutil.get_terminal_size((100, 24)).columns
         bad = f", {self._failed} mismatched" if self._failed else ""
         line = f"[{done}/{total}{bad}] {outcome.name} ({outcome.via})"
-        self._stream.write("\r" + _fit(line, width - 1).ljust(width - 1))
+        self._stream.write("\r" + fit(line, width - 1).ljust(width - 1))
         self._stream.flush()
 
     def clear(self) -> None:
@@ -236,8 +249,7 @@ async def _harness(args: argparse.Namespace) -> int:
     finally:
         if records_out is not None and records_out is not sys.stdout:
             records_out.close()
-    # Cut titles to the terminal (or $COLUMNS); into a pipe or a file, print them whole.
-    width = shutil.get_terminal_size((0, 0)).columns or None
+    width = table_width(args.wide)
     print(table(outcomes, width, with_via=paths != [None]), file=table_out)
     documented = differences(outcomes, width)
     if documented:
@@ -264,6 +276,7 @@ def add_commands(commands: Any) -> None:
         "harness",
         help="play every fault scenario against a local fault provider and check each outcome",
         description=__doc__,
+        epilog=epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     harness.add_argument(
@@ -289,10 +302,11 @@ def add_commands(commands: Any) -> None:
         "--json", metavar="PATH", help="write every run record as JSON lines to PATH ('-': stdout)"
     )
     harness.add_argument(
-        "--concurrency", type=_positive_int, default=32, metavar="N", help="runs in flight (default 32)"
+        "--concurrency", type=positive_int, default=32, metavar="N", help="runs in flight (default 32)"
     )
     harness.add_argument(
-        "--timeout", type=float, default=10.0, metavar="S", help="bound on each run (default 10 s)"
+        "--timeout", type=positive_seconds, default=10.0, metavar="S", help="bound on each run (default 10 s)"
     )
     harness.add_argument("--list", action="store_true", help="list the selected scenarios and exit")
+    harness.add_argument("--wide", action="store_true", help="print titles whole, however wide the terminal")
     harness.set_defaults(run=run_harness)

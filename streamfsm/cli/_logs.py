@@ -22,14 +22,18 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from ._common import epilog, fit_table, non_empty, table_width
+
 if TYPE_CHECKING:
     from ..runtime._logs import LogProblem
     from ..runtime._record import RunRecord
 
 __all__ = ["add_commands", "parse_since", "run_diagram_dot", "run_diagram_mermaid", "run_path"]
 
-_DASH: Final = "—"
+_DASH: Final = "-"  # an absent value, as in probe and harness
 _SAMPLES: Final = 3
+_SHOWN_PROBLEMS: Final = 3  # skipped lines printed one by one; the rest are counted
+_KEPT_PROBLEMS: Final = 100  # skipped lines kept for --json; the rest are counted
 _RELATIVE: Final = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([smhdw])")
 _GROUP_NOUNS: Final = {
     "signature": ("signature", "signatures"),
@@ -82,18 +86,32 @@ def _get(data: Any, *keys: str) -> Any:
 
 
 class _Records:
-    """The records of one input, streamed (a log can hold far more than memory should); problems are
-    printed to standard error as they are met and kept for ``--json``."""
+    """The records of one input, streamed (a log can hold far more than memory should). The first few
+    problems are printed to standard error as they are met, the rest counted and summarised once the input
+    is read (a binary file is one problem per line); the first hundred are kept for ``--json``."""
 
     def __init__(self, path: str, *, rotated: bool) -> None:
         self.path = path
         self.rotated = rotated
         self.problems: list[LogProblem] = []
+        self.skipped = 0
         self.count = 0
 
     def _problem(self, problem: LogProblem) -> None:
-        self.problems.append(problem)
-        print(f"streamfsm: warning: {_clean(problem)}", file=sys.stderr)
+        self.skipped += 1
+        if len(self.problems) < _KEPT_PROBLEMS:
+            self.problems.append(problem)
+        if self.skipped <= _SHOWN_PROBLEMS:
+            print(f"streamfsm: warning: {_clean(problem)}", file=sys.stderr)
+
+    def _summarise(self) -> None:
+        if self.skipped > _SHOWN_PROBLEMS:
+            more = self.skipped - _SHOWN_PROBLEMS
+            print(
+                f"streamfsm: warning: skipped {self.skipped} unreadable parts of {_clean(self.path)} in all"
+                f" ({more} more not shown; --json lists the first {_KEPT_PROBLEMS})",
+                file=sys.stderr,
+            )
 
     def __iter__(self) -> Iterator[RunRecord]:
         from ..runtime._logs import read_records
@@ -105,6 +123,7 @@ class _Records:
         for record in source:
             self.count += 1
             yield record
+        self._summarise()
 
 
 def _cannot_read(command: str, path: str, exc: OSError) -> int:
@@ -542,6 +561,7 @@ def _diagnose(args: argparse.Namespace) -> int:
             "records": [r.to_dict() for r in chosen],
             "total": data.count,
             "problems": _problems_json(data.problems),
+            "problems_total": data.skipped,
         }
         if args.diagram:
             out["diagrams"] = diagrams
@@ -652,6 +672,7 @@ def _report(args: argparse.Namespace) -> int:
                 for g in groups
             ],
             "problems": _problems_json(data.problems),
+            "problems_total": data.skipped,
         }
         print(json.dumps(out, indent=2, ensure_ascii=False))
         return 0
@@ -670,12 +691,16 @@ def _report(args: argparse.Namespace) -> int:
         row += (", ".join(_clean(s)[:12] for s in reversed(g.samples)),)
         row += (_clean(g.title),) if args.by in ("signature", "class") else ()
         rows.append(row)
-    width = [max(len(r[i]) for r in rows) for i in range(len(header))]
     print()
-    for r in rows:
-        cells = [f"{r[0]:>{width[0]}}", *(f"{c:<{width[i]}}" for i, c in enumerate(r) if i)]
-        print("  ".join(cells).rstrip())
+    drops = ("FIRST SEEN (UTC)", "SAMPLE RUNS", "TRANSPORT KIND", "MODEL", "PROVIDER", "LAST SEEN (UTC)")
+    for line in fit_table(rows, table_width(args.wide), drops):
+        print(line)
     return 0
+
+
+_READING: Final = """reading: a record, a JSON-lines log (with FILE.1, FILE.2, ... unless --no-rotated), or a
+session export; '-' reads standard input. Unreadable lines are skipped: the first 3 are named on standard
+error, the rest counted."""
 
 
 # -- wiring ------------------------------------------------------------------------------------------------
@@ -686,14 +711,21 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     diagnose = commands.add_parser(
         "diagnose",
         help="explain a run from its record: what happened, may it be retried, the facts and the timeline",
-        description="Explain runs from a record, a JSON-lines log or a session export.",
+        description="Explain runs from a record, a JSON-lines log or a session export: what happened, in"
+        " plain words, whether a retry is safe, the facts behind it, the attempt chain and the timeline.",
+        epilog=epilog(_READING),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     diagnose.add_argument(
         "file", metavar="FILE", help="record, JSON-lines log or session export ('-': stdin)"
     )
     # dest run_id: "run" is the handler the main parser calls
     diagnose.add_argument(
-        "--run", dest="run_id", metavar="ID", help="the run to show (a run id or a unique prefix)"
+        "--run",
+        dest="run_id",
+        type=non_empty,
+        metavar="ID",
+        help="the run to show (a run id or a unique prefix)",
     )
     diagnose.add_argument(
         "--last", metavar="N", type=_positive, default=1, help="without --run: show the last N records (1)"
@@ -713,7 +745,10 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     report = commands.add_parser(
         "report",
         help="group failed runs in a log by signature, provider, model or class, like an errors tab",
-        description="Group the failed runs of a log: count, first and last seen, sample run ids.",
+        description="Group the failed runs of a log: count, first and last seen, sample run ids. On a"
+        " terminal, columns are given up and the last one cut to fit its width (--wide: all, whole).",
+        epilog=epilog(_READING),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     report.add_argument("file", metavar="LOG", help="JSON-lines log, record or session export ('-': stdin)")
     report.add_argument(
@@ -733,4 +768,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--html", metavar="OUT", help="write the errors page (and each sample run's page) to OUT, one file"
     )
     report.add_argument("--no-rotated", dest="rotated", action="store_false", help="ignore LOG.1, LOG.2, …")
+    report.add_argument(
+        "--wide", action="store_true", help="every column, whole, however wide the terminal (as into a pipe)"
+    )
     report.set_defaults(run=_report)

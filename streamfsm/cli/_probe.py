@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ._common import epilog, positive_seconds
+
 PROVIDERS = ("openai-chat", "openai-responses", "anthropic", "gemini")
 DEFAULT_PROMPT = "Say hello in one short sentence."
 
@@ -54,16 +56,6 @@ def _tools(path: str | None) -> list[Any] | None:
     if not isinstance(tools, list):
         raise UsageError(f"--tools {path}: expected a JSON list of tool definitions")
     return tools
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError("must be a positive number of seconds")
-    return value
 
 
 def _seconds(value: object) -> str:
@@ -130,21 +122,28 @@ def run_probe(args: argparse.Namespace) -> int:
 
     try:
         code: int = anyio.run(_probe, args)
-    except UsageError as exc:
+    except (UsageError, ValueError) as exc:  # ValueError: open_stream refuses a base URL before sending
         print(f"streamfsm probe: {exc}", file=sys.stderr)
         return 2
     return code
 
 
 def add_commands(commands: Any) -> None:
-    probe = commands.add_parser("probe", help="run one streaming request and print its run record")
+    probe = commands.add_parser(
+        "probe",
+        help="run one streaming request and print its run record",
+        description="Send one small streaming request to a provider through open_stream and print what"
+        " its run record says: how it ended, the verdict, events, tokens and timings (--json: the record).",
+        epilog=epilog("A base URL that is not an http(s) URL with a host is a usage error: nothing is sent."),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     probe.add_argument("--provider", required=True, choices=PROVIDERS)
     probe.add_argument("--base-url", required=True, help="e.g. https://api.openai.com/v1")
     probe.add_argument("--model", required=True)
     probe.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key")
     probe.add_argument("--prompt", default=DEFAULT_PROMPT)
     probe.add_argument("--tools", metavar="FILE", help="JSON file: a list of tools in the provider's format")
-    probe.add_argument("--timeout-connect", type=_positive, default=30.0, metavar="S")
-    probe.add_argument("--timeout-idle", type=_positive, default=600.0, metavar="S")
+    probe.add_argument("--timeout-connect", type=positive_seconds, default=30.0, metavar="S")
+    probe.add_argument("--timeout-idle", type=positive_seconds, default=600.0, metavar="S")
     probe.add_argument("--json", action="store_true", help="print exactly one JSON document: the record")
     probe.set_defaults(run=run_probe)

@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any, Final
 
+from ._common import epilog, positive_int
+
 _ENV: Final = "STREAMFSM_RELAY_SETTINGS"
 _DEFAULT_LISTEN: Final = "127.0.0.1:8787"
 
@@ -190,6 +192,8 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
             "Forward every request to UPSTREAM and stream the answer back; each streaming LLM response is"
             " a run, recorded with how it closed. Errors page: /admin/errors."
         ),
+        epilog=epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     relay.add_argument(
         "--upstream", required=True, metavar="URL", help="where requests go, e.g. https://api.openai.com"
@@ -221,7 +225,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         " default: authorization, x-api-key, api-key, x-goog-api-key)",
     )
     relay.add_argument(
-        "--max-body-bytes", type=int, metavar="N", help="largest request body (default 32 MiB)"
+        "--max-body-bytes", type=positive_int, metavar="N", help="largest request body (default 32 MiB)"
     )
     relay.add_argument(
         "--write-timeout", type=_seconds, metavar="S", help="longest wait for the client to take a write (30)"
@@ -229,5 +233,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     relay.add_argument(
         "--idle-timeout", type=_seconds, metavar="S", help="longest upstream silence mid-stream (600)"
     )
-    relay.add_argument("--workers", type=int, default=1, metavar="N", help="worker processes (default 1)")
+    relay.add_argument(
+        "--workers", type=positive_int, default=1, metavar="N", help="worker processes (default 1)"
+    )
     relay.set_defaults(run=_relay)

@@ -81,7 +81,7 @@ def test_diagnose_explains_one_run(
         "class            mid_generation (mid_generation.closed_mid_body)",
         "verdict          user_confirmed_retry, action continue_with_partial",
         "reason           part of the answer was already shown; a retry would show it again",
-        "retry after      —",
+        "retry after      -",
         "provider         openai-chat",
         "model            gpt-4o",
         "phase            mid_generation",
@@ -370,7 +370,7 @@ def test_report_groups_failures_by_signature(
     assert first[6] == "closed_mid_body"
     assert first[7] == ", ".join(runs[n].run_id[:12] for n in ("cut3", "cut2", "cut1"))
     assert first[8] == "The stream broke partway through the answer"
-    assert rows[1][6] == "—"
+    assert rows[1][6] == "-"
 
 
 def test_report_json(capsys: pytest.CaptureFixture[str], log: Path, runs: dict[str, RunRecord]) -> None:

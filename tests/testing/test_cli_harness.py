@@ -132,8 +132,8 @@ def test_the_progress_indicator_draws_only_on_a_terminal() -> None:
 
 def test_titles_are_cut_to_the_width_and_kept_whole_in_a_pipe() -> None:
     outcome = dataclasses.replace(_fake_outcome(), title="A title much longer than the room left for it")
-    narrow = _cli_harness.table([outcome], 100).splitlines()[-1]
-    assert narrow.endswith("…") and len(narrow) <= 100
+    narrow = _cli_harness.table([outcome], 70).splitlines()[-1]
+    assert narrow.endswith("…") and len(narrow) <= 70
     assert _cli_harness.table([outcome], None).splitlines()[-1].endswith("room left for it")
 
 
