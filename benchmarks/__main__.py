@@ -1,5 +1,7 @@
 """streamfsm benchmarks: every figure as a ratio to a baseline measured in the same run.
 
+Run with the project's venv (streamfsm, the SDKs, trio): ``.venv/bin/python -m benchmarks``.
+
     python -m benchmarks                  # the full run (about 9 minutes on 2 cores)
     python -m benchmarks --quick          # every section, smaller, under a minute
     python -m benchmarks --json out.json  # also write every result, with machine and package versions
@@ -26,6 +28,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
 import time
 from datetime import datetime, timezone
 from typing import Any
@@ -39,6 +42,41 @@ def _log(message: str) -> None:
     print(f"[{time.perf_counter() - _T0:5.1f} s] {message}", file=sys.stderr, flush=True)
 
 
+_NEEDS = ("streamfsm", "httpx", "anyio", "trio", "openai", "anthropic")
+_HEARTBEAT_S = 20.0
+
+
+class _Heartbeat:
+    """A line on standard error every ``_HEARTBEAT_S`` while a long section runs, so a quiet terminal is
+    not mistaken for a hang (the sections measure CPU: a line costs nothing they count)."""
+
+    def __init__(self) -> None:
+        self._what = ""
+        self._since = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="benchmarks-heartbeat", daemon=True)
+        self._thread.start()
+
+    def section(self, what: str) -> None:
+        self._what, self._since = what, time.perf_counter()
+        _log(f"{what} ...")
+
+    def _beat(self) -> None:
+        while not self._stop.wait(_HEARTBEAT_S):
+            if self._what:
+                _log(f"{self._what}: still running ({time.perf_counter() - self._since:.0f} s so far)")
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=1)
+
+
+def _missing() -> list[str]:
+    import importlib.util
+
+    return [m for m in _NEEDS if importlib.util.find_spec(m) is None]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -48,6 +86,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", type=int, choices=range(1, 7), help="run only these sections")
     parser.add_argument("--repeat", type=int, help="repeats for sections 1, 2 and 6 (default 11; quick 3)")
     args = parser.parse_args(argv)
+    missing = _missing()
+    if missing:
+        print(
+            f"python -m benchmarks: {sys.executable} lacks {', '.join(missing)}; run it with the project's"
+            " venv: .venv/bin/python -m benchmarks",
+            file=sys.stderr,
+        )
+        return 2
+    heartbeat = _Heartbeat()
+    try:
+        return _main(args, heartbeat, argv)
+    finally:
+        heartbeat.stop()
+
+
+def _main(args: argparse.Namespace, heartbeat: _Heartbeat, argv: list[str] | None) -> int:
     quick: bool = args.quick
     sections = set(args.only or range(1, 7))
     repeat = args.repeat or (3 if quick else 11)
@@ -67,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     if 1 in sections:
         from . import overhead
 
-        _log("section 1: per-stream CPU overhead ...")
+        heartbeat.section("section 1: per-stream CPU overhead")
         sizes = {"text": 300, "reasoning": 30} if quick else {}
         section = overhead.measure(repeat, sizes=sizes)
         print_table(overhead.SECTION, section)
@@ -76,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     if 2 in sections:
         from . import machine
 
-        _log("section 2: machine per event ...")
+        heartbeat.section("section 2: machine per event")
         m = machine.measure(repeat=max(3, repeat // 2) if quick else repeat)
         raw["machine"] = m
         section = [
@@ -109,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
 
         with concurrency.provider() as base_url:
             if 3 in sections:
-                _log("section 3: concurrency ...")
+                heartbeat.section("section 3: concurrency")
                 streams = (1000,) if quick else (100, 1000, 10_000)
                 section, raw["concurrency"] = concurrency.concurrency_rows(
                     base_url,
@@ -122,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
                 print_table(concurrency.SECTION_3, section)
                 rows += section
             if 5 in sections:
-                _log("section 5: watchdog accuracy ...")
+                heartbeat.section("section 5: watchdog accuracy")
                 section, raw["watchdog"] = concurrency.watchdog_rows(
                     base_url,
                     1000,
@@ -138,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     if 4 in sections:
         from . import memory
 
-        _log("section 4: bounded memory ...")
+        heartbeat.section("section 4: bounded memory")
         sizes_4 = (1_000, 100_000) if quick else (1_000, 100_000, 1_000_000)
         section = memory.measure(sizes_4, traced_max=100_000 if quick else 1_000_000)
         print_table(memory.SECTION, section)
@@ -147,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     if 6 in sections:
         from . import tap
 
-        _log("section 6: the tap under the SDKs ...")
+        heartbeat.section("section 6: the tap under the SDKs")
         section = tap.measure(repeat, sizes={"text": 300, "reasoning": 30} if quick else None)
         print_table(tap.SECTION, section)
         rows += section

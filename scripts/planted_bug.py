@@ -1,7 +1,9 @@
 """Plant one bug at a time in the machine or the classifier and show that a named property catches it.
 
-    python scripts/planted_bug.py            # every planted bug, plus a clean control run
-    python scripts/planted_bug.py NAME ...   # only these
+    .venv/bin/python scripts/planted_bug.py            # every planted bug, plus a clean control run
+    .venv/bin/python scripts/planted_bug.py NAME ...   # only these
+
+It needs an interpreter with streamfsm and its test extra (pytest, hypothesis): the project's venv.
 
 Each bug runs in its own pytest subprocess (this script re-invoked with ``--inside NAME``), which patches
 the live objects in memory, then runs the two property files. Nothing on disk changes. Exit status 0 only
@@ -208,9 +210,23 @@ def _run(name: str) -> dict[str, Any]:
     return {"exit": proc.returncode, "failed": [], "error": (proc.stdout + proc.stderr)[-2000:]}
 
 
+def _missing() -> list[str]:
+    import importlib.util
+
+    return [m for m in ("streamfsm", "pytest", "hypothesis") if importlib.util.find_spec(m) is None]
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--inside"]:
         return _inside(argv[1])
+    missing = _missing()
+    if missing:  # otherwise every run fails to import, and the control run reads as a planted bug's
+        print(
+            f"planted_bug.py: {sys.executable} lacks {', '.join(missing)}; run it with the project's venv:"
+            " .venv/bin/python scripts/planted_bug.py",
+            file=sys.stderr,
+        )
+        return 2
     unknown = [n for n in argv if n not in BUGS]
     if unknown:
         print(f"unknown bug(s): {', '.join(unknown)}; known: {', '.join(BUGS)}", file=sys.stderr)
