@@ -582,6 +582,9 @@ class RetryingRun:
                 "to resume or continue a stream, open_attempt must build its runs with open_stream"
             )
         self._current = self._last = run
+        # Needed only to stop during the wait before this attempt. Its cause's traceback reaches, through
+        # f_back (kept by finished coroutine frames since Python 3.12), the frames that hold this executor.
+        self._last_failure = None
         # The next attempt opens: only now are the failed attempt's held events dropped (a stop during the
         # delay or the confirmation releases them), and its exposure forgotten. A resumed attempt goes on
         # with the same response: what was held stays held, what was exposed stays exposed.

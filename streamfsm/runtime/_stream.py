@@ -51,6 +51,7 @@ from ._adapters._base import MAX_DOCUMENT_BYTES, NOT_EVENT_STREAM, document_even
 from ._adapters._openai_responses import OpenAIResponsesAdapter
 from ._adapters._resume import ResumeRefusal, refusal_of, resumable_request, resume_url
 from ._config import Ids, StreamConfig
+from ._cycles import release_traceback_cycles
 from ._errors import StreamFailed
 from ._events import (
     CONSUMER_EVENT_TYPES,
@@ -688,6 +689,8 @@ class Run:
     def _fail(
         self, edge: Trigger, facts: Facts, cause: BaseException | None = None, *, at: float | None = None
     ) -> NoReturn:
+        if cause is not None:
+            release_traceback_cycles(cause)
         raise self._finalize_failure(edge, facts, at) from cause
 
     def _finalize_finished(self) -> None:

@@ -20,6 +20,7 @@ from typing import Any, Final
 
 from ..classify import AbortSource
 from ..machine import Trigger
+from ._cycles import release_traceback_cycles
 from ._stream import Run
 
 __all__ = ["Interrupted", "ReadWatchdog", "SyncReads", "socket_of"]
@@ -170,8 +171,9 @@ class SyncReads(Run):
             value = next(iterator)
         except Interrupted:
             raise
-        except BaseException:
+        except BaseException as exc:
             if watchdog.fired:  # the read failed because we shut it down: the flag says so, not the message
+                release_traceback_cycles(exc)  # still the context of what we raise: see _cycles
                 raise Interrupted(self._read_edge) from None
             raise
         finally:

@@ -403,6 +403,11 @@ class FaultServer:
     ) -> None:
         assert self._task_group is not None
         assert self._listener is not None
+        # The accept loop ends on the closed listener, not cancelled: anyio's trio backend re-raises a
+        # Cancelled from a frame that holds it, a cycle whose f_back chain (Python 3.12+) holds the caller's
+        # frames, and the runs in them, for the cyclic collector.
+        with anyio.CancelScope(shield=True):
+            await self._listener.aclose()
         self._task_group.cancel_scope.cancel()
         try:
             # The body's exception is not fed to the task group: on trio it would return wrapped in a group.
@@ -424,7 +429,10 @@ class FaultServer:
     async def _accept_loop(self, listener: anyio.abc.SocketListener) -> None:
         assert self._task_group is not None
         while True:
-            stream = await listener.accept()
+            try:
+                stream = await listener.accept()
+            except anyio.ClosedResourceError:  # __aexit__ closed it
+                return
             self._streams.add(stream)
             self._task_group.start_soon(self._serve, stream, next(self._connection_seq))
 

@@ -6,6 +6,9 @@ longer than the watchdog's accuracy. (The SDK paths' own ends: ``tests/sdk/test_
 from __future__ import annotations
 
 import contextlib
+import gc
+import weakref
+from collections.abc import Iterator
 
 import anyio
 import httpx
@@ -14,6 +17,7 @@ from runsupport import BODIES, left_to_the_collector
 
 from streamfsm import Ids, Run, StreamFailed, open_stream
 from streamfsm.runtime import RetryPolicy, TextDelta, retrying
+from streamfsm.runtime._cycles import release_traceback_cycles
 from streamfsm.testing import FaultServer, Request, Scenario, catalog, error_event, run_catalog, text_stream
 from streamfsm.testing._script import End, Fin, Headers, Send
 
@@ -111,6 +115,41 @@ def test_a_retrying_run_leaves_no_cyclic_garbage(backend: str, chain: str) -> No
 
     anyio.run(play, backend=backend)
     assert not left_to_the_collector(lambda: anyio.run(play, backend=backend), also=(httpx.Response,))
+
+
+def test_an_error_mapped_by_a_context_manager_leaves_no_cycle_once_released() -> None:
+    # httpcore's and httpx's map_exceptions in small: on Python 3.12+ the mapped exception, the manager's
+    # __exit__ frame and the generator's frame are a cycle (CPython gh-129280), and through f_back it holds
+    # the caller's frames (a run's, in the library).
+    class Held:
+        pass
+
+    @contextlib.contextmanager
+    def mapped() -> Iterator[None]:
+        try:
+            yield
+        except KeyError as exc:
+            raise ValueError("mapped") from exc
+
+    def call(held: Held) -> None:
+        with mapped():
+            raise KeyError(held)
+
+    def fail(held: Held) -> None:
+        try:
+            call(held)
+        except ValueError as exc:
+            release_traceback_cycles(exc)
+
+    held = Held()
+    alive = weakref.ref(held)
+    gc.disable()
+    try:
+        fail(held)
+        del held
+        assert alive() is None
+    finally:
+        gc.enable()
 
 
 @pytest.mark.anyio
