@@ -60,14 +60,15 @@ def _slug(name: str, fmt: str | None) -> str:
     return name[len(fmt) + 1 :] if fmt and name.startswith(fmt + "/") else name
 
 
-_NARROW_DROPS = ("state", "edge", "action", "format", "class")  # given up, in this order, to fit a terminal
+# given up, in this order, to fit a terminal
+_NARROW_DROPS = ("state", "edge", "action", "format", "class", "verdict")
 _MIN_TITLE = 20
 
 
 def table(outcomes: Sequence[Any], width: int | None = None, *, with_via: bool = False) -> str:
     """The outcomes as an aligned table; with ``width``, columns are given up (state, edge, action, the
-    format, which the scenario's name then carries, the class) and the title, then the scenario, cut to
-    fit it."""
+    format, which the scenario's name then carries, the class, the verdict) and the title cut to fit
+    it. A scenario's name is never cut: it is what ``--scenario`` takes."""
     columns = list(COLUMNS)
     if with_via:
         columns.insert(2, "via")
@@ -88,9 +89,6 @@ def table(outcomes: Sequence[Any], width: int | None = None, *, with_via: bool =
             if drop == "format":
                 rows = [{**o.row(), "scenario": _mark(o) + o.name} for o in outcomes]
             widths = measure(columns)
-        over = sum(widths.values()) + 2 * (len(columns) - 1) + _MIN_TITLE - width
-        if over > 0:
-            widths["scenario"] = max(20, widths["scenario"] - over)
     used = sum(widths.values()) + 2 * (len(columns) - 1)
     title_width = max(_MIN_TITLE, width - used) if width else max([5, *(len(row["title"]) for row in rows)])
     lines = ["  ".join(c.ljust(widths[c]) for c in columns[:-1]) + "  title"]
