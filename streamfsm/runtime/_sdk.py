@@ -655,9 +655,10 @@ class SyncSdkRun(SyncReads, _SdkBase):
         self._headers_received()
 
     def _open_sync(self) -> Any:
-        """Call the opener (a ``MessageStreamManager.__enter__``, which sends the request and waits for the
-        headers) on a helper thread, so that the connect deadline and ``abort()`` end the wait, as the cancel
-        scope does on the async path. If we stop waiting, the helper closes what the opener still opens."""
+        """Call the opener (a ``MessageStreamManager.__enter__`` or the caller's zero-argument callable,
+        which send the request and wait for the headers) on a helper thread, so that the connect deadline
+        and ``abort()`` end the wait, as the cancel scope does on the async path. If we stop waiting, the
+        helper closes what the opener still opens."""
         assert self._opener is not None
         opener, closer = self._opener, self._closer
         deadline, edge = self._connect_deadline()
@@ -672,9 +673,12 @@ class SyncSdkRun(SyncReads, _SdkBase):
                 error = exc
             handed = attempt.finish(stream, error)
             failed, error = error is not None, None  # this frame is in the error's traceback: a cycle
-            if not handed and not failed and closer is not None:
+            if not handed and not failed:  # nobody will read it: close what the opener opened
                 try:
-                    closer(None, None, None)
+                    if closer is not None:
+                        closer(None, None, None)
+                    elif callable(getattr(stream, "close", None)):
+                        stream.close()
                 except Exception as exc:
                     _log.warning("closing an abandoned SDK stream failed (%s)", type(exc).__name__)
 
@@ -762,7 +766,7 @@ def wrap(
 
 @overload
 def wrap(
-    sdk_stream: Iterable[Any] | AbstractContextManager[Any],
+    sdk_stream: Iterable[Any] | AbstractContextManager[Any] | Callable[[], Any],
     *,
     provider: str | None = None,
     ids: Ids | Mapping[str, Any] | None = None,
@@ -779,8 +783,11 @@ def wrap(
 ) -> SdkRun | SyncSdkRun:
     """Drive an ``openai`` / ``anthropic`` SDK stream through the machine; see the module docstring.
 
-    ``sdk_stream``: an async or sync SDK stream, an anthropic ``MessageStreamManager`` (async or sync), or
-    an un-awaited call that returns an async SDK stream. ``provider``: "openai-chat", "openai-responses" or
+    ``sdk_stream``: an async or sync SDK stream, an anthropic ``MessageStreamManager`` (async or sync), an
+    un-awaited call that returns an async SDK stream, or a zero-argument callable that makes a sync SDK
+    call (``lambda: client.chat.completions.create(..., stream=True)``): the call then runs under the run
+    (on a helper thread, within the connect deadline), so its HTTP and connection errors are diagnosed and
+    recorded like any other failure. ``provider``: "openai-chat", "openai-responses" or
     "anthropic"; detected when None. Returns an ``SdkRun`` (``async with``) or, for a sync stream, a
     ``SyncSdkRun`` (``with``). Raises ``TypeError`` for anything else, ``ValueError`` for a provider that
     is unknown or does not match the stream.
@@ -834,7 +841,17 @@ def wrap(
         return SdkRun(
             stream=None, opener=opener, closer=None, sdk=maker, flavour=made, helper_events=False, **common
         )
+    if callable(sdk_stream):  # a sync call, made under the run; its stream says what it is once made
+        if inspect.iscoroutinefunction(sdk_stream):
+            raise TypeError(
+                "wrap() takes an async call un-awaited: wrap(client...create(...)), not the function"
+            )
+        call: Callable[[], Any] = sdk_stream
+        return SyncSdkRun(
+            stream=None, opener=call, closer=None, sdk=None, flavour=None, helper_events=False, **common
+        )
     raise TypeError(
-        "wrap() takes a stream from the openai or anthropic SDK (or the un-awaited call that opens one), "
+        "wrap() takes a stream from the openai or anthropic SDK (or the un-awaited call that opens one, or"
+        " a zero-argument callable making a sync call), "
         f"not {type(sdk_stream).__module__}.{type(sdk_stream).__qualname__}"
     )

@@ -68,6 +68,7 @@ from ._events import (
 from ._record import Recorder, RunRecord
 from ._recovery import RESUMABLE_EDGES, ContinuePlan, ResumePlan
 from ._sinks import deliver
+from ._urls import check_base_url
 from ._sse import SSEDecoder
 from ._watchdog import Entry, loop_time, loop_watchdog, plain_scope_class
 
@@ -734,6 +735,7 @@ class HttpRun(Run):
         client: httpx.AsyncClient | None = None,
         config: StreamConfig | None = None,
         ids: Ids | Mapping[str, Any] | None = None,
+        check_base_url(base_url)  # a configuration mistake: raised before anything is sent or recorded
     ) -> None:
         if not isinstance(json, Mapping):
             raise TypeError("json must be a mapping (the request body)")
@@ -999,7 +1001,8 @@ def open_stream(
     """Open one streaming request to ``provider`` ("openai-chat", "openai-responses", "anthropic", "gemini").
 
     Use it as an async context manager; the request is sent on entry. ``headers`` carries auth and is never
-    recorded. ``client`` is used and left open when given; otherwise the run owns a fresh client.
+    recorded. ``client`` is used and left open when given; otherwise the run owns a fresh client. A
+    ``base_url`` that is not an http(s) URL with a host raises ``ValueError`` at once: nothing is sent.
     """
     return HttpRun(
         provider, base_url=base_url, json=json, headers=headers, client=client, config=config, ids=ids
