@@ -68,8 +68,8 @@ from ._events import (
 from ._record import Recorder, RunRecord
 from ._recovery import RESUMABLE_EDGES, ContinuePlan, ResumePlan
 from ._sinks import deliver
-from ._urls import check_base_url
 from ._sse import SSEDecoder
+from ._urls import check_base_url
 from ._watchdog import Entry, loop_time, loop_watchdog, plain_scope_class
 
 _log = logging.getLogger("streamfsm")
@@ -735,10 +735,10 @@ class HttpRun(Run):
         client: httpx.AsyncClient | None = None,
         config: StreamConfig | None = None,
         ids: Ids | Mapping[str, Any] | None = None,
-        check_base_url(base_url)  # a configuration mistake: raised before anything is sent or recorded
     ) -> None:
         if not isinstance(json, Mapping):
             raise TypeError("json must be a mapping (the request body)")
+        check_base_url(base_url)  # a configuration mistake: raised before anything is sent or recorded
         adapter: Adapter = adapter_for(provider)
         plan = Ids.coerce(ids).recovery
         # The retry executor's plan for this attempt: continue (the body rewritten to carry what the consumer
