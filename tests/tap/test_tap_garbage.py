@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import gc
+import inspect
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -12,10 +14,15 @@ from test_tap import FMTS, HTTP, create, frames_script, sdk_client
 
 import streamfsm
 from streamfsm import StreamConfig
+from streamfsm.tap import library
 from streamfsm.testing import text_stream
 from streamfsm.testing._script import End, Fin, Keepalive, Status
 from streamfsm.testing._server import FaultServerThread
 
+# httpx before 0.28.1's fix (encode/httpx#3733) binds each response and its body stream to each other: the
+# response the SDK holds waits for the collector, and with it the one stream object the tap gave it (the run
+# it held is already let go). httpx2 has no such cycle.
+LIBRARY_CYCLE = "response" in inspect.signature(library(HTTP)[0]._client.BoundSyncStream.__init__).parameters
 ENDINGS = ("finished", "cut", "stalled", "http-429", "left-early")
 
 
@@ -50,7 +57,9 @@ def test_a_tapped_stream_leaves_nothing_to_the_collector(fmt: str, ending: str) 
         client = sdk_client(fmt, server.base_url, streamfsm.http_client(http=HTTP, config=config), sync=True)
         try:
             _stream(fmt, ending, client)  # the first stream loads what the libraries load lazily
-            assert left_to_the_collector(lambda: _stream(fmt, ending, client)) == {}
+            left = left_to_the_collector(lambda: _stream(fmt, ending, client))
+            allowed = Counter({"TappedStream": 1} if LIBRARY_CYCLE else {})
+            assert not left - allowed, left
         finally:
             client.close()
     gc.collect()  # the openai SDK's stream left early is cyclic itself: its response is closed once collected
