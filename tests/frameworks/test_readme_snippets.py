@@ -1,6 +1,7 @@
-"""The README's one-line change per framework, run as written: each snippet is executed verbatim (``URL`` the
-local fault provider, ``KEY`` a test key, ``streamfsm`` handing out tapped clients whose records this test
-collects), then one streaming turn goes through the objects it built, and the tap must have recorded it."""
+"""The transparent-mode guide's one-line change per framework (docs/guides/transparent-mode.md), run as
+written: each snippet is executed verbatim (``URL`` the local fault provider, ``KEY`` a test key,
+``streamfsm`` handing out tapped clients whose records this test collects), then one streaming turn goes
+through the objects it built, and the tap must have recorded it."""
 
 from __future__ import annotations
 
@@ -20,8 +21,9 @@ from streamfsm.testing import End, FaultServer, Headers, Send, text_stream
 pytestmark = pytest.mark.anyio
 preload()
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-SECTION = README.split("### The one-line change, per framework", 1)[1].split("\n## ", 1)[0]
+# the guide that was the README's transparent-mode section
+GUIDE = (Path(__file__).resolve().parents[2] / "docs" / "guides" / "transparent-mode.md").read_text()
+SECTION = GUIDE.split("## The one-line change, per framework", 1)[1].split("\n## ", 1)[0]
 BLOCKS = re.findall(r"```py\n(.*?)```", SECTION, flags=re.S)
 SNIPPETS = {block.splitlines()[0]: block for block in BLOCKS if block.startswith("# ")}
 (VERDICTS,) = [block for block in BLOCKS if "with_verdicts" in block]
@@ -120,7 +122,7 @@ async def test_a_readme_snippet_taps_its_framework(case: str) -> None:
     records: list[Any] = []
     async with FaultServer((Headers(), *(Send(f) for f in frames), End())) as server:
         ns: dict[str, Any] = {"URL": server.base_url, "KEY": KEY, "streamfsm": tapped(records)}
-        exec(snippet(title), ns)  # the README's code, as written
+        exec(snippet(title), ns)  # the guide's code, as written
         with anyio.fail_after(BOUND_S):
             text = await turn(ns)
     assert "Hello there" in text

@@ -1,0 +1,457 @@
+"""The generated pages of the documentation site (``mkdocs.yml``), and the mkdocs hook that adds them.
+
+Every picture and table of the machine is made here at build time from the declaration, the classifier and
+the scenario catalog, so the site cannot disagree with the code and nothing generated is committed. The
+diagrams are SVG drawn by Graphviz ``dot`` from the same DOT source as ``diagrams/*.dot``: a picture that
+needs no JavaScript and no network to render (Mermaid would need its script at view time).
+
+Imports are absolute: mkdocs loads this file by path, as a hook module outside the package.
+"""
+
+from __future__ import annotations
+
+import ast
+import html
+import shutil
+import subprocess
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+from streamfsm import _diagrams
+from streamfsm.classify import FINISHED_SAYS, Facts, FailureClass, FinishCause, diagnose, what_happened
+from streamfsm.classify._summaries import _TITLE_BY_CLASS
+from streamfsm.machine import (
+    ACTIVITY_TRANSITIONS,
+    FAILURE_TRIGGERS,
+    INITIAL_STATE,
+    REACHABLE_STATES,
+    Activity,
+    Commitment,
+    Trigger,
+    activity_machine,
+    commitment_machine,
+)
+from streamfsm.testing import catalog
+from streamfsm.testing._script import (
+    End,
+    Fin,
+    Headers,
+    Keepalive,
+    Rst,
+    Scenario,
+    Send,
+    SendRaw,
+    Sleep,
+    Stall,
+    Status,
+    Step,
+)
+
+if TYPE_CHECKING:
+    from mkdocs.config.defaults import MkDocsConfig
+    from mkdocs.structure.files import Files
+
+ROOT: Final = Path(__file__).resolve().parents[1]
+_FAILURES: Final = tuple(t for t in Trigger if t in FAILURE_TRIGGERS)
+_DOT_MISSING: Final = "the docs' diagrams need Graphviz's dot program (Debian: apt-get install -y graphviz)"
+
+CLASS_MEANING: Final = {
+    FailureClass.COMPLETED: "The provider's terminal event arrived: the run did not fail.",
+    FailureClass.BEFORE_CONNECTION: "No response started: the connection, the request or the provider's"
+    " answer to it failed before any stream was open.",
+    FailureClass.EARLY_STREAM: "The stream was open but nothing visible had reached the user.",
+    FailureClass.MID_GENERATION: "Part of the answer had been shown when the stream broke.",
+    FailureClass.TOOL_INPUT_INTERRUPTED: "The model was still writing a tool call's arguments: the tool"
+    " cannot have run.",
+    FailureClass.TOOL_CALL_INTERRUPTED: "A tool call was complete but no tool had started.",
+    FailureClass.TOOL_SIDE_EFFECT: "A tool had started when the stream broke: it may have changed things.",
+    FailureClass.LOCAL_ABORT: "This side stopped the run (the user, the app, cancellation): never a"
+    " disconnect.",
+    FailureClass.WATCHDOG: "One of streamfsm's own deadlines fired: a stall is a failure, never a success.",
+    FailureClass.PROVIDER_ERROR: "The provider said it failed: an HTTP error status or an in-band error"
+    " event.",
+    FailureClass.PROTOCOL_ERROR: "The provider sent something that breaks its stream format.",
+    FailureClass.CONSUMER_ERROR: "The code reading the stream raised: the stream itself was fine.",
+}
+"""One line per class for the taxonomy page (a missing class fails the build)."""
+
+INVARIANTS: Final = (
+    (
+        "Terminal states absorb; every run that is closed is in exactly one terminal state.",
+        [
+            ("tests/test_machine_properties.py", "test_terminal_absorption"),
+            ("tests/test_machine_properties.py", "test_every_closed_run_is_in_exactly_one_terminal_state"),
+        ],
+    ),
+    (
+        "Classification is total: every (non-terminal state, failure edge) has one class and one verdict.",
+        [
+            ("tests/test_classify_properties.py", "test_classification_totality"),
+            ("tests/test_classify_properties.py", "test_classification_totality_exhaustive"),
+        ],
+    ),
+    (
+        "Commitment is monotone: it never moves backwards.",
+        [
+            ("tests/test_machine_properties.py", "test_commitment_is_monotone"),
+            ("tests/test_machine_properties.py", "test_commitment_is_monotone_over_the_whole_table"),
+        ],
+    ),
+    (
+        "Soundness: `safe_auto_retry` implies nothing visible was delivered and no effectful tool started.",
+        [
+            ("tests/test_classify_properties.py", "test_soundness_of_safe_auto_retry"),
+            ("tests/test_classify_properties.py", "test_soundness_of_safe_auto_retry_exhaustive"),
+        ],
+    ),
+    (
+        "A failure in `tool_input_open` or `tool_call` is never a tool execution failure.",
+        [
+            ("tests/test_classify_properties.py", "test_tool_input_failure_is_never_tool_side_effect"),
+        ],
+    ),
+    (
+        "A watchdog timeout is always a failure, never a silent success.",
+        [
+            ("tests/test_machine_properties.py", "test_timeout_is_always_a_failure"),
+            ("tests/test_classify_properties.py", "test_timeout_is_classified_watchdog"),
+        ],
+    ),
+    (
+        "The compiled table equals the `transitions` machine on every sequence.",
+        [("tests/test_machine_properties.py", "test_differential_compiled_equals_transitions")],
+    ),
+    (
+        "Counters equal the number of events of each kind; the timeline never exceeds its bound.",
+        [
+            (
+                "tests/runtime/test_record_safety.py",
+                "test_a_100k_delta_run_keeps_its_record_and_timeline_within_a_fixed_bound",
+            ),
+        ],
+    ),
+    (
+        "No secret planted anywhere in the input ever appears in the export.",
+        [
+            (
+                "tests/runtime/test_record_safety.py",
+                "test_no_planted_secret_reaches_record_log_message_or_repr",
+            )
+        ],
+    ),
+)
+"""DESIGN.md §4's invariants and the tests that check them (a test that is gone fails the build)."""
+
+
+class DocsError(RuntimeError):
+    """A generated page cannot be made (a missing program, a test the docs name that is gone)."""
+
+
+# Pictures
+
+
+def svg(dot_source: str) -> str:
+    """Graphviz ``dot`` draws DOT source as SVG (no XML prologue: the file is served as an image)."""
+    dot = shutil.which("dot")
+    if dot is None:
+        raise DocsError(_DOT_MISSING)
+    done = subprocess.run([dot, "-Tsvg"], input=dot_source, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise DocsError(f"dot failed: {done.stderr.strip()}")
+    start = done.stdout.index("<svg")
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + done.stdout[start:]
+
+
+def _dot_sources() -> dict[str, str]:
+    return {
+        "activity": _diagrams._dot("activity", Activity, activity_machine, INITIAL_STATE.activity.value),
+        "commitment": _diagrams._dot(
+            "commitment", Commitment, commitment_machine, INITIAL_STATE.commitment.value
+        ),
+    }
+
+
+# Pages
+
+
+def _state_link(activity: Activity, up: str = "") -> str:
+    return f"[`{activity.value}`]({up}{activity.value}.md)"
+
+
+def _trigger_list(triggers: Iterable[Trigger]) -> str:
+    names = sorted({t.value for t in triggers}, key=[t.value for t in Trigger].index)
+    return ", ".join(f"`{n}`" for n in names)
+
+
+def _machine_index() -> str:
+    lines = [
+        "# The machine",
+        "",
+        "Every stream runs through one state machine, declared as data in"
+        " `streamfsm/machine/_declaration.py`. A stream's state is a pair **(activity, commitment)**: two"
+        " regions that move on the same triggers. The classifier's input is exactly that pair plus the"
+        " failure edge that ended the run. Both pictures and every table on these pages are generated from"
+        " the declaration when the site is built.",
+        "",
+        "## Activity: where the stream is",
+        "",
+        "![The activity region: states and the triggers between them](activity.svg){ .diagram }",
+        "",
+        "| state | meaning |",
+        "|---|---|",
+        *(f"| {_state_link(a)} | {_diagrams.ACTIVITY_MEANING[a]} |" for a in Activity),
+        "",
+        f"`{_diagrams.ANY_FAILURE}` stands for each of the {len(_FAILURES)} failure edges"
+        f" ({_trigger_list(_FAILURES)}), which lead from every non-terminal state to `failed`. A trigger a"
+        " state does not list is illegal there: `StreamMachine.send` raises `IllegalTransition`.",
+        "",
+        "## Commitment: what already escaped",
+        "",
+        "![The commitment region: none, visible, side_effect](commitment.svg){ .diagram }",
+        "",
+        "| commitment | meaning |",
+        "|---|---|",
+        *(f"| `{c.value}` | {_diagrams.COMMITMENT_MEANING[c]} |" for c in Commitment),
+        "",
+        "## Triggers",
+        "",
+        "| trigger | sent by | kind | resets the idle watchdog |",
+        "|---|---|---|---|",
+        *(_diagrams._trigger_row(t) for t in Trigger),
+        "",
+        "See also [the invariants](invariants.md) and [the failure taxonomy](../taxonomy.md).",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _state_page(activity: Activity) -> str:
+    into = [(t, src) for t, src, dst in ACTIVITY_TRANSITIONS if dst is activity and src is not activity]
+    out = [(t, dst) for t, src, dst in ACTIVITY_TRANSITIONS if src is activity and dst is not activity]
+    stay = [t for t, src, dst in ACTIVITY_TRANSITIONS if src is activity and dst is activity]
+    lines = [f"# `{activity.value}`", "", f"{_diagrams.ACTIVITY_MEANING[activity].capitalize()}.", ""]
+    if activity is INITIAL_STATE.activity:
+        lines += ["Every run starts here.", ""]
+    lines += ["## Events that lead in", ""]
+    lines += _edges_by_state(into, "from") or ["None: a run is created in this state."]
+    lines += ["", "## Events that lead out", ""]
+    progress_out = [(t, dst) for t, dst in out if t not in FAILURE_TRIGGERS]
+    lines += _edges_by_state(progress_out, "to") or ["None: this state is terminal; it absorbs every run."]
+    if any(t in FAILURE_TRIGGERS for t, _ in out):
+        lines.append(f"- to {_state_link(Activity.FAILED)}: every failure edge ({_trigger_list(_FAILURES)})")
+    if stay:
+        lines += ["", f"Staying in `{activity.value}`: {_trigger_list(stay)}."]
+    states = sorted(
+        (s for s in REACHABLE_STATES if s.activity is activity),
+        key=lambda s: list(Commitment).index(s.commitment),
+    )
+    lines += ["", "## Commitment here", ""]
+    lines += [f"- `{s.commitment.value}`: {_diagrams.COMMITMENT_MEANING[s.commitment]}" for s in states]
+    lines += ["", "## How a failure here is classified", ""]
+    if activity.is_terminal:
+        lines.append("A terminal state: no edge leaves it, so nothing fails in it.")
+        return "\n".join(lines) + "\n"
+    lines += [
+        "As `diagnose(state, edge, Facts())` classifies each failure edge with no further facts. Real runs"
+        " carry facts (transport kind, provider error kind, abort source, tool name) that refine the cause,"
+        " the words and the verdict. Classes link to [the taxonomy](../taxonomy.md).",
+        "",
+        "| commitment | edge | phase | class | summary key | verdict | action | title |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for state in states:
+        for edge in _FAILURES:
+            d = diagnose(state, edge, Facts())
+            klass = d.failure_class.value
+            lines.append(
+                f"| `{state.commitment.value}` | `{edge.value}` | {d.phase.value}"
+                f" | [{klass}](../taxonomy.md#{klass}) | `{d.summary_key}` | {d.verdict.value}"
+                f" | {d.action.value} | {_diagrams._cell(d.title)} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def _edges_by_state(edges: list[tuple[Trigger, Activity]], word: str) -> list[str]:
+    by_state: dict[Activity, list[Trigger]] = {}
+    for trigger, other in edges:
+        by_state.setdefault(other, []).append(trigger)
+    return [
+        f"- {word} {_state_link(other)}: {_trigger_list(by_state[other])}"
+        for other in Activity
+        if other in by_state
+    ]
+
+
+def _test_function(path: str, name: str) -> tuple[str, bool]:
+    """(source, is a Hypothesis property) of a test function, read from its file."""
+    file = ROOT / path
+    if not file.is_file():
+        raise DocsError(f"the invariants page names {path}, which is not there")
+    source = file.read_text()
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name:
+            start = min([d.lineno for d in node.decorator_list] + [node.lineno])
+            text = "\n".join(source.splitlines()[start - 1 : node.end_lineno])
+            given = any("given" in ast.unparse(d) for d in node.decorator_list)
+            return text, given
+    raise DocsError(f"the invariants page names {path}::{name}, which is not there")
+
+
+def _invariants() -> str:
+    lines = [
+        "# Invariants",
+        "",
+        "What holds for every run, whatever the provider sends. Each invariant is checked by the tests named"
+        " under it, most of them Hypothesis properties over random event sequences (legal and illegal);"
+        " their source is shown as it is in the repository when this site was built.",
+        "",
+    ]
+    for number, (text, tests) in enumerate(INVARIANTS, 1):
+        lines += [f"## {number}. {text}", ""]
+        for path, name in tests:
+            source, given = _test_function(path, name)
+            kind = "Hypothesis property" if given else "test"
+            lines += [f'??? note "{kind}: `{path}::{name}`"', ""]
+            lines += ["    ```python", *(f"    {line}" if line else "" for line in source.splitlines())]
+            lines += ["    ```", ""]
+    return "\n".join(lines)
+
+
+# Taxonomy
+
+
+def _wire(steps: Iterable[Step], limit: int = 12) -> str:
+    """What the wire looked like, one step a line (long bodies cut)."""
+
+    def cut(data: bytes, size: int = 300) -> str:
+        text = data.decode("utf-8", "replace")
+        return text if len(text) <= size else text[:size] + " …"
+
+    lines: list[str] = []
+    for step in steps:
+        if isinstance(step, Status):
+            lines.append(f"HTTP {step.code}" + "".join(f"\n{k}: {v}" for k, v in step.headers))
+            lines.append("\n" + cut(step.body))
+        elif isinstance(step, Headers):
+            lines.append(f"HTTP {step.code}" + "".join(f"\n{k}: {v}" for k, v in step.headers) + "\n")
+        elif isinstance(step, Send):
+            lines.append(cut(step.data).rstrip("\r\n"))
+        elif isinstance(step, SendRaw):
+            lines.append(f"[raw bytes] {cut(step.data)!r}")
+        elif isinstance(step, Keepalive):
+            lines.append(f"[{step.count} keepalives, every {step.every} s] {cut(step.frame).strip()}")
+        elif isinstance(step, Sleep):
+            lines.append(f"[silent for {step.seconds} s]")
+        else:
+            said = {Fin: "connection closed (FIN)", Rst: "connection reset (RST)", End: "body ends cleanly"}
+            lines.append(
+                f"[{said.get(type(step), 'the server goes silent' if isinstance(step, Stall) else '?')}]"
+            )
+    if len(lines) > limit:
+        lines = [*lines[: limit - 2], f"[… {len(lines) - limit + 1} more steps]", lines[-1]]
+    return "\n".join(lines).replace("```", "'''")
+
+
+def _scenario_key(scenario: Scenario) -> str | None:
+    if scenario.expected_class is None or scenario.expected_cause is None:
+        return None
+    return f"{scenario.expected_class.value}.{scenario.expected_cause}"
+
+
+def _words(klass: FailureClass, cause: str) -> tuple[str, str]:
+    """(title, plain words) of a summary key, as the classifier's summaries say them."""
+    if klass is FailureClass.COMPLETED:
+        return FINISHED_SAYS.get(cause, FINISHED_SAYS["finished"])
+    what = what_happened(klass, cause)
+    return _TITLE_BY_CLASS.get(klass, what), what
+
+
+def _taxonomy() -> str:
+    keys: dict[FailureClass, set[str]] = {k: set() for k in FailureClass}
+    for state in REACHABLE_STATES:
+        if not state.is_terminal:
+            for edge in _FAILURES:
+                d = diagnose(state, edge, Facts())
+                keys[d.failure_class].add(d.cause)
+    keys[FailureClass.COMPLETED] |= {c.value for c in FinishCause}
+    examples: dict[str, list[Scenario]] = {}
+    for scenario in catalog():
+        key = _scenario_key(scenario)
+        if key is not None and scenario.expected_class is not None and scenario.expected_cause is not None:
+            keys[scenario.expected_class].add(scenario.expected_cause)
+            examples.setdefault(key, []).append(scenario)
+    lines = [
+        "# Failure taxonomy",
+        "",
+        "Every class and summary key (`<class>.<detail>`) the classifier gives, with its plain-language"
+        " words, generated from `streamfsm.classify`; and for each, where the catalog has one, a real-world"
+        " example from `streamfsm.testing.catalog()`: what the wire looked like, and what the run was"
+        " classified as. Which state and edge lead to which class is on each"
+        " [state's page](machine/index.md).",
+        "",
+        "| class | meaning |",
+        "|---|---|",
+        *(f"| [{k.value}](#{k.value}) | {CLASS_MEANING[k]} |" for k in FailureClass),
+        "",
+    ]
+    for klass in FailureClass:
+        lines += [f"## {klass.value} {{ #{klass.value} }}", "", CLASS_MEANING[klass], ""]
+        for cause in sorted(keys[klass]):
+            key = f"{klass.value}.{cause}"
+            title, words = _words(klass, cause)
+            heading = f"### `{key}` {{ #{key.replace('.', '-')} }}"
+            lines += [heading, "", f"**{title}.** {words.rstrip('.')}.", ""]
+            found = sorted(examples.get(key, []), key=lambda s: s.name)
+            if not found:
+                lines += ["No catalog scenario shows this one yet.", ""]
+                continue
+            first = found[0]
+            verdict = first.expected_verdict.value if first.expected_verdict else "-"
+            action = first.expected_action.value if first.expected_action else "-"
+            fired = first.expected_edge.value if first.expected_edge else "-"
+            lines += [
+                f"Example: `{first.name}`: {html.escape(first.description)} (edge `{fired}`, verdict"
+                f" {verdict}, action {action}).",
+                "",
+                "```text",
+                _wire(first.script),
+                "```",
+                "",
+            ]
+            if len(found) > 1:
+                lines += ["Also in the catalog: " + ", ".join(f"`{s.name}`" for s in found[1:]) + ".", ""]
+    return "\n".join(lines)
+
+
+def _reference(module: str, intro: str) -> str:
+    return f"# `{module}`\n\n{intro}\n\n::: {module}\n"
+
+
+def pages() -> dict[str, str]:
+    """Every generated file of the site, by its path under ``docs/``."""
+    files = {f"machine/{name}.svg": svg(source) for name, source in _dot_sources().items()}
+    files["machine/index.md"] = _machine_index()
+    files.update({f"machine/{a.value}.md": _state_page(a) for a in Activity})
+    files["machine/invariants.md"] = _invariants()
+    files["taxonomy.md"] = _taxonomy()
+    files["reference/index.md"] = _reference(
+        "streamfsm", "The public API: everything in `streamfsm.__all__`, from the docstrings."
+    )
+    files["reference/testing.md"] = _reference(
+        "streamfsm.testing", "The test kit for your own suite: the fault provider, scripts and the catalog."
+    )
+    return files
+
+
+# The mkdocs hook (mkdocs.yml: hooks)
+
+
+def on_files(files: Files, *, config: MkDocsConfig) -> Files:
+    from mkdocs.structure.files import File
+
+    for path, content in pages().items():
+        if files.get_file_from_path(path) is not None:
+            raise DocsError(f"docs/{path} is generated at build time: delete the hand-made copy")
+        files.append(File.generated(config, path, content=content))
+    return files

@@ -1,0 +1,242 @@
+"""The documentation site: it builds strictly from the code, renders offline in headless Chromium (the
+distribution's package), its search works and its pictures follow the declaration. (Its code examples:
+test_docs_examples.py, which needs no docs extra.)"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mkdocs", reason="the docs extra is not installed in this venv")
+pytest.importorskip("material", reason="the docs extra is not installed in this venv")
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "relay"))
+from cdp import Browser, Page, chromium
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD_S = 180
+
+
+def build(root: Path, out: Path, *, pythonpath: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": "/usr/bin:/bin", "NO_MKDOCS_2_WARNING": "1", "HOME": str(out.parent)}
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
+    return subprocess.run(
+        # not -q: it hides the warnings that --strict counts
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(out)],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=BUILD_S,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("site") / "site"
+    done = build(ROOT, out)
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def copy_of_project(to: Path) -> Path:
+    ignore = shutil.ignore_patterns("__pycache__", ".hypothesis")
+    for name in ("streamfsm", "docs", "tests"):
+        shutil.copytree(ROOT / name, to / name, ignore=ignore)
+    shutil.copy(ROOT / "mkdocs.yml", to / "mkdocs.yml")
+    return to
+
+
+# -- the build ----------------------------------------------------------------------------------------------
+
+
+def test_every_page_and_picture_is_built(site: Path) -> None:
+    from streamfsm.machine import Activity
+
+    for page in ["", "machine", "machine/invariants", "taxonomy", "reference", "reference/testing"]:
+        assert (site / page / "index.html").is_file(), page
+    for activity in Activity:
+        page = (site / "machine" / activity.value / "index.html").read_text()
+        assert f"<code>{activity.value}</code>" in page
+    for name in ("activity", "commitment"):
+        picture = (site / "machine" / f"{name}.svg").read_text()
+        assert picture.startswith("<?xml") and "<svg" in picture and "</svg>" in picture
+    assert (
+        "<title>tool_input_open&#45;&gt;tool_call</title>" in (site / "machine" / "activity.svg").read_text()
+    )
+
+
+def test_generated_tables_come_from_the_classifier(site: Path) -> None:
+    from streamfsm.classify import Facts, FailureClass, diagnose
+    from streamfsm.machine import Activity, Commitment, State, Trigger
+
+    page = (site / "machine" / "tool_input_open" / "index.html").read_text()
+    d = diagnose(State(Activity.TOOL_INPUT_OPEN, Commitment.VISIBLE), Trigger.DISCONNECTED, Facts())
+    assert f"<code>{d.summary_key}</code>" in page
+    assert "tool_side_effect" not in page  # invariant 5, as the page shows it
+    taxonomy = (site / "taxonomy" / "index.html").read_text()
+    for klass in FailureClass:
+        assert f'id="{klass.value}"' in taxonomy, klass
+    assert "openai-chat/http-429-retry-after-ms" in taxonomy  # a catalog example, with its wire
+    assert "HTTP 429\ncontent-type: application/json" in taxonomy
+
+
+def test_a_broken_link_fails_the_strict_build(tmp_path: Path) -> None:
+    project = copy_of_project(tmp_path / "project")
+    (project / "docs" / "index.md").write_text("# streamfsm\n\nSee [the missing page](nowhere.md).\n")
+    done = build(project, tmp_path / "out", pythonpath=project)
+    assert done.returncode != 0
+    assert "nowhere.md" in done.stderr
+
+
+def test_a_hand_made_copy_of_a_generated_page_fails_the_build(tmp_path: Path) -> None:
+    project = copy_of_project(tmp_path / "project")
+    (project / "docs" / "taxonomy.md").write_text("# stale\n")
+    done = build(project, tmp_path / "out", pythonpath=project)
+    assert done.returncode != 0
+    assert "docs/taxonomy.md is generated at build time" in done.stderr
+
+
+def test_changing_a_transition_changes_the_picture(site: Path, tmp_path: Path) -> None:
+    project = copy_of_project(tmp_path / "project")
+    declaration = project / "streamfsm" / "machine" / "_declaration.py"
+    edge = "(Trigger.TOOL_INPUT_END, Activity.TOOL_INPUT_OPEN, Activity.TOOL_CALL),"
+    source = declaration.read_text()
+    assert source.count(edge) == 1
+    declaration.write_text(source.replace(edge, edge.replace("TOOL_CALL)", "GENERATING)")))
+    out = tmp_path / "out"
+    done = build(project, out, pythonpath=project)
+    assert done.returncode == 0, done.stderr
+    before = (site / "machine" / "activity.svg").read_text()
+    after = (out / "machine" / "activity.svg").read_text()
+    assert after != before
+    new_edge = "<title>tool_input_open&#45;&gt;generating</title>"
+    assert new_edge not in before and new_edge in after
+    assert (site / "machine" / "commitment.svg").read_text() == (
+        out / "machine" / "commitment.svg"
+    ).read_text()
+    page = (out / "machine" / "tool_input_open" / "index.html").read_text()
+    assert re.search(r"to <a href=\"../generating/\"><code>generating</code></a>: <code>tool_input_end", page)
+
+
+# -- in the browser -----------------------------------------------------------------------------------------
+
+needs_chromium = pytest.mark.skipif(
+    chromium() is None,
+    reason="headless Chromium is not installed (Debian: apt-get install -y chromium)",
+)
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def served(site: Path) -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        thread.join()
+        server.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    path = chromium()
+    assert path is not None
+    with Browser(path) as b:
+        yield b
+
+
+def problems(page: Page, since: int) -> list[str]:
+    """Console errors, uncaught exceptions and failed loads this page reported since event ``since``."""
+    found = []
+    for event in page.browser.events[since:]:
+        if event.get("sessionId") != page.session:
+            continue
+        method, params = event.get("method"), event.get("params", {})
+        if method == "Runtime.exceptionThrown":
+            found.append(f"exception: {params['exceptionDetails'].get('text')}")
+        elif method == "Runtime.consoleAPICalled" and params.get("type") == "error":
+            found.append(f"console.error: {[a.get('value') for a in params.get('args', [])]}")
+        elif method == "Log.entryAdded" and params["entry"].get("level") == "error":
+            found.append(f"log: {params['entry'].get('text')} {params['entry'].get('url', '')}")
+        elif method == "Network.loadingFailed":
+            found.append(f"failed load: {params.get('errorText')}")
+    return found
+
+
+@needs_chromium
+def test_every_page_loads_offline_without_a_console_error(site: Path, served: str, browser: Browser) -> None:
+    page = browser.page()
+    page.call("Log.enable")
+    paths = sorted(p.parent.relative_to(site).as_posix() for p in site.rglob("index.html"))
+    assert len(paths) >= 15
+    for path in paths:
+        since = len(browser.events)
+        url = served if path == "." else f"{served}{path}/"
+        page.goto(url)
+        assert page.js("document.querySelector('h1') !== null"), path
+        assert problems(page, since) == [], path
+    outside = [u for u in page.requested() if not u.startswith(served) and not u.startswith("data:")]
+    assert outside == []
+
+
+@needs_chromium
+def test_the_diagrams_render_as_pictures(served: str, browser: Browser) -> None:
+    page = browser.page()
+    page.goto(f"{served}machine/")
+    pictures = page.js(
+        "[...document.querySelectorAll('img.diagram')].map(i => [i.getAttribute('src'), i.complete,"
+        " i.naturalWidth, i.naturalHeight, i.getBoundingClientRect().width])"
+    )
+    assert [p[0] for p in pictures] == ["activity.svg", "commitment.svg"]
+    for src, complete, width, height, shown in pictures:
+        assert complete and width > 200 and height > 50 and shown > 200, src
+    # An SVG that failed to parse has no natural size; one that parsed draws the states (text in the image).
+    page.goto(f"{served}machine/activity.svg")
+    names = page.js("[...document.querySelectorAll('g.node title')].map(t => t.textContent)")
+    assert {"idle", "connecting", "generating", "tool_input_open", "failed"} <= set(names)
+
+
+@needs_chromium
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("tool_input_interrupted", "taxonomy/#tool_input_interrupted"),
+        ("RetryingRun", "reference/#streamfsm.RetryingRun"),
+    ],
+)
+def test_search_finds_a_class_by_its_name(served: str, browser: Browser, query: str, expected: str) -> None:
+    page = browser.page()
+    page.goto(served)
+    page.js("document.querySelector('.md-search__input').focus()")
+    page.call("Input.insertText", {"text": query})
+    links: list[str] = []
+    for _ in range(100):
+        links = page.js("[...document.querySelectorAll('.md-search-result__link')].map(a => a.href)")
+        if links:
+            break
+        time.sleep(0.1)  # Material's search worker indexes after the page loaded
+    # a result links to its page with ?h=<query> (to highlight it) and the section's anchor
+    assert any(
+        urllib.parse.urlsplit(link)._replace(query="").geturl() == served + expected for link in links
+    ), links
