@@ -52,6 +52,7 @@ from ._adapters._openai_responses import OpenAIResponsesAdapter
 from ._adapters._resume import ResumeRefusal, refusal_of, resumable_request, resume_url
 from ._config import Ids, StreamConfig
 from ._cycles import release_traceback_cycles
+from ._decoding import decoded_chunks, sync_decoded_chunks
 from ._errors import StreamFailed
 from ._events import (
     CONSUMER_EVENT_TYPES,
@@ -958,10 +959,10 @@ def _unencoded(response: Any) -> bool:
 def body_chunks(response: Any) -> AsyncIterator[bytes]:
     """An ``httpx`` (or ``httpx2``) response body's chunks. An unencoded body (what SSE servers send) is read
     from the response's own stream, two async-generator layers fewer per read than ``aiter_bytes`` (which
-    ``aclose`` still ends); an encoded one goes through ``aiter_bytes``, which decodes it."""
+    ``aclose`` still ends); an encoded one is decoded over that stream by the library's own decoders."""
     if _unencoded(response):
         return response.stream.__aiter__()  # type: ignore[no-any-return]
-    return response.aiter_bytes().__aiter__()  # type: ignore[no-any-return]
+    return decoded_chunks(response)
 
 
 def _unlink_closed(response: Any) -> None:
@@ -976,7 +977,7 @@ def sync_body_chunks(response: Any) -> Iterator[bytes]:
     """``body_chunks`` for a sync response."""
     if _unencoded(response):
         return iter(response.stream)
-    return iter(response.iter_bytes())
+    return sync_decoded_chunks(response)
 
 
 _ON_EVENT: Final[dict[type, Callable[[Run, Any], None]]] = {

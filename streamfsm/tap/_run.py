@@ -20,6 +20,7 @@ from ..classify._transport import transport_facts
 from ..machine import Trigger
 from ..runtime import ConsumerEvent, Ids, StreamConfig, StreamFailed
 from ..runtime._adapters import adapter_for
+from ..runtime._decoding import as_bytes
 from ..runtime._events import StreamEvent
 from ..runtime._stream import Run
 from ..runtime._sync_reads import SyncReads
@@ -82,7 +83,7 @@ class TapRun(Run):
             self._read_wire(self._adapter)
             if decoder is not None:
                 self._decoder, wire_frames = decoder, self._frames_of
-                self._frames_of = lambda chunk: wire_frames(_bytes(decoder.decode(chunk)))
+                self._frames_of = lambda chunk: wire_frames(as_bytes(decoder.decode(chunk)))
             self._headers_received()
         else:
             self._status, self._error_headers, self._error_body = status, headers, bytearray()
@@ -136,7 +137,9 @@ class TapRun(Run):
         decoder, self._decoder = self._decoder, None
         if decoder is None or self._wire is None:
             return super()._eof_events()
-        tail = [event for frame in self._wire.frames(_bytes(decoder.flush())) for event in self._feed(frame)]
+        tail = [
+            event for frame in self._wire.frames(as_bytes(decoder.flush())) for event in self._feed(frame)
+        ]
         return tail + super()._eof_events()
 
     def abandoned(self) -> None:
@@ -202,11 +205,6 @@ class TapRun(Run):
         failure = self._caught(step, *args)
         assert failure is not None, "a failing step returned"
         return failure
-
-
-def _bytes(decoded: Any) -> bytes:
-    """httpx's decoders return bytes; httpx2's yield them."""
-    return decoded if isinstance(decoded, bytes) else b"".join(decoded)
 
 
 class SyncTapRun(SyncReads, TapRun):

@@ -36,6 +36,7 @@ import anyio
 
 from ..runtime import AttemptLink, Ids, StreamConfig, StreamFailed
 from ..runtime._config import MAX_ATTEMPT_LINKS
+from ..runtime._decoding import content_decoder
 from ..runtime._sync_reads import Interrupted, socket_of
 from ..runtime._watchdog import loop_time, plain_scope_class
 from ._context import current_ids
@@ -182,7 +183,7 @@ class _Tap:
         return error
 
     def _tapped(self, response: Any, run: TapRun, request: Any) -> None:
-        run.connected(response.status_code, response.headers, _decoder(self._library, response.headers))
+        run.connected(response.status_code, response.headers, content_decoder(response))
         remember(run, response, request)
 
 
@@ -456,20 +457,6 @@ class _SyncTap(_Tap):
 
     def close(self) -> None:
         self._inner.close()
-
-
-def _decoder(library: ModuleType, headers: Any) -> Any:
-    """The library's own decoder for the body's content encodings, chosen as its ``Response`` chooses (an
-    unknown encoding is passed through), or None for an unencoded body."""
-    codecs = importlib.import_module(f"{library.__name__}._decoders")
-    found = [
-        codecs.SUPPORTED_DECODERS[name]()
-        for value in headers.get_list("content-encoding", split_commas=True)
-        if (name := value.strip().lower()) in codecs.SUPPORTED_DECODERS and name != "identity"
-    ]
-    if not found:
-        return None
-    return found[0] if len(found) == 1 else codecs.MultiDecoder(children=found)
 
 
 def _capped(timeouts: Any, left: float) -> dict[str, Any] | None:
