@@ -142,11 +142,20 @@ class TapRun(Run):
         ]
         return tail + super()._eof_events()
 
+    def discard(self) -> None:
+        """End without a record: the response was not the stream (a redirect)."""
+        self._ended = True
+        if self._watch_entry is not None:
+            loop_watchdog().forget(self._watch_entry)
+            self._watch_entry = None
+
     def abandoned(self) -> None:
         """The response was dropped unread and unclosed: the run ends as if the consumer stopped."""
         if self._ended:
             return
-        self._watch_entry = None  # no loop to forget it on, maybe: it finds the run done when it fires
+        entry, self._watch_entry = self._watch_entry, None
+        if entry is not None:  # no loop to forget it on here: let go of the run, the timer finds nothing
+            entry.callback = None
         if not self._done:
             if self._error_body is not None:
                 self._http_error()
@@ -213,3 +222,14 @@ class SyncTapRun(SyncReads, TapRun):
     def end(self) -> None:
         self._watchdog.stop()
         super().end()
+
+    def discard(self) -> None:
+        self._watchdog.stop()
+        super().discard()
+
+    def abort(self, reason: str | None = None, *, source: AbortSource | str = AbortSource.USER) -> None:
+        """Stop the stream now, also from another thread: the read in progress is interrupted."""
+        already = self._done or self._abort_request is not None
+        super().abort(reason, source=source)
+        if not already:
+            self._watchdog.interrupt_now()

@@ -20,9 +20,11 @@ timeouts at the connect deadline; after them, the run's watchdog thread shuts th
 
 from __future__ import annotations
 
+import atexit
 import functools
 import hashlib
 import importlib
+import queue
 import threading
 import time
 import weakref
@@ -34,6 +36,7 @@ from typing import Any, Final
 
 import anyio
 
+from ..machine import Trigger
 from ..runtime import AttemptLink, Ids, StreamConfig, StreamFailed
 from ..runtime._config import MAX_ATTEMPT_LINKS
 from ..runtime._decoding import content_decoder
@@ -48,7 +51,7 @@ LIBRARIES: Final = ("httpx", "httpx2")
 _RETRY_COUNT: Final = "x-stainless-retry-count"  # sent by the openai and anthropic SDKs on every request
 _MAX_CHAINS: Final = 256
 _RESENT_WITHIN_S: Final = 300.0
-_ERROR_BODY_S: Final = 0.5  # for an error body the SDK closes unread
+_ERROR_BODY_S: Final = 0.1  # for an error body the SDK closes unread; the openai SDK's own drain bound
 
 
 # -- the SDK's own retries ------------------------------------------------------------------------------
@@ -160,8 +163,12 @@ class _Tap:
     def _run_for(self, request: Any, cls: type[TapRun]) -> tuple[TapRun, bytes] | None:
         try:
             content = request.content
-        except Exception:  # a streamed request body: not an SDK's JSON request
-            return None
+        except self._library.RequestNotRead:
+            # A redirect the client follows carries the first request's body as a stream: in memory, reading
+            # it is safe (and what the client sends anyway); a streamed upload is no SDK's JSON request.
+            if not isinstance(request.stream, self._library.ByteStream):
+                return None
+            content = request.read()
         url = request.url
         found = stream_request(self._rules, request.method, url.path, url.params, content)
         if found is None:
@@ -237,8 +244,44 @@ class _StreamBase:
 
 
 def _dropped(run: TapRun, chains: _Chains, key: bytes) -> None:
-    run.abandoned()
-    chains.ended(key, run)
+    # A finalizer may run inside a garbage collection on any thread, maybe while a user's sink holds its
+    # lock: the run is ended, and its record delivered, on a thread of its own.
+    global _deliverer
+    _ABANDONED.put((run, chains, key))
+    with _DELIVERER_LOCK:  # reentrant: a collection may come while this very thread holds it
+        if _deliverer is None:
+            _deliverer = threading.Thread(target=_deliver_abandoned, name="streamfsm-abandoned", daemon=True)
+            _deliverer.start()
+
+
+def _deliver_abandoned() -> None:
+    global _deliverer
+    while True:
+        try:
+            run, chains, key = _ABANDONED.get(timeout=1.0)
+        except queue.Empty:
+            with _DELIVERER_LOCK:
+                if _ABANDONED.empty():
+                    _deliverer = None
+                    return
+            continue
+        run.abandoned()
+        chains.ended(key, run)
+
+
+@atexit.register
+def _deliver_at_exit() -> None:
+    # weakref.finalize calls _dropped for what is still alive at exit (its hook runs before this one): the
+    # daemon thread may not get to it, so deliver here.
+    while not _ABANDONED.empty():
+        run, chains, key = _ABANDONED.get_nowait()
+        run.abandoned()
+        chains.ended(key, run)
+
+
+_ABANDONED: Final[queue.SimpleQueue[tuple[TapRun, _Chains, bytes]]] = queue.SimpleQueue()
+_DELIVERER_LOCK: Final = threading.RLock()
+_deliverer: threading.Thread | None = None
 
 
 # -- async ------------------------------------------------------------------------------------------------
@@ -256,6 +299,10 @@ class _AsyncTapStream(_StreamBase):
         run = self._run
         if run is None or run._done or run.reading_error_body:
             return await self._passed(run)
+        if run._abort_request is not None:  # abort() between reads: the next read fails as one it ended
+            failure = run.timed_out(Trigger.LOCAL_ABORT)
+            self._end()
+            raise self._tap._timeout(failure, self._request)
         scope = run._watched_read_scope()
         chunk: bytes | None = None
         try:
@@ -304,10 +351,10 @@ class _AsyncTapStream(_StreamBase):
         try:
             if run is not None and run.error_body_short:
                 await self._read_error_body(run)
+        finally:  # also when the close is cancelled: the run still ends, once
             if run is not None and not run._done:
                 run.stopped(None)
             self._end()
-        finally:
             await self._inner.aclose()
 
     async def _read_error_body(self, run: TapRun) -> None:
@@ -355,6 +402,8 @@ class _AsyncTap(_Tap):
             self._chains.ended(key, run)
             remember(run, request)
             raise self._timeout(failure, request)
+        if _redirect(response, run):
+            return response
         self._tapped(response, run, request)
         response.stream = self._streams.stream(response.stream, run, self, request, key)
         return response
@@ -436,7 +485,7 @@ class _SyncTap(_Tap):
             response = self._inner.handle_request(request)
         except Exception as exc:
             # Past the deadline, the cap made it time out: our watchdog's.
-            late = time.monotonic() >= deadline
+            late = time.monotonic() >= deadline and isinstance(exc, self._library.TimeoutException)
             attach(exc, run.timed_out(edge) if late else run.connect_failed(exc))
             raise
         except BaseException as exc:
@@ -450,13 +499,25 @@ class _SyncTap(_Tap):
                 run.end()
                 self._chains.ended(key, run)
                 remember(run, request)
+        if _redirect(response, run):
+            return response
         self._tapped(response, run, request)
         run._socket = socket_of(response)
+        run._response = response  # without an HTTP/1.1 socket to shut, the watchdog closes the response
         response.stream = self._streams.sync_stream(response.stream, run, self, request, key)
         return response
 
     def close(self) -> None:
         self._inner.close()
+
+
+def _redirect(response: Any, run: TapRun) -> bool:
+    """A redirect is not the stream: the client follows it (with a request the tap watches) or hands it on.
+    Its run ends unrecorded."""
+    if not (300 <= response.status_code < 400 and "location" in response.headers):
+        return False
+    run.discard()
+    return True
 
 
 def _capped(timeouts: Any, left: float) -> dict[str, Any] | None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import gc
 import gzip
 import sys
+import threading
+import time
 from typing import Any
 
 import anthropic
@@ -25,7 +27,7 @@ from streamfsm import StreamConfig
 from streamfsm.runtime import TextDelta, ToolInputDelta
 from streamfsm.tap import Rule, default_library, library
 from streamfsm.testing import error_event, text_stream, tool_call_stream
-from streamfsm.testing._script import End, Fin, Headers, Keepalive, Rst, Send, Status, unused_port
+from streamfsm.testing._script import End, Fin, Headers, Keepalive, Rst, Send, Sleep, Status, unused_port
 from streamfsm.testing._server import FaultServer, FaultServerThread
 
 FMTS = ("openai-chat", "openai-responses", "anthropic")
@@ -119,6 +121,12 @@ async def both(fmt: str, steps: tuple[Any, ...], **options: Any) -> tuple[Seen, 
     for record in records:
         validate_record(record)
     return tapped, records
+
+
+async def wait_for(condition: Any, bound: float = 5.0) -> None:
+    with anyio.fail_after(bound):
+        while not condition():
+            await anyio.sleep(0.01)
 
 
 def frames_script(frames: list[bytes], *tail: Any) -> tuple[Any, ...]:
@@ -426,6 +434,7 @@ async def test_a_response_dropped_unclosed_still_leaves_its_one_record() -> None
             assert records == []
             del response, request
             gc.collect()
+            await wait_for(lambda: len(records) == 1)  # delivered off the collector, on a thread
             (record,) = records
     assert record["outcome"]["edge"] == "local_abort"
     assert record["abort"]["source"] == "consumer_stopped"
@@ -482,3 +491,74 @@ async def test_an_error_body_the_sdk_closes_unread_is_still_read_for_the_record(
     seen, records = await both("openai-chat", steps, retries=1)
     assert seen.error is not None
     assert [outcome(r) for r in records] == [("provider_error.quota_exhausted", "no_retry")] * 2
+
+
+async def test_abort_between_reads_fails_the_next_read_as_a_local_abort() -> None:
+    frames = text_stream("openai-chat", ["Hello", " wor", "ld"])
+    records: list[streamfsm.RunRecord] = []
+    config = StreamConfig(sinks=(records.append,))
+    steps = tuple(item for frame in frames for item in (Send(frame), Sleep(0.02)))
+    async with FaultServer((Headers(), *steps, End())) as server:
+        async with streamfsm.async_http_client(http=HTTP, config=config) as http:
+            body = {**BODIES["openai-chat"], "stream": True}
+            url = f"{server.base_url}/v1/chat/completions"
+            with anyio.fail_after(BOUND_S), pytest.raises(HTTP_LIB.ReadTimeout) as info:
+                async with http.stream("POST", url, json=body) as response:
+                    async for _ in response.aiter_raw():
+                        streamfsm.tap.run_of(response).abort("the client went away", source="client")
+    (record,) = records
+    assert record["outcome"]["edge"] == "local_abort"
+    assert (record["abort"]["source"], record["abort"]["reason"]) == ("client", "the client went away")
+    assert streamfsm.failure_of(info.value).record is record  # type: ignore[union-attr]
+
+
+def test_a_sync_abort_from_another_thread_interrupts_a_stalled_read() -> None:
+    frames = text_stream("openai-chat", ["Hello", " wor", "ld"])
+    records: list[streamfsm.RunRecord] = []
+    config = StreamConfig(sinks=(records.append,))
+    with FaultServerThread(frames_script(frames[:2], Keepalive(0.05, 200))) as server:
+        with streamfsm.http_client(http=HTTP, config=config) as http:
+            body = {**BODIES["openai-chat"], "stream": True}
+            with http.stream("POST", f"{server.base_url}/v1/chat/completions", json=body) as response:
+                run = streamfsm.tap.run_of(response)
+                timer = threading.Timer(0.3, run.abort, args=("stop pressed",))
+                timer.start()
+                started = time.monotonic()
+                with pytest.raises(HTTP_LIB.ReadTimeout):
+                    for _ in response.iter_raw():
+                        pass
+                timer.join()
+    assert time.monotonic() - started < 5.0, "the keepalives lasted 10 s: the abort ended the read"
+    (record,) = records
+    assert (record["outcome"]["edge"], record["abort"]["source"]) == ("local_abort", "user")
+
+
+async def test_a_followed_redirect_leaves_one_record_for_the_stream() -> None:
+    frames = text_stream("openai-chat", ["Hi"])
+    records: list[streamfsm.RunRecord] = []
+    moved = (Status(307, (("location", "/v2/chat/completions"),), b""),)
+    scripts = (moved, frames_script(frames, End()))
+    async with FaultServer(lambda request: scripts[min(request.seq, 1)]) as server:
+        config = StreamConfig(sinks=(records.append,))
+        async with streamfsm.async_http_client(http=HTTP, config=config, follow_redirects=True) as http:
+            body = {**BODIES["openai-chat"], "stream": True}
+            async with http.stream("POST", f"{server.base_url}/v1/chat/completions", json=body) as response:
+                await response.aread()
+    (record,) = records
+    assert record["outcome"]["summary_key"] == "completed.finished"
+
+
+async def test_a_cancelled_close_of_an_unread_error_body_still_leaves_its_record() -> None:
+    records: list[streamfsm.RunRecord] = []
+    body = b'{"error": {"type": "rate_limit_error", "message": "slow"}}'
+    # The body trickles: the close's bounded read of it is under way when the cancellation comes.
+    steps = (Headers(429, (("content-type", "application/json"),)), Send(body[:5]), Sleep(5.0), End())
+    async with FaultServer(steps) as server:
+        config = StreamConfig(sinks=(records.append,))
+        async with streamfsm.async_http_client(http=HTTP, config=config) as http:
+            request = {**BODIES["openai-chat"], "stream": True}
+            with anyio.move_on_after(0.05):
+                async with http.stream("POST", f"{server.base_url}/v1/chat/completions", json=request):
+                    await anyio.sleep(1.0)  # cancelled here; the close then runs, and is cancelled too
+    (record,) = records
+    assert record["outcome"]["edge"] == "http_error"
