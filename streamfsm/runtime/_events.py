@@ -184,6 +184,34 @@ ConsumerEvent: TypeAlias = (
 )
 """The events a consumer iterates; keepalives, metadata and errors drive the machine and the record only."""
 
+
+@dataclass(frozen=True, slots=True, repr=False)
+class Result:
+    """What a finished run produced, from what the run counted: ``run.result()``.
+
+    ``text`` is the answer (``refusal`` a refusal's text), ``reasoning`` the reasoning text (raw or summary),
+    ``tool_calls`` the complete calls in the order they completed, ``usage`` the final usage (or None),
+    ``finish_reason`` the unified reason and ``raw_finish_reason`` the provider's. It is the caller's own
+    data: no record, log or repr ever carries it (the repr shows sizes only).
+    """
+
+    text: str
+    reasoning: str
+    refusal: str
+    tool_calls: tuple[ToolCall, ...]
+    usage: Usage | None
+    finish_reason: FinishReason | None
+    raw_finish_reason: str | None = None
+
+    def __repr__(self) -> str:
+        reason = self.finish_reason.value if self.finish_reason is not None else None
+        return (
+            f"Result(<{len(self.text)} chars>, <{len(self.reasoning)} reasoning chars>,"
+            f" <{len(self.refusal)} refusal chars>, {len(self.tool_calls)} tool calls,"
+            f" usage={self.usage!r}, finish_reason={reason!r})"
+        )
+
+
 CONSUMER_EVENT_TYPES: tuple[type, ...] = (
     TextDelta,
     ReasoningDelta,

@@ -105,10 +105,20 @@ from ._adapters._continue import Continuation, ContinueStyle, Rewrite
 from ._adapters._resume import ResumeRefusal
 from ._config import MAX_ATTEMPT_LINKS, AttemptLink, Ids
 from ._errors import StreamFailed
-from ._events import ConsumerEvent, Continued, Finish, Restarted, TextDelta, ToolCall, ToolInputStart
+from ._events import (
+    ConsumerEvent,
+    Continued,
+    Finish,
+    ReasoningDelta,
+    Restarted,
+    Result,
+    TextDelta,
+    ToolCall,
+    ToolInputStart,
+)
 from ._record import RunRecord
 from ._recovery import ContinuePlan, Offer, Recovery, RecoveryPlan, ResumePlan
-from ._stream import HttpRun, Run
+from ._stream import HttpRun, Run, _result
 
 __all__ = [
     "MAX_ATTEMPTS",
@@ -445,6 +455,7 @@ class RetryingRun:
         self._text: list[str] = []
         self._refusal: list[str] = []
         self._calls: dict[str, ToolCall] = {}
+        self._reasoning: list[str] | None = None  # kept only once collect() asked for it
         self._results: dict[str, ToolResult] = {}
         self._owner: dict[str, Run] = {}
         # recovery: the plan the next attempt opens with, whether the answer is being continued, how much
@@ -506,6 +517,27 @@ class RetryingRun:
             tool_calls=tuple(self._calls.values()),
             tool_results=tuple(self._results.values()),
         )
+
+    def collect(self) -> RetryingRun:
+        """Keep the reasoning too for `result()` (the text and the calls are kept anyway); call it before
+        iterating. Returns the run."""
+        if self._started_at is not None:
+            raise RuntimeError("call collect() before the first attempt opens")
+        if self._reasoning is None:
+            self._reasoning = []
+        return self
+
+    def result(self) -> Result:
+        """What the chain delivered, once it has finished: the text, refusal and tool calls the consumer was
+        given (after a confirmed replay, the new attempt's only; after a continuation, all of it), the
+        reasoning (kept since `collect()`), and the last attempt's usage and finish reason."""
+        if not self._completed or self._last is None:
+            raise RuntimeError(
+                "result() is for a retrying run that has finished: iterate it to the end first"
+            )
+        if self._reasoning is None:
+            raise RuntimeError("call run.collect() before iterating, to keep the reasoning for result()")
+        return _result(self._text, self._reasoning, self._refusal, self._calls.values(), self._last._rec)
 
     def __repr__(self) -> str:
         return f"<RetryingRun attempt={self.attempt} of {self.policy.attempts} trace_id={self.trace_id}>"
@@ -667,6 +699,9 @@ class RetryingRun:
         self._partial_attempt = run.ids.attempt
         if isinstance(event, TextDelta):
             (self._refusal if event.refusal else self._text).append(event.text)
+        elif isinstance(event, ReasoningDelta):
+            if self._reasoning is not None:
+                self._reasoning.append(event.text)
         elif isinstance(event, ToolCall):
             self._calls[event.call_id] = event
             self._open_inputs.pop(event.call_id, None)
@@ -876,6 +911,8 @@ class RetryingRun:
         self._partial_attempt = 0
         self._text.clear()
         self._refusal.clear()
+        if self._reasoning is not None:
+            self._reasoning.clear()
         self._calls.clear()
         self._results.clear()
 

@@ -25,10 +25,10 @@ import ssl
 import time
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager
 from types import TracebackType
-from typing import Any, Final, NoReturn
+from typing import Any, Final, NoReturn, TypeVar
 
 import anyio
 import httpx
@@ -58,10 +58,14 @@ from ._events import (
     CONSUMER_EVENT_TYPES,
     ConsumerEvent,
     Finish,
+    FinishReason,
     Metadata,
     ProtocolViolation,
     ProviderErrorEvent,
+    ReasoningDelta,
+    Result,
     StreamEvent,
+    TextDelta,
     ToolCall,
     ToolInputStart,
     Usage,
@@ -93,6 +97,9 @@ _NOT_CONNECTED: Final = frozenset(
 
 async def _no_chunks() -> Any:
     raise StopAsyncIteration
+
+
+_R = TypeVar("_R", bound="Run")
 
 
 def _unset(value: Any) -> list[Any]:
@@ -170,6 +177,11 @@ class Run:
         self._deferred: StreamFailed | None = None
         self._finished_at: float | None = None
         self._completed_calls: dict[str, str] = {}
+        self._calls: list[ToolCall] = []  # the complete calls, kept for result() (rare events: no cost)
+        # What the per-event path dispatches on. collect() swaps in a table that also keeps the text, so a
+        # run whose result() nobody asked for pays nothing for it.
+        self._on_event: Mapping[type, Callable[[Run, Any], None]] = _ON_EVENT
+        self._kept: dict[str, list[str]] | None = None
         self._call_names: dict[str, str] = {}  # one entry per tool call the stream announced
         self._running: dict[str, bool] = {}
         self._current_call: str | None = None  # the call the stream (or the agent) last worked on
@@ -253,6 +265,29 @@ class Run:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.provider} {self._machine.state} run_id={self.run_id}>"
+
+    # -- the result -------------------------------------------------------------------------------------
+
+    def collect(self: _R) -> _R:
+        """Keep the text and reasoning for `result()`; call it before the first event (``for event in
+        run.collect():``). Returns the run. Without it the per-event path keeps nothing."""
+        if self._rec.counts:
+            raise RuntimeError("call collect() before the run's first event")
+        if self._kept is None:
+            self._kept = {"text": [], "reasoning": [], "refusal": []}
+            self._on_event = _ON_EVENT_COLLECTING
+        return self
+
+    def result(self) -> Result:
+        """What the run produced, once it has ended: text, reasoning and refusal (kept since `collect()`),
+        the complete tool calls, the final usage and the finish reason (None if the run failed before one).
+        The caller's own data: never recorded, logged or shown in a repr."""
+        if not self._done:
+            raise RuntimeError("result() is for a run that has ended: iterate it to the end first")
+        kept = self._kept
+        if kept is None:
+            raise RuntimeError("call run.collect() before iterating, to keep the text for result()")
+        return _result(kept["text"], kept["reasoning"], kept["refusal"], self._calls, self._rec)
 
     # -- lifecycle --------------------------------------------------------------------------------------
 
@@ -442,7 +477,7 @@ class Run:
                 self._watch_idle(now)
         if kind in _CONSUMER_TYPES:
             self._pending.append(event)  # type: ignore[arg-type]  # narrowed by _CONSUMER_TYPES
-        on_event = _ON_EVENT.get(kind)
+        on_event = self._on_event.get(kind)
         if on_event is not None:
             on_event(self, event)
 
@@ -450,7 +485,16 @@ class Run:
         self._current_call = event.call_id
         self._call_names[event.call_id] = event.name
 
+    def _on_text(self, event: TextDelta) -> None:
+        assert self._kept is not None
+        self._kept["refusal" if event.refusal else "text"].append(event.text)
+
+    def _on_reasoning(self, event: ReasoningDelta) -> None:
+        assert self._kept is not None
+        self._kept["reasoning"].append(event.text)
+
     def _on_tool_call(self, event: ToolCall) -> None:
+        self._calls.append(event)
         self._completed_calls[event.call_id] = event.name
         self._call_names[event.call_id] = event.name
         self._current_call = event.call_id
@@ -987,6 +1031,30 @@ _ON_EVENT: Final[dict[type, Callable[[Run, Any], None]]] = {
     Metadata: Run._on_metadata,
     Finish: Run._on_finish,
 }
+_ON_EVENT_COLLECTING: Final[dict[type, Callable[[Run, Any], None]]] = {
+    **_ON_EVENT,
+    TextDelta: Run._on_text,
+    ReasoningDelta: Run._on_reasoning,
+}
+
+
+def _result(
+    text: list[str], reasoning: list[str], refusal: list[str], calls: Iterable[ToolCall], rec: Recorder
+) -> Result:
+    tokens = rec.tokens
+    usage = None
+    if any(value is not None for value in tokens.values()):
+        usage = Usage(tokens["input"], tokens["output"], tokens["reasoning"], tokens["cached"])
+    unified = rec.finish_unified
+    return Result(
+        text="".join(text),
+        reasoning="".join(reasoning),
+        refusal="".join(refusal),
+        tool_calls=tuple(calls),
+        usage=usage,
+        finish_reason=FinishReason(unified) if unified is not None else None,
+        raw_finish_reason=rec.finish_raw,
+    )
 
 
 def open_stream(
