@@ -56,6 +56,9 @@ def _login_form(message: str) -> str:
     )
 
 
+_FORWARDED: Final = frozenset({b"forwarded", b"x-forwarded-for", b"x-real-ip"})
+
+
 class Admin:
     """The ``/admin`` ASGI application of one relay."""
 
@@ -112,10 +115,14 @@ class Admin:
         from ._app import is_loopback
 
         if self._token is None:
+            # Loopback on both ends, and no proxy in between (a reverse proxy on this host would make every
+            # client look local): else a token is needed.
             server = scope.get("server") or (None, None)
-            if is_loopback(server[0]):
+            client = scope.get("client") or (None, None)
+            proxied = any(key.lower() in _FORWARDED for key, _ in scope.get("headers", ()))
+            if is_loopback(server[0]) and is_loopback(client[0]) and not proxied:
                 return None
-            return 403, "admin pages need a token (--admin-token-env) when the relay listens beyond loopback"
+            return 403, "admin pages need a token (--admin-token-env) beyond loopback or behind a proxy"
         given = _bearer(scope)
         if given is not None and hmac.compare_digest(given.encode(), self._token.encode()):
             return None

@@ -317,7 +317,7 @@ class Relay:
         run: TapRun | None = run_of(response)
         exchange.run = run
         events = run.keep_events() if run is not None else None
-        headers = _response_headers(response.headers.raw, exchange.request_id)
+        headers = _response_headers(response.headers.raw, exchange.request_id, sse=_is_sse(response))
         start = {"type": "http.response.start", "status": response.status_code, "headers": headers}
         write_timeout = self.config.write_timeout
         try:
@@ -471,8 +471,11 @@ def _forwarded(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
     return [(k, v) for k, v in headers if k.lower() not in drop]
 
 
-def _response_headers(headers: list[tuple[bytes, bytes]], request_id: str) -> list[tuple[bytes, bytes]]:
-    drop = _HOP_BY_HOP | _connection_named(headers)
+def _response_headers(
+    headers: list[tuple[bytes, bytes]], request_id: str, *, sse: bool = False
+) -> list[tuple[bytes, bytes]]:
+    # An event stream's length is not kept: a failed upstream ends it with an error event of the relay's.
+    drop = _HOP_BY_HOP | _connection_named(headers) | ({b"content-length"} if sse else set())
     out = [(k, v) for k, v in headers if k.lower() not in drop]
     rid = request_id.encode("latin-1")
     if not any(k.lower() == _REQUEST_ID for k, _ in out):  # the provider's own request id stays

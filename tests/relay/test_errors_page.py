@@ -207,8 +207,11 @@ def test_a_wrong_or_missing_token_is_refused(filled: Any) -> None:
         assert client.post("/admin/login", data={"token": "nope"}).status_code == 401
 
 
-def asgi_get(app: Relay, server_host: str, headers: list[tuple[bytes, bytes]]) -> int:
-    """Call the app directly with a scope saying where it listens (no socket beyond loopback needed)."""
+def asgi_get(
+    app: Relay, server_host: str, headers: list[tuple[bytes, bytes]], client_host: str = "127.0.0.1"
+) -> int:
+    """Call the app directly with a scope saying where it listens and who asks (no socket beyond loopback
+    needed)."""
     sent: list[dict[str, Any]] = []
 
     async def receive() -> dict[str, Any]:
@@ -225,6 +228,7 @@ def asgi_get(app: Relay, server_host: str, headers: list[tuple[bytes, bytes]]) -
         "query_string": b"",
         "headers": headers,
         "server": (server_host, 8787),
+        "client": (client_host, 50000),
     }
     anyio.run(app, scope, receive, send)
     status: int = sent[0]["status"]
@@ -237,6 +241,9 @@ def test_without_a_token_admin_pages_are_served_on_loopback_only() -> None:
     assert asgi_get(open_app, "::1", []) == 200
     assert asgi_get(open_app, "10.1.2.3", []) == 403
     assert asgi_get(open_app, "0.0.0.0", []) == 403
+    # A reverse proxy on this host makes every client look local: the client's address, and no proxy.
+    assert asgi_get(open_app, "127.0.0.1", [], client_host="10.1.2.3") == 403
+    assert asgi_get(open_app, "127.0.0.1", [(b"x-forwarded-for", b"203.0.113.9")]) == 403
     guarded = Relay(RelayConfig(upstream="http://127.0.0.1:9", admin_token=TOKEN))
     assert asgi_get(guarded, "10.1.2.3", [(b"authorization", f"Bearer {TOKEN}".encode())]) == 200
     assert asgi_get(guarded, "127.0.0.1", []) == 401
