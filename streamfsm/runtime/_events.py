@@ -91,13 +91,21 @@ class ToolCall:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Token usage; providers that stream cumulative usage send several, the last one counts."""
+    """Token usage; providers that stream cumulative usage send several, the last one counts.
+
+    ``total_tokens`` is the provider's own total where it gives one (OpenAI's ``total_tokens``, Gemini's
+    ``totalTokenCount``), else None (Anthropic gives none). Anthropic sends usage twice: ``message_start``
+    with the input side and a placeholder ``output_tokens`` (1), then ``message_delta`` with the final
+    count. The first event carries the input side only (``output_tokens`` None, never the placeholder); the
+    last one carries the whole, so the last one counts here too and ``result().usage`` is the final one.
+    """
 
     trigger: ClassVar[Trigger] = Trigger.USAGE
     input_tokens: int | None = None
     output_tokens: int | None = None
     reasoning_tokens: int | None = None
     cached_tokens: int | None = None
+    total_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

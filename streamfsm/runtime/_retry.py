@@ -537,7 +537,7 @@ class RetryingRun:
             )
         if self._reasoning is None:
             raise RuntimeError("call run.collect() before iterating, to keep the reasoning for result()")
-        return _result(self._text, self._reasoning, self._refusal, self._calls.values(), self._last._rec)
+        return _result(self._text, self._reasoning, self._refusal, self._calls.values(), self._last)
 
     def __repr__(self) -> str:
         return f"<RetryingRun attempt={self.attempt} of {self.policy.attempts} trace_id={self.trace_id}>"

@@ -177,6 +177,7 @@ class Run:
         self._deferred: StreamFailed | None = None
         self._finished_at: float | None = None
         self._completed_calls: dict[str, str] = {}
+        self._total_tokens: int | None = None  # the provider's own total, where it gives one
         self._calls: list[ToolCall] = []  # the complete calls, kept for result() (rare events: no cost)
         # What the per-event path dispatches on. collect() swaps in a table that also keeps the text, so a
         # run whose result() nobody asked for pays nothing for it.
@@ -287,7 +288,7 @@ class Run:
         kept = self._kept
         if kept is None:
             raise RuntimeError("call run.collect() before iterating, to keep the text for result()")
-        return _result(kept["text"], kept["reasoning"], kept["refusal"], self._calls, self._rec)
+        return _result(kept["text"], kept["reasoning"], kept["refusal"], self._calls, self)
 
     # -- lifecycle --------------------------------------------------------------------------------------
 
@@ -500,6 +501,8 @@ class Run:
         self._current_call = event.call_id
 
     def _on_usage(self, event: Usage) -> None:
+        if event.total_tokens is not None:
+            self._total_tokens = event.total_tokens
         self._rec.usage(event.input_tokens, event.output_tokens, event.reasoning_tokens, event.cached_tokens)
 
     def _on_metadata(self, event: Metadata) -> None:
@@ -1039,12 +1042,14 @@ _ON_EVENT_COLLECTING: Final[dict[type, Callable[[Run, Any], None]]] = {
 
 
 def _result(
-    text: list[str], reasoning: list[str], refusal: list[str], calls: Iterable[ToolCall], rec: Recorder
+    text: list[str], reasoning: list[str], refusal: list[str], calls: Iterable[ToolCall], run: Run
 ) -> Result:
+    rec = run._rec
     tokens = rec.tokens
+    total = run._total_tokens
     usage = None
-    if any(value is not None for value in tokens.values()):
-        usage = Usage(tokens["input"], tokens["output"], tokens["reasoning"], tokens["cached"])
+    if total is not None or any(value is not None for value in tokens.values()):
+        usage = Usage(tokens["input"], tokens["output"], tokens["reasoning"], tokens["cached"], total)
     unified = rec.finish_unified
     return Result(
         text="".join(text),

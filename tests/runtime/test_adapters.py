@@ -127,7 +127,7 @@ EXPECTED_TEXT = {
         TextDelta("Hel"),
         TextDelta("lo"),
         M("chat.completion.chunk"),  # the finish_reason chunk
-        Usage(PROMPT_TOKENS, OUTPUT_TOKENS, 0, CACHED_TOKENS),
+        Usage(PROMPT_TOKENS, OUTPUT_TOKENS, 0, CACHED_TOKENS, PROMPT_TOKENS + OUTPUT_TOKENS),
         Finish(FinishReason.STOP, "stop"),
     ],
     "openai-responses": [
@@ -140,12 +140,12 @@ EXPECTED_TEXT = {
         M("response.output_text.done"),
         M("response.content_part.done"),
         M("response.output_item.done"),
-        Usage(PROMPT_TOKENS, OUTPUT_TOKENS, 0, CACHED_TOKENS),
+        Usage(PROMPT_TOKENS, OUTPUT_TOKENS, 0, CACHED_TOKENS, PROMPT_TOKENS + OUTPUT_TOKENS),
         Finish(FinishReason.STOP, "completed"),
     ],
     "anthropic": [
         M("message_start", RESPONSE_IDS["anthropic"], MODELS["anthropic"]),
-        Usage(PROMPT_TOKENS, 1, None, CACHED_TOKENS),
+        Usage(PROMPT_TOKENS, None, None, CACHED_TOKENS),  # message_start's placeholder output (1) dropped
         M("content_block_start"),
         Keepalive("ping"),
         TextDelta("Hel"),
@@ -158,7 +158,7 @@ EXPECTED_TEXT = {
         M("generate_content_chunk", RESPONSE_IDS["gemini"], MODELS["gemini"]),
         TextDelta("Hel"),
         TextDelta("lo"),
-        Usage(PROMPT_TOKENS, OUTPUT_TOKENS, None, CACHED_TOKENS),
+        Usage(PROMPT_TOKENS, OUTPUT_TOKENS, None, CACHED_TOKENS, PROMPT_TOKENS + OUTPUT_TOKENS),
         Finish(FinishReason.STOP, "STOP"),
     ],
 }
@@ -192,7 +192,8 @@ def test_reasoning_then_text(fmt: str) -> None:
     summary = {e.summary for e in events if isinstance(e, ReasoningDelta)}
     assert summary == {fmt == "openai-responses"}  # Responses streams reasoning summaries
     expected_reasoning = None if fmt == "anthropic" else REASONING_TOKENS
-    assert usage_of(events) == Usage(PROMPT_TOKENS, OUTPUT_TOKENS, expected_reasoning, CACHED_TOKENS)
+    total = None if fmt == "anthropic" else PROMPT_TOKENS + OUTPUT_TOKENS
+    assert usage_of(events) == Usage(PROMPT_TOKENS, OUTPUT_TOKENS, expected_reasoning, CACHED_TOKENS, total)
     machine = drive(events)
     assert machine.state.activity is Activity.FINISHED
     assert list(machine.history).count(Trigger.REASONING_DELTA) == 2

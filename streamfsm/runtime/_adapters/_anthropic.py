@@ -8,7 +8,8 @@ Judgement calls:
 * Usage: ``input_tokens`` is the whole prompt (``input_tokens`` + ``cache_read_input_tokens`` +
   ``cache_creation_input_tokens``, as OpenAI and Gemini count it), ``cached_tokens`` the cache reads.
   ``message_delta`` usage is cumulative; its Usage carries the prompt side from ``message_start`` unless it
-  restates it.
+  restates it. ``message_start``'s ``output_tokens`` is a placeholder (1): its Usage leaves it None, so
+  the two usages normalise to one final one (the last). Anthropic gives no total: ``total_tokens`` None.
 * ``server_tool_use`` and ``mcp_tool_use`` blocks are calls the provider runs: ``server_side=True``.
   Result blocks (web search, code execution, ...) are bookkeeping.
 * Blocks are strictly sequential on this wire. If a block starts (or text arrives) while a tool block is
@@ -120,10 +121,11 @@ class AnthropicAdapter(Adapter):
         out: list[StreamEvent] = [Metadata("message_start", self.response_id, self.model)]
         usage = as_dict(message.get("usage"))
         if usage is not None:
-            out.append(self._usage(usage))
+            # Its output_tokens is a placeholder (1): the count arrives with message_delta. Never report it.
+            out.append(self._usage(usage, output=False))
         return out
 
-    def _usage(self, usage: Mapping[str, Any]) -> Usage:
+    def _usage(self, usage: Mapping[str, Any], *, output: bool = True) -> Usage:
         fresh = as_count(usage.get("input_tokens"))
         cached = as_count(usage.get("cache_read_input_tokens"))
         written = as_count(usage.get("cache_creation_input_tokens"))
@@ -132,7 +134,7 @@ class AnthropicAdapter(Adapter):
             self._cached = cached if cached is not None else self._cached
         return Usage(
             input_tokens=self._input,
-            output_tokens=as_count(usage.get("output_tokens")),
+            output_tokens=as_count(usage.get("output_tokens")) if output else None,
             cached_tokens=self._cached,
         )
 

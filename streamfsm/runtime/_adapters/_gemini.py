@@ -71,6 +71,7 @@ def gemini_usage(usage: Mapping[str, Any]) -> Usage:
         output_tokens=output if output is not None else thoughts,
         reasoning_tokens=thoughts,
         cached_tokens=as_count(usage.get("cachedContentTokenCount")),
+        total_tokens=as_count(usage.get("totalTokenCount")),
     )
 
 

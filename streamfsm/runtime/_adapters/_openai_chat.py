@@ -74,6 +74,7 @@ def chat_usage(usage: Mapping[str, Any]) -> Usage:
         output_tokens=as_count(usage.get("completion_tokens")),
         reasoning_tokens=as_count(completion.get("reasoning_tokens")),
         cached_tokens=as_count(prompt.get("cached_tokens")),
+        total_tokens=as_count(usage.get("total_tokens")),
     )
 
 

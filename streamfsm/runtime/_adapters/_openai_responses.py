@@ -111,6 +111,7 @@ def responses_usage(usage: Mapping[str, Any]) -> Usage:
         output_tokens=as_count(usage.get("output_tokens")),
         reasoning_tokens=as_count(output.get("reasoning_tokens")),
         cached_tokens=as_count(cached.get("cached_tokens")),
+        total_tokens=as_count(usage.get("total_tokens")),
     )
 
 
