@@ -2,7 +2,7 @@
 
 Run with the project's venv (streamfsm, the SDKs, trio): ``.venv/bin/python -m benchmarks``.
 
-    python -m benchmarks                  # the full run (about 9 minutes on 2 cores)
+    python -m benchmarks                  # the full run (about 8 minutes on 2 cores)
     python -m benchmarks --quick          # every section, smaller, under a minute
     python -m benchmarks --json out.json  # also write every result, with machine and package versions
 
