@@ -17,7 +17,6 @@ import shutil
 import sys
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -31,7 +30,6 @@ if TYPE_CHECKING:
 __all__ = ["add_commands", "parse_since", "run_diagram_dot", "run_diagram_mermaid", "run_path"]
 
 _DASH: Final = "-"  # an absent value, as in probe and harness
-_SAMPLES: Final = 3
 _SHOWN_PROBLEMS: Final = 3  # skipped lines printed one by one; the rest are counted
 _KEPT_PROBLEMS: Final = 100  # skipped lines kept for --json; the rest are counted
 _RELATIVE: Final = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([smhdw])")
@@ -136,17 +134,6 @@ def _problems_json(problems: Iterable[LogProblem]) -> list[dict[str, Any]]:
     return [
         {"source": p.source, "line": p.line, "kind": p.kind.value, "message": p.message} for p in problems
     ]
-
-
-def _when(record: Mapping[str, Any]) -> datetime | None:
-    raw = record.get("started_at")
-    if not isinstance(raw, str):
-        return None
-    try:
-        when = datetime.fromisoformat(raw.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
 
 
 def _utc(when: datetime | None) -> str:
@@ -574,103 +561,36 @@ def _diagnose(args: argparse.Namespace) -> int:
 # -- report ------------------------------------------------------------------------------------------------
 
 
-@dataclass
-class _Group:
-    key: tuple[str | None, ...]
-    count: int = 0
-    first: datetime | None = None
-    last: datetime | None = None
-    samples: list[str] = field(default_factory=list)  # most recent last
-    title: str = ""
-
-
-def _key_value(record: RunRecord, name: str) -> str | None:
-    if name == "summary_key":
-        return record.summary_key
-    if name == "class":
-        return record.failure_class
-    value = _get(record, "transport", "kind") if name == "transport_kind" else record.get(name)
-    return value if isinstance(value, str) else None
-
-
-def _add(
-    groups: dict[tuple[str | None, ...], _Group], key: tuple[str | None, ...], record: RunRecord
-) -> None:
-    group = groups.setdefault(key, _Group(key))
-    group.count += 1
-    when = _when(record)
-    if when is not None:
-        group.first = when if group.first is None else min(group.first, when)
-        if group.last is None or when >= group.last:
-            group.last = when
-            group.title = str(record["summary"]["title"])
-    elif not group.title:
-        group.title = str(record["summary"]["title"])
-    if record.run_id not in group.samples:
-        group.samples.append(record.run_id)  # the latest in log order
-        del group.samples[:-_SAMPLES]
-
-
-def _by_count(groups: Iterable[_Group]) -> list[_Group]:
-    oldest = datetime.min.replace(tzinfo=timezone.utc)
-    return sorted(
-        groups,
-        key=lambda g: (-g.count, -(g.last or oldest).timestamp(), tuple(k or "" for k in g.key)),
-    )
-
-
-def _iso(when: datetime | None) -> str | None:
-    return None if when is None else when.astimezone(timezone.utc).isoformat(timespec="milliseconds")
-
-
 def _report(args: argparse.Namespace) -> int:
+    from ..runtime._report import group_failures, iso, started
+
     data = _Records(args.file, rotated=args.rotated)
     since: datetime | None = args.since
+    chosen = (r for r in data if since is None or ((when := started(r)) is not None and when >= since))
     if args.html is not None:  # the relay's errors page, as one file
         from ._relay import report_html
 
-        chosen = (r for r in data if since is None or ((when := _when(r)) is not None and when >= since))
         try:
             return report_html(chosen, args.file, args.html)
         except OSError as exc:
             return _cannot_read("report", args.file, exc)
     names = _GROUPINGS[args.by]
-    table: dict[tuple[str | None, ...], _Group] = {}
-    runs = failures = 0
     try:
-        for record in data:  # one pass, holding only the groups
-            if since is not None and ((when := _when(record)) is None or when < since):
-                continue
-            runs += 1
-            if record.failure_class != "completed":
-                failures += 1
-                _add(table, tuple(_key_value(record, n) for n in names), record)
+        groups, runs, failures = group_failures(chosen, names)  # one pass, holding only the groups
     except OSError as exc:
         return _cannot_read("report", args.file, exc)
     if data.count == 0:
         print(f"streamfsm report: no readable run record in {_clean(args.file)}", file=sys.stderr)
         return 1
-    groups = _by_count(table.values())
-    names = _GROUPINGS[args.by]
     if args.json:
         out = {
             "source": args.file,
             "by": args.by,
-            "since": _iso(since),
+            "since": iso(since),
             "records": data.count,
             "runs": runs,
             "failures": failures,
-            "groups": [
-                {
-                    "key": dict(zip(names, g.key, strict=True)),
-                    "count": g.count,
-                    "first_seen": _iso(g.first),
-                    "last_seen": _iso(g.last),
-                    "sample_run_ids": list(reversed(g.samples)),
-                    "title": g.title,
-                }
-                for g in groups
-            ],
+            "groups": [g.to_json(names) for g in groups],
             "problems": _problems_json(data.problems),
             "problems_total": data.skipped,
         }

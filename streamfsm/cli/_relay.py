@@ -153,11 +153,11 @@ def _relay(args: argparse.Namespace) -> int:
 def report_html(records: Any, source: str, out: str) -> int:
     """Write the errors page of ``records`` (and a section per sample run) to ``out``; the exit status."""
     from ..relay import report_document
-    from ..relay._errors import group_records
+    from ..runtime._report import SIGNATURE, group_failures
 
     kept: dict[str, Any] = {}
-    groups, runs, failures = group_records(_keeping(records, kept))
-    listed = [g.to_json() for g in groups]
+    groups, runs, failures = group_failures(_keeping(records, kept), SIGNATURE)
+    listed = [g.to_json(SIGNATURE, request_ids=True) for g in groups]
     report = {"source": source, "runs": runs, "failures": failures, "groups": listed}
     samples = [kept[run_id] for g in listed for run_id in g["sample_run_ids"] if run_id in kept]
     Path(out).write_text(report_document(report, samples), encoding="utf-8")
