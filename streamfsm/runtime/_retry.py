@@ -86,14 +86,14 @@ import dataclasses
 import inspect
 import math
 import random
+import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import KW_ONLY, dataclass
 from types import TracebackType
-from typing import Any, Final, Literal, NamedTuple, TypeAlias
+from typing import Any, Final, Literal, NamedTuple, TypeAlias, TypeVar
 
 import anyio
 
@@ -118,7 +118,7 @@ from ._events import (
 )
 from ._record import RunRecord
 from ._recovery import ContinuePlan, Offer, Recovery, RecoveryPlan, ResumePlan
-from ._stream import HttpRun, Run, _result
+from ._stream import HttpRun, Run, ToolScope, _result
 
 __all__ = [
     "MAX_ATTEMPTS",
@@ -132,6 +132,7 @@ __all__ = [
     "retrying",
 ]
 
+_T = TypeVar("_T")
 MAX_ATTEMPTS: Final = MAX_ATTEMPT_LINKS
 DEFAULT_MAX_HELD_EVENTS: Final = 10_000
 
@@ -394,7 +395,7 @@ class RetryingRun:
         confirm: Confirm | None = None,
         ids: Ids | Mapping[str, Any] | None = None,
         max_held_events: int = DEFAULT_MAX_HELD_EVENTS,
-        sleep: Callable[[float], Awaitable[Any]] = anyio.sleep,
+        sleep: Callable[[float], Any] | None = None,
         clock: Callable[[], float] = time.monotonic,
         resume: bool = True,
         continue_with: ContinueStyle | Rewrite | None = None,
@@ -425,8 +426,13 @@ class RetryingRun:
         self._resume = bool(resume)
         self._continue_with = continue_with
         self._max_held = max_held_events
-        self._sleep = sleep
+        self._given_sleep = sleep
+        self._sleep: Callable[[float], Any] = anyio.sleep if sleep is None else sleep
         self._clock = clock
+        # Sync use (``with`` / ``for``, over sync runs): the same executor, its coroutines driven to the end
+        # on the caller's thread (nothing in them suspends then: see _drive); abort() wakes a delay.
+        self._sync = False
+        self._wake = threading.Event()
         # the chain
         self._links: list[AttemptLink] = []  # attempts that were retried
         self._end_link: AttemptLink | None = None  # the last attempt, once the chain ended
@@ -550,6 +556,60 @@ class RetryingRun:
         self._entered = True
         return self
 
+    def __enter__(self) -> RetryingRun:
+        """The sync form: ``with retrying(policy, open_attempt) as run: for event in run:``, each attempt a
+        sync run (``wrap(lambda: client....create(..., stream=True), ids=ids)``); ``confirm`` and ``sleep``
+        then sync callables. The decisions, budgets, records and holding back are the async form's own."""
+        if self._entered:
+            raise RuntimeError("a RetryingRun can be entered only once")
+        self._entered = self._sync = True
+        if self._given_sleep is None:
+            self._sleep = self._sleep_sync
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        _drive(self.__aexit__(exc_type, exc, tb))
+
+    def __iter__(self) -> RetryingRun:
+        return self
+
+    def __next__(self) -> RetryingEvent:
+        if not self._sync:
+            raise RuntimeError("iterate a retrying run with `for` inside its `with` block")
+        try:
+            return _drive(self.__anext__())
+        except StopAsyncIteration:
+            raise StopIteration from None
+
+    def _sleep_sync(self, delay: float) -> None:
+        self._wake.wait(delay)  # abort() sets it
+
+    # -- one attempt's run, async or sync -------------------------------------------------------------------
+
+    async def _enter(self, run: Run) -> None:
+        if self._sync:
+            run.__enter__()  # type: ignore[attr-defined]
+        else:
+            await run.__aenter__()
+
+    async def _next(self, run: Run) -> ConsumerEvent:
+        if not self._sync:
+            return await run.__anext__()
+        try:
+            return next(run)  # type: ignore[call-overload,no-any-return]
+        except StopIteration:
+            raise StopAsyncIteration from None
+
+    async def _exit(self, run: Run, exc: BaseException | None) -> None:
+        if self._sync:
+            run.__exit__(*((None, None, None) if exc is None else (type(exc), exc, exc.__traceback__)))  # type: ignore[attr-defined]
+        elif exc is None:
+            await run.__aexit__(None, None, None)
+        else:
+            await run.__aexit__(type(exc), exc, exc.__traceback__)
+
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
@@ -628,7 +688,7 @@ class RetryingRun:
             source, reason = self._abort_request
             run.abort(reason, source=source)
         try:
-            await run.__aenter__()
+            await self._enter(run)
         except StreamFailed as failure:
             self._current = None  # the run has already cleaned up and delivered its record
             self._ended_attempt(run)
@@ -653,7 +713,7 @@ class RetryingRun:
         run = self._current
         assert run is not None
         try:
-            event = await run.__anext__()
+            event = await self._next(run)
         except StopAsyncIteration:
             self._release()
             self._completed = True
@@ -713,10 +773,7 @@ class RetryingRun:
         run, self._current = self._current, None
         assert run is not None
         try:
-            if exc is None:
-                await run.__aexit__(None, None, None)
-            else:
-                await run.__aexit__(type(exc), exc, exc.__traceback__)
+            await self._exit(run, exc)
         finally:
             self._ended_attempt(run)
 
@@ -918,6 +975,8 @@ class RetryingRun:
 
     async def _wait(self, awaitable: Awaitable[Any]) -> Any:
         """Await a delay or a confirmation; ``abort()`` ends it early (the result is then None)."""
+        if self._sync:  # a sync sleep or confirm has already run (a sync delay wakes on abort())
+            return await awaitable if inspect.isawaitable(awaitable) else awaitable
         with anyio.CancelScope() as scope:
             self._wait_scope = scope
             try:
@@ -970,6 +1029,7 @@ class RetryingRun:
             self._current.abort(reason, source=source)
         if self._wait_scope is not None:
             self._wait_scope.cancel()
+        self._wake.set()
 
     def _run_for(self, call_id: str) -> Run:
         run = self._owner.get(call_id) or self._current or self._last
@@ -990,17 +1050,21 @@ class RetryingRun:
         if call is not None:
             self._results[call_id] = ToolResult(call_id, call.name, ok, result)
 
-    @asynccontextmanager
-    async def tool(self, call_id: str, effect: str = "effectful") -> AsyncIterator[None]:
-        """``async with run.tool(call_id):`` brackets one tool execution (use ``tool_finished`` to keep a
-        result)."""
-        self.tool_started(call_id, effect)
-        ok = False
-        try:
-            yield
-            ok = True
-        finally:
-            self.tool_finished(call_id, ok=ok)
+    def tool(self, call_id: str, effect: str = "effectful") -> ToolScope:
+        """``async with run.tool(call_id):`` (``with`` on a sync chain) brackets one tool execution (use
+        ``tool_finished`` to keep a result)."""
+        return ToolScope(self, call_id, effect)
+
+
+def _drive(coroutine: Coroutine[Any, Any, _T]) -> _T:
+    """Run one of the executor's coroutines to its end on the sync form: its runs, delays and confirmations
+    are sync there, so it never suspends. One that would (an async ``confirm``) is an error."""
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    coroutine.close()
+    raise TypeError("a sync retrying run awaited something: give it a sync confirm, sleep and open_attempt")
 
 
 def retrying(
@@ -1010,12 +1074,13 @@ def retrying(
     confirm: Confirm | None = None,
     ids: Ids | Mapping[str, Any] | None = None,
     max_held_events: int = DEFAULT_MAX_HELD_EVENTS,
-    sleep: Callable[[float], Awaitable[Any]] = anyio.sleep,
+    sleep: Callable[[float], Any] | None = None,
     clock: Callable[[], float] = time.monotonic,
     resume: bool = True,
     continue_with: ContinueStyle | Rewrite | None = None,
 ) -> RetryingRun:
-    """Run a stream under ``policy``: ``async with retrying(policy, open_attempt) as run: async for ...``.
+    """Run a stream under ``policy``: ``async with retrying(policy, open_attempt) as run: async for ...``,
+    or, over sync runs (``wrap()`` of a sync SDK call), ``with retrying(...) as run: for event in run:``.
 
     ``open_attempt(ids)`` returns a fresh run for one attempt (``open_stream(..., ids=ids)``, or an SDK
     wrapper around a new call), not yet entered; it may be async. ``ids`` seeds every attempt's `Ids`
@@ -1027,7 +1092,9 @@ def retrying(
     background Responses stream by its cursor, automatically. ``continue_with``: how a continuation carries
     the delivered answer, a `ContinueStyle` or a rewrite of one's own ``(body, Continuation) -> body``
     (default: the format's own, see ``_adapters/_continue.py``). ``sleep`` and ``clock`` are injectable for
-    tests. Nothing is sent until iteration starts.
+    tests (``sleep``: anyio's, or on the sync form a wait that ``abort()`` ends; a sync form's is a sync
+    callable). Resume and continue need ``open_stream`` runs, so the sync form retries and replays. Nothing
+    is sent until iteration starts.
     """
     return RetryingRun(
         policy,

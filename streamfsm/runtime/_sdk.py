@@ -588,8 +588,9 @@ class _OpenAttempt:
 class SyncSdkRun(SyncReads, _SdkBase):
     """A run over a sync SDK stream: ``with wrap(stream) as run: for event in run: ...``.
 
-    The same interface as the async run, minus what needs an event loop (``async with``, ``run.tool()``);
-    ``tool_started`` / ``tool_finished`` and ``abort`` (also from another thread) work as there."""
+    The same interface as the async run, minus what needs an event loop (``async with``): ``with
+    run.tool(call_id):``, ``tool_started`` / ``tool_finished`` and ``abort`` (also from another thread) work
+    as there."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)

@@ -26,7 +26,6 @@ import time
 import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
-from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import Any, Final, NoReturn, TypeVar
 
@@ -696,16 +695,9 @@ class Run:
             terminal = isinstance(event, Finish) if terminal is None else terminal
         self._rec.relayed(kind, nbytes, bool(terminal))
 
-    @asynccontextmanager
-    async def tool(self, call_id: str, effect: str = "effectful") -> AsyncIterator[None]:
-        """``async with run.tool(call_id):`` brackets one tool execution."""
-        self.tool_started(call_id, effect)
-        ok = False
-        try:
-            yield
-            ok = True
-        finally:
-            self.tool_finished(call_id, ok=ok)
+    def tool(self, call_id: str, effect: str = "effectful") -> ToolScope:
+        """``async with run.tool(call_id):`` (or ``with``, on a sync run) brackets one tool execution."""
+        return ToolScope(self, call_id, effect)
 
     # -- ending -----------------------------------------------------------------------------------------
 
@@ -1025,6 +1017,32 @@ def sync_body_chunks(response: Any) -> Iterator[bytes]:
     if _unencoded(response):
         return iter(response.stream)
     return sync_decoded_chunks(response)
+
+
+class ToolScope:
+    """One tool execution, bracketed: ``with`` or ``async with`` (the agent's tool may be either): started on
+    entry, finished on exit (``ok`` unless the block raised)."""
+
+    __slots__ = ("_call_id", "_effect", "_run")
+
+    def __init__(self, run: Any, call_id: str, effect: str) -> None:
+        self._run, self._call_id, self._effect = run, call_id, effect
+
+    def __enter__(self) -> None:
+        self._run.tool_started(self._call_id, self._effect)
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._run.tool_finished(self._call_id, ok=exc_type is None)
+
+    async def __aenter__(self) -> None:
+        self.__enter__()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.__exit__(exc_type, exc, tb)
 
 
 _ON_EVENT: Final[dict[type, Callable[[Run, Any], None]]] = {
