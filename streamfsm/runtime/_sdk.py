@@ -138,7 +138,40 @@ _KINDS: Final[dict[tuple[str, str], tuple[str, bool]]] = {
     ("anthropic", "MessageStreamManager"): (_SYNC_MANAGER, True),
     ("anthropic", "BetaAsyncMessageStreamManager"): (_ASYNC_MANAGER, True),
     ("anthropic", "BetaMessageStreamManager"): (_SYNC_MANAGER, True),
+    # openai's client.chat.completions.stream(): a manager whose stream wraps a plain Stream of chunks (its
+    # _raw_stream), whose body the run reads itself like any other; its helper events are never needed.
+    ("openai", "AsyncChatCompletionStreamManager"): (_ASYNC_MANAGER, False),
+    ("openai", "ChatCompletionStreamManager"): (_SYNC_MANAGER, False),
+    ("openai", "AsyncChatCompletionStream"): (_ASYNC_STREAM, False),
+    ("openai", "ChatCompletionStream"): (_SYNC_STREAM, False),
 }
+_CHAT_HELPERS: Final = frozenset(
+    {
+        ("openai", "AsyncChatCompletionStreamManager"),
+        ("openai", "ChatCompletionStreamManager"),
+        ("openai", "AsyncChatCompletionStream"),
+        ("openai", "ChatCompletionStream"),
+    }
+)
+
+
+def _chat_helper(obj: object) -> bool:
+    """openai's chat.completions.stream() manager, or the stream it gives: Chat Completions chunks."""
+    return any(name in _CHAT_HELPERS for name in _names(obj))
+
+
+def _raw_chat_stream(stream: Any) -> Any:
+    """The plain ``Stream`` of chunks inside openai's ``ChatCompletionStream`` (the stream itself else)."""
+    if not _chat_helper(stream):
+        return stream
+    try:
+        return object.__getattribute__(stream, "_raw_stream")
+    except AttributeError:
+        raise TypeError(
+            "this openai ChatCompletionStream has no raw stream: an SDK this wrap() does not know"
+        ) from None
+
+
 _SDK_ERROR: Final = "APIError"
 _NOT_PROVIDER_ERRORS: Final = frozenset(
     {"APIConnectionError", "APITimeoutError", "APIResponseValidationError"}
@@ -344,6 +377,7 @@ class _SdkBase(Run):
                 f"got {type(stream).__module__}.{type(stream).__qualname__}"
             )
         sdk, _, helper = found
+        outer, stream = stream, _raw_chat_stream(stream)  # closed as the caller's object; read as the raw one
         if self._sdk is None:
             self._sdk = sdk
         self._helper_events = self._helper_events or helper
@@ -354,7 +388,7 @@ class _SdkBase(Run):
             _check_match(self._given, sdk, flavour)
         if self._format is None and (flavour or sdk == "anthropic"):
             self._use(flavour or "anthropic")
-        self._sdk_stream = stream
+        self._sdk_stream = outer
         self._response = response = getattr(stream, "response", None)
         self._rec.request_sent = True
         self._response_facts(response)
@@ -798,7 +832,13 @@ def wrap(
     common: dict[str, Any] = {"provider": provider, "config": config, "ids": ids}
     if found is not None:
         sdk, kind, helper = found
-        flavour, readable = ("anthropic", True) if sdk == "anthropic" else _stream_hint(sdk_stream)
+        flavour: str | None
+        if sdk == "anthropic":
+            flavour, readable = "anthropic", True
+        elif _chat_helper(sdk_stream):
+            flavour, readable = "openai-chat", True
+        else:
+            flavour, readable = _stream_hint(sdk_stream)
         if readable and flavour is None:
             raise ValueError("wrap() supports openai Chat Completions and Responses streams, not this one")
         if kind in (_ASYNC_MANAGER, _SYNC_MANAGER):
