@@ -194,6 +194,7 @@ class Recorder:
         "request",
         "request_sent",
         "run_id",
+        "sdk_retries",
         "start",
         "started_wall",
         "status",
@@ -255,6 +256,7 @@ class Recorder:
         self.watchdog_fired: str | None = None
         self.paused_s = 0.0
         self.tools = {"started": 0, "effectful": 0, "finished": 0, "failed": 0}
+        self.sdk_retries = 0  # the SDK's own retries before this run's request (its x-stainless-retry-count)
         self.relay: dict[str, Any] | None = None  # only for callers that relay the stream downstream
         self.recovery: dict[str, Any] | None = None  # how a retried stream's attempt began (resume, continue)
         self.adapter: Adapter | None = None  # the wire adapter, when the run reads an SSE body itself
@@ -452,6 +454,7 @@ class Recorder:
             "tools": dict(self.tools),
             "relay": self._relay_section(diagnosis),
             "recovery": self.recovery,
+            **({"sdk_retries": self.sdk_retries} if self.sdk_retries else {}),
             "timeline": {
                 "entries": self.timeline.to_list(),
                 "omitted": self.timeline.omitted,

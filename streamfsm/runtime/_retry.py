@@ -84,6 +84,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import logging
 import math
 import random
 import threading
@@ -133,6 +134,7 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
+_log = logging.getLogger("streamfsm")
 MAX_ATTEMPTS: Final = MAX_ATTEMPT_LINKS
 DEFAULT_MAX_HELD_EVENTS: Final = 10_000
 
@@ -780,6 +782,15 @@ class RetryingRun:
     def _ended_attempt(self, run: Run) -> None:
         if run.record is not None:
             self._records.append(run.record)
+        hidden = run.sdk_retries
+        if hidden and run.diagnosis is not None:
+            # The SDK retried this request itself before the run saw it: those requests are attempts of the
+            # chain too (decision sdk_retry, with this run's outcome: the SDK retried what it got), and count
+            # against policy.attempts; _decide's attempt number is the number of requests made.
+            _warn_both_layers_retry()
+            room = max(0, MAX_ATTEMPTS - 1 - len(self._links))
+            link = self._link(run, "sdk_retry")
+            self._links.extend([link] * min(hidden, room))
 
     def _link(
         self,
@@ -823,7 +834,7 @@ class RetryingRun:
             return
         assert self._started_at is not None
         elapsed = self._clock() - self._started_at - self._confirm_s
-        attempt = run.ids.attempt
+        attempt = len(self._links) + 1  # the requests made: this run's, and every earlier one (the SDK's too)
         refused = run.resume_refusal if isinstance(run, HttpRun) else None
         resuming = run.ids.recovery
         if isinstance(resuming, ResumePlan) and refused is None and not run._streaming:
@@ -1054,6 +1065,22 @@ class RetryingRun:
         """``async with run.tool(call_id):`` (``with`` on a sync chain) brackets one tool execution (use
         ``tool_finished`` to keep a result)."""
         return ToolScope(self, call_id, effect)
+
+
+_warned_both_layers = False
+
+
+def _warn_both_layers_retry() -> None:
+    """Once per process: the SDK client retries too, so each of the executor's attempts may be several
+    requests (they are counted against the policy, but the SDK's waits are its own)."""
+    global _warned_both_layers
+    if _warned_both_layers:
+        return
+    _warned_both_layers = True
+    _log.warning(
+        "both the SDK client and retrying() retry: the SDK's own retries are counted against the policy;"
+        " set max_retries=0 on the SDK client when using retrying()"
+    )
 
 
 def _drive(coroutine: Coroutine[Any, Any, _T]) -> _T:

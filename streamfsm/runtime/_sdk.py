@@ -295,6 +295,25 @@ def _sse_body_unread(stream: Any, response: Any) -> bool:
     )
 
 
+RETRY_COUNT: Final = "x-stainless-retry-count"  # as the tap reads it (tap/_transport.py's _Chains)
+_MAX_SDK_RETRIES: Final = 100
+
+
+def sdk_retries_of(response: Any) -> int:
+    """How many times the SDK had already retried the request that got ``response``: the retry count the
+    openai and anthropic SDKs send with each request (0 on the first, n on the n-th retry), read from the
+    request the response carries. 0 when there is none to read."""
+    try:
+        value = response.request.headers.get(RETRY_COUNT)
+    except Exception:
+        return 0
+    try:
+        count = int(value)
+    except (TypeError, ValueError):
+        return 0
+    return min(max(count, 0), _MAX_SDK_RETRIES)
+
+
 def _check_provider(provider: str | None) -> str | None:
     if provider is None:
         return None
@@ -424,6 +443,7 @@ class _SdkBase(Run):
 
     def _response_facts(self, response: Any) -> None:
         rec = self._rec
+        rec.sdk_retries = sdk_retries_of(response)
         status = getattr(response, "status_code", None)
         headers = getattr(response, "headers", None)
         if type(status) is int and isinstance(headers, Mapping):

@@ -244,6 +244,11 @@ class Run:
     def delta_keys(self) -> Mapping[str, int]:
         return self._rec.delta_keys
 
+    @property
+    def sdk_retries(self) -> int:
+        """Requests the SDK made and retried before this run's own (``wrap()``; 0 for ``open_stream``)."""
+        return self._rec.sdk_retries
+
     # -- what the caller reads --------------------------------------------------------------------------
 
     @property
