@@ -74,7 +74,7 @@ from ._recovery import RESUMABLE_EDGES, ContinuePlan, ResumePlan
 from ._sinks import deliver
 from ._sse import SSEDecoder
 from ._urls import check_base_url
-from ._watchdog import Entry, loop_time, loop_watchdog, plain_scope_class
+from ._watchdog import Entry, LoopWatchdog, loop_time, loop_watchdog, plain_scope_class
 
 _log = logging.getLogger("streamfsm")
 _EFFECTS: Final = {"effectful": True, "read_only": False}
@@ -197,6 +197,7 @@ class Run:
         self._read_edge = Trigger.TOTAL_TIMEOUT  # the edge of the watchdog that ended the waiting read
         self._fired_at: float | None = None  # when the watchdog found the waiting read past its deadline
         self._watch_entry: Entry | None = None  # when the loop's watchdog looks at this run next (see _watch)
+        self._loop_watchdog: LoopWatchdog | None = None  # the loop's, once this run registered with it
         self._total_deadline = _deadline(self._rec.start, self.config.total_timeout)
 
     # -- the source: overridden by subclasses ---------------------------------------------------------------
@@ -336,8 +337,8 @@ class Run:
             )
 
     async def _cleanup(self, drain: bool = False) -> None:
-        if self._watch_entry is not None:
-            loop_watchdog().forget(self._watch_entry)
+        if self._watch_entry is not None and self._loop_watchdog is not None:
+            self._loop_watchdog.forget(self._watch_entry)
             self._watch_entry = None
         try:
             if drain:
@@ -561,7 +562,9 @@ class Run:
             return
         if deadline == math.inf:
             return
-        watchdog = loop_watchdog()
+        watchdog = self._loop_watchdog
+        if watchdog is None:  # looked up in a task: a timer's callback has no task to find the loop by
+            watchdog = self._loop_watchdog = loop_watchdog()
         if entry is not None:
             watchdog.forget(entry)
         self._watch_entry = watchdog.watch(deadline, self._watch_due)

@@ -81,17 +81,21 @@ class AsyncioWatchdog(LoopWatchdog):
     def watch(self, when: float, callback: Callable[[float], None]) -> Entry:
         entry = Entry(when, callback)
         loop = asyncio.get_running_loop()
-        entry.handle = loop.call_at(loop.time() + (when - time.monotonic()), self._fire, entry)
+        entry.handle = loop.call_at(loop.time() + (when - time.monotonic()), self._fire, [entry])
         self._live += 1
         return entry
 
-    def _fire(self, entry: Entry) -> None:
+    def _fire(self, held: list[Entry]) -> None:
+        # The timer holds its entry in a list emptied here: a fired handle that outlives its loop (a closed
+        # loop's cycles) then takes no entry, nor what the entry held, into those cycles. (cancel() drops a
+        # forgotten one's arguments itself.)
+        entry = held.pop()
         if entry.callback is None:
             return
         early = entry.when - time.monotonic()
         if early > 0:  # the loop runs timers up to its clock resolution early
             loop = asyncio.get_running_loop()
-            entry.handle = loop.call_at(loop.time() + early, self._fire, entry)
+            entry.handle = loop.call_at(loop.time() + early, self._fire, [entry])
             return
         entry.handle = None  # the handle holds the entry: a cycle the collector would have to break
         self._live -= 1

@@ -24,7 +24,6 @@ from ..runtime._decoding import as_bytes
 from ..runtime._events import StreamEvent
 from ..runtime._stream import Run
 from ..runtime._sync_reads import SyncReads
-from ..runtime._watchdog import loop_watchdog
 from ._notes import detached
 
 _EOF_EDGE: Final = Trigger.EOF_WITHOUT_TERMINAL.value
@@ -145,8 +144,8 @@ class TapRun(Run):
     def discard(self) -> None:
         """End without a record: the response was not the stream (a redirect)."""
         self._ended = True
-        if self._watch_entry is not None:
-            loop_watchdog().forget(self._watch_entry)
+        if self._watch_entry is not None and self._loop_watchdog is not None:
+            self._loop_watchdog.forget(self._watch_entry)
             self._watch_entry = None
 
     def abandoned(self) -> None:
@@ -188,8 +187,8 @@ class TapRun(Run):
         if self._ended:
             return
         self._ended = True
-        if self._watch_entry is not None:
-            loop_watchdog().forget(self._watch_entry)
+        if self._watch_entry is not None and self._loop_watchdog is not None:
+            self._loop_watchdog.forget(self._watch_entry)
             self._watch_entry = None
         self._seal()
         self._emit()
