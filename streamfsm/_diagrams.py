@@ -263,6 +263,14 @@ def _readme(activity_mmd: str, commitment_mmd: str) -> str:
         commitment_mmd.rstrip("\n"),
         "```",
         "",
+        *commitment_and_trigger_tables(),
+    ]
+    return "\n".join(lines)
+
+
+def commitment_and_trigger_tables() -> list[str]:
+    """The commitment table, then the triggers' section: in diagrams/README.md and on the docs site."""
+    return [
         "| commitment | meaning |",
         "|---|---|",
         *(f"| `{c.value}` | {COMMITMENT_MEANING[c]} |" for c in Commitment),
@@ -274,7 +282,6 @@ def _readme(activity_mmd: str, commitment_mmd: str) -> str:
         *(_trigger_row(t) for t in Trigger),
         "",
     ]
-    return "\n".join(lines)
 
 
 def _trigger_row(trigger: Trigger) -> str:
