@@ -13,6 +13,8 @@ What the SDK sees differs only where streamfsm adds something:
 * a watchdog fails the read with the library's own ``ReadTimeout`` (so the SDK reports a timeout);
 * a clean end without the format's terminal event is recorded as the failure it is, and left to the SDK,
   unless ``strict_eof``: then the read fails with the library's ``RemoteProtocolError``.
+* an HTTP error response the SDK closes without reading its body (to retry) is read first, for at most
+  0.1 s and ``max_error_body_bytes``, so that the record can name the error.
 
 A sync read cannot be cancelled: before the headers, the wait is bounded by capping the request's own
 timeouts at the connect deadline; after them, the run's watchdog thread shuts the socket down.
