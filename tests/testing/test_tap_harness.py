@@ -13,7 +13,6 @@ from collections.abc import Iterable
 
 import anyio
 import pytest
-from test_fault_server import socket_fds
 
 import streamfsm.testing
 from streamfsm import Action, FailureClass, Trigger
@@ -227,6 +226,18 @@ def test_via_tap_with_no_sdk_format_or_no_sdk_is_bad_input(
     assert "no path left to play the scenarios through" in err
 
 
+def _sockets() -> set[str]:
+    found = set()
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{name}")
+        except FileNotFoundError:  # the fd of the listdir itself
+            continue
+        if target.startswith("socket:"):
+            found.add(f"{name}->{target}")
+    return found
+
+
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc to count sockets")
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_the_tap_paths_leave_no_socket_or_thread_behind(backend: str) -> None:
@@ -237,7 +248,7 @@ def test_the_tap_paths_leave_no_socket_or_thread_behind(backend: str) -> None:
         if s.format != "gemini" and any(w in s.name for w in ("stall", "abort", "cancel", "rst", "consumer"))
     ]
     threads = set(threading.enumerate())
-    before = socket_fds()
+    before = _sockets()
 
     async def play() -> list[Outcome]:
         with anyio.fail_after(BOUND):
@@ -248,7 +259,7 @@ def test_the_tap_paths_leave_no_socket_or_thread_behind(backend: str) -> None:
     # asyncio may close a transport one loop turn late; a dropped response's record is delivered on a thread
     # that ends a second after its last delivery. Threads that ended meanwhile (an earlier test's) are fine.
     deadline = time.monotonic() + 3.0
-    while (socket_fds() - before or set(threading.enumerate()) - threads) and time.monotonic() < deadline:
+    while (_sockets() - before or set(threading.enumerate()) - threads) and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert socket_fds() - before == set()
+    assert _sockets() - before == set()
     assert set(threading.enumerate()) - threads == set()
