@@ -202,3 +202,12 @@ def test_relay_section_records_every_stream() -> None:
     assert rows["streams recorded (audit log)"].value == 12
     assert rows["CPU per relayed event"].value > 0 and rows["CPU per relayed event"].baseline
     assert rows["CPU per relayed event"].target == 1.3
+
+
+def test_logs_section_counts_every_record_of_every_writer() -> None:
+    from benchmarks import logs
+
+    rows = {row.name: row for row in logs.measure(3, 40, 16 << 10)}
+    assert (rows["records lost"].value, rows["lines torn"].value, rows["records doubled"].value) == (0, 0, 0)
+    stall = rows["event loop's longest stall"]
+    assert stall.value >= 0 and stall.baseline is not None and stall.baseline >= 0
