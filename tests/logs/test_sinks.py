@@ -416,3 +416,16 @@ def test_a_disabled_logger_costs_one_check(
     with caplog.at_level(logging.ERROR, logger="streamfsm"):
         log_run(mid_generation_disconnect())
     assert caplog.records == []
+
+
+def test_a_rotation_that_died_mid_way_is_finished_by_the_next_and_read_meanwhile(tmp_path: Path) -> None:
+    record = rate_limited()
+    sink = JsonlSink(tmp_path / "log.jsonl", max_bytes=len(record.to_json()) + 1, backups=3)
+    sink(with_ids(record, "run-0"))
+    sink.path.rename(sink.path.with_name("log.jsonl.rotating"))  # a rotator died right after moving it aside
+    sink(with_ids(record, "run-1"))
+    assert [r.run_id for r in _read_all(sink.path, rotated=True)[0]] == ["run-0", "run-1"]
+    sink(with_ids(record, "run-2"))  # run-1's file is full: this rotation finishes the dead one first
+    sink(with_ids(record, "run-3"))
+    assert [p.name for p in log_files(sink.path)] == ["log.jsonl.3", "log.jsonl.2", "log.jsonl.1", "log.jsonl"]
+    assert [r.run_id for r in _read_all(sink.path, rotated=True)[0]] == ["run-0", "run-1", "run-2", "run-3"]
