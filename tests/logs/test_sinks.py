@@ -427,5 +427,6 @@ def test_a_rotation_that_died_mid_way_is_finished_by_the_next_and_read_meanwhile
     assert [r.run_id for r in _read_all(sink.path, rotated=True)[0]] == ["run-0", "run-1"]
     sink(with_ids(record, "run-2"))  # run-1's file is full: this rotation finishes the dead one first
     sink(with_ids(record, "run-3"))
-    assert [p.name for p in log_files(sink.path)] == ["log.jsonl.3", "log.jsonl.2", "log.jsonl.1", "log.jsonl"]
+    names = [p.name for p in log_files(sink.path)]
+    assert names == ["log.jsonl.3", "log.jsonl.2", "log.jsonl.1", "log.jsonl"]
     assert [r.run_id for r in _read_all(sink.path, rotated=True)[0]] == ["run-0", "run-1", "run-2", "run-3"]
