@@ -190,15 +190,16 @@ async def observe_all(shapes: Sequence[Shape] = SHAPES) -> list[tuple[Shape, Obs
     return out
 
 
-def check(shape: Shape) -> list[str]:
-    """Play one shape on a fault server of its own; the misses in words."""
-    ((_, seen),) = anyio.run(observe_all, [shape])
+def check(shape: Shape, backend: str = "asyncio") -> list[str]:
+    """Play one shape on a fault server of its own, on ``backend``; the misses in words."""
+    ((_, seen),) = anyio.run(observe_all, [shape], backend=backend)
     return judge(shape, seen)
 
 
 def main(argv: Sequence[str] = ()) -> int:
+    """``-v``: show every row's observation; ``--trio``: play on trio instead of asyncio."""
     verbose = "-v" in argv
-    results = anyio.run(observe_all)
+    results = anyio.run(observe_all, backend="trio" if "--trio" in argv else "asyncio")
     passed = 0
     misses_by_root: dict[str, list[str]] = {}
     width = max(len(s.id) for s, _ in results)

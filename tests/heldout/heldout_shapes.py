@@ -1102,6 +1102,52 @@ shape(
     "Gemini/Vertex put finishReason STOP on every chunk: all of the text arrives and the answer is whole",
 )
 
+shape(
+    "responses-output-text-done-only",
+    "content",
+    "openai-responses",
+    (
+        lambda r: stream(
+            r.ev("response.created", response=r.response("in_progress")),
+            r.ev(
+                "response.output_text.done",
+                output_index=0,
+                content_index=0,
+                item_id="msg_web2api",
+                text="Paris is the capital of France.",
+            ),
+            r.ev("response.completed", response=r.response("completed")),
+        )
+    )(Responses(rid="resp_web2api", model="gemini-3-pro")),
+    Expect(whole=True, text=True),
+    "A web-to-API bridge's Responses stream carries the answer only in response.output_text.done",
+)
+shape(
+    "chat-chunk-message-instead-of-delta",
+    "content",
+    "openai-chat",
+    stream(
+        sse(
+            {
+                "id": "chatcmpl-webai",
+                "object": "chat.completion.chunk",
+                "created": 1769731200,
+                "model": "gemini-3.0-pro",
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": "Hello! How can I help you today?"},
+                        "finish_reason": "stop",
+                    }
+                ],
+            }
+        ),
+        DONE,
+    ),
+    Expect(whole=True, text=True),
+    "A stream=true chat chunk carrying 'message' (the whole answer) instead of 'delta': it is the answer",
+)
+
 # Control group: known-good shapes that must stay right --------------------------------------------------
 
 shape(
@@ -1337,6 +1383,101 @@ shape(
     ),
     Expect(whole=True, text=True),
     "Groq adds an x_groq object (with its usage) to chunks; finish stop: a whole answer",
+)
+
+shape(
+    "koboldcpp-finish-reason-null-string",
+    "control",
+    "openai-chat",
+    stream(
+        *(
+            chat({"content": piece}, "null", cid="chatcmpl-kcpp", model="koboldcpp/llama")
+            for piece in ("Once", " upon", " a", " time.")
+        ),
+        chat({"content": ""}, "stop", cid="chatcmpl-kcpp", model="koboldcpp/llama"),
+        DONE,
+    ),
+    Expect(whole=True, text=True),
+    "KoboldCpp sent the string 'null' as finish_reason on every chunk before 'stop': not a finish; all text",
+)
+shape(
+    "proxy-message-start-without-content",
+    "control",
+    "anthropic",
+    stream(
+        sse(
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "msg_proxy01",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": "gpt-4.1",
+                    "usage": {"input_tokens": 12},
+                },
+            },
+            "message_start",
+        ),
+        a_block(0, {"type": "text", "text": ""}),
+        a_text(0, "Converted from an OpenAI-compatible backend."),
+        a_stop_block(0),
+        *a_end("end_turn", 9),
+    ),
+    Expect(whole=True, text=True),
+    "A converting proxy's message_start lacks content/stop_reason/stop_sequence; the answer is whole",
+)
+shape(
+    "azure-extensions-chunk-end-turn",
+    "control",
+    "openai-chat",
+    stream(
+        sse(
+            {
+                "id": "2f5de4d2",
+                "model": "gpt-4.1-mini",
+                "created": 1758571978,
+                "object": "extensions.chat.completion.chunk",
+                "choices": [
+                    {"index": 0, "delta": {"content": "Hi there!"}, "end_turn": False, "finish_reason": None}
+                ],
+                "system_fingerprint": "fp_4f3d32ad4e",
+            }
+        ),
+        sse(
+            {
+                "id": "2f5de4d2",
+                "model": "gpt-4.1-mini",
+                "created": 1758571978,
+                "object": "extensions.chat.completion.chunk",
+                "choices": [{"index": 0, "delta": {}, "end_turn": True, "finish_reason": "stop"}],
+                "system_fingerprint": "fp_4f3d32ad4e",
+            }
+        ),
+        DONE,
+    ),
+    Expect(whole=True, text=True),
+    "Azure 'On your data' streams object extensions.chat.completion.chunk with end_turn: a whole answer",
+)
+shape(
+    "gateway-in-band-error-then-done",
+    "control",
+    "openai-chat",
+    stream(
+        sse(
+            {
+                "error": {
+                    "message": "messages[0].content must be a string",
+                    "type": "invalid_request_error",
+                    "code": "upstream_bad_request",
+                    "param": "",
+                }
+            },
+            "error",
+        ),
+        DONE,
+    ),
+    Expect(whole=False, failed=True, kind="invalid_request", verdicts=NO_RETRY),
+    "A gateway reports the upstream's 400 in-band ('event: error', an error object) then [DONE]: not retried",
 )
 
 SHAPES: Final[tuple[Shape, ...]] = tuple(_S)

@@ -18,8 +18,9 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
 @pytest.mark.parametrize("shape", SHAPES, ids=[s.id for s in SHAPES])
-def test_shape(shape: Shape) -> None:
+def test_shape(shape: Shape, backend: str) -> None:
     # Each shape on a fault server of its own over loopback; every run is bounded (heldout_score.RUN_BOUND_S).
-    misses = check(shape)
+    misses = check(shape, backend)
     assert not misses, f"{shape.id} ({shape.root}): {shape.why}; misses: {misses}"
