@@ -145,7 +145,7 @@ def chat_text(*pieces: str, **kw: Any) -> list[bytes]:
 
 
 def a_start(model: str = "claude-sonnet-4-5-20250929") -> bytes:
-    message = {
+    message: dict[str, Any] = {
         "id": "msg_01HeLd0uTxx",
         "type": "message",
         "role": "assistant",
@@ -922,7 +922,6 @@ shape(
                         "headers": {
                             "X-RateLimit-Limit": "50",
                             "X-RateLimit-Remaining": "0",
-                            "X-RateLimit-Reset": "1777507200000",
                         }
                     },
                 }
