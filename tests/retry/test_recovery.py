@@ -19,6 +19,7 @@ from retrysupport import BODIES, cut_through, per_attempt, validate_record
 
 import streamfsm
 from streamfsm import Diagnosis, Recovery, RetryPolicy, StreamConfig, StreamFailed, Verdict, retrying
+from streamfsm.cli._logs import format_record
 from streamfsm.runtime import (
     CONTINUE_INSTRUCTION,
     Continuation,
@@ -643,6 +644,9 @@ async def test_a_prefill_asked_for_and_refused_falls_back_once_to_an_instruction
     assert "continue_refused=prefill_unsupported" in second["outcome"]["evidence"]
     assert third["recovery"]["style"] == "instruction" and "refused" not in third["recovery"]
     assert third["attempts"][1]["continue_refused"] == "prefill_unsupported", "the chain says why"
+    shown = format_record(third)
+    assert "continuation refused: prefill_unsupported; then continued after 6 characters" in shown
+    assert "began by continuing after 6 characters by instruction" in shown
     for record in run.records:
         assert "must end with a user message" not in record.to_json(), (
             "the provider's words are read, not kept"
