@@ -858,6 +858,7 @@ class RetryingRun:
             # The model takes no prefill (Anthropic's current ones): the same continuation, once, by
             # instruction. Nothing of the refused request reached the consumer; no later one is a prefill.
             self._prefill_refused = True
+            self._diagnosis = failure.diagnosis
             stop = _budget(self.policy, attempt, elapsed, 0.0)
             if stop is not None:
                 self._stop(failure, failure.diagnosis, stop)
