@@ -394,7 +394,9 @@ def _began(recovery: Any) -> str:
         return f"{began} (refused: {_clean(refused)})" if refused else began
     calls = recovery.get("tool_calls") or 0
     carried = f" and {calls} complete tool call{'s' if calls != 1 else ''}" if calls else ""
-    return f"continuing after {_show(recovery.get('after_chars'))} characters{carried}"
+    style = f" by {_clean(recovery['style'])}" if recovery.get("style") else ""
+    refused = f" (refused: {_clean(recovery['refused'])})" if recovery.get("refused") else ""
+    return f"continuing after {_show(recovery.get('after_chars'))} characters{carried}{style}{refused}"
 
 
 _NEXT: Final = {
@@ -421,7 +423,11 @@ def _chain(r: RunRecord) -> list[str]:
             then = _show(link.get("decision"))
         if link.get("decision") == "confirmed_retry" and "confirmed" not in then:
             then += " (confirmed)"
-        refused = f"; resume refused: {_clean(link['resume_refused'])}" if link.get("resume_refused") else ""
+        refused = "".join(
+            f"; {what} refused: {_clean(link[key])}"
+            for key, what in (("resume_refused", "resume"), ("continue_refused", "continuation"))
+            if link.get(key)
+        )
         ended = f"{_clean(link.get('summary_key'))}, {_clean(link.get('verdict'))}{refused}"
         lines.append(f"  {_show(link.get('attempt')):>3}  {ended}; then {then}")
     this = f"began by {_began(recovery)}; {_clean(r['outcome'].get('summary_key'))}"

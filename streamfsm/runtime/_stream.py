@@ -18,6 +18,7 @@ The record is final before any of these reach the caller, and cleanup runs under
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import math
@@ -47,6 +48,7 @@ from ..classify._transport import transport_facts
 from ..machine import PROVIDER_PROGRESS, Activity, IllegalTransition, State, StreamMachine, Trigger
 from ._adapters import Adapter, adapter_for
 from ._adapters._base import MAX_DOCUMENT_BYTES, NOT_EVENT_STREAM, document_events
+from ._adapters._continue import ContinueRefusal, ContinueStyle, prefill_refused
 from ._adapters._openai_responses import OpenAIResponsesAdapter
 from ._adapters._resume import ResumeRefusal, refusal_of, resumable_request, resume_url
 from ._config import Ids, StreamConfig
@@ -793,8 +795,11 @@ class HttpRun(Run):
         # was given) or resume (a GET of the rest of the provider's stored stream, decoded where it stopped).
         original = json
         self.dropped_whitespace = 0  # of the delivered text, left out of a continuation request
+        self.continue_refusal: ContinueRefusal | None = None  # why the provider refused this continuation
+        self._sent_as: str | None = None  # how a continuation carries the delivered answer
         if isinstance(plan, ContinuePlan):
             self.dropped_whitespace = plan.dropped(adapter.name, json)
+            self._sent_as = plan.sent_as(adapter.name, json)
             json = plan.body(adapter.name, json)
         url, body = adapter.request(base_url, json)
         self._method = "POST"
@@ -826,7 +831,9 @@ class HttpRun(Run):
         self._client = client
         self._owns_client = client is None
         self._connected = False
-        if plan is not None:
+        if isinstance(plan, ContinuePlan):
+            self._rec.recovery = plan.record(self._sent_as)
+        elif plan is not None:
             self._rec.recovery = plan.record()
         if self._resume is not None:
             self._rec.response_id(self._resume.response_id)
@@ -896,6 +903,12 @@ class HttpRun(Run):
                     "refused": self.resume_refusal.value,
                     "refused_by": basis,
                 }
+            if self._sent_as == ContinueStyle.PREFILL.value and prefill_refused(response.status_code, body):
+                # The model takes no prefill (Anthropic's current ones): the executor goes on by instruction.
+                self.continue_refusal = refusal = ContinueRefusal.PREFILL_UNSUPPORTED
+                rec.recovery = {**(rec.recovery or {}), "refused": refusal.value}
+                marker = f"continue_refused={refusal.value}"
+                error = dataclasses.replace(error, markers=(marker, *error.markers))
             self._fail(Trigger.HTTP_ERROR, self._facts(provider=error))
         self._read_wire(self._adapter)
         self._next_chunk = body_chunks(response).__anext__
