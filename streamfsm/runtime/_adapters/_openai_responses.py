@@ -309,7 +309,8 @@ class OpenAIResponsesAdapter(Adapter):
     def _on_completed(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
         out, response = self._terminal(payload)
         reason = FinishReason.TOOL_CALLS if self._saw_function_call else FinishReason.STOP
-        self.finish_raw = raw_reason(response.get("status")) or "completed"
+        # The event's own name when the response has no status; a status it does send is read as sent.
+        self.finish_raw = raw_reason(response["status"]) if "status" in response else "completed"
         self.finish(out, reason, self.finish_raw)
         return out
 
