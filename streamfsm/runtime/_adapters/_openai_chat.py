@@ -186,9 +186,10 @@ class OpenAIChatAdapter(Adapter):
         position = fragment.get("index")
         if type(position) is not int:
             position = None
-        call_id = as_str(fragment.get("id")) or None
+        # An empty (or blank) id or name on a continuation says nothing: the open call goes on.
+        call_id = (as_str(fragment.get("id")) or "").strip() or None
         function = as_dict(fragment.get("function")) or {}
-        name = as_str(function.get("name")) or None
+        name = (as_str(function.get("name")) or "").strip() or None
         arguments = as_arguments(function.get("arguments"))
         call = self._call
         if (
