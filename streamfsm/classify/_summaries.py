@@ -45,7 +45,7 @@ WHAT_HAPPENED: Final = {
     "malformed_tool_call": "The provider ended the response on a tool call it could not parse",
     "paused": "The provider paused the response",
     "unrecognised": "The provider ended the response for a reason streamfsm does not recognise",
-    "unparseable_arguments": "The provider ended a tool call whose arguments are not valid JSON",
+    "unparseable_arguments": "The provider ended the call before its arguments were valid JSON",
 }
 """What happened, per cause, for every class but ``provider_error``."""
 
