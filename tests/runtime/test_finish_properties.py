@@ -9,8 +9,10 @@
     provider's error), never a ``ToolCall`` and never ``completed``.
 
 The runs are the tap's (`TapRun`): the run core every source shares (adapter, machine, classifier, record),
-fed in memory, chunk by chunk, as the tap feeds what the SDK reads. The same streams over real sockets, for
-``open_stream`` and ``wrap()``, are catalog scenarios and the examples in ``test_result.py``.
+fed in memory, chunk by chunk, as the tap feeds what the SDK reads. The SDK item path (``wrap()`` on a
+stream it cannot read the body of) is checked to hand out the same calls as the wire adapters, from the
+objects the SDKs build. The same streams over real sockets, for ``open_stream`` and ``wrap()``, are catalog
+scenarios and the examples in ``test_tool_call_completeness.py``.
 """
 
 from __future__ import annotations
@@ -19,11 +21,26 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from anthropic._models import construct_type as anthropic_construct
+from anthropic.types import RawMessageStreamEvent
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from openai._models import construct_type as openai_construct
+from openai.types.chat import ChatCompletionChunk
+from openai.types.responses import ResponseStreamEvent
 
 from streamfsm.runtime import Ids, StreamConfig
-from streamfsm.runtime._events import TextDelta, ToolCall, ToolInputStart
+from streamfsm.runtime._adapters import adapter_for
+from streamfsm.runtime._adapters._sdk_items import SdkAnthropic, SdkOpenAIChat, SdkOpenAIResponses
+from streamfsm.runtime._events import (
+    Finish,
+    ProtocolViolation,
+    ProviderErrorEvent,
+    TextDelta,
+    ToolCall,
+    ToolInputStart,
+)
+from streamfsm.runtime._sse import SSEDecoder
 from streamfsm.tap._run import TapRun
 from streamfsm.testing import FORMATS, build
 from streamfsm.testing._wire import frame
@@ -52,6 +69,11 @@ KNOWN = [
     "OTHER",
     "FINISH_REASON_UNSPECIFIED",
 ]
+SDK_TRANSLATORS = {
+    "openai-chat": SdkOpenAIChat,
+    "openai-responses": SdkOpenAIResponses,
+    "anthropic": SdkAnthropic,
+}
 _SENTINEL = "finish-reason-goes-here"
 _CONFIG = StreamConfig(idle_timeout=None, first_token_timeout=None, total_timeout=None)
 _TEXT = st.text(alphabet="abcdefghij klmnop.,", min_size=1, max_size=10)
@@ -203,3 +225,57 @@ def test_b_a_tool_call_is_handed_out_only_complete(
     if stop_at is None and not truncated and last_whole:
         assert d.summary_key == "completed.finished", (fmt, raw, d.summary_key)
         assert calls and calls[-1].name == "apply_patch"
+
+
+# -- the SDK item path agrees ------------------------------------------------------------------------------
+
+
+def _sdk_item(fmt: str, payload: dict[str, Any]) -> Any:
+    """The object the SDK hands out for ``payload``: built as the SDKs build them, without validation."""
+    if fmt == "anthropic":
+        return anthropic_construct(type_=RawMessageStreamEvent, value=payload)
+    kind = ChatCompletionChunk if fmt == "openai-chat" else ResponseStreamEvent
+    return openai_construct(type_=kind, value=payload)
+
+
+def _decisive(events: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """What the sources must agree on: the calls started and handed out, the finish, the error."""
+    out: list[tuple[Any, ...]] = []
+    for e in events:
+        if isinstance(e, (ToolInputStart, ToolCall)):
+            out.append((type(e).__name__, e.call_id, getattr(e, "arguments", None)))
+        elif isinstance(e, (Finish, ProviderErrorEvent)):
+            out.append((type(e).__name__,))
+    return out
+
+
+def _translate(fmt: str, frames: Sequence[bytes], sdk: bool) -> tuple[list[Any], str | None]:
+    adapter: Any = SDK_TRANSLATORS[fmt]() if sdk else adapter_for(fmt)
+    events: list[Any] = []
+    try:
+        for sse in SSEDecoder().feed(b"".join(frames)):
+            if not sdk:
+                events += adapter.feed(sse)
+            elif sse.data != "[DONE]":  # openai swallows the sentinel; the iteration's end stands for it
+                events += adapter.feed_item(_sdk_item(fmt, json.loads(sse.data)))
+        events += adapter.end()
+    except ProtocolViolation as violation:
+        return events, violation.detail
+    return events, None
+
+
+@settings(max_examples=200, deadline=None)
+@given(tool_streams())
+def test_b_the_sdk_item_path_hands_out_the_same_calls(
+    case: tuple[str, list[tuple[str, ...]], str | None, bool],
+) -> None:
+    fmt, parts, raw, _ = case
+    if fmt == "gemini":
+        return  # no SDK item path: wrap() serves openai and anthropic streams
+    frames = stream(fmt, parts, raw)
+    wire, wire_fault = _translate(fmt, frames, sdk=False)
+    items, item_fault = _translate(fmt, frames, sdk=True)
+    assert wire_fault == item_fault
+    assert _decisive(wire) == _decisive(items)
+    for call in [e for e in items if isinstance(e, ToolCall)]:
+        json.loads(call.arguments)
