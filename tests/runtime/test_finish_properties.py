@@ -38,6 +38,7 @@ from streamfsm.runtime._events import (
     ProviderErrorEvent,
     TextDelta,
     ToolCall,
+    ToolInputEnd,
     ToolInputStart,
 )
 from streamfsm.runtime._sse import SSEDecoder
@@ -143,7 +144,7 @@ def pieces(draw: st.DrawFn, size: int) -> list[int]:
 # -- (a) finish reasons ------------------------------------------------------------------------------------
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.sampled_from(FORMATS), reasons, st.booleans(), st.data())
 def test_a_finish_is_whole_only_if_its_format_says_so(
     fmt: str, raw: str, visible: bool, data: st.DataObject
@@ -196,7 +197,7 @@ def tool_streams(draw: st.DrawFn) -> tuple[str, list[tuple[str, ...]], str | Non
     return fmt, parts, raw, truncated
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(tool_streams(), st.data())
 def test_b_a_tool_call_is_handed_out_only_complete(
     case: tuple[str, list[tuple[str, ...]], str | None, bool], data: st.DataObject
@@ -213,8 +214,8 @@ def test_b_a_tool_call_is_handed_out_only_complete(
     for call in [*calls, *run.result().tool_calls]:
         json.loads(call.arguments)  # every call handed out parses
     started = [e.call_id for e in events if isinstance(e, ToolInputStart)]
-    called = {c.call_id for c in calls}
-    open_calls = [c for c in started if c not in called]
+    ended = {c.call_id for c in calls} | {e.call_id for e in events if isinstance(e, ToolInputEnd)}
+    open_calls = [c for c in started if c not in ended]  # input never ended by the provider
     if open_calls:  # a call left open: never completed, never a callable call
         assert d.failure_class.value in ("tool_input_interrupted", "provider_error"), (d.summary_key, raw)
     last_whole = raw is None or _whole(fmt, raw)
