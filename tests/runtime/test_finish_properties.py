@@ -280,3 +280,9 @@ def test_b_the_sdk_item_path_hands_out_the_same_calls(
     assert _decisive(wire) == _decisive(items)
     for call in [e for e in items if isinstance(e, ToolCall)]:
         json.loads(call.arguments)
+
+
+def test_the_specification_is_the_library_table() -> None:
+    from streamfsm.classify import WHOLE_ANSWER
+
+    assert {fmt: set(reasons) for fmt, reasons in WHOLE_ANSWER.items()} == WHOLE
