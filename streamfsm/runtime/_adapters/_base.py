@@ -5,6 +5,11 @@ one tool input is open, nothing but its own deltas (and usage, metadata, keepali
 and nothing follows the terminal event. Where a wire breaks that shape harmlessly the adapter repairs it
 (closes the open call before text, for instance); where it cannot be repaired it raises
 ``ProtocolViolation`` with a fixed-vocabulary detail and the SSE event's index as position.
+
+A ``ToolCall`` is emitted only for a complete call: its arguments parse, and the provider ended it (an
+explicit end, the next item, or a whole-answer finish: ``Adapter.finish``). A finish that is not a whole
+answer leaves the open call open, and so does an end on arguments that are not JSON; the runtime then fails
+the run as ``tool_input_unfinished`` in ``tool_input_open``.
 """
 
 from __future__ import annotations
@@ -52,9 +57,9 @@ DATA_AFTER_TERMINAL: Final = "data_after_terminal"
 ADAPTER_FAULT: Final = "adapter_fault"  # our bug, not the provider's: the safety net below caught it
 UNKNOWN_BLOCK: Final = "unknown_block"  # a content-block event for a block that never started
 NOT_EVENT_STREAM: Final = "not_event_stream"  # a 2xx body that is a JSON document or an HTML page
+# JSON_COMPLETION (from classify): such a body that is a whole answer, generated and billed
 # UNPARSEABLE_ARGUMENTS (from classify): the provider ended a tool call whose arguments are not JSON; the
 # runtime fails the run with tool_input_unfinished (the call is open, its tool never ran), not as a violation
-# JSON_COMPLETION (from classify): such a body that is a whole answer, generated and billed
 MAX_DOCUMENT_BYTES: Final = 64 * 1024  # a non-stream body read whole to say what it is; more is junk
 
 # Vocabulary of Adapter.anomalies that a run's record reports as evidence.
