@@ -104,7 +104,7 @@ def test_classification_totality_exhaustive() -> None:
         # Exactly one: the same input always gives the same answer.
         assert diagnose(state, edge, sample) == first
         seen.add((state, edge))
-    assert len(seen) == len(NON_TERMINAL_STATES) * len(FAILURES) == 7 * 3 * 12
+    assert len(seen) == len(NON_TERMINAL_STATES) * len(FAILURES) == 7 * 3 * 13
 
 
 @given(st.sampled_from(NON_TERMINAL_STATES), st.sampled_from(FAILURES), facts)

@@ -123,7 +123,8 @@ class ProviderErrorKind(enum.Enum):
 
 class FinishCause(enum.Enum):
     """How a run that reached its terminal event ended, in the user's eyes: the detail of its summary key
-    (``completed.<cause>``). Only ``FINISHED`` is a whole answer."""
+    (``completed.<cause>``), and of ``tool_input_interrupted.<cause>`` when that end left a tool call
+    unfinished. Only ``FINISHED`` is a whole answer (see ``streamfsm.classify._finish``)."""
 
     _value_: str
 
@@ -132,6 +133,8 @@ class FinishCause(enum.Enum):
     CONTENT_FILTER = "content_filter"  # the provider's filter (safety, recitation, policy) stopped it
     REFUSAL = "refusal"  # the model declined
     MALFORMED_TOOL_CALL = "malformed_tool_call"  # the provider ended it on a tool call it could not parse
+    PAUSED = "paused"  # the provider paused a long turn (Anthropic pause_turn); it goes on if sent back
+    UNRECOGNISED = "unrecognised"  # a reason nobody here knows, or none: never taken for a whole answer
 
 
 class AbortSource(enum.Enum):
@@ -183,6 +186,7 @@ class Facts:
     tool_ran: bool = False  # that tool had started running
     tool_effectful: bool | None = None  # and was declared effectful (None: not known or not started)
     detail: str | None = None  # a short, already redacted note, e.g. a protocol violation's position
+    finish: FinishCause | None = None  # tool_input_unfinished: the finish that left the call unfinished
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,6 +42,8 @@ from ..classify import (
     diagnose_finished,
     finish_cause,
 )
+from ..classify._diagnose import UNPARSEABLE_ARGUMENTS
+from ..classify._finish import shown_reason
 from ..classify._provider import provider_error_from_http
 from ..classify._taxonomy import TransportKind
 from ..classify._transport import transport_facts
@@ -454,6 +456,8 @@ class Run:
                 if not self._done:
                     self._fail(Trigger.EOF_WITHOUT_TERMINAL, self._facts(detail=self._eof_detail()))
         except ProtocolViolation as violation:
+            if violation.detail == UNPARSEABLE_ARGUMENTS:  # the provider ended a call that is not JSON
+                self._fail(Trigger.TOOL_INPUT_UNFINISHED, self._facts(detail=UNPARSEABLE_ARGUMENTS))
             self._fail(Trigger.PROTOCOL_VIOLATION, self._facts(detail=violation.detail), violation)
 
     def _apply_all(self, events: list[StreamEvent]) -> None:
@@ -471,6 +475,8 @@ class Run:
         try:
             state = self._machine.send(trigger)
         except IllegalTransition as illegal:
+            if kind is Finish and illegal.state.activity is Activity.TOOL_INPUT_OPEN:
+                self._unfinished_call(event)  # type: ignore[arg-type]  # narrowed by kind
             self._fail(
                 Trigger.PROTOCOL_VIOLATION,
                 self._facts(detail=f"illegal {trigger.value} in {illegal.state}"),
@@ -514,6 +520,14 @@ class Run:
 
     def _on_metadata(self, event: Metadata) -> None:
         self._rec.response_id(event.response_id)
+
+    def _unfinished_call(self, event: Finish) -> NoReturn:
+        """The provider's terminal event arrived with a tool call still open (the adapters leave it open at a
+        finish that is not a whole answer): the call was never complete and its tool never ran."""
+        raw = self._rec.finish_raw = event.raw_reason
+        finish = finish_cause(self.provider, raw)
+        facts = self._facts(finish=finish, detail=f"finish_reason={shown_reason(raw)}")
+        self._fail(Trigger.TOOL_INPUT_UNFINISHED, facts)
 
     def _on_finish(self, event: Finish) -> None:
         self._rec.finish_raw = event.raw_reason
@@ -748,9 +762,9 @@ class Run:
         # The record is sealed when the consumer is done with the run (see _seal), so what it does with the
         # last events (relaying the terminal event, starting tools) is still counted.
         rec = self._rec
-        cause = finish_cause(rec.finish_unified, rec.finish_raw)  # a cut or filtered answer says so
+        cause = finish_cause(self.provider, rec.finish_raw)  # a cut, filtered or unknown end says so
         self._diagnosis, self._finished_at, self._done = (
-            diagnose_finished(self._machine.state, cause, rec.wire_evidence()),
+            diagnose_finished(self._machine.state, cause, rec.wire_evidence(), rec.finish_raw),
             time.monotonic(),
             True,
         )

@@ -64,7 +64,7 @@ from ._script import (
     Step,
     cut_chunk,
 )
-from ._wire import FORMATS, Format, error_event, frame, keepalive, text_stream, tool_call_stream
+from ._wire import FORMATS, Format, build, error_event, frame, keepalive, text_stream, tool_call_stream
 
 __all__ = ["WATCHDOG_S", "catalog", "find", "names"]
 
@@ -778,6 +778,7 @@ def _streams(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, An
         ),
     ]
     out += _finishes(fmt)
+    out += _open_world(fmt)
     out += _not_streams(fmt)
     if fmt == "openai-chat":
         calls = tool_call_stream(fmt, [("apply_patch", PATCH_ARGS)])
@@ -881,6 +882,117 @@ def _finishes(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, A
         )
         for raw, slug, cause in _FINISHES[fmt]
     ]
+
+
+# A finish reason nobody here knows, per format: plausible or documented elsewhere, in no whole-answer set.
+_UNRECOGNISED: Final = {
+    "openai-chat": "eos_reached",  # a local server's own end-of-sequence word
+    "openai-responses": "max_prompt_tokens",  # an incomplete_details.reason the Responses docs do not list
+    "anthropic": "compaction",  # a stop_reason newer than this table
+    "gemini": "LANGUAGE",  # Gemini: an unsupported language stopped it; not a whole answer
+}
+# The output limit hit while a call's arguments streamed, per format: the raw reason.
+_LENGTH: Final = {"openai-chat": "length", "openai-responses": "max_output_tokens", "anthropic": "max_tokens"}
+CUT_ARGS: Final = '{"patch": "' + "x" * 30  # arguments the output limit cut: not JSON
+
+
+def _cut_call(fmt: Format, finish: str) -> list[bytes]:
+    """A call whose arguments stop short, then the provider's end with ``finish``. Chat and Anthropic end
+    the call on the cut JSON (``finish_reason``, ``content_block_stop``); Responses sends no ``done`` for
+    the cut item, only ``response.incomplete``."""
+    frames = build(fmt, [("tool", "apply_patch", CUT_ARGS)], finish=finish)
+    if fmt == "openai-responses":
+        cut = _index(frames, b'"response.function_call_arguments.done"')
+        return [*frames[:cut], frames[-1]]
+    return frames
+
+
+def _open_world(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
+    """Issue 29: an unrecognised finish is never a whole answer; a call the provider's end left unfinished is
+    never a call; a finish reason that reads as an abort is the provider's error where it arrived."""
+    raw = _UNRECOGNISED[fmt]
+    out: list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]] = [
+        (
+            "finish-unrecognised",
+            f"visible text, then the terminal event with finish reason {raw!r}, which no whole-answer set"
+            " holds: finished, but never called a whole answer, and the reason is named",
+            _play(text_stream(fmt, TEXT[:1], finish=raw), End()),
+            _expect(
+                _C.COMPLETED,
+                _V.USER_CONFIRMED_RETRY,
+                None,
+                _P.FINISHED,
+                "unrecognised",
+                _A.CONTINUE_WITH_PARTIAL,
+            ),
+            {},
+        )
+    ]
+    if fmt == "gemini":  # every Gemini call arrives whole: there are no arguments to cut
+        return out
+    out.append(
+        (
+            "tool-args-cut-at-length",
+            f"the output limit ({_LENGTH[fmt]!r}) reached while a call's arguments streamed: the provider"
+            " ends the response on arguments that are not JSON; no call is handed out, the tool did not run",
+            _play(_cut_call(fmt, _LENGTH[fmt]), End()),
+            _expect(
+                _C.TOOL_INPUT_INTERRUPTED,
+                _V.NO_RETRY,
+                _T.TOOL_INPUT_UNFINISHED,
+                _P.TOOL_INPUT,
+                "length",
+                _A.FIX_REQUEST,
+            ),
+            {},
+        )
+    )
+    if fmt == "openai-chat":
+        whole = build(fmt, [("tool", "apply_patch", PATCH_ARGS)], finish=raw)
+        out += [
+            (
+                "tool-call-finish-unrecognised",
+                f"a call whose arguments parse, ended by finish reason {raw!r}: chat ends a call only by a"
+                " whole-answer finish, so the call stays unfinished and is never handed out",
+                _play(whole, End()),
+                _expect(
+                    _C.TOOL_INPUT_INTERRUPTED,
+                    _V.USER_CONFIRMED_RETRY,
+                    _T.TOOL_INPUT_UNFINISHED,
+                    _P.TOOL_INPUT,
+                    "unrecognised",
+                    _A.ASK_USER,
+                ),
+                {},
+            ),
+            (
+                "finish-abort",
+                "visible text, then finish_reason 'abort' (vLLM and SGLang when the engine aborts a request):"
+                " the provider's error at that point, not a finish",
+                _play(text_stream(fmt, TEXT[:1], finish="abort"), End()),
+                _shown(_C.PROVIDER_ERROR, _T.PROVIDER_ERROR_EVENT, "unknown"),
+                {},
+            ),
+        ]
+    if fmt == "anthropic":
+        out.append(
+            (
+                "tool-args-unparseable-at-tool-use",
+                "a tool_use block closed on arguments that are not JSON, then stop_reason 'tool_use': the"
+                " provider called it whole, but a call that does not parse is never handed out",
+                _play(_cut_call(fmt, "tool_use"), End()),
+                _expect(
+                    _C.TOOL_INPUT_INTERRUPTED,
+                    _V.USER_CONFIRMED_RETRY,
+                    _T.TOOL_INPUT_UNFINISHED,
+                    _P.TOOL_INPUT,
+                    "unparseable_arguments",
+                    _A.ASK_USER,
+                ),
+                {},
+            )
+        )
+    return out
 
 
 def _tool_streams(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
