@@ -54,7 +54,10 @@ if TYPE_CHECKING:
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 _FAILURES: Final = tuple(t for t in Trigger if t in FAILURE_TRIGGERS)
-_DOT_MISSING: Final = "the docs' diagrams need Graphviz's dot program (Debian: apt-get install -y graphviz)"
+_DOT_MISSING: Final = (
+    "the docs' diagrams need Graphviz's dot program, which is not on PATH: install Graphviz"
+    " (Debian/Ubuntu: apt-get install graphviz; macOS: brew install graphviz; others: graphviz.org/download)"
+)
 
 CLASS_MEANING: Final = {
     FailureClass.COMPLETED: "The provider's terminal event arrived: the run did not fail.",
@@ -439,10 +442,16 @@ def pages() -> dict[str, str]:
 
 
 def on_files(files: Files, *, config: MkDocsConfig) -> Files:
+    from mkdocs.exceptions import PluginError
     from mkdocs.structure.files import File
 
-    for path, content in pages().items():
+    try:
+        generated = pages()
+    except (DocsError, _diagrams.DiagramError) as exc:
+        # mkdocs prints a PluginError as one line (what to do); any other exception as a traceback
+        raise PluginError(str(exc)) from None
+    for path, content in generated.items():
         if files.get_file_from_path(path) is not None:
-            raise DocsError(f"docs/{path} is generated at build time: delete the hand-made copy")
+            raise PluginError(f"docs/{path} is generated at build time: delete the hand-made copy")
         files.append(File.generated(config, path, content=content))
     return files

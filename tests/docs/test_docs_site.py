@@ -1,4 +1,5 @@
-"""The documentation site: it builds strictly from the code, renders offline in headless Chromium (the
+"""The documentation site: it builds strictly from the code (in a fresh venv holding the docs extra alone, as
+the README's recipe makes it), renders offline in headless Chromium (the
 distribution's package), its search works and its pictures follow the declaration. (Its code examples:
 test_docs_examples.py, which needs no docs extra.)"""
 
@@ -26,15 +27,23 @@ from cdp import Browser, Page, chromium
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD_S = 180
+INSTALL_S = 600
 
 
-def build(root: Path, out: Path, *, pythonpath: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": "/usr/bin:/bin", "NO_MKDOCS_2_WARNING": "1", "HOME": str(out.parent)}
+def build(
+    root: Path,
+    out: Path,
+    *,
+    python: str = sys.executable,
+    pythonpath: Path | None = None,
+    path: str = "/usr/bin:/bin",
+) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": path, "NO_MKDOCS_2_WARNING": "1", "HOME": str(out.parent)}
     if pythonpath is not None:
         env["PYTHONPATH"] = str(pythonpath)
     return subprocess.run(
         # not -q: it hides the warnings that --strict counts
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(out)],
+        [python, "-m", "mkdocs", "build", "--strict", "-d", str(out)],
         cwd=root,
         env=env,
         capture_output=True,
@@ -45,9 +54,22 @@ def build(root: Path, out: Path, *, pythonpath: Path | None = None) -> subproces
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def docs_python(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The Python of a fresh venv holding the package with its docs extra alone, as the README's recipe
+    makes it (pip's cache keeps this to seconds once the extra was downloaded)."""
+    venv = tmp_path_factory.mktemp("docs-venv") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=INSTALL_S)
+    python = str(venv / "bin" / "python")
+    install = [python, "-m", "pip", "install", "-q", "--disable-pip-version-check", "-e", f"{ROOT}[docs]"]
+    done = subprocess.run(install, capture_output=True, text=True, timeout=INSTALL_S, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return python
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory, docs_python: str) -> Path:
     out = tmp_path_factory.mktemp("site") / "site"
-    done = build(ROOT, out)
+    done = build(ROOT, out, python=docs_python)
     assert done.returncode == 0, done.stderr
     return out
 
@@ -77,6 +99,16 @@ def test_every_page_and_picture_is_built(site: Path) -> None:
     assert (
         "<title>tool_input_open&#45;&gt;tool_call</title>" in (site / "machine" / "activity.svg").read_text()
     )
+
+
+def test_without_dot_the_build_says_what_to_install_in_one_line(docs_python: str, tmp_path: Path) -> None:
+    done = build(ROOT, tmp_path / "out", python=docs_python, path=str(tmp_path))  # a PATH without dot
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("ERROR")]
+    assert len(errors) == 1, done.stderr
+    assert "Graphviz's dot program" in errors[0]
+    assert "apt-get install graphviz" in errors[0] and "brew install graphviz" in errors[0]
 
 
 def test_generated_tables_come_from_the_classifier(site: Path) -> None:
