@@ -464,7 +464,7 @@ class Recorder:
         return RunRecord._adopt(data)
 
 
-# Seed 004's close kinds for a proxy, from the outcome alone.
+# The relay's close kind (how a proxied stream ended, as the proxy saw it), from the outcome alone.
 _RELAY_CLOSE: Final = {
     FailureClass.COMPLETED: "completed",
     FailureClass.LOCAL_ABORT: "client_abort",
