@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+import streamfsm
 from streamfsm.cli import build_parser, main
 
 COMMANDS = ("diagram", "harness", "probe", "diagnose", "report", "relay")
@@ -99,7 +101,16 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["--version"])
     assert exc.value.code == 0
-    assert capsys.readouterr().out.strip() == "streamfsm 0.1.0"
+    assert capsys.readouterr().out.strip() == f"streamfsm {streamfsm.__version__}"
+
+
+def test_the_changelog_names_the_version_first_and_the_license_is_mit() -> None:
+    root = Path(__file__).resolve().parents[2]
+    changelog = (root / "CHANGELOG.md").read_text()
+    first = re.search(r"^## (\S+) ", changelog, flags=re.M)
+    assert first is not None and first.group(1) == streamfsm.__version__
+    assert re.search(r'^license = "MIT"$', (root / "pyproject.toml").read_text(), flags=re.M)
+    assert (root / "LICENSE").read_text().startswith("MIT License\n")
 
 
 @pytest.mark.parametrize("command", COMMANDS)
