@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import os
 import re
 import shutil
 import subprocess
@@ -26,6 +27,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "relay"))
 from cdp import Browser, Page, chromium
 
 ROOT = Path(__file__).resolve().parents[2]
+# The pages a reader sees at 1280 px, kept in docs/ (STREAMFSM_WRITE_DOCS=1 retakes them; the relay's run page
+# is tests/relay/test_errors_page.py's docs/relay-errors-page.png)
+SCREENSHOTS = {
+    "machine/": ROOT / "docs" / "site-machine.png",
+    "machine/generating/": ROOT / "docs" / "site-state.png",
+}
 BUILD_S = 180
 INSTALL_S = 600
 
@@ -272,3 +279,57 @@ def test_search_finds_a_class_by_its_name(served: str, browser: Browser, query: 
     assert any(
         urllib.parse.urlsplit(link)._replace(query="").geturl() == served + expected for link in links
     ), links
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data.startswith(b"\x89PNG\r\n\x1a\n") and data[12:16] == b"IHDR"
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+@needs_chromium
+def test_the_machine_and_a_state_page_read_at_1280_px(served: str, browser: Browser) -> None:
+    page = browser.page(width=1280)
+    page.goto(f"{served}machine/")
+    picture = page.js(
+        "(() => { const i = document.querySelector('img.diagram');"
+        " return [i.getBoundingClientRect().width, i.naturalWidth,"
+        " i.closest('a')?.getAttribute('href')]; })()"
+    )
+    shown, natural, link = picture
+    assert natural < 1400 and shown >= 0.7 * natural, picture  # drawn for the page, not shrunk to a third
+    assert link == "activity.svg"  # and a click opens it at full size
+    for path in ("machine/generating/", "machine/tool_input_open/", "machine/idle/"):
+        page.goto(f"{served}{path}")
+        tables = page.js(
+            "[...document.querySelectorAll('article table')].map(t => [t.scrollWidth,"
+            " t.closest('.md-typeset__scrollwrap, .md-typeset__table, article').clientWidth])"
+        )
+        assert tables and all(width <= room for width, room in tables), (path, tables)
+        # every identifier in a table on one line: never broken mid-word
+        broken = page.js(
+            "[...document.querySelectorAll('article td code')].filter(c => c.getClientRects().length > 1)"
+            ".map(c => c.textContent)"
+        )
+        assert broken == [], (path, broken)
+        headers = page.js("[...document.querySelectorAll('article th')].map(h => h.textContent)")
+        assert {"action", "title"} <= set(headers), headers
+        right = page.js(
+            "Math.max(...[...document.querySelectorAll('article th')]"
+            ".map(h => h.getBoundingClientRect().right))"
+        )
+        assert right <= 1280, (path, right)
+
+
+@needs_chromium
+@pytest.mark.parametrize("path", sorted(SCREENSHOTS))
+def test_the_docs_screenshots_are_taken_here(served: str, browser: Browser, path: str) -> None:
+    page = browser.page(width=1280)
+    page.goto(f"{served}{path}")
+    shot = page.screenshot()
+    assert png_size(shot)[0] == 1280
+    if os.environ.get("STREAMFSM_WRITE_DOCS") == "1":
+        SCREENSHOTS[path].write_bytes(shot)
+    kept = SCREENSHOTS[path].read_bytes()
+    assert png_size(kept)[0] == 1280, SCREENSHOTS[path]
+    shown = re.findall(r"\]\((docs/site-\w+\.png)\)", (ROOT / "README.md").read_text())
+    assert f"docs/{SCREENSHOTS[path].name}" in shown
