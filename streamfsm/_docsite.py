@@ -397,7 +397,7 @@ def _wire(steps: Iterable[Step], limit: int = 12) -> str:
             )
     if len(lines) > limit:
         lines = [*lines[: limit - 2], f"[… {len(lines) - limit + 1} more steps]", lines[-1]]
-    return "\n".join(lines).replace("```", "'''")
+    return "\n".join(lines)
 
 
 def _scenario_key(scenario: Scenario) -> str | None:
@@ -461,9 +461,8 @@ def _taxonomy() -> str:
                 f"Example: `{first.name}`: {html.escape(first.description)} (edge `{fired}`, verdict"
                 f" {verdict}, action {action}).",
                 "",
-                "```text",
-                _wire(first.script),
-                "```",
+                # wrapped, not scrolled sideways (docs/style.css: pre.wire)
+                f'<pre class="wire"><code>{html.escape(_wire(first.script))}</code></pre>',
                 "",
             ]
             if len(found) > 1:
