@@ -7,7 +7,7 @@ from typing import Final
 
 from ..machine import Activity, Commitment, State
 from ._finish import shown_reason
-from ._taxonomy import Facts, FailureClass, Verdict
+from ._taxonomy import ENDPOINT_AT_ROOT, Facts, FailureClass, ProviderErrorKind, Verdict
 
 WHAT_HAPPENED: Final = {
     # transport
@@ -144,6 +144,11 @@ _VERDICT_LEAD: Final = {
     Verdict.NO_RETRY: "Do not retry automatically",
 }
 
+_NO_VERSION_HINT: Final = (
+    "The request went to an OpenAI endpoint at the server's root: did you mean a base_url ending in /v1"
+    " (e.g. http://localhost:8000/v1)?"
+)
+
 _SAFE_TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 
 
@@ -207,6 +212,12 @@ def summarize(
     if state.activity is Activity.CONNECTING and facts.request_sent and not http_status:
         where = "after the request was sent, before the provider answered (it may have started on it)"
     parts = [f"{what} {where}." if where else f"{what}."]
+    if (
+        facts.detail == ENDPOINT_AT_ROOT
+        and facts.provider is not None
+        and facts.provider.kind is ProviderErrorKind.NOT_FOUND
+    ):
+        parts.append(_NO_VERSION_HINT)
     tool_sentence = _tool_sentence(state, facts)
     if tool_sentence:
         parts.append(tool_sentence)

@@ -15,6 +15,10 @@ JSON_COMPLETION: Final = "json_completion"
 """The protocol-violation detail of a 2xx body that is a whole JSON answer instead of an event stream: it was
 generated (and billed), so it is ``possibly_delivered`` and never retried automatically."""
 
+ENDPOINT_AT_ROOT: Final = "endpoint_at_root"
+"""The detail of an HTTP error whose request went to an OpenAI endpoint at the server's root
+(``/chat/completions``, ``/responses``): with a 404, the base URL most likely lacks its ``/v1``."""
+
 
 class FailureClass(enum.Enum):
     _value_: str

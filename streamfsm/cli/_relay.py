@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any, Final
 
-from ._common import epilog, positive_int
+from ._common import STARTUP_FAILED, epilog, positive_int
 
 _ENV: Final = "STREAMFSM_RELAY_SETTINGS"
 _DEFAULT_LISTEN: Final = "127.0.0.1:8787"
@@ -142,11 +142,17 @@ def _relay(args: argparse.Namespace) -> int:
         f" (errors page: http://{host}:{port}/admin/errors)",
         file=sys.stderr,
     )
-    if args.workers > 1:
-        os.environ[_ENV] = json.dumps(settings)
-        uvicorn.run("streamfsm.cli._relay:app_from_env", factory=True, workers=args.workers, **options)
-    else:
-        uvicorn.run(relay, **options)
+    try:
+        if args.workers > 1:
+            os.environ[_ENV] = json.dumps(settings)
+            uvicorn.run("streamfsm.cli._relay:app_from_env", factory=True, workers=args.workers, **options)
+        else:
+            uvicorn.run(relay, **options)
+    except SystemExit as exc:
+        if exc.code != STARTUP_FAILED:
+            raise
+        print(f"streamfsm relay: could not serve on {host}:{port} (uvicorn said why above)", file=sys.stderr)
+        return STARTUP_FAILED
     return 0
 
 

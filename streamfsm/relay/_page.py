@@ -229,13 +229,40 @@ def _line(
         f' stroke-width="{width}"{style} opacity="{opacity}" marker-end="url(#arrow-{marker})"/>'
     ]
     if label:
-        tx, ty = (sx + 2 * cx + ex) / 4, (sy + 2 * cy + ey) / 4
+        tx, ty = _label_at((sx, sy), (cx, cy), (ex, ey), label)
         parts.append(
             f'<text x="{tx:.1f}" y="{ty - 5:.1f}" text-anchor="middle" font-family="system-ui,sans-serif"'
             f' font-size="12" font-weight="700" fill="{color}" stroke="#ffffff" stroke-width="3"'
             f' paint-order="stroke">{html.escape(label)}</text>'
         )
     return "\n".join(parts)
+
+
+_LABEL_CHAR_W: Final = 7.4  # a 12 px bold system-ui character, generously
+_LABEL_AT: Final = (0.5, 0.4, 0.6, 0.3, 0.7, 0.22, 0.78, 0.15, 0.85)  # along the curve, middle first
+
+
+def _label_at(
+    start: tuple[float, float], control: tuple[float, float], end: tuple[float, float], label: str
+) -> tuple[float, float]:
+    """Where on the curve an edge's label (drawn 5 px above the point) covers no state's box and no
+    "failed here": the point nearest the middle that is clear, else the middle."""
+    half_w = _LABEL_CHAR_W * len(label) / 2 + 3
+    boxes = []
+    for activity in Activity:
+        x, y = _centre(activity)
+        # the box, widened by a margin, and the "failed here" line above it
+        boxes.append((x - _BOX_W / 2 - 4, y - _BOX_H / 2 - 22, x + _BOX_W / 2 + 4, y + _BOX_H / 2 + 4))
+    points = []
+    for t in _LABEL_AT:
+        u = 1 - t
+        x = u * u * start[0] + 2 * u * t * control[0] + t * t * end[0]
+        y = u * u * start[1] + 2 * u * t * control[1] + t * t * end[1]
+        points.append((x, y))
+        left, top, right, bottom = x - half_w, y - 5 - 13, x + half_w, y - 5 + 4
+        if not any(left < x2 and x1 < right and top < y2 and y1 < bottom for x1, y1, x2, y2 in boxes):
+            return x, y
+    return points[0]
 
 
 # -- pages --------------------------------------------------------------------------------------------------

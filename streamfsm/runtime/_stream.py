@@ -29,6 +29,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from types import TracebackType
 from typing import Any, Final, NoReturn, TypeVar
+from urllib.parse import urlsplit
 
 import anyio
 import httpx
@@ -45,7 +46,7 @@ from ..classify import (
 from ..classify._diagnose import UNPARSEABLE_ARGUMENTS
 from ..classify._finish import shown_reason
 from ..classify._provider import provider_error_from_http
-from ..classify._taxonomy import TransportKind
+from ..classify._taxonomy import ENDPOINT_AT_ROOT, ProviderError, TransportKind
 from ..classify._transport import transport_facts
 from ..machine import PROVIDER_PROGRESS, Activity, IllegalTransition, State, StreamMachine, Trigger
 from ._adapters import Adapter, adapter_for
@@ -85,6 +86,8 @@ _EFFECTS: Final = {"effectful": True, "read_only": False}
 _CLEANUP_TIMEOUT_S: Final = 5.0
 _DRAIN_S: Final = 0.1  # what the openai SDK allows itself after [DONE]
 _DRAIN_READS: Final = 64
+# OpenAI's endpoints as a base_url without its /v1 makes them (the SDKs and open_stream append these)
+_ENDPOINTS_AT_ROOT: Final = frozenset({"/chat/completions", "/responses"})
 _CONSUMER_TYPES: Final = frozenset(CONSUMER_EVENT_TYPES)
 # Connect faults after which no request can have left: the run never reached the provider.
 _NOT_CONNECTED: Final = frozenset(
@@ -736,6 +739,12 @@ class Run:
         fields.update(overrides)
         return Facts(**fields)
 
+    def _http_error_facts(self, provider: ProviderError) -> Facts:
+        """An HTTP error status's facts; a request to an OpenAI endpoint at the server's root says so (with
+        a 404: a base_url without its /v1, which the summary then suggests)."""
+        at_root = urlsplit(self._rec.url).path.rstrip("/") in _ENDPOINTS_AT_ROOT
+        return self._facts(provider=provider, detail=ENDPOINT_AT_ROOT if at_root else None)
+
     def _abort_facts(self, source: AbortSource, reason: str | None) -> Facts:
         self._rec.set_abort(source.value, reason)
         return self._facts(abort_source=source)
@@ -923,7 +932,7 @@ class HttpRun(Run):
                 rec.recovery = {**(rec.recovery or {}), "refused": refusal.value}
                 marker = f"continue_refused={refusal.value}"
                 error = dataclasses.replace(error, markers=(marker, *error.markers))
-            self._fail(Trigger.HTTP_ERROR, self._facts(provider=error))
+            self._fail(Trigger.HTTP_ERROR, self._http_error_facts(error))
         self._read_wire(self._adapter)
         self._next_chunk = body_chunks(response).__anext__
         self._headers_received()

@@ -198,7 +198,7 @@ class TapRun(Run):
     def _http_error(self) -> StreamFailed:
         body, self._error_body = bytes(self._error_body or b""), None
         error = provider_error_from_http(self._status, self._error_headers, body)
-        return self._failed(self._fail, Trigger.HTTP_ERROR, self._facts(provider=error))
+        return self._failed(self._fail, Trigger.HTTP_ERROR, self._http_error_facts(error))
 
     def _caught(self, step: Callable[..., Any], *args: Any) -> StreamFailed | None:
         """Run ``step``: the failure it raised (also kept as ``self.failure``), or None if the run goes on."""

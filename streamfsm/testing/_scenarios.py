@@ -1,4 +1,4 @@
-"""The scenario catalog: every fault of issue 4, for each wire format that has its shape, as data.
+"""The scenario catalog: every fault the taxonomy names, for each wire format that has its shape, as data.
 
 Each `Scenario` is a fault script (what the fault server does on the wire), the part the agent plays
 (`Agent`: which tool effects it declares, whether it aborts or cancels), and the outcome the taxonomy says
