@@ -59,6 +59,8 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
         "max_body_bytes": args.max_body_bytes,
         "write_timeout": args.write_timeout,
         "idle_timeout": args.idle_timeout,
+        "max_concurrent": args.max_concurrent,
+        "body_budget_bytes": args.body_budget_bytes,
     }
 
 
@@ -86,6 +88,9 @@ def build_relay(settings: dict[str, Any]) -> Any:
         options["max_body_bytes"] = settings["max_body_bytes"]
     if settings.get("write_timeout") is not None:
         options["write_timeout"] = settings["write_timeout"]
+    for name in ("max_concurrent", "body_budget_bytes"):
+        if settings.get(name) is not None:
+            options[name] = settings[name]
     stream = StreamConfig(sinks=sinks)
     if settings.get("idle_timeout") is not None:
         stream = stream.replace(idle_timeout=settings["idle_timeout"])
@@ -232,6 +237,19 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     relay.add_argument(
         "--idle-timeout", type=_seconds, metavar="S", help="longest upstream silence mid-stream (600)"
+    )
+    relay.add_argument(
+        "--max-concurrent",
+        type=positive_int,
+        metavar="N",
+        help="requests relayed at once per worker; beyond: 503 with Retry-After (default 1000)",
+    )
+    relay.add_argument(
+        "--body-budget-bytes",
+        type=positive_int,
+        metavar="N",
+        help="request bodies held at once per worker, all requests together; beyond: 503 with Retry-After"
+        " (default 256 MiB)",
     )
     relay.add_argument(
         "--workers", type=positive_int, default=1, metavar="N", help="worker processes (default 1)"
