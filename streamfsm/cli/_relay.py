@@ -61,7 +61,21 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
         "idle_timeout": args.idle_timeout,
         "max_concurrent": args.max_concurrent,
         "body_budget_bytes": args.body_budget_bytes,
+        "header_timeout": args.header_timeout,
+        "max_client_connections": args.max_client_connections,
     }
+
+
+def _guard_connections(settings: dict[str, Any]) -> str:
+    """Set the header timeout and the connection limit, quiet the accept errors of this process; the
+    protocol's import path, for uvicorn."""
+    from ..relay._server import GuardedH11Protocol, QuietAcceptErrors
+
+    GuardedH11Protocol.configure(
+        header_timeout=settings.get("header_timeout"), max_connections=settings.get("max_client_connections")
+    )
+    logging.getLogger("asyncio").addFilter(QuietAcceptErrors())
+    return "streamfsm.relay._server:GuardedH11Protocol"
 
 
 def build_relay(settings: dict[str, Any]) -> Any:
@@ -108,7 +122,9 @@ def build_relay(settings: dict[str, Any]) -> Any:
 
 def app_from_env() -> Any:
     """The uvicorn factory of each worker process (``--workers``)."""
-    return build_relay(json.loads(os.environ[_ENV]))
+    settings = json.loads(os.environ[_ENV])
+    _guard_connections(settings)
+    return build_relay(settings)
 
 
 def _relay(args: argparse.Namespace) -> int:
@@ -141,6 +157,7 @@ def _relay(args: argparse.Namespace) -> int:
         "server_header": False,  # the upstream's headers go through instead
         "date_header": False,
         "timeout_graceful_shutdown": 10,
+        "http": _guard_connections(settings),
     }
     print(
         f"streamfsm relay: {host}:{port} -> {relay.config.upstream}"
@@ -250,6 +267,20 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         metavar="N",
         help="request bodies held at once per worker, all requests together; beyond: 503 with Retry-After"
         " (default 256 MiB)",
+    )
+    relay.add_argument(
+        "--header-timeout",
+        type=_seconds,
+        metavar="S",
+        help="longest wait for a request's line and headers, from connecting or the previous response;"
+        " then the connection is closed (10)",
+    )
+    relay.add_argument(
+        "--max-client-connections",
+        type=positive_int,
+        metavar="N",
+        help="client connections open at once per worker; a new one closes the oldest still without a"
+        " whole request head (default: half the file descriptor limit less 128, at most 4096)",
     )
     relay.add_argument(
         "--workers", type=positive_int, default=1, metavar="N", help="worker processes (default 1)"
