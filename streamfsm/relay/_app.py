@@ -36,6 +36,7 @@ from ..runtime import AuditLog, ErrorLog, StreamConfig
 from ..tap import Rule, async_transport, context, failure_of, run_of
 from ..tap._run import TapRun
 from ._errors import RecordStore
+from ._journal import Journal
 from ._limits import RETRY_AFTER_S, BodyChunks, Budget, Held, check_limit
 
 __all__ = ["Relay", "RelayConfig"]
@@ -166,6 +167,7 @@ class Relay:
         if config.error_log is None:
             sinks.append(self.store.add)
         self._stream_config = config.stream.replace(sinks=tuple(sinks))
+        self._journal = Journal(sinks, config.rules)
         upstream = httpx.URL(config.upstream)
         self._base = upstream.copy_with(raw_path=b"/")
         self._prefix = upstream.raw_path.rstrip(b"/")
@@ -277,6 +279,8 @@ class Relay:
             content=body,
         )
         request.stream = BodyChunks(body)
+        begun = self._journal.begin(ids, request)  # a killed relay leaves a trace of this stream
+        ids.update(begun)
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(self._watch_client, receive, exchange, tasks.cancel_scope)
             try:
@@ -284,6 +288,7 @@ class Relay:
                     await self._exchange(request, send, exchange, scope)
             finally:
                 tasks.cancel_scope.cancel()
+                self._journal.end(begun)
 
     async def _body(
         self,
