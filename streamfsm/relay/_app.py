@@ -163,7 +163,9 @@ class Relay:
             sinks.append(ErrorLog(config.error_log))
         if config.audit_log is not None:
             sinks.append(AuditLog(config.audit_log))
-        self.store = RecordStore(config.error_log, config.memory_records)
+        self.store = RecordStore(
+            config.error_log, config.memory_records, journal=config.audit_log or config.error_log
+        )
         if config.error_log is None:
             sinks.append(self.store.add)
         self._stream_config = config.stream.replace(sinks=tuple(sinks))

@@ -143,8 +143,9 @@ class Journal:
     relay's, which decide (as in the tap) which requests are runs."""
 
     def __init__(self, sinks: Iterable[object], rules: Iterable[Rule]) -> None:
-        logs = [s for s in sinks if isinstance(s, AuditLog)] or [s for s in sinks if isinstance(s, ErrorLog)]
-        self._log: JsonlSink | None = logs[0] if logs else None
+        kept: list[JsonlSink] = [s for s in sinks if isinstance(s, JsonlSink)]
+        audit: list[JsonlSink] = [s for s in kept if isinstance(s, AuditLog)]
+        self._log = next(iter(audit or [s for s in kept if isinstance(s, ErrorLog)]), None)
         self._ends = isinstance(self._log, ErrorLog)
         self._rules = check_rules(rules)
         self._instance: Instance | None = None
