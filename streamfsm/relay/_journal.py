@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import time
 import uuid
@@ -262,7 +263,8 @@ def _begin(item: Mapping[str, Any]) -> Interrupted | None:
 
 
 def _lines(path: Path, rotated: bool) -> Iterator[Mapping[str, Any]]:
-    """The begin, end and relayed-run lines of the log (and its rotated files), parsed; others unread."""
+    """The begin and end lines of the log (and its rotated files), parsed, and of each record that pairs a
+    begin, its begin id alone (a relay's audit log is large: its records are not parsed)."""
     for file in log_files(path) if rotated else [path]:
         try:
             handle = file.open("rb")
@@ -270,9 +272,12 @@ def _lines(path: Path, rotated: bool) -> Iterator[Mapping[str, Any]]:
             continue
         with handle:
             for raw in handle:
-                if len(raw) > _MAX_LINE or not (
-                    b'"streamfsm.' in raw and (b"begin" in raw or b"end/" in raw)
-                ):
+                if len(raw) > _MAX_LINE:
+                    continue
+                if _JOURNAL_LINE.search(raw) is None:
+                    paired = _PAIRED.search(raw)
+                    if paired is not None:
+                        yield {"ids": {"context": {BEGIN_KEY: paired.group(1).decode()}}}
                     continue
                 try:
                     item = json.loads(raw)
@@ -280,3 +285,7 @@ def _lines(path: Path, rotated: bool) -> Iterator[Mapping[str, Any]]:
                     continue
                 if isinstance(item, dict):
                     yield item
+
+
+_JOURNAL_LINE: Final = re.compile(rb'^\{"schema":"streamfsm\.(?:begin|end)/1"')
+_PAIRED: Final = re.compile(rb'"%s": ?"(begin_[0-9a-f]{32})"' % BEGIN_KEY.encode())

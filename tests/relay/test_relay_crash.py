@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from relayprocess import relay_process
 
-from streamfsm.relay import RecordStore
+from streamfsm.relay import RecordStore, errors_page
 from streamfsm.relay._journal import Instance, interrupted, this_instance
 from streamfsm.testing import text_stream
 from streamfsm.testing._script import End, Headers, Send, Stall
@@ -111,7 +111,11 @@ def test_every_stream_in_flight_when_the_relay_is_killed_is_accounted_for(logs: 
     assert "live-7" in one.stdout and "how far" in one.stdout
 
     store = RecordStore(str(errors), journal=str(journal))
-    assert {item["request_id"] for item in store.report()["interrupted"]} == live
+    page = store.report()
+    assert {item["request_id"] for item in page["interrupted"]} == live
+    html = errors_page(page, lambda run_id: f"/admin/runs/{run_id}")
+    assert f"{LIVE} streams cut by the relay's death" in html
+    assert all(f">{rid}<" in html for rid in live)
     for path in (errors, audit):
         assert "sk-crash-test" not in (path.read_text() if path.exists() else "")
 
