@@ -28,7 +28,7 @@ from streamfsm.testing._server import FaultServerThread, Request
 
 pytest.importorskip("uvicorn", reason="the relay process needs uvicorn (the relay extra)")
 
-LIVE = 24
+LIVE = 100
 DONE = 6
 WATCHDOG_S = 20.0
 FRAMES = text_stream("openai-chat", ["a", "b"])
