@@ -580,7 +580,7 @@ def _report(args: argparse.Namespace) -> int:
         from ._relay import report_html
 
         try:
-            return report_html(chosen, args.file, args.html)
+            return report_html(chosen, args.file, args.html, _interrupted(args, since))
         except OSError as exc:
             return _cannot_read("report", args.file, exc)
     names = _GROUPINGS[args.by]

@@ -172,8 +172,9 @@ def _relay(args: argparse.Namespace) -> int:
     return 0
 
 
-def report_html(records: Any, source: str, out: str) -> int:
-    """Write the errors page of ``records`` (and a section per sample run) to ``out``; the exit status."""
+def report_html(records: Any, source: str, out: str, interrupted: Any = ()) -> int:
+    """Write the errors page of ``records`` (and a section per sample run) to ``out``, with the streams a
+    relay's death cut (``interrupted``, from ``relay._journal``); the exit status."""
     from ..relay import report_document
     from ..runtime._report import SIGNATURE, group_failures
 
@@ -181,6 +182,7 @@ def report_html(records: Any, source: str, out: str) -> int:
     groups, runs, failures = group_failures(_keeping(records, kept), SIGNATURE)
     listed = [g.to_json(SIGNATURE, request_ids=True) for g in groups]
     report = {"source": source, "runs": runs, "failures": failures, "groups": listed}
+    report["interrupted"] = [item.to_json() for item in interrupted]
     samples = [kept[run_id] for g in listed for run_id in g["sample_run_ids"] if run_id in kept]
     Path(out).write_text(report_document(report, samples), encoding="utf-8")
     print(f"streamfsm report: wrote {out}", file=sys.stderr)

@@ -92,7 +92,7 @@ class RelayConfig:
     carry a streaming LLM format (``streamfsm.tap.Rule``). ``memory_records``: failed runs kept in memory
     for the errors page when there is no error log. ``max_concurrent``: requests relayed at once (503 with
     ``Retry-After`` beyond). ``body_budget_bytes``: the request bodies held at once, all requests together (a
-    request without room waits for it within ``body_timeout``, then gets 503 with ``Retry-After``).
+    request without room waits up to 5 s for it, then gets 503 with ``Retry-After``).
     """
 
     upstream: str

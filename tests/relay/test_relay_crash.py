@@ -106,6 +106,10 @@ def test_every_stream_in_flight_when_the_relay_is_killed_is_accounted_for(logs: 
     assert all(rid in text.stdout for rid in live)
     assert "done-" not in text.stdout
 
+    page_file = tmp_path / "report.html"
+    assert cli("report", str(journal), "--html", str(page_file)).returncode == 0
+    assert all(f">{rid}<" in page_file.read_text() for rid in live)
+
     one = cli("diagnose", str(journal), "--run", "live-7")
     assert one.returncode == 0, one.stderr
     assert "live-7" in one.stdout and "how far" in one.stdout
