@@ -11,11 +11,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from relaysupport import relay_to
 
 from streamfsm.relay import RelayConfig
+from streamfsm.relay._limits import Budget, Held
 from streamfsm.testing._script import End, Headers, Send, Sleep
 from streamfsm.testing._server import FaultServerThread
 
@@ -146,3 +150,49 @@ def test_requests_beyond_max_concurrent_are_refused_503() -> None:
 def test_limits_are_checked(options: dict[str, Any], message: str, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=message):
         RelayConfig(upstream="http://127.0.0.1:9", **options)
+
+
+# -- the budget, as a property: any mix of exchanges taking and giving, on both backends --------------------
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+@settings(max_examples=60, deadline=None)
+@given(
+    limit=st.integers(1, 64),
+    exchanges=st.lists(
+        st.tuples(st.lists(st.integers(1, 64), min_size=1, max_size=4), st.integers(0, 3)), max_size=12
+    ),
+)
+def test_the_budget_is_never_passed_and_always_given_back(
+    backend: str, limit: int, exchanges: list[tuple[list[int], int]]
+) -> None:
+    if backend == "trio":
+        pytest.importorskip("trio")
+    budget = Budget(limit)
+    peak = 0
+
+    async def exchange(sizes: list[int], hold_ticks: int) -> None:
+        nonlocal peak
+        held = Held(budget)
+        try:
+            total = 0
+            for size in sizes:  # a body arriving in parts
+                total += size
+                if not await held.grow(total, anyio.current_time() + 0.05):
+                    assert total > limit or budget.used + (total - held.amount) > limit
+                    return
+                peak = max(peak, budget.used)
+                assert budget.used <= limit
+            for _ in range(hold_ticks):
+                await anyio.sleep(0)
+        finally:
+            held.release()
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tasks:
+            for sizes, ticks in exchanges:
+                tasks.start_soon(exchange, sizes, ticks)
+
+    anyio.run(main, backend=backend)
+    assert budget.used == 0
+    assert peak <= limit

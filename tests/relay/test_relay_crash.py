@@ -18,10 +18,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from relayprocess import relay_process
 
 from streamfsm.relay import RecordStore, errors_page
-from streamfsm.relay._journal import Instance, interrupted, this_instance
+from streamfsm.relay._journal import (
+    BEGIN_KEY,
+    BEGIN_SCHEMA,
+    END_SCHEMA,
+    Instance,
+    interrupted,
+    this_instance,
+    unpaired,
+)
 from streamfsm.testing import text_stream
 from streamfsm.testing._script import End, Headers, Send, Stall
 from streamfsm.testing._server import FaultServerThread, Request
@@ -137,3 +147,69 @@ def test_the_relay_instance_is_alive_while_its_process_runs() -> None:
     assert rebooted.alive() is False
     elsewhere = Instance(me.host + "-elsewhere", child.pid, me.process_started, me.boot_id)
     assert elsewhere.alive() is None, "another host's relay is never claimed dead"
+
+
+# -- pairing, as a property: any order of begins, ends and records, from relays alive, dead and elsewhere ---
+
+ME = this_instance()
+DEAD = Instance(ME.host, ME.pid, "0", ME.boot_id)  # this pid, started at another time: another process
+ELSEWHERE = Instance(ME.host + "-elsewhere", ME.pid, ME.process_started, ME.boot_id)
+RELAYS = (ME, DEAD, ELSEWHERE)
+
+
+@st.composite
+def journals(draw: Any) -> tuple[list[dict[str, Any]], set[str]]:
+    """A log's lines in some order: a begin per stream, then (or not) its end line or its record; and the
+    request ids of the streams of the dead relay that never ended."""
+    count = draw(st.integers(0, 12))
+    lines: list[tuple[int, dict[str, Any]]] = []
+    expected = set()
+    for n in range(count):
+        relay = draw(st.sampled_from(RELAYS))
+        begin_id = f"begin_{n:032x}"
+        begin = {
+            "schema": BEGIN_SCHEMA,
+            "begin_id": begin_id,
+            "request_id": f"r{n}",
+            "instance": relay.to_json(),
+        }
+        at = draw(st.integers(0, 100))
+        lines.append((at, begin))
+        ending = draw(st.sampled_from(["none", "end", "record"]))
+        later = at + draw(st.integers(1, 50))
+        if ending == "end":
+            lines.append((later, {"schema": END_SCHEMA, "begin_id": begin_id, "instance": relay.id}))
+        elif ending == "record":
+            record = {"schema": "streamfsm.run/1", "ids": {"context": {BEGIN_KEY: begin_id}}}
+            lines.append((later, record))
+        elif relay is DEAD:
+            expected.add(f"r{n}")
+    lines.sort(key=lambda item: item[0])
+    return [line for _, line in lines], expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(journals())
+def test_the_begins_left_open_by_a_dead_relay_are_exactly_those_listed(
+    journal: tuple[list[dict[str, Any]], set[str]],
+) -> None:
+    lines, expected = journal
+    assert {item.request_id for item in unpaired(lines)} == expected
+
+
+def test_a_log_file_pairs_records_without_parsing_them(tmp_path: Path) -> None:
+    log = tmp_path / "audit.jsonl"
+    begins = [
+        {
+            "schema": BEGIN_SCHEMA,
+            "begin_id": f"begin_{n:032x}",
+            "request_id": f"r{n}",
+            "instance": DEAD.to_json(),
+        }
+        for n in range(3)
+    ]
+    record = {"schema": "streamfsm.run/1", "ids": {"run_id": "x", "context": {BEGIN_KEY: f"begin_{1:032x}"}}}
+    text = [json.dumps(b, separators=(",", ":")) for b in begins] + [json.dumps(record), "not json"]
+    log.write_text("\n".join(text) + "\n")
+    assert [item.request_id for item in interrupted(log)] == ["r0", "r2"]
+    assert interrupted(tmp_path / "missing.jsonl") == []
