@@ -137,3 +137,26 @@ def test_more_half_open_connections_than_file_descriptors(limit: str, tmp_path: 
     stderr = relay.stderr_text()
     assert len(stderr) < 20_000, f"{len(stderr)} bytes of stderr"
     assert stderr.count("out of system resource") <= 2
+
+
+def test_a_request_head_sent_a_byte_at_a_time_does_not_reset_the_header_timeout(tmp_path: Path) -> None:
+    head = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 200
+    with (
+        FaultServerThread(STREAM) as upstream,
+        relay_process(upstream.base_url, tmp_path, "--header-timeout", str(HEADER_TIMEOUT)) as relay,
+        socket.create_connection(("127.0.0.1", relay.port), timeout=5.0) as sock,
+    ):
+        started = time.monotonic()
+        closed = False
+        for byte in head:  # a byte every 50 ms: the head would take 12 s
+            try:
+                sock.sendall(bytes([byte]))
+            except OSError:
+                closed = True
+                break
+            if closed_by_peer(sock):
+                closed = True
+                break
+            assert time.monotonic() - started < HEADER_TIMEOUT + 5.0, "the slow head was never cut"
+            time.sleep(0.05)
+        assert closed, "the whole slow head was taken"
