@@ -344,8 +344,27 @@ def _summary_line(report: Mapping[str, Any]) -> str:
 
 def errors_page(report: Mapping[str, Any], link: Link) -> str:
     """The errors page: failed runs grouped by signature; ``link(run_id)`` is each sample run's URL."""
-    body = f"<h2 id=summary>{_summary_line(report)}</h2>" + _groups_table(report, link)
+    body = f"<h2 id=summary>{_summary_line(report)}</h2>" + _interrupted(report) + _groups_table(report, link)
     return _document("streamfsm relay: errors", "failed streams, grouped by signature", body)
+
+
+def _interrupted(report: Mapping[str, Any]) -> str:
+    """The streams a relay's death cut (``_journal``): not runs, listed apart with their request ids."""
+    cut = report.get("interrupted") or []
+    if not cut:
+        return ""
+    rows = "".join(
+        f"<tr><td class=mono>{_e(item.get('request_id'))}</td><td class=mono>{_e(item.get('route'))}</td>"
+        f"<td class=mono>{_e(item.get('account'))}</td><td>{_e(item.get('started_at'))}</td>"
+        f"<td class=mono>{_e(_get(item, 'relay', 'id'))}</td></tr>"
+        for item in cut
+    )
+    return (
+        f"<h2 id=interrupted>{len(cut)} stream{'s' if len(cut) != 1 else ''} cut by the relay's death</h2>"
+        f"<p class=detail>{_e(cut[0].get('what_happened'))}</p>"
+        "<table><tr><th>request id</th><th>route</th><th>account</th><th>started at</th><th>relay</th></tr>"
+        f"{rows}</table>"
+    )
 
 
 def _run_body(record: Mapping[str, Any]) -> str:
@@ -450,7 +469,10 @@ def report_document(report: Mapping[str, Any], records: Sequence[Mapping[str, An
         f'<section class=run id="run-{html.escape(str(_get(r, "ids", "run_id")))}">{_run_body(r)}</section>'
         for r in records
     )
-    body = f"<h2 id=summary>{_summary_line(report)}</h2>" + _groups_table(report, _anchor) + sections
+    body = (
+        f"<h2 id=summary>{_summary_line(report)}</h2>" + _interrupted(report) + _groups_table(report, _anchor)
+    )
+    body += sections
     return _document("streamfsm report: errors", "failed streams, grouped by signature", body)
 
 
