@@ -317,7 +317,7 @@ CASES: list[tuple[str, int, dict[str, str], bytes | str | None, ProviderError]] 
             type="RESOURCE_EXHAUSTED",
             code="429",
             retry_after_s=13.0,
-            markers=("status=429", "body.status=RESOURCE_EXHAUSTED", "body.retry_delay"),
+            markers=("status=429", "body.details=quota_per_minute", "body.retry_delay"),
         ),
     ),
     (
@@ -488,7 +488,8 @@ CASES: list[tuple[str, int, dict[str, str], bytes | str | None, ProviderError]] 
             status=429,
             type="tokens",
             code="rate_limit_exceeded",
-            markers=("status=429", "body.code=rate_limit_exceeded"),
+            retry_after_s=1.2,  # "Please try again in 1.2s", with no header saying otherwise
+            markers=("status=429", "body.code=rate_limit_exceeded", "message=retry_in"),
         ),
     ),
     (
@@ -978,9 +979,11 @@ _HEADER_VALUES = st.one_of(
     st.sampled_from(["5", "1.5", "-1", "true", "false", "Wed, 21 Oct 2015 07:28:00 GMT"]),
 )
 _MARKER = re.compile(
-    r"(status=\d{3}|body\.(code|type|status)=[A-Za-z0-9_.\-]+|body\.details=quota_per_day|body\.retry_delay"
-    r"|header=retry-after(-ms)?(:over_limit)?|header=x-should-retry:(true|false)"
-    r"|message=(context_overflow|requested_over_limit|request_too_large)|sdk=(openai|anthropic))"
+    r"(status=\d{3}|body\.(code|type|status)=[A-Za-z0-9_.\-]+|body\.details=quota_per_(day|minute)"
+    r"|body\.retry_delay|header=retry-after(-ms)?(:over_limit)?|header=x-should-retry:(true|false)"
+    r"|header=(x|anthropic)-ratelimit-[a-z-]+-reset|header=x-ratelimit-reset-[a-z]+"
+    r"|message=(context_overflow|requested_over_limit|request_too_large|rate_limit|overloaded|retry_in)"
+    r"|message=money:[a-z_]+|sdk=(openai|anthropic))"
 )
 
 
