@@ -64,6 +64,7 @@ MAX_BODY_BYTES: Final = 64 * 1024
 RETRY_AFTER_CAP_S: Final = 86_400.0
 _MAX_MESSAGE: Final = 2000
 _MAX_DETAILS: Final = 16
+_MAX_SAID: Final = 128
 _MAX_HEADER_VALUE: Final = 64
 
 # 408 and 409 are transient on these APIs (the official SDKs retry both), so they count as server errors.
@@ -87,8 +88,11 @@ _STATUS_KIND: Final = {
 _WEAK_STATUSES: Final = frozenset({408, 409})
 
 
-def _rule(words: str, kind: ProviderErrorKind) -> tuple[frozenset[str], ProviderErrorKind]:
-    return frozenset(words.split()), kind
+_Rule = tuple[frozenset[str], ProviderErrorKind, str]
+
+
+def _rule(words: str, kind: ProviderErrorKind) -> _Rule:
+    return frozenset(words.split()), kind, words.replace(" ", "_")
 
 
 # Body codes, types and statuses are read as words (see ``code_words``): a rule matches a value holding all
@@ -416,7 +420,7 @@ def _error_object(payload: object) -> tuple[Mapping[object, object], bool] | Non
     response = payload.get("response")
     if isinstance(response, Mapping) and isinstance(response.get("error"), Mapping):
         return response["error"], False  # Responses API response.failed
-    if any(k in payload for k in ("code", "type", "status", "message", "error")):
+    if any(k in payload for k in ("code", "type", "status", "message", "error", "detail")):
         return payload, True
     return None
 
@@ -437,6 +441,7 @@ class _Fields:
     quota_window: str | None = None  # Gemini QuotaFailure: "day" (a daily quota) or "short" (per minute)
     retry_delay_s: float | None = None
     message: str = ""
+    said: tuple[tuple[str, str], ...] = ()  # (label, value as sent): code, type and status, read as words
 
 
 def _quota_window(violations: object) -> str | None:
@@ -499,12 +504,24 @@ def _fields(payload: object) -> _Fields:
     http_code = _http_code(raw_code)
     code = _token(raw_code)
     details = error.get("details")
+    detail_code = details.get("error_code") if isinstance(details, Mapping) else None
     if isinstance(details, Mapping):  # Anthropic: {"error_code": ...}
-        code = _token(details.get("error_code")) or code
+        code = _token(detail_code) or code
     reason, window, delay = _gemini_details(details)
     message = error.get("message")
-    if not isinstance(message, str) and flat and isinstance(error.get("error"), str):
-        message = error.get("error")  # {"error": "text"} from some proxies
+    if not isinstance(message, str) and flat:
+        # {"error": "text"} from some proxies (xAI), {"detail": "text"} from FastAPI servers (LiteLLM)
+        message = next((v for v in (error.get("error"), error.get("detail")) if isinstance(v, str)), None)
+    sent_code = next((v for v in (reason, detail_code, raw_code) if isinstance(v, str)), None)
+    said = tuple(
+        (label, value[:_MAX_SAID])
+        for label, value in (
+            ("body.code", sent_code),
+            ("body.type", etype),
+            ("body.status", error.get("status")),
+        )
+        if isinstance(value, str)
+    )
     return _Fields(
         type=_token(etype),
         code=reason or code or (str(http_code) if http_code is not None else None),
@@ -513,6 +530,7 @@ def _fields(payload: object) -> _Fields:
         quota_window=window,
         retry_delay_s=delay,
         message=message[:_MAX_MESSAGE] if isinstance(message, str) else "",
+        said=said,
     )
 
 
@@ -522,22 +540,17 @@ def code_words(value: str) -> frozenset[str]:
     return frozenset(word.casefold() for word in _WORD_RE.findall(value[:128]))
 
 
-def _match(
-    rules: tuple[tuple[frozenset[str], ProviderErrorKind], ...], f: _Fields
-) -> tuple[ProviderErrorKind, str] | None:
-    """The first rule (in table order) that any of the body's code, type or status holds, and its marker."""
-    fields = [
-        (label, value)
-        for label, value in (("body.code", f.code), ("body.type", f.type), ("body.status", f.status_name))
-        if value is not None
-    ]
-    said = [(label, value, code_words(value)) for label, value in fields]
-    for words, kind in rules:
+def _match(rules: tuple[_Rule, ...], f: _Fields) -> tuple[ProviderErrorKind, str] | None:
+    """The first rule (in table order) whose words the body's code, type or status holds, and its marker:
+    the value itself when it is fit to keep, else the rule's words."""
+    said = [(label, value, code_words(value)) for label, value in f.said]
+    for words, kind, name in rules:
         for label, value, held in said:
             if words <= held:
                 if kind is _P.QUOTA_EXHAUSTED and held & _RATE_WINDOW_WORDS:
                     kind = _P.RATE_LIMIT  # a quota per minute is a rate limit
-                return kind, f"{label}={value}"
+                kept = _token(value)
+                return kind, f"{label}={kept}" if kept == value else f"{label}~{name}"
     return None
 
 

@@ -979,7 +979,7 @@ _HEADER_VALUES = st.one_of(
     st.sampled_from(["5", "1.5", "-1", "true", "false", "Wed, 21 Oct 2015 07:28:00 GMT"]),
 )
 _MARKER = re.compile(
-    r"(status=\d{3}|body\.(code|type|status)=[A-Za-z0-9_.\-]+|body\.details=quota_per_(day|minute)"
+    r"(status=\d{3}|body\.(code|type|status)[=~][A-Za-z0-9_.\-]+|body\.details=quota_per_(day|minute)"
     r"|body\.retry_delay|header=retry-after(-ms)?(:over_limit)?|header=x-should-retry:(true|false)"
     r"|header=(x|anthropic)-ratelimit-[a-z-]+-reset|header=x-ratelimit-reset-[a-z]+"
     r"|message=(context_overflow|requested_over_limit|request_too_large|rate_limit|overloaded|retry_in)"
