@@ -1,14 +1,28 @@
 """A provider's error (HTTP status, headers, body, or an in-band error event) becomes a ``ProviderError``.
 
-Evidence is weighed in a fixed order, and the markers say which piece decided:
+Body codes, types and statuses are read as **words** (``code_words``: split on ``_``, ``-``, ``.``, spaces
+and camel case, case-folded) and matched against a table of word rules with a source per entry
+(``_SPECIFIC_WORDS``, ``_GENERIC_WORDS``), so ``too_many_requests``, ``rate_limit_exceeded``,
+``RESOURCE_EXHAUSTED``, ``TooManyRequests`` and ``rate limit`` meet in one place. Evidence is weighed in a
+fixed order, and the markers say which piece decided:
 
-1. A specific body value: an OpenAI ``code`` (``context_length_exceeded``, ``insufficient_quota``, …), an
-   Anthropic ``error.details.error_code`` or ``error.type`` (``overloaded_error``, …), Gemini ``details``
-   (``API_KEY_INVALID``, a per-day quota) or ``status`` (``RESOURCE_EXHAUSTED``, …).
-2. The HTTP status (``401`` auth, ``429`` rate limit, ``529`` overloaded, …). A status of 200 says nothing: an
-   Anthropic in-band ``event: error`` reaches the SDK as ``APIStatusError(status_code=200)``.
-3. A generic body value (``invalid_request_error``, ``api_error``, ``INVALID_ARGUMENT``, …).
-4. The message, only to tell which size or which limit, and recorded in the markers:
+1. A specific body value that settles the kind: money, quota and plan limits first (``insufficient_quota``,
+   ``credit_balance_exhausted``, ``*_spend_limit_reached``, ``billing_error``, ``payment_required``,
+   ``budget_exceeded``, ...: ``quota_exhausted``), then what the request must change (context length, too
+   large, content filter, not found, credentials). Gemini ``details`` count here: a per-day quota is
+   ``quota_exhausted``, a per-minute one a rate limit, whatever the message says.
+2. A 402 status with no specific body value: ``quota_exhausted``.
+3. Money, quota and plan-limit **language in the message** ("exceeded your current quota", "insufficient
+   balance", "used all available credits", "monthly spending limit", "usage limits", "budget has been
+   exceeded", ...: ``_MONEY_PHRASES``): ``quota_exhausted`` under any status, over a rate-limit or overload
+   code, at LOW confidence, the phrase's name in the markers (``message=money:<name>``). No wait cures these.
+4. The remaining specific body values (``rate_limit``, ``overloaded``, ``permission``), then the HTTP status
+   (``401`` auth, ``429`` rate limit, ``529`` overloaded, ...; for an in-band error, an HTTP status its body
+   carries as ``code``). A status of 200 says nothing: an Anthropic in-band ``event: error`` reaches the SDK
+   as ``APIStatusError(status_code=200)``.
+5. A generic body value (``invalid_request_error``, ``api_error``, ``INVALID_ARGUMENT``, ...), then, when
+   nothing else named the kind, "rate limit" / "overloaded" in the message (LOW).
+6. The message, only to tell which size or which limit, and recorded in the markers:
 
    * a rate limit whose request alone exceeds the window's whole budget can never succeed by waiting: it is
      ``request_too_large`` when the status is 413 (Groq's 413 with code ``rate_limit_exceeded``: HIGH), or
@@ -21,16 +35,23 @@ Evidence is weighed in a fixed order, and the markers say which piece decided:
      "Request size exceeds model context window"): LOW.
 
    Status, code, type and message each mislead in some provider (a 413 carrying a rate-limit code, a 429
-   that no wait can cure, a size error that is really the context window), so the kind is decided from all
-   of them together, in this order, and never from the message alone.
+   that no wait can cure, a 400 or 500 that is really a spent balance), so the kind is decided from all of
+   them together, in this order.
+
+The wait (``retry_after_s``): ``retry-after-ms`` / ``retry-after``, else Gemini's ``RetryInfo``, else the
+reset of a rate limit whose remaining count is 0 (``x-ratelimit-reset-*``, ``anthropic-ratelimit-*-reset``),
+else a wait stated in the message ("Please try again in 9m38.016s", "resets in 5 hours"). Whether a wait that
+long may be automatic is the verdict's business (``_diagnose.LONGEST_AUTOMATIC_WAIT_S``).
 
 Shapes understood: OpenAI ``{"error": {"message", "type", "param", "code"}}`` (and the SDK's flattened inner
 object), the Responses API's flat ``{"type": "error", "code", …}``, nested ``{"type": "error", "error": {…}}``
 and ``response.failed`` events, Anthropic ``{"type": "error", "error": {"type", "message"}}``, Gemini
-``{"error": {"code", "message", "status", "details"}}`` (also wrapped in a one-element list).
+``{"error": {"code", "message", "status", "details"}}`` (also wrapped in a one-element list), ``{"error":
+"text"}`` (xAI, proxies) and FastAPI's ``{"detail": "text"}`` (LiteLLM).
 
 Nothing from the message is kept, and ``type``/``code`` are kept only when they look like identifiers with no
-credential in them: a hostile or buggy body cannot smuggle text into records.
+credential in them: a hostile or buggy body cannot smuggle text into records (a code matched but not fit to
+keep is marked by the rule's words, ``body.code~rate_limit``).
 """
 
 from __future__ import annotations
@@ -769,6 +790,8 @@ def provider_error_from_sdk(exc: BaseException) -> ProviderError | None:
         if how == "in_band":
             return None  # an APIError with no error body says nothing about the provider
         payload = {k: v for k, v in attrs.items() if isinstance(v, str)}  # the SDK's parsed attributes
+        if isinstance(body, str):  # openai unwraps {"error": "text"} to the text: read it as the message
+            payload["message"] = body[:_MAX_MESSAGE]
     return _build(
         status if type(status) is int else None,
         headers if isinstance(headers, Mapping) else None,

@@ -1198,7 +1198,7 @@ def _limits(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any
 
     if fmt in ("openai-chat", "openai-responses"):
         h = _OPENAI_HEADERS
-        out = [
+        out: list[tuple[str, str, tuple[Step, ...], dict[str, Any]]] = [
             (
                 "http-429-credit-balance-exhausted",
                 "OpenAI's 429 insufficient_quota with code credit_balance_exhausted: no wait refills credit",
@@ -1309,7 +1309,6 @@ def _limits(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any
         nested = {
             "type": "error",
             "error": {
-                "type": "rate_limit_error",
                 "code": "too_many_requests",
                 "message": "Too many requests. Please retry shortly.",
                 "param": None,
@@ -1328,7 +1327,7 @@ def _limits(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any
         }
         out += [
             (
-                "error-too-many-requests-nested",
+                "in-band-too-many-requests-nested",
                 "a nested 'error' event with code too_many_requests before any output: a rate limit,"
                 " safe to retry after a backoff (never 'unknown')",
                 event(nested, "error"),
@@ -1341,7 +1340,7 @@ def _limits(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any
                 ),
             ),
             (
-                "response-failed-insufficient-quota",
+                "in-band-failed-insufficient-quota",
                 "'response.failed' whose error code is insufficient_quota: quota, never retried",
                 event(failed, "response.failed"),
                 in_band,
@@ -1367,7 +1366,7 @@ def _limits(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any
                 quota,
             ),
             (
-                "error-billing-in-band",
+                "in-band-billing-error",
                 "an 'event: error' billing_error before any output",
                 event(billing, "error"),
                 in_band,
@@ -1390,7 +1389,7 @@ def _limits(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any
             _http("rate_limit", _V.SAFE_AUTO_RETRY, _A.RETRY_AFTER_BACKOFF),
         ),
         (
-            "error-quota-in-band",
+            "in-band-quota-words",
             "an in-band RESOURCE_EXHAUSTED 'You exceeded your current quota' with no per-minute details:"
             " the words decide (low confidence), never retried",
             (Headers(), Send(frame(quota_words, crlf=True)), End()),
