@@ -218,10 +218,11 @@ _WAIT_PHRASES: Final = (
     ("rate_limit", re.compile(r"rate.?limit|too many requests", re.IGNORECASE), _P.RATE_LIMIT),
     ("overloaded", re.compile(r"overloaded", re.IGNORECASE), _P.OVERLOADED),
 )
-# "Please try again in 9m38.016s" (Groq, OpenAI), "Please retry in 10h17m5.7s" (Gemini), "resets in 5 hours".
+# "Please try again in 9m38.016s" (Groq, OpenAI), "Please retry in 10h17m5.7s" (Gemini), "Please retry after
+# 2 seconds" (Azure OpenAI), "resets in 5 hours".
 _DURATION_UNIT: Final = r"(?:milliseconds?|ms|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)(?![a-z])"
 _RETRY_IN_RE: Final = re.compile(
-    r"(?:try again|retry|resets?|available again)\s+in\s+"
+    r"(?:try again|retry|resets?|available again)\s+(?:in|after)\s+"
     rf"((?:[0-9]{{1,6}}(?:\.[0-9]{{1,9}})?\s?{_DURATION_UNIT}(?:\s*,?\s*(?:and\s+)?)?){{1,4}})",
     re.IGNORECASE,
 )

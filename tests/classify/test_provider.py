@@ -1097,6 +1097,7 @@ def test_gemini_per_minute_details_decide_over_money_words() -> None:
         ("Please retry in 10h17m5.5s.", 37025.5),  # Gemini free tier
         ("Please try again in 20ms.", 0.02),  # OpenAI
         ("Your limit resets in 5 hours.", 18000.0),
+        ("have exceeded token rate limit of your current pricing tier. Please retry after 2 seconds.", 2.0),
         ("Please try again in 1 minute and 30 seconds", 90.0),
         ("Please try again later.", None),
     ],
