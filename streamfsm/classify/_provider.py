@@ -127,13 +127,11 @@ _SPECIFIC_WORDS: Final = (
     _rule("quota", _P.QUOTA_EXHAUSTED),
     _rule("billing", _P.QUOTA_EXHAUSTED),  # OpenAI billing_hard_limit_reached, Anthropic 402 billing_error
     _rule("credit", _P.QUOTA_EXHAUSTED),  # OpenAI 429 credit_balance_exhausted
-    _rule(
-        "credits", _P.QUOTA_EXHAUSTED
-    ),  # OpenRouter 402 "insufficient credits", gateways' insufficient_credits
+    # OpenRouter 402 "insufficient credits", gateways' insufficient_credits
+    _rule("credits", _P.QUOTA_EXHAUSTED),
     _rule("balance", _P.QUOTA_EXHAUSTED),  # DeepSeek 402 Insufficient Balance; gateways' insufficient_balance
-    _rule(
-        "spend limit", _P.QUOTA_EXHAUSTED
-    ),  # Anthropic *_spend_limit_reached, OpenAI *_spend_limit_exceeded
+    # Anthropic *_spend_limit_reached (error.details.error_code), OpenAI 429 *_spend_limit_exceeded
+    _rule("spend limit", _P.QUOTA_EXHAUSTED),
     _rule("spending limit", _P.QUOTA_EXHAUSTED),  # xAI "monthly spending limit"
     _rule("usage limit", _P.QUOTA_EXHAUSTED),  # OpenAI 429 organization_usage_limit_exceeded
     _rule("payment", _P.QUOTA_EXHAUSTED),  # OpenRouter, Mistral, Cohere 402 payment_required
@@ -144,9 +142,8 @@ _SPECIFIC_WORDS: Final = (
     _rule("context window", _P.CONTEXT_OVERFLOW),  # Anthropic model_context_window_exceeded
     _rule("too large", _P.REQUEST_TOO_LARGE),  # Anthropic 413 request_too_large, *_too_large_after_decoding
     _rule("content filter", _P.CONTENT_FILTER),  # OpenAI, Azure OpenAI content_filter
-    _rule(
-        "policy violation", _P.CONTENT_FILTER
-    ),  # OpenAI content_policy_violation, Azure ResponsibleAIPolicyViolation
+    # OpenAI content_policy_violation, Azure OpenAI's inner ResponsibleAIPolicyViolation
+    _rule("policy violation", _P.CONTENT_FILTER),
     _rule("bio policy", _P.CONTENT_FILTER),  # Responses API bio_policy
     _rule("not found", _P.NOT_FOUND),  # Anthropic not_found_error, Gemini NOT_FOUND, OpenAI model_not_found
     _rule("service blocked", _P.PERMISSION),  # Gemini API_KEY_SERVICE_BLOCKED
@@ -460,32 +457,32 @@ class _Fields:
     code: str | None = None  # error.code (OpenAI), details.error_code (Anthropic), ErrorInfo.reason (Gemini)
     status_name: str | None = None  # Gemini error.status
     http_code: int | None = None  # a numeric error.code (Gemini, OpenRouter, xAI): an HTTP status in the body
-    quota_window: str | None = None  # Gemini QuotaFailure: "day" (a daily quota) or "short" (per minute)
+    quota_kind: ProviderErrorKind | None = None  # what Gemini's QuotaFailure says (see _quota_kind)
     retry_delay_s: float | None = None
     message: str = ""
     said: tuple[tuple[str, str], ...] = ()  # (label, value as sent): code, type and status, read as words
 
 
-def _quota_window(violations: object) -> str | None:
-    """ "day" when any violated quota is per day (waiting for it is not a retry), "short" when they are per
-    minute or second (a rate limit), else None."""
-    window: str | None = None
+def _quota_kind(violations: object) -> ProviderErrorKind | None:
+    """A violated per-day quota is spent for the day (``quota_exhausted``); per-minute or per-second ones
+    are a rate limit; None when the quota ids say neither."""
+    kind: ProviderErrorKind | None = None
     for v in violations[:_MAX_DETAILS] if isinstance(violations, (list, tuple)) else ():
         quota_id = v.get("quotaId") if isinstance(v, Mapping) else None
         lowered = quota_id.lower() if isinstance(quota_id, str) else ""
         if "perday" in lowered:
-            return "day"
+            return _P.QUOTA_EXHAUSTED
         if "perminute" in lowered or "persecond" in lowered:
-            window = "short"
-    return window
+            kind = _P.RATE_LIMIT
+    return kind
 
 
-def _gemini_details(details: object) -> tuple[str | None, str | None, float | None]:
+def _gemini_details(details: object) -> tuple[str | None, ProviderErrorKind | None, float | None]:
     reason: str | None = None
-    window: str | None = None
+    quota: ProviderErrorKind | None = None
     delay: float | None = None
     if not isinstance(details, (list, tuple)):
-        return reason, window, delay
+        return reason, quota, delay
     for item in details[:_MAX_DETAILS]:
         if not isinstance(item, Mapping):
             continue
@@ -493,14 +490,14 @@ def _gemini_details(details: object) -> tuple[str | None, str | None, float | No
         kind = kind if isinstance(kind, str) else ""
         if kind.endswith("ErrorInfo") and reason is None:
             reason = _token(item.get("reason"))
-        elif kind.endswith("QuotaFailure") and window != "day":
-            window = _quota_window(item.get("violations")) or window
+        elif kind.endswith("QuotaFailure") and quota is not _P.QUOTA_EXHAUSTED:
+            quota = _quota_kind(item.get("violations")) or quota
         elif kind.endswith("RetryInfo"):
             text = item.get("retryDelay")
             m = _RETRY_DELAY_RE.fullmatch(text) if isinstance(text, str) else None
             if m is not None:
                 delay = float(m.group(1))
-    return reason, window, delay
+    return reason, quota, delay
 
 
 def _http_code(value: object) -> int | None:
@@ -529,7 +526,7 @@ def _fields(payload: object) -> _Fields:
     detail_code = details.get("error_code") if isinstance(details, Mapping) else None
     if isinstance(details, Mapping):  # Anthropic: {"error_code": ...}
         code = _token(detail_code) or code
-    reason, window, delay = _gemini_details(details)
+    reason, quota, delay = _gemini_details(details)
     message = error.get("message")
     if not isinstance(message, str) and flat:
         # {"error": "text"} from some proxies (xAI), {"detail": "text"} from FastAPI servers (LiteLLM)
@@ -549,7 +546,7 @@ def _fields(payload: object) -> _Fields:
         code=reason or code or (str(http_code) if http_code is not None else None),
         status_name=_token(error.get("status")),
         http_code=http_code,
-        quota_window=window,
+        quota_kind=quota,
         retry_delay_s=delay,
         message=message[:_MAX_MESSAGE] if isinstance(message, str) else "",
         said=said,
@@ -631,10 +628,9 @@ def _kind(status: int | None, f: _Fields) -> tuple[ProviderErrorKind, list[str],
     """Rules 1 to 4 of the module docstring."""
     markers: list[str] = [] if status is None else [f"status={status}"]
     # 1. a specific body value
-    if f.quota_window == "day":
-        return _P.QUOTA_EXHAUSTED, [*markers, "body.details=quota_per_day"], Confidence.HIGH
-    if f.quota_window == "short":
-        return _P.RATE_LIMIT, [*markers, "body.details=quota_per_minute"], Confidence.HIGH
+    if f.quota_kind is not None:
+        window = "day" if f.quota_kind is _P.QUOTA_EXHAUSTED else "minute"
+        return f.quota_kind, [*markers, f"body.details=quota_per_{window}"], Confidence.HIGH
     specific = _match(_SPECIFIC_WORDS, f)
     if specific is not None and specific[0] in _FIRM:
         return specific[0], [*markers, specific[1]], Confidence.HIGH
