@@ -2,7 +2,7 @@
 
 Body codes, types and statuses are read as **words** (``code_words``: split on ``_``, ``-``, ``.``, spaces
 and camel case, case-folded) and matched against a table of word rules with a source per entry
-(``_SPECIFIC_WORDS``, ``_GENERIC_WORDS``), so ``too_many_requests``, ``rate_limit_exceeded``,
+(``SPECIFIC_WORDS``, ``GENERIC_WORDS``), so ``too_many_requests``, ``rate_limit_exceeded``,
 ``RESOURCE_EXHAUSTED``, ``TooManyRequests`` and ``rate limit`` meet in one place. Evidence is weighed in a
 fixed order, and the markers say which piece decided:
 
@@ -14,7 +14,7 @@ fixed order, and the markers say which piece decided:
 2. A 402 status with no specific body value: ``quota_exhausted``.
 3. Money, quota and plan-limit **language in the message** ("exceeded your current quota", "insufficient
    balance", "used all available credits", "monthly spending limit", "usage limits", "budget has been
-   exceeded", ...: ``_MONEY_PHRASES``): ``quota_exhausted`` under any status, over a rate-limit or overload
+   exceeded", ...: ``MONEY_PHRASES``): ``quota_exhausted`` under any status, over a rate-limit or overload
    code, at LOW confidence, the phrase's name in the markers (``message=money:<name>``). No wait cures these.
 4. The remaining specific body values (``rate_limit``, ``overloaded``, ``permission``), then the HTTP status
    (``401`` auth, ``429`` rate limit, ``529`` overloaded, ...; for an in-band error, an HTTP status its body
@@ -109,58 +109,91 @@ _STATUS_KIND: Final = {
 _WEAK_STATUSES: Final = frozenset({408, 409})
 
 
-_Rule = tuple[frozenset[str], ProviderErrorKind, str]
+@dataclass(frozen=True, slots=True)
+class WordRule:
+    """Body codes, types or statuses holding all of ``words`` are ``kind``; ``source`` says who sends them."""
+
+    words: tuple[str, ...]
+    kind: ProviderErrorKind
+    source: str
+
+    @property
+    def name(self) -> str:
+        return "_".join(self.words)
 
 
-def _rule(words: str, kind: ProviderErrorKind) -> _Rule:
-    return frozenset(words.split()), kind, words.replace(" ", "_")
+def _rule(words: str, kind: ProviderErrorKind, source: str) -> WordRule:
+    return WordRule(tuple(words.split()), kind, source)
+
+
+@dataclass(frozen=True, slots=True)
+class MoneyPhrase:
+    """Money, quota or plan-limit language in a message; ``name`` (never the text) goes into the markers."""
+
+    name: str
+    pattern: re.Pattern[str]
+    source: str
+
+
+def _phrase(name: str, pattern: str, source: str) -> MoneyPhrase:
+    return MoneyPhrase(name, re.compile(pattern, re.IGNORECASE), source)
 
 
 # Body codes, types and statuses are read as words (see ``code_words``): a rule matches a value holding all
 # its words, in any order, spelling or case, so ``insufficient_quota``, ``InsufficientQuota`` and
 # ``QUOTA-INSUFFICIENT`` meet. The first matching rule wins, so money comes first.
-_SPECIFIC_WORDS: Final = (
-    # A concurrency reservation, not money: it frees itself (OpenRouter 402 in_flight_budget_exhausted).
-    _rule("in flight", _P.RATE_LIMIT),
-    # Money, quota and plan limits: waiting does not cure them.
-    # OpenAI 429 insufficient_quota, Moonshot exceeded_current_quota_error, Gemini quota_exceeded
-    _rule("quota", _P.QUOTA_EXHAUSTED),
-    _rule("billing", _P.QUOTA_EXHAUSTED),  # OpenAI billing_hard_limit_reached, Anthropic 402 billing_error
-    _rule("credit", _P.QUOTA_EXHAUSTED),  # OpenAI 429 credit_balance_exhausted
-    # OpenRouter 402 "insufficient credits", gateways' insufficient_credits
-    _rule("credits", _P.QUOTA_EXHAUSTED),
-    _rule("balance", _P.QUOTA_EXHAUSTED),  # DeepSeek 402 Insufficient Balance; gateways' insufficient_balance
-    # Anthropic *_spend_limit_reached (error.details.error_code), OpenAI 429 *_spend_limit_exceeded
-    _rule("spend limit", _P.QUOTA_EXHAUSTED),
-    _rule("spending limit", _P.QUOTA_EXHAUSTED),  # xAI "monthly spending limit"
-    _rule("usage limit", _P.QUOTA_EXHAUSTED),  # OpenAI 429 organization_usage_limit_exceeded
-    _rule("payment", _P.QUOTA_EXHAUSTED),  # OpenRouter, Mistral, Cohere 402 payment_required
-    _rule("budget", _P.QUOTA_EXHAUSTED),  # LiteLLM proxy budget_exceeded, OpenRouter weight_exceeds_budget
-    _rule("arrearage", _P.QUOTA_EXHAUSTED),  # Alibaba Model Studio (Qwen) code Arrearage
-    # What the request must change.
-    _rule("context length", _P.CONTEXT_OVERFLOW),  # OpenAI, OpenRouter context_length_exceeded
-    _rule("context window", _P.CONTEXT_OVERFLOW),  # Anthropic model_context_window_exceeded
-    _rule("too large", _P.REQUEST_TOO_LARGE),  # Anthropic 413 request_too_large, *_too_large_after_decoding
-    _rule("content filter", _P.CONTENT_FILTER),  # OpenAI, Azure OpenAI content_filter
-    # OpenAI content_policy_violation, Azure OpenAI's inner ResponsibleAIPolicyViolation
-    _rule("policy violation", _P.CONTENT_FILTER),
-    _rule("bio policy", _P.CONTENT_FILTER),  # Responses API bio_policy
-    _rule("not found", _P.NOT_FOUND),  # Anthropic not_found_error, Gemini NOT_FOUND, OpenAI model_not_found
-    _rule("service blocked", _P.PERMISSION),  # Gemini API_KEY_SERVICE_BLOCKED
-    _rule("invalid api key", _P.AUTH),  # OpenAI invalid_api_key, Gemini API_KEY_INVALID
-    _rule("authentication", _P.AUTH),  # Anthropic authentication_error
-    _rule("unauthenticated", _P.AUTH),  # Gemini UNAUTHENTICATED
-    _rule("permission", _P.PERMISSION),  # Anthropic permission_error, Gemini PERMISSION_DENIED
-    _rule("unsupported country", _P.PERMISSION),  # OpenAI unsupported_country_region_territory
-    # Waiting helps.
-    _rule("overloaded", _P.OVERLOADED),  # Anthropic 529 overloaded_error, OpenAI server_is_overloaded
-    _rule("unavailable", _P.OVERLOADED),  # Gemini 503 UNAVAILABLE "The model is overloaded"
-    _rule("rate limit", _P.RATE_LIMIT),  # OpenAI, Groq rate_limit_exceeded; Anthropic, xAI rate_limit_error
-    _rule("ratelimit", _P.RATE_LIMIT),  # one-word spellings (RatelimitExceeded)
-    _rule("too many requests", _P.RATE_LIMIT),  # Responses API too_many_requests, HTTP 429's reason phrase
-    _rule("resource exhausted", _P.RATE_LIMIT),  # Gemini, Vertex 429 RESOURCE_EXHAUSTED
-    _rule("throttling", _P.RATE_LIMIT),  # Bedrock ThrottlingException
-    _rule("throttled", _P.RATE_LIMIT),  # gateways' "throttled"
+SPECIFIC_WORDS: Final = (
+    # a concurrency reservation, not money: it frees itself
+    _rule("in flight", _P.RATE_LIMIT, "OpenRouter 402 in_flight_budget_exhausted"),
+    # money, quota and plan limits: waiting does not cure them
+    _rule(
+        "quota", _P.QUOTA_EXHAUSTED, "OpenAI 429 insufficient_quota, Moonshot exceeded_current_quota_error"
+    ),
+    _rule("billing", _P.QUOTA_EXHAUSTED, "OpenAI billing_hard_limit_reached, Anthropic 402 billing_error"),
+    _rule("credit", _P.QUOTA_EXHAUSTED, "OpenAI 429 credit_balance_exhausted"),
+    _rule(
+        "credits", _P.QUOTA_EXHAUSTED, "OpenRouter 402 insufficient credits, gateways' insufficient_credits"
+    ),
+    _rule("balance", _P.QUOTA_EXHAUSTED, "DeepSeek 402 Insufficient Balance, gateways' insufficient_balance"),
+    _rule(
+        "spend limit",
+        _P.QUOTA_EXHAUSTED,
+        "Anthropic *_spend_limit_reached, OpenAI 429 *_spend_limit_exceeded",
+    ),
+    _rule("spending limit", _P.QUOTA_EXHAUSTED, "xAI 403 monthly spending limit"),
+    _rule("usage limit", _P.QUOTA_EXHAUSTED, "OpenAI 429 organization_usage_limit_exceeded"),
+    _rule("payment", _P.QUOTA_EXHAUSTED, "OpenRouter, Mistral, Cohere 402 payment_required"),
+    _rule(
+        "budget", _P.QUOTA_EXHAUSTED, "LiteLLM proxy budget_exceeded, OpenRouter 402 weight_exceeds_budget"
+    ),
+    _rule("arrearage", _P.QUOTA_EXHAUSTED, "Alibaba Model Studio (Qwen) code Arrearage"),
+    # what the request must change
+    _rule("context length", _P.CONTEXT_OVERFLOW, "OpenAI, OpenRouter context_length_exceeded"),
+    _rule("context window", _P.CONTEXT_OVERFLOW, "Anthropic model_context_window_exceeded"),
+    _rule("too large", _P.REQUEST_TOO_LARGE, "Anthropic 413 request_too_large, *_too_large_after_decoding"),
+    _rule("content filter", _P.CONTENT_FILTER, "OpenAI, Azure OpenAI content_filter"),
+    _rule(
+        "policy violation",
+        _P.CONTENT_FILTER,
+        "OpenAI content_policy_violation, Azure ResponsibleAIPolicyViolation",
+    ),
+    _rule("bio policy", _P.CONTENT_FILTER, "OpenAI Responses bio_policy"),
+    _rule("not found", _P.NOT_FOUND, "Anthropic not_found_error, Gemini NOT_FOUND, OpenAI model_not_found"),
+    _rule("service blocked", _P.PERMISSION, "Gemini ErrorInfo API_KEY_SERVICE_BLOCKED"),
+    _rule("invalid api key", _P.AUTH, "OpenAI invalid_api_key, Gemini ErrorInfo API_KEY_INVALID"),
+    _rule("authentication", _P.AUTH, "Anthropic 401 authentication_error"),
+    _rule("unauthenticated", _P.AUTH, "Gemini UNAUTHENTICATED"),
+    _rule("permission", _P.PERMISSION, "Anthropic permission_error, Gemini PERMISSION_DENIED"),
+    _rule("unsupported country", _P.PERMISSION, "OpenAI unsupported_country_region_territory"),
+    # waiting helps
+    _rule("overloaded", _P.OVERLOADED, "Anthropic 529 overloaded_error, OpenAI server_is_overloaded"),
+    _rule("unavailable", _P.OVERLOADED, "Gemini 503 UNAVAILABLE (the model is overloaded)"),
+    _rule("rate limit", _P.RATE_LIMIT, "OpenAI, Groq rate_limit_exceeded; Anthropic, xAI rate_limit_error"),
+    _rule("ratelimit", _P.RATE_LIMIT, "one-word spellings (RatelimitExceeded)"),
+    _rule("too many requests", _P.RATE_LIMIT, "OpenAI Responses too_many_requests, HTTP 429's reason phrase"),
+    _rule("resource exhausted", _P.RATE_LIMIT, "Gemini, Vertex AI 429 RESOURCE_EXHAUSTED"),
+    _rule("throttling", _P.RATE_LIMIT, "Amazon Bedrock ThrottlingException"),
+    _rule("throttled", _P.RATE_LIMIT, "gateways' throttled"),
 )
 # A quota per short window is a rate limit, whatever it is called (Gemini per-minute quotas).
 _RATE_WINDOW_WORDS: Final = frozenset({"minute", "second", "rpm", "tpm", "rps"})
@@ -169,46 +202,72 @@ _FIRM: Final = frozenset(
     {_P.QUOTA_EXHAUSTED, _P.CONTEXT_OVERFLOW, _P.REQUEST_TOO_LARGE, _P.CONTENT_FILTER, _P.NOT_FOUND, _P.AUTH}
 )
 # Broad categories: they decide only when the status does not.
-_GENERIC_WORDS: Final = (
-    _rule("invalid request", _P.INVALID_REQUEST),  # OpenAI, Anthropic invalid_request_error
-    _rule("invalid argument", _P.INVALID_REQUEST),  # Gemini INVALID_ARGUMENT
-    _rule("invalid prompt", _P.INVALID_REQUEST),  # Responses API invalid_prompt
-    _rule("failed precondition", _P.INVALID_REQUEST),  # Gemini FAILED_PRECONDITION
-    _rule("out of range", _P.INVALID_REQUEST),  # Gemini OUT_OF_RANGE
-    _rule("data residency", _P.INVALID_REQUEST),  # Responses API data_residency_mismatch
-    _rule("api error", _P.SERVER_ERROR),  # Anthropic api_error
-    _rule("server error", _P.SERVER_ERROR),  # OpenAI server_error
-    _rule("timeout", _P.SERVER_ERROR),  # Anthropic timeout_error, Responses vector_store_timeout
-    _rule("internal", _P.SERVER_ERROR),  # Gemini INTERNAL
-    _rule("deadline exceeded", _P.SERVER_ERROR),  # Gemini DEADLINE_EXCEEDED
-    _rule("aborted", _P.SERVER_ERROR),  # Gemini ABORTED
+GENERIC_WORDS: Final = (
+    _rule("invalid request", _P.INVALID_REQUEST, "OpenAI, Anthropic invalid_request_error"),
+    _rule("invalid argument", _P.INVALID_REQUEST, "Gemini INVALID_ARGUMENT"),
+    _rule("invalid prompt", _P.INVALID_REQUEST, "OpenAI Responses invalid_prompt"),
+    _rule("failed precondition", _P.INVALID_REQUEST, "Gemini FAILED_PRECONDITION"),
+    _rule("out of range", _P.INVALID_REQUEST, "Gemini OUT_OF_RANGE"),
+    _rule("data residency", _P.INVALID_REQUEST, "OpenAI Responses data_residency_mismatch"),
+    _rule("api error", _P.SERVER_ERROR, "Anthropic api_error"),
+    _rule("server error", _P.SERVER_ERROR, "OpenAI server_error"),
+    _rule("timeout", _P.SERVER_ERROR, "Anthropic timeout_error, OpenAI Responses vector_store_timeout"),
+    _rule("internal", _P.SERVER_ERROR, "Gemini INTERNAL"),
+    _rule("deadline exceeded", _P.SERVER_ERROR, "Gemini DEADLINE_EXCEEDED"),
+    _rule("aborted", _P.SERVER_ERROR, "Gemini ABORTED"),
 )
 # The last, low-confidence fallback: money, quota and plan-limit language in the message decides under any
-# status. Each phrase is named; the name (never the text) goes into the markers.
-_MONEY_PHRASES: Final = tuple(
-    (name, re.compile(pattern, re.IGNORECASE))
-    for name, pattern in (
-        # OpenAI 429 insufficient_quota, Moonshot 429, Gemini 429 (without per-minute details), W&B 402
-        ("current_quota", r"exceeded your (?:current )?quota"),
-        # DeepSeek 402 "Insufficient Balance", Anthropic 400 "Your credit balance is too low", Zhipu 1113
-        ("balance", r"insufficient (?:account )?balance|balance (?:is )?(?:too low|insufficient|not enough)"),
-        ("balance", r"余额不足|欠费"),  # DeepSeek 402, Zhipu 1113 (Chinese docs)
-        # OpenRouter 402 "Insufficient credits", xAI 403/429 "used all available credits"
-        ("credits", r"insufficient credits?|(?:out of|no|all available|run out of) credits?"),
-        ("credits", r"credits? (?:are |have been |has been )?(?:used up|exhausted|depleted)"),
-        ("billing_limit", r"billing hard limit|billing limit"),  # OpenAI billing_hard_limit_reached
-        # xAI "reached its monthly spending limit", Together 402, Mistral 402, Claude "monthly spend limit"
-        ("spend_limit", r"spend(?:ing)? (?:limit|cap)"),
-        # Anthropic 400 "You have reached your specified API usage limits", Kimi 403 "usage limit for this
-        # billing cycle", Claude's "usage limit reached"
-        ("usage_limit", r"usage limits?\b"),
-        ("plan_limit", r"(?:monthly|plan|subscription) (?:usage |request |token )?(?:limit|quota|allowance)"),
-        ("payment_required", r"payment required"),  # the 402 reason phrase (OpenRouter, Mistral, Cohere)
-        # LiteLLM proxy "Budget has been exceeded!", "Max budget limit reached."
-        ("budget", r"budget (?:has been |was )?(?:exceeded|reached|exhausted)"),
-        ("budget", r"(?:exceeded|over) (?:your |the )?budget|max budget"),
-        ("arrears", r"in arrears|arrearage|account is not in good standing"),  # Alibaba, Zhipu (English)
-    )
+# status.
+MONEY_PHRASES: Final = (
+    _phrase(
+        "current_quota",
+        r"exceeded your (?:current )?quota",
+        "OpenAI 429 insufficient_quota, Moonshot 429, Gemini 429 without per-minute details, W&B 402",
+    ),
+    _phrase(
+        "balance",
+        r"insufficient (?:account )?balance|balance (?:is )?(?:too low|insufficient|not enough)",
+        "DeepSeek 402 'Insufficient Balance', Anthropic 400 'Your credit balance is too low', Zhipu 1113",
+    ),
+    _phrase("balance", r"余额不足|欠费", "DeepSeek 402, Zhipu 1113 (Chinese docs)"),
+    _phrase(
+        "credits",
+        r"insufficient credits?|(?:out of|no|all available|run out of) credits?",
+        "OpenRouter 402 'Insufficient credits', xAI 403/429 'used all available credits'",
+    ),
+    _phrase(
+        "credits",
+        r"credits? (?:are |have been |has been )?(?:used up|exhausted|depleted)",
+        "prepaid-credit providers and gateways",
+    ),
+    _phrase("billing_limit", r"billing hard limit|billing limit", "OpenAI billing_hard_limit_reached"),
+    _phrase(
+        "spend_limit",
+        r"spend(?:ing)? (?:limit|cap)",
+        "xAI 'reached its monthly spending limit', Together 402, Mistral 402, Claude 'monthly spend limit'",
+    ),
+    _phrase(
+        "usage_limit",
+        r"usage limits?\b",
+        "Anthropic 400 'You have reached your specified API usage limits', Kimi 403, Claude 'usage limit'",
+    ),
+    _phrase(
+        "plan_limit",
+        r"(?:monthly|plan|subscription) (?:usage |request |token )?(?:limit|quota|allowance)",
+        "monthly and plan allowances (Together 402, Kimi, coding plans)",
+    ),
+    _phrase("payment_required", r"payment required", "the 402 reason phrase (OpenRouter, Mistral, Cohere)"),
+    _phrase(
+        "budget",
+        r"budget (?:has been |was )?(?:exceeded|reached|exhausted)|(?:exceeded|over) (?:your |the )?budget"
+        r"|max budget",
+        "LiteLLM proxy 'Budget has been exceeded!', 'Max budget limit reached.'",
+    ),
+    _phrase(
+        "arrears",
+        r"in arrears|arrearage|account is not in good standing",
+        "Alibaba Model Studio Arrearage, Zhipu (English)",
+    ),
 )
 # Said in words when nothing else names the kind (an in-band {"error": {"message": "Rate limit exceeded"}}).
 _WAIT_PHRASES: Final = (
@@ -559,25 +618,23 @@ def code_words(value: str) -> frozenset[str]:
     return frozenset(word.casefold() for word in _WORD_RE.findall(value[:128]))
 
 
-def _match(rules: tuple[_Rule, ...], f: _Fields) -> tuple[ProviderErrorKind, str] | None:
+def _match(rules: tuple[WordRule, ...], f: _Fields) -> tuple[ProviderErrorKind, str] | None:
     """The first rule (in table order) whose words the body's code, type or status holds, and its marker:
     the value itself when it is fit to keep, else the rule's words."""
     said = [(label, value, code_words(value)) for label, value in f.said]
-    for words, kind, name in rules:
+    for rule in rules:
         for label, value, held in said:
-            if words <= held:
+            if held.issuperset(rule.words):
+                kind = rule.kind
                 if kind is _P.QUOTA_EXHAUSTED and held & _RATE_WINDOW_WORDS:
                     kind = _P.RATE_LIMIT  # a quota per minute is a rate limit
                 kept = _token(value)
-                return kind, f"{label}={kept}" if kept == value else f"{label}~{name}"
+                return kind, f"{label}={kept}" if kept == value else f"{label}~{rule.name}"
     return None
 
 
 def _money_phrase(message: str) -> str | None:
-    for name, pattern in _MONEY_PHRASES:
-        if pattern.search(message):
-            return name
-    return None
+    return next((phrase.name for phrase in MONEY_PHRASES if phrase.pattern.search(message)), None)
 
 
 def _retry_in(message: str) -> float | None:
@@ -631,7 +688,7 @@ def _kind(status: int | None, f: _Fields) -> tuple[ProviderErrorKind, list[str],
     if f.quota_kind is not None:
         window = "day" if f.quota_kind is _P.QUOTA_EXHAUSTED else "minute"
         return f.quota_kind, [*markers, f"body.details=quota_per_{window}"], Confidence.HIGH
-    specific = _match(_SPECIFIC_WORDS, f)
+    specific = _match(SPECIFIC_WORDS, f)
     if specific is not None and specific[0] in _FIRM:
         return specific[0], [*markers, specific[1]], Confidence.HIGH
     # 2. the status, or for an in-band error the HTTP status its body carries
@@ -651,7 +708,7 @@ def _kind(status: int | None, f: _Fields) -> tuple[ProviderErrorKind, list[str],
     if by_status is not None:
         return by_status[0], status_markers, by_status[1]
     # 4. a generic body value, when the status said nothing; then the message's words
-    generic = _match(_GENERIC_WORDS, f)
+    generic = _match(GENERIC_WORDS, f)
     if generic is not None:
         return generic[0], [*markers, generic[1]], Confidence.HIGH
     for name, pattern, kind in _WAIT_PHRASES:
