@@ -41,7 +41,9 @@ fixed order, and the markers say which piece decided:
 The wait (``retry_after_s``): ``retry-after-ms`` / ``retry-after``, else Gemini's ``RetryInfo``, else the
 reset of a rate limit whose remaining count is 0 (``x-ratelimit-reset-*``, ``anthropic-ratelimit-*-reset``),
 else a wait stated in the message ("Please try again in 9m38.016s", "resets in 5 hours"). Whether a wait that
-long may be automatic is the verdict's business (``_diagnose.LONGEST_AUTOMATIC_WAIT_S``).
+long may be automatic is the verdict's business (``_diagnose.LONGEST_AUTOMATIC_WAIT_S``). A rate limit per
+day or month with no stated wait at all ("1000 API calls / month", "free-models-per-day") is a plan limit:
+``quota_exhausted``, LOW, ``message=money:plan_window``.
 
 Shapes understood: OpenAI ``{"error": {"message", "type", "param", "code"}}`` (and the SDK's flattened inner
 object), the Responses API's flat ``{"type": "error", "code", …}``, nested ``{"type": "error", "error": {…}}``
@@ -268,6 +270,13 @@ MONEY_PHRASES: Final = (
         r"in arrears|arrearage|account is not in good standing",
         "Alibaba Model Studio Arrearage, Zhipu (English)",
     ),
+)
+# A rate limit per day or month with no stated wait is a plan limit: nothing says when it lifts, and it is not
+# within any automatic retry (Gemini's per-day QuotaFailure is read the same way).
+PLAN_WINDOW: Final = _phrase(
+    "plan_window",
+    r"\bper[- ](?:day|month)\b|/ ?(?:day|month)\b|\b(?:daily|monthly) (?:limit|quota|cap)",
+    "OpenRouter in-band 429 'free-models-per-day', Cohere 429 trial key '1000 API calls / month'",
 )
 # Said in words when nothing else names the kind (an in-band {"error": {"message": "Rate limit exceeded"}}).
 _WAIT_PHRASES: Final = (
@@ -759,6 +768,9 @@ def _build(
     elif (said := _retry_in(fields.message)) is not None:
         retry_after_s = min(said, RETRY_AFTER_CAP_S)
         markers.append("message=retry_in")
+    if kind is _P.RATE_LIMIT and retry_after_s is None and PLAN_WINDOW.pattern.search(fields.message):
+        kind, confidence = _P.QUOTA_EXHAUSTED, Confidence.LOW
+        markers.append(f"message=money:{PLAN_WINDOW.name}")
     should_retry: bool | None = None
     flag = lowered.get("x-should-retry", "").lower()
     if flag in ("true", "false"):

@@ -1064,6 +1064,18 @@ def test_any_sdk_error_gives_a_kind_and_keeps_no_secret(status: int, body: objec
             "body.code=in_flight_budget_exhausted",
         ),
         ({"detail": "Max budget limit reached."}, K.QUOTA_EXHAUSTED, "message=money:budget"),
+        # a daily or monthly limit with no stated wait is a plan limit (OpenRouter in-band, Cohere trial key)
+        (
+            {"error": {"message": "Rate limit exceeded: free-models-per-day. Add 10 credits", "code": 429}},
+            K.QUOTA_EXHAUSTED,
+            "message=money:plan_window",
+        ),
+        # ... but with a stated wait, the wait decides (Groq's per-day tokens)
+        (
+            {"error": {"message": "Limit on tokens per day (TPD). Please try again in 9m38s.", "code": 429}},
+            K.RATE_LIMIT,
+            "message=retry_in",
+        ),
         ({"error": "Rate limit exceeded"}, K.RATE_LIMIT, "message=rate_limit"),
     ],
 )
@@ -1073,6 +1085,14 @@ def test_codes_are_read_as_words_in_events(
     got = provider_error_from_event(payload)
     assert got.kind is kind
     assert marker in got.markers
+
+
+def test_a_monthly_limit_without_a_stated_wait_is_a_plan_limit() -> None:
+    body = {"message": "You are using a Trial key, which is limited to 1000 API calls / month."}  # Cohere
+    got = provider_error_from_http(429, {}, json.dumps(body))
+    assert got.kind is K.QUOTA_EXHAUSTED and got.confidence is Confidence.LOW
+    assert "message=money:plan_window" in got.markers
+    assert provider_error_from_http(429, {"retry-after": "30"}, json.dumps(body)).kind is K.RATE_LIMIT
 
 
 def test_gemini_per_minute_details_decide_over_money_words() -> None:
