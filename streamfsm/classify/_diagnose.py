@@ -92,6 +92,11 @@ _REJECTED_REASON: Final = {
 _BACKOFF: Final = frozenset(
     {ProviderErrorKind.RATE_LIMIT, ProviderErrorKind.OVERLOADED, ProviderErrorKind.SERVER_ERROR}
 )
+LONGEST_AUTOMATIC_WAIT_S: Final = 60.0
+"""The longest provider-stated wait an automatic retry sits out. Past it the limit is an hourly, daily or
+plan window rather than a transient fault, so the verdict asks first. The official openai and anthropic SDKs
+honour a retry-after of at most 60 s; ``RetryPolicy.max_provider_delay_s`` defaults to this value and bounds
+how long ``retrying()`` waits at all, confirmed or not."""
 _EDGE_CONFIDENCE: Final = {
     # Edges the runtime raises from its own typed facts need no corroboration.
     Trigger.LOCAL_ABORT,
@@ -104,11 +109,6 @@ _EDGE_CONFIDENCE: Final = {
     Trigger.PROTOCOL_VIOLATION,
 }
 MAX_EVIDENCE: Final = 16
-LONGEST_AUTOMATIC_WAIT_S: Final = 60.0
-"""The longest provider-stated wait an automatic retry sits out. Past it the limit is an hourly, daily or
-plan window rather than a transient fault, so the verdict asks first. The official openai and anthropic SDKs
-honour a retry-after of at most 60 s; ``RetryPolicy.max_provider_delay_s`` defaults to this value and bounds
-how long ``retrying()`` waits at all, confirmed or not."""
 
 
 def failure_class(state: State, edge: Trigger) -> FailureClass:
