@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Final
 
 from streamfsm import _diagrams
 from streamfsm.classify import FINISHED_SAYS, Facts, FailureClass, FinishCause, diagnose, what_happened
+from streamfsm.classify._diagnose import LONGEST_AUTOMATIC_WAIT_S
+from streamfsm.classify._provider import GENERIC_WORDS, MONEY_PHRASES, PLAN_WINDOW, SPECIFIC_WORDS
 from streamfsm.classify._summaries import _TITLE_BY_CLASS
 from streamfsm.machine import (
     ACTIVITY_TRANSITIONS,
@@ -467,7 +469,41 @@ def _taxonomy() -> str:
             ]
             if len(found) > 1:
                 lines += ["Also in the catalog: " + ", ".join(f"`{s.name}`" for s in found[1:]) + ".", ""]
-    return "\n".join(lines)
+    return "\n".join([*lines, *_provider_words()])
+
+
+def _provider_words() -> list[str]:
+    """The rules that read a provider's error as a kind, with their sources, from ``classify._provider``."""
+
+    def said(source: str) -> str:
+        return html.escape(source, quote=False).replace("*", "\\*")
+
+    return [
+        "## How a provider error's kind is read { #provider-error-words }",
+        "",
+        "Codes, types and statuses in the error body are read as words (split on `_`, `-`, `.`, spaces and"
+        " camel case, case-folded), so `too_many_requests`, `TooManyRequests` and `Too Many Requests` are one"
+        " code. The first rule whose words a value holds decides, in this order; the broad ones only when the"
+        " HTTP status says nothing. A quota per minute or second is a rate limit.",
+        "",
+        "| words in a code, type or status | kind | sent by |",
+        "|---|---|---|",
+        *(f"| `{' '.join(r.words)}` | {r.kind.value} | {said(r.source)} |" for r in SPECIFIC_WORDS),
+        *(f"| `{' '.join(r.words)}` (broad) | {r.kind.value} | {said(r.source)} |" for r in GENERIC_WORDS),
+        "",
+        "Money, quota and plan-limit language in the message decides `quota_exhausted` (never retried) under"
+        " any status, over a rate-limit or overload code, at low confidence, the phrase's name in the"
+        " evidence (`message=money:<name>`):",
+        "",
+        *(f"- `{m.name}`: `{m.pattern.pattern}` ({said(m.source)})" for m in MONEY_PHRASES),
+        f"- `{PLAN_WINDOW.name}`: `{PLAN_WINDOW.pattern.pattern}`, for a rate limit with no stated wait"
+        f" ({said(PLAN_WINDOW.source)})",
+        "",
+        "A wait the provider states (`retry-after`, Gemini's `RetryInfo`, the reset of a rate limit whose"
+        ' remaining count is 0, or words such as "try again in 9m38s") longer than'
+        f" {LONGEST_AUTOMATIC_WAIT_S:g} s is never an automatic retry: the verdict asks first.",
+        "",
+    ]
 
 
 def _reference(module: str, intro: str) -> str:

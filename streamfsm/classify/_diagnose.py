@@ -11,8 +11,9 @@ The rules, in order:
    with the finish's cause as its detail (``unparseable_arguments`` when no finish left it so).
 2. The **verdict** comes from the cause first where the cause forbids a retry (a local abort, the consumer's
    own error, credentials, a request the provider rejected, a provider that said not to retry), then from
-   commitment (a side effect forbids replay, visible output needs the user), and only then from the cause's
-   nature (transient faults before anything escaped are safe to retry).
+   commitment (a side effect forbids replay, visible output needs the user), then from a stated wait longer
+   than ``LONGEST_AUTOMATIC_WAIT_S`` (asked, never automatic), and only then from the cause's nature
+   (transient faults before anything escaped are safe to retry).
 """
 
 from __future__ import annotations
@@ -95,6 +96,11 @@ _REJECTED_REASON: Final = {
 _BACKOFF: Final = frozenset(
     {ProviderErrorKind.RATE_LIMIT, ProviderErrorKind.OVERLOADED, ProviderErrorKind.SERVER_ERROR}
 )
+LONGEST_AUTOMATIC_WAIT_S: Final = 60.0
+"""The longest provider-stated wait an automatic retry sits out. Past it the limit is an hourly, daily or
+plan window rather than a transient fault, so the verdict asks first. The official openai and anthropic SDKs
+honour a retry-after of at most 60 s; ``RetryPolicy.max_provider_delay_s`` defaults to this value and bounds
+how long ``retrying()`` waits at all, confirmed or not."""
 _EDGE_CONFIDENCE: Final = {
     # Edges the runtime raises from its own typed facts need no corroboration.
     Trigger.LOCAL_ABORT,
@@ -210,6 +216,13 @@ def _verdict(state: State, edge: Trigger, facts: Facts) -> tuple[Verdict, Action
         provider is None or provider.kind is ProviderErrorKind.UNKNOWN
     ):
         return Verdict.USER_CONFIRMED_RETRY, Action.ASK_USER, "the provider's error could not be identified"
+    if provider is not None and (provider.retry_after_s or 0.0) > LONGEST_AUTOMATIC_WAIT_S:
+        return (
+            Verdict.USER_CONFIRMED_RETRY,
+            Action.ASK_USER,
+            "the provider asks to wait longer than an automatic retry waits"
+            f" ({LONGEST_AUTOMATIC_WAIT_S:g} s); retry after that time only if the user agrees",
+        )
     backoff = provider is not None and (provider.kind in _BACKOFF or provider.retry_after_s is not None)
     action = Action.RETRY_AFTER_BACKOFF if backoff else Action.RETRY
     return (

@@ -53,7 +53,7 @@ PROVIDER_SAID: Final = {
     "auth": "The provider rejected the credentials",
     "permission": "The credentials may not use this model or endpoint",
     "rate_limit": "The provider is rate limiting requests",
-    "quota_exhausted": "The account's quota or credit is used up",
+    "quota_exhausted": "The account's credit, quota or spending limit is used up",
     "overloaded": "The provider is overloaded",
     "server_error": "The provider had an internal error",
     "invalid_request": "The provider rejected the request as invalid",

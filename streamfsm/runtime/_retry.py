@@ -102,7 +102,7 @@ from typing import Any, Final, Literal, NamedTuple, TypeAlias, TypeVar
 import anyio
 
 from ..classify import AbortSource, Action, Diagnosis, Verdict
-from ..classify._diagnose import MAX_EVIDENCE
+from ..classify._diagnose import LONGEST_AUTOMATIC_WAIT_S, MAX_EVIDENCE
 from ..classify._summaries import _VERDICT_LEAD
 from ..machine import State
 from ._adapters._continue import Continuation, ContinueStyle, Rewrite
@@ -177,6 +177,8 @@ class RetryPolicy:
     * ``initial_delay_s`` (0.5), ``multiplier`` (2), ``max_delay_s`` (10): exponential backoff.
     * ``jitter`` (0.5): the fraction of each backoff that is random; 1 is full jitter, 0.5 equal jitter.
     * ``max_provider_delay_s`` (60): the longest provider-requested delay honoured; a longer one stops.
+      The machine never calls a wait longer than ``LONGEST_AUTOMATIC_WAIT_S`` (60) an automatic retry: a
+      larger value here lets a *confirmed* retry wait that long.
     * ``retry_possibly_delivered`` (True): whether a request that was sent but never answered (the provider
       may have done, and billed, the work) may be retried automatically. False asks for confirmation instead.
     """
@@ -188,7 +190,7 @@ class RetryPolicy:
     max_delay_s: float = 10.0
     multiplier: float = 2.0
     jitter: float = 0.5
-    max_provider_delay_s: float = 60.0
+    max_provider_delay_s: float = LONGEST_AUTOMATIC_WAIT_S
     retry_possibly_delivered: bool = True
 
     def __post_init__(self) -> None:
