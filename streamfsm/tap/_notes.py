@@ -84,9 +84,11 @@ def failure_of(exc: BaseException | None) -> StreamFailed | None:
     (else thread). Only when that run failed (not by a local abort or the consumer's own error) within the
     last ``ATTRIBUTION_WINDOW_S`` (10 s), no run ended there after it, failure_of has not yet handed it out
     for another exception (each failure explains one exception, and what wraps it), and it ran in the asking
-    task or no other task there ran a stream within the window: a loop serving several callers side by side
-    attributes nothing across tasks (wrap each caller in ``streamfsm.context()``), and a run in another
-    thread or loop is not seen. The failure is then hung on ``exc`` (asking again finds it);
+    task or no stream of another task ran beside it (a framework that streams in a task of its own, call
+    after call, is found). What this cannot tell apart: in a loop serving several callers, a stream of one
+    caller that failed wholly between another caller's last stream and its exception, with no stream
+    beside it; one ``streamfsm.context()`` block per caller keeps them apart. A run in another thread or
+    loop is not seen, nor one on a client without the tap. The failure is then hung on ``exc`` (asking again finds it);
     never on a cancellation or an interrupt (a ``BaseException`` that is no ``Exception``)."""
     found: list[StreamFailed] = []
     seen: set[int] = set()
@@ -141,12 +143,13 @@ _CLAIMED: Final[weakref.WeakSet[StreamFailed]] = weakref.WeakSet()
 class _Settled:
     """How one run ended, as its ledgers keep it."""
 
-    __slots__ = ("at", "failure", "task")
+    __slots__ = ("ended", "failure", "started", "task")
 
-    def __init__(self, failure: StreamFailed | None, task: int) -> None:
+    def __init__(self, failure: StreamFailed | None, task: int, started: float) -> None:
         self.failure = failure  # None: ended well, or by the caller's own doing
-        self.at = time.monotonic()
         self.task = task
+        self.started = started
+        self.ended = time.monotonic()
 
 
 class Ledger:
@@ -176,17 +179,19 @@ class Ledger:
     def claim(self, caller: int) -> StreamFailed | None:
         """The failure of the last run that ended here, if it may explain an exception raised in task
         ``caller`` now: it failed (not by the caller's own doing) within the window, no run ended after it,
-        failure_of has not handed it out yet, and it ran in ``caller`` or no other task of this place ran a
-        stream in the window (else the place serves several callers side by side: whose run failed is
-        unknown)."""
+        failure_of has not handed it out yet, and it ran in ``caller`` or no stream of another task ran
+        beside it since it started (else the place serves callers side by side: whose run failed is
+        unknown). Streams one after another in tasks of their own (a framework's task per call) are fine."""
         now = time.monotonic()
         with self._lock:
-            recent = [s for s in self._ended if now - s.at <= ATTRIBUTION_WINDOW_S]
+            recent = [s for s in self._ended if now - s.ended <= ATTRIBUTION_WINDOW_S]
             if not recent or recent[-1].failure is None or recent[-1].failure in _CLAIMED:
                 return None
             last = recent[-1]
-            tasks = {s.task for s in recent} | set(self._active)
-            if last.task != caller and tasks != {last.task}:
+            if last.task != caller and (
+                any(task != last.task for task in self._active)
+                or any(s.task != last.task and s.ended > last.started for s in recent)
+            ):
                 return None
             return last.failure
 
@@ -234,9 +239,10 @@ class Witness:
     """Where a run started (its loop or thread, its ``context()`` blocks, its task), to tell them how it
     ended; created in the task that starts the run."""
 
-    __slots__ = ("_ledgers", "_settled", "_task")
+    __slots__ = ("_ledgers", "_settled", "_started", "_task")
 
     def __init__(self) -> None:
+        self._started = time.monotonic()
         ledger, self._task = _here()
         self._ledgers = (ledger, *BLOCK_LEDGERS.get())
         self._settled = False
@@ -250,7 +256,7 @@ class Witness:
         self._settled = True
         if failure is not None and failure.diagnosis.failure_class in _OWN_DOING:
             failure = None
-        settled = _Settled(failure, self._task)
+        settled = _Settled(failure, self._task, self._started)
         for ledger in self._ledgers:
             ledger.settled(settled)
 

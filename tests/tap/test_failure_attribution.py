@@ -14,7 +14,7 @@ import pytest
 import streamfsm
 from streamfsm.tap import _notes, default_library
 from streamfsm.testing import text_stream
-from streamfsm.testing._script import End, Headers, Send
+from streamfsm.testing._script import End, Headers, Send, Sleep
 from streamfsm.testing._server import FaultServer, FaultServerThread
 
 pytestmark = pytest.mark.anyio
@@ -115,50 +115,67 @@ async def test_a_failure_in_a_task_the_caller_started_is_found_by_the_caller() -
     assert key(streamfsm.failure_of(FrameworksOwn())) == CUT_KEY
 
 
+async def test_streams_of_other_tasks_side_by_side_leave_nothing_to_attribute() -> None:
+    """Without blocks: a failed stream of a task other than the asking one is attributed only where no stream
+    of a third task ran beside it (a framework's task per call, one call after another, is fine)."""
+
+    async def in_tasks(*urls: str) -> None:
+        async with anyio.create_task_group() as group:
+            for url in urls:
+                group.start_soon(stream, url)
+
+    slow_whole = (Headers(), Send(FRAMES[0]), Sleep(0.2), *(Send(f) for f in FRAMES[1:]), End())
+    slow_cut = (Headers(), Send(FRAMES[0]), Sleep(1.0), Send(FRAMES[1]), End())
+    endless = (Headers(), Send(FRAMES[0]), Sleep(BOUND_S))
+    async with (
+        FaultServer(QUIET_CUT) as bad,
+        FaultServer(WHOLE) as good,
+        FaultServer(slow_cut) as slow_bad,
+        FaultServer(slow_whole) as slow_good,
+        FaultServer(endless) as running,
+    ):
+        with anyio.fail_after(BOUND_S):
+            await in_tasks(good.base_url)
+            await in_tasks(bad.base_url)
+            assert key(streamfsm.failure_of(FrameworksOwn())) == CUT_KEY, "one call after another"
+
+            await in_tasks(slow_good.base_url, slow_bad.base_url)  # the good one ends while the bad one runs
+            assert streamfsm.failure_of(FrameworksOwn()) is None
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(stream, running.base_url)
+                await in_tasks(bad.base_url)  # fails while another task's stream is still running
+                assert streamfsm.failure_of(FrameworksOwn()) is None
+                await stream(bad.base_url)  # in the asking task itself: certain
+                assert key(streamfsm.failure_of(FrameworksOwn())) == CUT_KEY
+                group.cancel_scope.cancel()
+
+
 async def test_callers_side_by_side_are_told_apart_by_their_context_blocks() -> None:
-    """Two callers in one event loop, each in its tasks: the one whose stream ended well gets nothing, though
-    the other's failed after it; without blocks nobody but the failed run's own task gets anything."""
+    """Two callers in one loop, each streaming in a task of its own: the first one's stream ends well, the
+    other's starts and fails after it, before the first raises. Only blocks tell whose failure it was."""
     found: dict[str, str | None] = {}
 
-    async def caller(name: str, url: str, blocks: bool, good_done: anyio.Event) -> None:
+    async def caller(name: str, url: str, turn: anyio.Event, done: anyio.Event) -> None:
         if name == "bad":
-            await good_done.wait()
-        if blocks:
-            with streamfsm.context(session_id=name):
-                async with anyio.create_task_group() as group:  # the stream in a task of its own
-                    group.start_soon(stream, url)
-                if name == "good":
-                    good_done.set()
-                    await anyio.sleep(0.2)  # while the other caller's stream fails
-                found[name] = key(streamfsm.failure_of(FrameworksOwn()))
-        else:
-            await stream(url)
+            await turn.wait()
+        with streamfsm.context(session_id=name):
+            async with anyio.create_task_group() as group:
+                group.start_soon(stream, url)
             if name == "good":
-                good_done.set()
-                await anyio.sleep(0.2)
+                turn.set()
+                await done.wait()  # the other caller's stream fails meanwhile
             found[name] = key(streamfsm.failure_of(FrameworksOwn()))
-
-    for blocks in (True, False):
-        found.clear()
-        good_done = anyio.Event()
-        async with FaultServer(QUIET_CUT) as bad, FaultServer(WHOLE) as good:
-            with anyio.fail_after(BOUND_S):
-                async with anyio.create_task_group() as group:
-                    group.start_soon(caller, "good", good.base_url, blocks, good_done)
-                    group.start_soon(caller, "bad", bad.base_url, blocks, good_done)
-        # Without blocks the failed stream ran in the asking task itself: that much is certain.
-        assert found == {"good": None, "bad": CUT_KEY}, (blocks, found)
-
-    # Without blocks, a caller whose stream ran in a task of its own, while another task streamed: nothing.
-    async def in_a_task(url: str) -> None:
-        async with anyio.create_task_group() as group:
-            group.start_soon(stream, url)
+            if name == "bad":
+                done.set()
 
     async with FaultServer(QUIET_CUT) as bad, FaultServer(WHOLE) as good:
         with anyio.fail_after(BOUND_S):
-            await stream(good.base_url)
-            await in_a_task(bad.base_url)
-    assert streamfsm.failure_of(FrameworksOwn()) is None
+            async with anyio.create_task_group() as group:
+                turn, done = anyio.Event(), anyio.Event()
+                group.start_soon(caller, "good", good.base_url, turn, done)
+                group.start_soon(caller, "bad", bad.base_url, turn, done)
+    assert found == {"good": None, "bad": CUT_KEY}
 
 
 async def test_an_outer_block_sees_the_runs_of_the_blocks_inside_it() -> None:
