@@ -88,8 +88,9 @@ def failure_of(exc: BaseException | None) -> StreamFailed | None:
     after call, is found). What this cannot tell apart: in a loop serving several callers, a stream of one
     caller that failed wholly between another caller's last stream and its exception, with no stream
     beside it; one ``streamfsm.context()`` block per caller keeps them apart. A run in another thread or
-    loop is not seen, nor one on a client without the tap. The failure is then hung on ``exc`` (asking again finds it);
-    never on a cancellation or an interrupt (a ``BaseException`` that is no ``Exception``)."""
+    loop is not seen, nor one on a client without the tap: ask where the exception is caught, inside the
+    caller's block. The failure is then hung on ``exc`` (asking again, anywhere, finds it); never on a
+    cancellation or an interrupt (a ``BaseException`` that is no ``Exception``)."""
     found: list[StreamFailed] = []
     seen: set[int] = set()
     todo: list[BaseException] = [exc] if exc is not None else []
