@@ -342,6 +342,11 @@ class Relay:
             failure = failure_of(exc)
             if exchange.client_gone:
                 return
+            if run is not None and run.finished:
+                # The format's terminal event came: a transfer that then breaks (no chunked terminator, a
+                # reset) is evidence, not a failure. The client got the whole answer; end it cleanly.
+                await self._end(send)
+                return
             await self._cut(
                 send, exchange, response, run, failure.record["summary"]["title"] if failure else None
             )
@@ -351,7 +356,10 @@ class Relay:
         if run is not None and run.failure is not None and _edge(run) in _CUT_EDGES:
             await self._cut(send, exchange, response, run, run.failure.record["summary"]["title"])
             return
-        with anyio.move_on_after(write_timeout):
+        await self._end(send)
+
+    async def _end(self, send: Send) -> None:
+        with anyio.move_on_after(self.config.write_timeout):
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     def _write_failed(self, exchange: _Exchange, response: httpx.Response, why: str) -> None:
