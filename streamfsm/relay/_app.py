@@ -21,11 +21,13 @@ import ipaddress
 import json
 import logging
 import math
+import re
 import secrets
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Final
+from urllib.parse import unquote_to_bytes
 
 import anyio
 import httpx
@@ -70,6 +72,8 @@ _CUT_EDGES: Final = frozenset(
     {"disconnected", "eof_without_terminal", "idle_timeout", "first_token_timeout", "total_timeout"}
 )
 _JSON: Final = [(b"content-type", b"application/json")]
+_ENCODED_SEPARATOR: Final = re.compile(rb"%(2f|5c)", re.IGNORECASE)  # "/" and "\\"
+_DECODINGS: Final = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,6 +228,16 @@ class Relay:
         raw_path: bytes = scope.get("raw_path") or path.encode("utf-8")
         if not raw_path.startswith(b"/"):
             await self._refuse(send, exchange, scope, 400, "the request target must be a path")
+            return
+        if _both_lengths(headers):  # RFC 9112 6.1: a smuggling vector; the connection's framing is unsure
+            await self._refuse(
+                send, exchange, scope, 400, "Content-Length with Transfer-Encoding", close=True
+            )
+            return
+        if _climbs(raw_path):
+            await self._refuse(
+                send, exchange, scope, 400, "the path has a dot segment, an empty segment or an encoded slash"
+            )
             return
         body = await self._body(scope, receive, send, exchange, headers)
         if body is None:
@@ -391,7 +405,9 @@ class Relay:
             run.run_id if run is not None else "-",
         )
 
-    async def _refuse(self, send: Send, exchange: _Exchange, scope: Scope, status: int, why: str) -> None:
+    async def _refuse(
+        self, send: Send, exchange: _Exchange, scope: Scope, status: int, why: str, *, close: bool = False
+    ) -> None:
         log.warning(
             "refused %s %s: %d %s [request_id=%s]",
             scope["method"],
@@ -400,7 +416,7 @@ class Relay:
             why,
             exchange.request_id,
         )
-        await _answer(send, status, exchange.request_id, "invalid_request", why)
+        await _answer(send, status, exchange.request_id, "invalid_request", why, close=close)
 
     async def _upstream_failed(
         self, send: Send, exchange: _Exchange, scope: Scope, status: int, why: str, exc: BaseException
@@ -445,6 +461,28 @@ def _header(headers: Iterable[tuple[bytes, bytes]], name: bytes) -> str | None:
         if key.lower() == name:
             return value.decode("latin-1")
     return None
+
+
+def _both_lengths(headers: Iterable[tuple[bytes, bytes]]) -> bool:
+    names = {key.lower() for key, _ in headers}
+    return b"content-length" in names and b"transfer-encoding" in names
+
+
+def _climbs(raw_path: bytes) -> bool:
+    """Whether ``raw_path`` could leave the upstream's path once someone decodes or normalises it: a dot
+    segment (``..``, ``.``, ``..;x``), an empty segment, a backslash or an encoded slash, in any spelling
+    (percent-encoded, in either case, also twice over)."""
+    path = raw_path
+    for _ in range(_DECODINGS):
+        if b"\\" in path or b"//" in path or _ENCODED_SEPARATOR.search(path):
+            return True
+        if any(segment.split(b";", 1)[0] in (b".", b"..") for segment in path.split(b"/")):
+            return True
+        decoded = unquote_to_bytes(path)
+        if decoded == path:
+            return False
+        path = decoded
+    return True  # still encoded after that many decodings: nobody's API path
 
 
 def _request_id(headers: Iterable[tuple[bytes, bytes]]) -> str:
@@ -510,12 +548,16 @@ def _error_event(provider: str | None, message: str) -> bytes:
     return b"event: error\ndata: " + json.dumps(data).encode() + b"\n\n"
 
 
-async def _answer(send: Send, status: int, request_id: str, kind: str, message: str) -> None:
+async def _answer(
+    send: Send, status: int, request_id: str, kind: str, message: str, *, close: bool = False
+) -> None:
     body = json.dumps(
         {"error": {"type": kind, "message": message, "request_id": request_id}}, ensure_ascii=True
     ).encode()
     rid = request_id.encode("latin-1")
     headers = [*_JSON, (b"content-length", str(len(body)).encode()), (_REQUEST_ID, rid), (_RELAY_ID, rid)]
+    if close:  # the ASGI server closes the connection after this answer (uvicorn: h11 and httptools)
+        headers.append((b"connection", b"close"))
     with anyio.move_on_after(10.0):
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body, "more_body": False})

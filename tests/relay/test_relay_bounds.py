@@ -6,6 +6,7 @@ log is as redacted as the records."""
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
 import time
@@ -18,7 +19,7 @@ from relaysupport import relay_to, wait_lines
 from runsupport import BODIES
 
 from streamfsm.testing import text_stream
-from streamfsm.testing._script import Fin, Headers, Rst, Send
+from streamfsm.testing._script import End, Fin, Headers, Rst, Send
 from streamfsm.testing._server import FaultServerThread
 
 openai = pytest.importorskip("openai")
@@ -48,6 +49,13 @@ def exchange(port: int, data: bytes) -> bytes:
         return answer
 
 
+def post(target: str) -> bytes:
+    """A raw streaming chat request for ``target`` as sent (``curl --path-as-is``), closing after it."""
+    body = json.dumps({**BODIES["openai-chat"], "stream": True}).encode()
+    head = f"POST {target} HTTP/1.1\r\nhost: a\r\ncontent-length: {len(body)}\r\nconnection: close\r\n\r\n"
+    return head.encode() + body
+
+
 # -- 1: after the terminal event, a broken transfer is evidence, not a failure ------------------------------
 
 
@@ -71,3 +79,81 @@ def test_a_complete_stream_whose_transfer_then_breaks_reaches_the_client_whole(
     assert record["relay"]["terminal_sent"] is True
     assert not (tmp_path / "errors.jsonl").exists() or not (tmp_path / "errors.jsonl").read_text()
     assert not [r for r in caplog.records if "failed" in r.getMessage()]
+
+
+# -- 5: no spelling of a dot segment climbs above the upstream's path -------------------------------------
+
+CLIMBS = [
+    "/../tenantB/v1/chat/completions",
+    "/v1/../../tenantB/v1/chat/completions",
+    "/v1/..",
+    "/./v1/chat/completions",
+    "/v1/./chat/completions",
+    "/%2e%2e/tenantB/v1/chat/completions",
+    "/%2E%2E/tenantB/v1/chat/completions",
+    "/%2E./tenantB/v1/chat/completions",
+    "/.%2e/tenantB/v1/chat/completions",
+    "/.%2E/tenantB/v1/chat/completions",
+    "/%2e/v1/chat/completions",
+    "/%252e%252e/tenantB/v1/chat/completions",
+    "/v1%2f..%2f..%2ftenantB/v1/chat/completions",
+    "/v1%2F..%2F..%2FtenantB/v1/chat/completions",
+    "/..%2ftenantB/v1/chat/completions",
+    "/..%5ctenantB/v1/chat/completions",
+    "/..%5CtenantB/v1/chat/completions",
+    "/..\\tenantB/v1/chat/completions",
+    "/v1\\..\\..\\tenantB",
+    "//tenantB/v1/chat/completions",
+    "/v1//chat/completions",
+    "/..;/tenantB/v1/chat/completions",
+    "/v1/..;x/..;x/tenantB",
+    "/%2e%2e%2ftenantB",
+]
+
+
+def test_a_plain_path_goes_under_the_upstreams_path() -> None:
+    frames = text_stream("openai-chat", ["a"])
+    with (
+        FaultServerThread((Headers(), *(Send(f) for f in frames), End())) as upstream,
+        relay_to(upstream.base_url + "/tenantA") as relay,
+    ):
+        answer = exchange(relay.port, post(CHAT + "?x=1"))
+        assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+        assert [r.path for r in upstream.requests] == ["/tenantA" + CHAT]
+
+
+@pytest.mark.parametrize("target", CLIMBS)
+def test_no_dot_segment_spelling_leaves_the_upstreams_path(target: str) -> None:
+    frames = text_stream("openai-chat", ["a"])
+    with (
+        FaultServerThread((Headers(), *(Send(f) for f in frames), End())) as upstream,
+        relay_to(upstream.base_url + "/tenantA") as relay,
+    ):
+        answer = exchange(relay.port, post(target))
+        assert answer.startswith(b"HTTP/1.1 400"), answer[:200]
+        assert b"dot segment" in answer or b"path" in answer
+        assert upstream.requests_seen == 0, [r.path for r in upstream.requests]
+
+
+# -- 8: Content-Length and Transfer-Encoding together: 400 and close (RFC 9112 6.1) --------------------------
+
+
+@pytest.mark.parametrize("order", ["cl_first", "te_first"])
+def test_a_request_with_both_lengths_is_refused_and_its_smuggled_request_never_forwarded(order: str) -> None:
+    frames = text_stream("openai-chat", ["a"])
+    smuggled = b"POST /smuggled HTTP/1.1\r\nhost: a\r\ncontent-length: 0\r\n\r\n"
+    chunked = b"0\r\n\r\n" + smuggled
+    lengths = [f"content-length: {len(chunked)}\r\n", "transfer-encoding: chunked\r\n"]
+    if order == "te_first":
+        lengths.reverse()
+    head = f"POST {CHAT} HTTP/1.1\r\nhost: a\r\n{''.join(lengths)}\r\n"
+    with (
+        FaultServerThread((Headers(), *(Send(f) for f in frames), End())) as upstream,
+        relay_to(upstream.base_url) as relay,
+    ):
+        answer = exchange(relay.port, head.encode() + chunked)  # returns once the relay closed
+        time.sleep(0.2)  # a forwarded request would have arrived by now
+        seen = [r.path for r in upstream.requests]
+    assert answer.startswith(b"HTTP/1.1 400"), answer[:300]
+    assert answer.count(b"HTTP/1.1 ") == 1, "one answer, then the connection closed"
+    assert seen == [], seen
