@@ -27,13 +27,13 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Final
-from urllib.parse import unquote_to_bytes
+from urllib.parse import unquote, unquote_to_bytes
 
 import anyio
 import httpx
 
 from .._http_logs import redact_http_logs
-from ..classify._redact import redact_text
+from ..classify._redact import redact_text, redact_url
 from ..runtime import AuditLog, ErrorLog, StreamConfig
 from ..tap import Rule, async_transport, context, failure_of, run_of
 from ..tap._run import TapRun
@@ -151,6 +151,7 @@ class Relay:
         # The upstream requests carry the clients' URLs (Gemini's ?key=): mask what httpx logs of them, for
         # every client of the process.
         redact_http_logs()
+        _redact_access_log()
         sinks = list(config.stream.sinks)
         if config.error_log is not None:
             sinks.append(ErrorLog(config.error_log))
@@ -561,6 +562,27 @@ async def _answer(
     with anyio.move_on_after(10.0):
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+class _RedactAccessLog(logging.Filter):
+    """uvicorn's access log prints the request target with its query (Gemini's ``?key=``) and, for an
+    absolute-form target, its userinfo: the target goes through ``redact_url``, as in the records."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple):  # uvicorn: (client, method, target, http version, status)
+            # uvicorn percent-quotes the target ("http%3A//user%3Apw%40host"): unquoted, then redacted
+            record.args = tuple(redact_url(unquote(arg)) if isinstance(arg, str) else arg for arg in args)
+        return True
+
+
+_ACCESS_FILTER: Final = _RedactAccessLog()
+
+
+def _redact_access_log() -> None:
+    logger = logging.getLogger("uvicorn.access")
+    if _ACCESS_FILTER not in logger.filters:
+        logger.addFilter(_ACCESS_FILTER)
 
 
 def is_loopback(host: str | None) -> bool:

@@ -157,3 +157,46 @@ def test_a_request_with_both_lengths_is_refused_and_its_smuggled_request_never_f
     assert answer.startswith(b"HTTP/1.1 400"), answer[:300]
     assert answer.count(b"HTTP/1.1 ") == 1, "one answer, then the connection closed"
     assert seen == [], seen
+
+
+# -- 9: the access log is as redacted as the records -------------------------------------------------------
+
+
+def test_the_access_log_of_a_relay_started_by_the_command_carries_no_key() -> None:
+    import signal
+    import subprocess
+    import sys
+
+    from streamfsm.testing import unused_port
+
+    key, password = "AIzaPLANTED-querykey-0123456789", "PLANTED-userinfo-pw"
+    frames = text_stream("openai-chat", ["a"])
+    port = unused_port()
+    with FaultServerThread((Headers(), *(Send(f) for f in frames), End())) as upstream:
+        command = [sys.executable, "-m", "streamfsm", "relay", "--upstream", upstream.base_url]
+        relay = subprocess.Popen(
+            [*command, "--listen", f"127.0.0.1:{port}"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
+        try:
+            deadline = time.monotonic() + TIMEOUT
+            while time.monotonic() < deadline:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1.0).close()
+                    break
+                except OSError:
+                    time.sleep(0.05)
+            answers = [
+                exchange(port, post(f"{CHAT}?key={key}&alt=sse")),
+                exchange(port, post(f"http://user:{password}@127.0.0.1:{port}{CHAT}?key={key}")),
+            ]
+        finally:
+            relay.send_signal(signal.SIGINT)
+            try:
+                out, _ = relay.communicate(timeout=TIMEOUT)
+            except subprocess.TimeoutExpired:
+                relay.kill()
+                out, _ = relay.communicate(timeout=TIMEOUT)
+    assert answers[0].startswith(b"HTTP/1.1 200") and answers[1].startswith(b"HTTP/1.1 400")
+    text = out.decode(errors="replace")  # uvicorn's access log goes to stdout, the rest to stderr
+    assert f'"POST {CHAT} HTTP/1.1" 200' in text, text[-2000:]  # the access log is on, and redacted
+    assert key not in text and password not in text, text[-2000:]
