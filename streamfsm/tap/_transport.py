@@ -193,6 +193,7 @@ class _Tap:
 
     def _tapped(self, response: Any, run: TapRun, request: Any) -> None:
         run.connected(response.status_code, response.headers, content_decoder(response))
+        run._socket = socket_of(response)  # what arrived is looked at before a watchdog fires
         remember(run, response, request)
 
 
@@ -504,7 +505,6 @@ class _SyncTap(_Tap):
         if _redirect(response, run):
             return response
         self._tapped(response, run, request)
-        run._socket = socket_of(response)
         run._response = response  # without an HTTP/1.1 socket to shut, the watchdog closes the response
         response.stream = self._streams.sync_stream(response.stream, run, self, request, key)
         return response
