@@ -200,3 +200,51 @@ def test_the_access_log_of_a_relay_started_by_the_command_carries_no_key() -> No
     text = out.decode(errors="replace")  # uvicorn's access log goes to stdout, the rest to stderr
     assert f'"POST {CHAT} HTTP/1.1" 200' in text, text[-2000:]  # the access log is on, and redacted
     assert key not in text and password not in text, text[-2000:]
+
+
+# -- 2: a cut that arrives while the relay's loop is held stays a cut ---------------------------------------
+
+
+class Stalling:
+    """The relay behind a route that holds its event loop (``POST /stall``): another task that does not
+    yield, as a slow sink or a CPU-bound handler would."""
+
+    def __init__(self, app: Any, seconds: float) -> None:
+        self.app, self.seconds = app, seconds
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] == "/stall":
+            time.sleep(self.seconds)  # the point
+            await send({"type": "http.response.start", "status": 204, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await self.app(scope, receive, send)
+
+
+@pytest.mark.parametrize("end", ["fin", "rst"])
+def test_an_upstream_cut_during_a_held_loop_is_recorded_as_the_cut(end: str, tmp_path: Path) -> None:
+    from relaysupport import RelayThread
+
+    from streamfsm import StreamConfig
+    from streamfsm.relay import Relay, RelayConfig
+    from streamfsm.testing._script import Sleep
+
+    frames = text_stream("openai-chat", ["a", "b", "c"])[:3]
+    steps = (Headers(), *(Send(f) for f in frames), Sleep(0.2), Fin() if end == "fin" else Rst())
+    with FaultServerThread(steps) as upstream:
+        config = RelayConfig(
+            upstream=upstream.base_url, stream=StreamConfig(idle_timeout=0.3), **logs(tmp_path)
+        )
+        with RelayThread(Stalling(Relay(config), 0.8)) as relay:  # type: ignore[arg-type]
+            body = {**BODIES["openai-chat"], "stream": True}
+            with httpx.stream("POST", relay.base_url + CHAT, json=body, timeout=TIMEOUT) as response:
+                chunks = response.iter_raw()
+                next(chunks)
+                with socket.create_connection(("127.0.0.1", relay.port), timeout=TIMEOUT) as stall:
+                    stall.sendall(b"POST /stall HTTP/1.1\r\nhost: a\r\ncontent-length: 0\r\n\r\n")
+                    with pytest.raises(httpx.HTTPError):  # the relay cut the response: the client learns it
+                        for _ in chunks:
+                            pass
+            (record,) = wait_lines(tmp_path / "audit.jsonl", 1)
+    assert record["relay"]["close"] == "upstream_premature_close", record["outcome"]
+    assert record["watchdog"]["fired"] is None
