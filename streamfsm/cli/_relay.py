@@ -21,6 +21,7 @@ from ._common import epilog, positive_int
 
 _ENV: Final = "STREAMFSM_RELAY_SETTINGS"
 _DEFAULT_LISTEN: Final = "127.0.0.1:8787"
+SHUTDOWN_GRACE_S: Final = 25.0  # inside Kubernetes' default 30 s between SIGTERM and SIGKILL
 
 
 class _Quiet(logging.Filter):
@@ -65,6 +66,7 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
 def build_relay(settings: dict[str, Any]) -> Any:
     """The relay from the command's settings (raises ValueError for a bad one)."""
     from ..relay import Relay, RelayConfig
+    from ..relay._app import IDLE_TIMEOUT_S
     from ..runtime import StreamConfig
 
     token = None
@@ -86,9 +88,7 @@ def build_relay(settings: dict[str, Any]) -> Any:
         options["max_body_bytes"] = settings["max_body_bytes"]
     if settings.get("write_timeout") is not None:
         options["write_timeout"] = settings["write_timeout"]
-    stream = StreamConfig(sinks=sinks)
-    if settings.get("idle_timeout") is not None:
-        stream = stream.replace(idle_timeout=settings["idle_timeout"])
+    stream = StreamConfig(sinks=sinks, idle_timeout=settings.get("idle_timeout") or IDLE_TIMEOUT_S)
     return Relay(
         RelayConfig(
             upstream=settings["upstream"],
@@ -135,7 +135,9 @@ def _relay(args: argparse.Namespace) -> int:
         "log_level": "info",
         "server_header": False,  # the upstream's headers go through instead
         "date_header": False,
-        "timeout_graceful_shutdown": 10,
+        # In-flight streams may end within this; then each is cut with the format's error event and recorded
+        # as relay_shutdown.
+        "timeout_graceful_shutdown": args.shutdown_grace,
     }
     print(
         f"streamfsm relay: {host}:{port} -> {relay.config.upstream}"
@@ -231,7 +233,17 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--write-timeout", type=_seconds, metavar="S", help="longest wait for the client to take a write (30)"
     )
     relay.add_argument(
-        "--idle-timeout", type=_seconds, metavar="S", help="longest upstream silence mid-stream (600)"
+        "--idle-timeout",
+        type=_seconds,
+        metavar="S",
+        help="longest upstream silence mid-stream (90: named before the clients' patience, 600 in the SDKs)",
+    )
+    relay.add_argument(
+        "--shutdown-grace",
+        type=_seconds,
+        default=SHUTDOWN_GRACE_S,
+        metavar="S",
+        help=f"how long in-flight streams may go on at shutdown before they are cut ({SHUTDOWN_GRACE_S:g})",
     )
     relay.add_argument(
         "--workers", type=positive_int, default=1, metavar="N", help="worker processes (default 1)"

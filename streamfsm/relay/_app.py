@@ -30,16 +30,20 @@ from typing import Any, Final
 from urllib.parse import unquote, unquote_to_bytes
 
 import anyio
+import anyio.lowlevel
 import httpx
 
 from .._http_logs import redact_http_logs
+from ..classify import AbortSource
 from ..classify._redact import redact_text, redact_url
-from ..runtime import AuditLog, ErrorLog, StreamConfig
+from ..runtime import AuditLog, ErrorLog, Finish, StreamConfig
+from ..runtime._record import RelayClose
 from ..tap import Rule, async_transport, context, failure_of, run_of
+from ..tap._context import relaying
 from ..tap._run import TapRun
 from ._errors import RecordStore
 
-__all__ = ["Relay", "RelayConfig"]
+__all__ = ["IDLE_TIMEOUT_S", "Relay", "RelayConfig"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -72,6 +76,9 @@ _CUT_EDGES: Final = frozenset(
     {"disconnected", "eof_without_terminal", "idle_timeout", "first_token_timeout", "total_timeout"}
 )
 _JSON: Final = [(b"content-type", b"application/json")]
+_SHUTDOWN: Final = "the relay shut down"
+IDLE_TIMEOUT_S: Final = 90.0  # well inside the SDKs' 600 s read timeout
+_SHUTDOWN_WRITE_S: Final = 1.0  # for the client to take the relay's last words
 _ENCODED_SEPARATOR: Final = re.compile(rb"%(2f|5c)", re.IGNORECASE)  # "/" and "\\"
 _DECODINGS: Final = 4
 
@@ -81,7 +88,9 @@ class RelayConfig:
     """What the relay forwards to and how it bounds each exchange.
 
     ``upstream``: the base URL every request goes to (its path, if any, prefixes the client's path).
-    ``stream``: the runs' watchdogs, bounds and sinks (the error and audit logs are added to its sinks).
+    ``stream``: the runs' watchdogs, bounds and sinks (the error and audit logs are added to its sinks); by
+    default an idle timeout of ``IDLE_TIMEOUT_S``, so that an upstream's silence is named before a client's
+    patience runs out (the openai and anthropic SDKs wait 600 s for a read).
     ``error_log`` / ``audit_log``: paths of the JSON-lines logs (``streamfsm.ErrorLog`` / ``AuditLog``).
     ``admin_token``: the bearer token of ``/admin/...`` (None: admin pages only on a loopback listener).
     ``account_headers``: the request headers whose value (the first present) names the account; only a
@@ -95,7 +104,7 @@ class RelayConfig:
     """
 
     upstream: str
-    stream: StreamConfig = field(default_factory=StreamConfig)
+    stream: StreamConfig = field(default_factory=lambda: StreamConfig(idle_timeout=IDLE_TIMEOUT_S))
     error_log: str | None = None
     audit_log: str | None = None
     admin_token: str | None = field(default=None, repr=False)
@@ -127,12 +136,14 @@ class RelayConfig:
 class _Exchange:
     """One request's state, shared with the task that listens for the client's disconnect."""
 
-    __slots__ = ("client_gone", "request_id", "run")
+    __slots__ = ("client_gone", "request_id", "run", "sse", "started")
 
     def __init__(self, request_id: str) -> None:
         self.request_id = request_id
         self.run: TapRun | None = None
         self.client_gone = False
+        self.started = False  # the response's headers went downstream
+        self.sse = False
 
 
 class _DownstreamWriteFailed(OSError):
@@ -258,8 +269,13 @@ class Relay:
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(self._watch_client, receive, exchange, tasks.cancel_scope)
             try:
-                with context(**ids):
+                with context(**ids), relaying():
                     await self._exchange(request, send, exchange, scope)
+            except anyio.get_cancelled_exc_class():
+                if not exchange.client_gone:  # from outside: the server's grace period for shutdown is over
+                    with anyio.CancelScope(shield=True), anyio.move_on_after(_SHUTDOWN_WRITE_S):
+                        await self._shut_down(send, exchange)
+                raise
             finally:
                 tasks.cancel_scope.cancel()
 
@@ -335,9 +351,12 @@ class Relay:
         headers = _response_headers(response.headers.raw, exchange.request_id, sse=_is_sse(response))
         start = {"type": "http.response.start", "status": response.status_code, "headers": headers}
         write_timeout = self.config.write_timeout
+        if run is not None:
+            run.cancel_means(AbortSource.APP, _SHUTDOWN, RelayClose.RELAY_SHUTDOWN)
         try:
             with anyio.fail_after(write_timeout):
                 await send(start)
+            exchange.started, exchange.sse = True, _is_sse(response)
             if run is not None:
                 run.relayed_bytes(0)
             async for chunk in response.aiter_raw():
@@ -346,7 +365,18 @@ class Relay:
                 with anyio.fail_after(write_timeout):
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
                 if run is not None:
+                    if events and any(isinstance(event, Finish) for event in events):
+                        # The server writes into a connection it may already know is gone (uvicorn: silently):
+                        # let a disconnect it saw reach us before the terminal counts as delivered.
+                        await anyio.lowlevel.checkpoint()
+                        if exchange.client_gone:
+                            break
                     _report(run, events, len(chunk))
+        except anyio.get_cancelled_exc_class():
+            if run is not None and not run.diagnosis and not exchange.client_gone:  # cancelled in a write
+                run.abort(_SHUTDOWN, source=AbortSource.APP)
+                run.relay_closed(RelayClose.RELAY_SHUTDOWN)
+            raise
         except TimeoutError:
             self._write_failed(exchange, response, "the client did not take a write in time")
             return
@@ -366,6 +396,12 @@ class Relay:
                 send, exchange, response, run, failure.record["summary"]["title"] if failure else None
             )
             return
+        finally:
+            if run is not None and run.finished and not run.terminal_relayed:
+                # The answer is whole upstream but its end never reached the client: not completed.
+                run.relay_closed(
+                    RelayClose.CLIENT_ABORT if exchange.client_gone else RelayClose.CLIENT_WRITE_FAILED
+                )
         if exchange.client_gone:
             return
         if run is not None and run.failure is not None and _edge(run) in _CUT_EDGES:
@@ -402,6 +438,23 @@ class Relay:
                 await send({"type": "http.response.body", "body": event, "more_body": True})
         log.warning(
             "upstream stream failed, downstream response cut [request_id=%s run_id=%s]",
+            exchange.request_id,
+            run.run_id if run is not None else "-",
+        )
+
+    async def _shut_down(self, send: Send, exchange: _Exchange) -> None:
+        """The relay is going away mid-exchange: the client learns it (the format's error event, or a 503
+        before the response started); the run was recorded as ``relay_shutdown``."""
+        run = exchange.run
+        message = f"streamfsm relay: {_SHUTDOWN} (request id {exchange.request_id})"
+        if not exchange.started:
+            await _answer(send, 503, exchange.request_id, "relay_shutdown", _SHUTDOWN)
+        elif exchange.sse:
+            event = _error_event(run.provider if run is not None else None, message)
+            await send({"type": "http.response.body", "body": event, "more_body": True})
+        log.warning(
+            "%s: the response was cut [request_id=%s run_id=%s]",
+            _SHUTDOWN,
             exchange.request_id,
             run.run_id if run is not None else "-",
         )

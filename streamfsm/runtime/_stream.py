@@ -725,7 +725,8 @@ class Run:
 
         The record then carries a ``relay`` section (events, chunks and bytes written, the last event sent,
         whether the terminal event was sent) with the close kind of the run: ``client_abort``,
-        ``client_write_failed``, ``upstream_error``, ``upstream_timeout`` or ``upstream_premature_close``.
+        ``client_write_failed``, ``upstream_error``, ``upstream_timeout``, ``upstream_unreachable`` or
+        ``upstream_premature_close`` (``RelayClose``).
         """
         if isinstance(event, str):
             kind = event[:64]

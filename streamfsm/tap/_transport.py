@@ -44,7 +44,7 @@ from ..runtime._config import MAX_ATTEMPT_LINKS
 from ..runtime._decoding import content_decoder
 from ..runtime._sync_reads import Interrupted, socket_of
 from ..runtime._watchdog import loop_time, plain_scope_class
-from ._context import current_ids
+from ._context import current_ids, relayed
 from ._notes import attach, remember
 from ._rules import Rule, check_rules, stream_request
 from ._run import SyncTapRun, TapRun
@@ -178,6 +178,8 @@ class _Tap:
         provider, body = found
         ids, key = self._chains.ids(request, content)
         run = cls(provider, body=body, url=str(url), config=self._config, ids=ids)
+        if relayed():
+            run.relayed_bytes(0)
         run.begin()
         return run, key
 

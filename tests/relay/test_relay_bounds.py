@@ -248,3 +248,125 @@ def test_an_upstream_cut_during_a_held_loop_is_recorded_as_the_cut(end: str, tmp
             (record,) = wait_lines(tmp_path / "audit.jsonl", 1)
     assert record["relay"]["close"] == "upstream_premature_close", record["outcome"]
     assert record["watchdog"]["fired"] is None
+
+
+# -- 4: every relayed run has a close kind; completed means the terminal reached the client -----------------
+
+
+def test_a_502_and_a_504_run_have_a_close_kind(tmp_path: Path) -> None:
+    from streamfsm import StreamConfig
+    from streamfsm.testing import unused_port
+    from streamfsm.testing._script import Stall
+
+    body = {**BODIES["openai-chat"], "stream": True}
+    with relay_to(f"http://127.0.0.1:{unused_port()}", **logs(tmp_path)) as relay:
+        refused = httpx.post(relay.base_url + CHAT, json=body, headers={"x-request-id": "rid-502"})
+    with (
+        FaultServerThread((Stall(),)) as upstream,  # accepts, never answers
+        relay_to(upstream.base_url, stream=StreamConfig(connect_timeout=0.3), **logs(tmp_path)) as relay,
+    ):
+        silent = httpx.post(relay.base_url + CHAT, json=body, headers={"x-request-id": "rid-504"})
+    records = {r["ids"]["context"]["request_id"]: r for r in wait_lines(tmp_path / "audit.jsonl", 2)}
+    assert (refused.status_code, silent.status_code) == (502, 504)
+    assert records["rid-502"]["relay"]["close"] == "upstream_unreachable"
+    assert records["rid-504"]["relay"]["close"] == "upstream_timeout"
+    for record in records.values():
+        assert record["relay"]["bytes_written"] == 0
+
+
+class HoldingTheTerminal:
+    """The relay behind a server whose write of the terminal chunk takes ``seconds`` (a slow link): the client
+    can leave while it is on its way."""
+
+    def __init__(self, app: Any, seconds: float) -> None:
+        self.app, self.seconds = app, seconds
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        async def slow_send(message: Any) -> None:
+            if b"data: [DONE]" in message.get("body", b""):  # what carries openai-chat's finish
+                import anyio
+
+                await anyio.sleep(self.seconds)
+            await send(message)
+
+        await self.app(scope, receive, slow_send)
+
+
+def test_a_client_that_left_before_the_terminal_was_written_is_not_completed(tmp_path: Path) -> None:
+    from relaysupport import RelayThread
+
+    from streamfsm.relay import Relay, RelayConfig
+    from streamfsm.testing._script import Sleep
+
+    frames = text_stream("openai-chat", ["a", "b"])
+    steps = (Headers(), *(x for f in frames for x in (Send(f), Sleep(0.05))), End())
+    with FaultServerThread(steps) as upstream:
+        relay_app = Relay(RelayConfig(upstream=upstream.base_url, **logs(tmp_path)))
+        with RelayThread(HoldingTheTerminal(relay_app, 1.0)) as relay:  # type: ignore[arg-type]
+            sock = socket.create_connection(("127.0.0.1", relay.port), timeout=TIMEOUT)
+            sock.sendall(post(CHAT))
+            seen = b""
+            while seen.count(b"data:") < len(frames) - 1:  # all but the terminal
+                seen += sock.recv(65536)
+            time.sleep(0.3)  # the relay has read the terminal (50 ms later); its write takes 1 s
+            sock.close()  # while the terminal is on its way
+            (record,) = wait_lines(tmp_path / "audit.jsonl", 1)
+    assert record["outcome"]["class"] == "completed", "upstream, the answer was whole"
+    assert record["relay"]["terminal_sent"] is False
+    assert record["relay"]["close"] == "client_abort"
+
+
+# -- 3: the relay's own shutdown is its own, and the client learns it ---------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["openai-chat", "anthropic"])
+def test_a_shutdown_mid_stream_is_the_relays_own_and_the_client_gets_the_error_event(
+    fmt: str, tmp_path: Path
+) -> None:
+    from relaysupport import RelayThread
+
+    from streamfsm.relay import Relay, RelayConfig
+    from streamfsm.testing._script import Keepalive
+
+    frames = text_stream(fmt, ["a", "b"])
+    path = {"openai-chat": CHAT, "anthropic": "/v1/messages"}[fmt]
+    steps = (Headers(), *(Send(f) for f in frames[:3]), Keepalive(every=0.05, count=400), End())
+    with FaultServerThread(steps) as upstream:
+        relay_app = Relay(RelayConfig(upstream=upstream.base_url, **logs(tmp_path)))
+        with RelayThread(relay_app, grace=1) as relay:
+            body = {**BODIES[fmt], "stream": True}
+            got = b""
+            with pytest.raises(httpx.HTTPError):  # the response is cut, not ended
+                with httpx.stream("POST", relay.base_url + path, json=body, timeout=TIMEOUT) as response:
+                    for chunk in response.iter_raw():
+                        if not got:
+                            relay.server.should_exit = True  # SIGTERM, as uvicorn sees it
+                        got += chunk
+            (record,) = wait_lines(tmp_path / "audit.jsonl", 1)
+    assert b"event: error" in got and b"the relay shut down" in got
+    assert record["relay"]["close"] == "relay_shutdown"
+    assert record["abort"]["source"] == "app"
+    assert record["outcome"]["class"] == "local_abort"
+
+
+def test_a_stream_that_ends_within_the_shutdown_grace_completes(tmp_path: Path) -> None:
+    from relaysupport import RelayThread
+
+    from streamfsm.relay import Relay, RelayConfig
+    from streamfsm.testing._script import Sleep
+
+    frames = text_stream("openai-chat", ["a", "b"])
+    steps = (Headers(), Send(frames[0]), Sleep(0.5), *(Send(f) for f in frames[1:]), End())
+    with FaultServerThread(steps) as upstream:
+        relay_app = Relay(RelayConfig(upstream=upstream.base_url, **logs(tmp_path)))
+        with RelayThread(relay_app, grace=5) as relay:
+            body = {**BODIES["openai-chat"], "stream": True}
+            got = b""
+            with httpx.stream("POST", relay.base_url + CHAT, json=body, timeout=TIMEOUT) as response:
+                for chunk in response.iter_raw():
+                    if not got:
+                        relay.server.should_exit = True
+                    got += chunk
+            (record,) = wait_lines(tmp_path / "audit.jsonl", 1)
+    assert got == b"".join(frames)
+    assert record["relay"]["close"] == "completed"
