@@ -126,9 +126,8 @@ class TapRun(Run):
         request = self._abort_request
         cancelled = exc is not None and isinstance(exc, anyio.get_cancelled_exc_class())
         if request is None and cancelled and self._cancel_means is not None:
-            source, reason, close = self._cancel_means
-            request = (source, reason)
-            self._rec.relay_close = close
+            request = self._cancel_means[:2]
+            self._rec.relay_close = self._cancel_means[2]
         if request is not None and (exc is None or cancelled):
             source, reason = request  # abort() came first (between reads, or it cancelled the reader)
             self._finalize_failure(Trigger.LOCAL_ABORT, self._abort_facts(source, reason))
