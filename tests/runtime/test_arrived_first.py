@@ -210,3 +210,19 @@ def test_the_sync_tap_reads_what_arrived_while_the_process_was_paused(end: str) 
             (record,) = records
             assert record["outcome"]["edge"] in CUT_EDGES, record["outcome"]
             assert record["watchdog"]["fired"] is None
+
+
+# -- after the terminal event, a broken transfer is evidence, not a failure ----------------------------------
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.parametrize("end", ["fin", "rst"])
+def test_a_whole_answer_whose_transfer_then_breaks_is_completed(backend: str, source: str, end: str) -> None:
+    """``data: [DONE]``, then the connection ends without the chunked terminator: open_stream and the tap
+    agree with the relay (tests/relay/test_relay_bounds.py) that the run completed."""
+    frames = text_stream(FMT, ["a", "b"])
+    steps = (Headers(), *(Send(f) for f in frames), Fin() if end == "fin" else Rst())
+    record = anyio.run(stalled_run, source, steps, 5.0, 0.0, 0.0, backend=backend)
+    assert record["outcome"]["class"] == "completed", record["outcome"]
+    assert record["outcome"]["summary_key"] == "completed.finished"
