@@ -235,8 +235,9 @@ def plain_scope_class() -> Callable[[], anyio.CancelScope]:
 
 
 def socket_of(response: Any) -> Any:
-    """The HTTP/1.1 connection's socket (to look at, or to shut from a watchdog thread); None for anything
-    else (HTTP/2 multiplexes other streams on it)."""
+    """The HTTP/1.1 connection's socket (to look at, or to shut from a watchdog thread): a ``socket.socket``,
+    or on an event loop its stand-in (asyncio's ``TransportSocket``, trio's socket); None for anything else
+    (HTTP/2 multiplexes other streams on it)."""
     if getattr(response, "http_version", None) != "HTTP/1.1":
         return None
     try:
@@ -244,7 +245,7 @@ def socket_of(response: Any) -> Any:
         sock = network.get_extra_info("socket") if network is not None else None
     except Exception:
         return None
-    return sock if isinstance(sock, socket.socket) else None
+    return sock if isinstance(sock, socket.socket) or callable(getattr(sock, "fileno", None)) else None
 
 
 def readable(sock: Any) -> bool:

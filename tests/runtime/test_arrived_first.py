@@ -27,6 +27,7 @@ from runsupport import BODIES
 
 import streamfsm
 from streamfsm import StreamConfig
+from streamfsm.runtime._watchdog import readable, socket_of
 from streamfsm.tap import async_transport, transport
 from streamfsm.testing import text_stream
 from streamfsm.testing._script import Fin, Headers, Rst, Send, Sleep
@@ -98,6 +99,24 @@ def test_the_issues_reproduction_is_a_cut(backend: str, source: str, end: str) -
     record = anyio.run(stalled_run, source, cut_script(2, end), 1.0, 0.005, 1.5, backend=backend)
     assert record["outcome"]["edge"] in CUT_EDGES, record["outcome"]
     assert record["watchdog"]["fired"] is None
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("end", ["fin", "rst", "silence"])
+def test_an_async_connections_socket_says_what_waits_in_it(backend: str, end: str) -> None:
+    """The looks ask the connection's socket (asyncio's and trio's stand-ins for it on a loop) whether a
+    read would return: after a FIN or an RST it would, in silence it would not."""
+
+    async def main() -> bool:
+        tail = {"fin": Fin(), "rst": Rst(), "silence": Sleep(3.0)}[end]
+        async with FaultServer((Headers(), Sleep(0.05), tail)) as server, httpx.AsyncClient() as client:
+            async with client.stream("POST", server.base_url + "/v1/chat/completions", json={}) as response:
+                sock = socket_of(response)
+                assert sock is not None
+                await anyio.sleep(0.3)  # nothing reads the body meanwhile
+                return readable(sock)
+
+    assert anyio.run(main, backend=backend) is (end != "silence")
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
