@@ -566,15 +566,19 @@ class Run:
             self._watch(deadline)
         elif self._read_scope is None:
             self._read_edge, self._fired_at = edge, now
-        elif self._arrival_looked(now):
+        elif self._arrival_looked(now, edge):
             self._read_edge, self._fired_at = edge, self._due_at
             self._read_scope.cancel()
 
-    def _arrival_looked(self, now: float) -> bool:
+    def _arrival_looked(self, now: float, edge: Trigger) -> bool:
         """The waiting read is past its deadline: True once what arrived has been looked at enough for its
         absence to mean silence; until then, have the watchdog look again shortly (see ``_watchdog``)."""
         if self._due_at is None:
-            self._due_at, self._arrival_looks = now, 0
+            self._due_at = now
+            if (
+                edge is not Trigger.TOTAL_TIMEOUT
+            ):  # progress does not move the total deadline: its looks add up
+                self._arrival_looks = 0
         looks = self._arrival_looks
         if looks < ARRIVAL_LOOKS or (looks < MAX_ARRIVAL_LOOKS and readable(self._connection_socket())):
             self._arrival_looks = looks + 1

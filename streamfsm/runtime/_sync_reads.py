@@ -126,7 +126,8 @@ class ReadWatchdog:
                             self._sleeping_until = math.inf
                             continue
                         break
-                    looks = 0
+                    if deadline < math.inf:  # a deadline ahead: progress moved it, a later one is new
+                        looks = 0
                     self._sleeping_until = deadline
                     cond.wait(None if deadline == math.inf else deadline - now)
                     self._sleeping_until = math.inf

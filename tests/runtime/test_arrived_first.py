@@ -30,7 +30,7 @@ from streamfsm import StreamConfig
 from streamfsm.runtime._watchdog import readable, socket_of
 from streamfsm.tap import async_transport, transport
 from streamfsm.testing import text_stream
-from streamfsm.testing._script import Fin, Headers, Rst, Send, Sleep
+from streamfsm.testing._script import End, Fin, Headers, Rst, Send, Sleep
 from streamfsm.testing._server import FaultServer
 
 FMT = "openai-chat"
@@ -159,7 +159,7 @@ def test_silence_is_still_silence(backend: str, source: str) -> None:
 UPSTREAM = """
 import sys
 from streamfsm.testing import text_stream
-from streamfsm.testing._script import Fin, Headers, Rst, Send, Sleep
+from streamfsm.testing._script import End, Fin, Headers, Rst, Send, Sleep
 from streamfsm.testing._server import FaultServerThread
 end, gap = sys.argv[1], float(sys.argv[2])
 frames = text_stream("openai-chat", ["a", "b"])[1:3]
@@ -245,3 +245,41 @@ def test_a_whole_answer_whose_transfer_then_breaks_is_completed(backend: str, so
     record = anyio.run(stalled_run, source, steps, 5.0, 0.0, 0.0, backend=backend)
     assert record["outcome"]["class"] == "completed", record["outcome"]
     assert record["outcome"]["summary_key"] == "completed.finished"
+
+
+# -- the looks hold off no deadline for good -----------------------------------------------------------------
+
+
+def busy_script() -> tuple[Any, ...]:
+    """A stream that never pauses: a text delta every 2 ms for about 2 s, then the rest of the answer."""
+    frames = text_stream(FMT, ["x"] * 3)
+    delta = frames[1]
+    return (Headers(), Send(frames[0]), *(x for _ in range(1000) for x in (Send(delta), Sleep(0.002))), End())
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("source", SOURCES)
+def test_the_total_deadline_ends_a_stream_that_never_pauses(backend: str, source: str) -> None:
+    async def run() -> Any:
+        async with FaultServer(busy_script()) as server:
+            with anyio.fail_after(10):
+                return await SOURCES[source](server.base_url, StreamConfig(total_timeout=0.3))
+
+    record = anyio.run(run, backend=backend)
+    assert record["watchdog"]["fired"] == "total_timeout", record["outcome"]
+
+
+def test_the_total_deadline_ends_a_sync_stream_that_never_pauses() -> None:
+    from streamfsm.testing._server import FaultServerThread
+
+    records: list[Any] = []
+    config = StreamConfig(total_timeout=0.3, sinks=(records.append,))
+    with FaultServerThread(busy_script()) as server:
+        with httpx.Client(transport=transport(httpx.HTTPTransport(), http="httpx", config=config)) as client:
+            body = {**BODIES[FMT], "stream": True}
+            with pytest.raises(httpx.HTTPError):
+                with client.stream("POST", server.base_url + "/v1/chat/completions", json=body) as response:
+                    for _ in response.iter_raw():
+                        pass
+    (record,) = records
+    assert record["watchdog"]["fired"] == "total_timeout", record["outcome"]

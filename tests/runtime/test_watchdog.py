@@ -268,9 +268,9 @@ async def test_a_read_after_a_consumer_that_blocked_the_loop_past_its_deadline_f
     looked: list[float] = []
     arrival_looked = Run._arrival_looked
 
-    def spy(self: Run, now: float) -> bool:
+    def spy(self: Run, now: float, edge: Any) -> bool:
         looked.append(now)
-        return arrival_looked(self, now)
+        return arrival_looked(self, now, edge)
 
     monkeypatch.setattr(Run, "_arrival_looked", spy)
     failure = await _stalled_run(StreamConfig(total_timeout=0.3), blocking_consumer=0.5)
