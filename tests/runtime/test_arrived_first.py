@@ -31,7 +31,7 @@ from streamfsm.runtime._watchdog import readable, socket_of
 from streamfsm.tap import async_transport, transport
 from streamfsm.testing import text_stream
 from streamfsm.testing._script import End, Fin, Headers, Rst, Send, Sleep
-from streamfsm.testing._server import FaultServer
+from streamfsm.testing._server import FaultServer, FaultServerThread
 
 FMT = "openai-chat"
 CUT_EDGES = {"disconnected", "eof_without_terminal"}
@@ -85,10 +85,12 @@ async def stalled_run(source: str, steps: tuple[Any, ...], idle: float, after: f
         await anyio.sleep(after)
         time.sleep(stall)  # the point: a task that does not yield
 
-    async with FaultServer(steps) as server, anyio.create_task_group() as tasks:
-        tasks.start_soon(hold_the_loop)
-        with anyio.fail_after(10):
-            return await SOURCES[source](server.base_url, StreamConfig(idle_timeout=idle))
+    # The upstream on a loop of its own (as it would be on a host of its own): the stall holds the client's.
+    with FaultServerThread(steps) as server:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(hold_the_loop)
+            with anyio.fail_after(10):
+                return await SOURCES[source](server.base_url, StreamConfig(idle_timeout=idle))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
