@@ -471,7 +471,7 @@ class Recorder:
 
 
 class RelayClose(enum.Enum):
-    """How a proxied stream closed, from the proxy's side (seed 004's close kinds, and two of the relay's)."""
+    """The relay's close kind: how a proxied stream ended, as the proxy saw it."""
 
     _value_: str
 
