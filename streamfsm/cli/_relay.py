@@ -21,6 +21,7 @@ from ._common import STARTUP_FAILED, epilog, positive_int
 
 _ENV: Final = "STREAMFSM_RELAY_SETTINGS"
 _DEFAULT_LISTEN: Final = "127.0.0.1:8787"
+SHUTDOWN_GRACE_S: Final = 25.0  # inside Kubernetes' default 30 s between SIGTERM and SIGKILL
 
 
 class _Quiet(logging.Filter):
@@ -81,6 +82,7 @@ def _guard_connections(settings: dict[str, Any]) -> str:
 def build_relay(settings: dict[str, Any]) -> Any:
     """The relay from the command's settings (raises ValueError for a bad one)."""
     from ..relay import Relay, RelayConfig
+    from ..relay._app import IDLE_TIMEOUT_S
     from ..runtime import StreamConfig
 
     token = None
@@ -105,9 +107,7 @@ def build_relay(settings: dict[str, Any]) -> Any:
     for name in ("max_concurrent", "body_budget_bytes"):
         if settings.get(name) is not None:
             options[name] = settings[name]
-    stream = StreamConfig(sinks=sinks)
-    if settings.get("idle_timeout") is not None:
-        stream = stream.replace(idle_timeout=settings["idle_timeout"])
+    stream = StreamConfig(sinks=sinks, idle_timeout=settings.get("idle_timeout") or IDLE_TIMEOUT_S)
     return Relay(
         RelayConfig(
             upstream=settings["upstream"],
@@ -156,7 +156,9 @@ def _relay(args: argparse.Namespace) -> int:
         "log_level": "info",
         "server_header": False,  # the upstream's headers go through instead
         "date_header": False,
-        "timeout_graceful_shutdown": 10,
+        # In-flight streams may end within this; then each is cut with the format's error event and recorded
+        # as relay_shutdown.
+        "timeout_graceful_shutdown": args.shutdown_grace,
         "http": _guard_connections(settings),
     }
     print(
@@ -261,7 +263,17 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--write-timeout", type=_seconds, metavar="S", help="longest wait for the client to take a write (30)"
     )
     relay.add_argument(
-        "--idle-timeout", type=_seconds, metavar="S", help="longest upstream silence mid-stream (600)"
+        "--idle-timeout",
+        type=_seconds,
+        metavar="S",
+        help="longest upstream silence mid-stream (90: named before the clients' patience, 600 in the SDKs)",
+    )
+    relay.add_argument(
+        "--shutdown-grace",
+        type=_seconds,
+        default=SHUTDOWN_GRACE_S,
+        metavar="S",
+        help=f"how long in-flight streams may go on at shutdown before they are cut ({SHUTDOWN_GRACE_S:g})",
     )
     relay.add_argument(
         "--max-concurrent",

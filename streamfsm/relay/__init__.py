@@ -3,7 +3,8 @@
 It forwards every request to one upstream byte for byte and streams the answer back as it arrives. Each
 streaming LLM response is read through the tap (``streamfsm.tap``), so it is a run whose record carries the
 relay's view of how it closed (its close kind: ``client_abort``, ``client_write_failed``, ``upstream_error``,
-``upstream_timeout``, ``upstream_premature_close`` or ``completed``), what went downstream, and the
+``upstream_timeout``, ``upstream_unreachable``, ``upstream_premature_close``, ``relay_shutdown`` or
+``completed``: the terminal event reached the client), what went downstream, and the
 correlation ids (request id, route, model, an account key). ``/admin/errors`` groups the failed runs.
 
     app = streamfsm.relay.Relay(streamfsm.relay.RelayConfig(upstream="https://api.openai.com",

@@ -21,25 +21,31 @@ import ipaddress
 import json
 import logging
 import math
+import re
 import secrets
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Final
+from urllib.parse import unquote, unquote_to_bytes
 
 import anyio
+import anyio.lowlevel
 import httpx
 
 from .._http_logs import redact_http_logs
-from ..classify._redact import redact_text
-from ..runtime import AuditLog, ErrorLog, StreamConfig
+from ..classify import AbortSource
+from ..classify._redact import redact_text, redact_url
+from ..runtime import AuditLog, ErrorLog, Finish, StreamConfig
+from ..runtime._record import RelayClose
 from ..tap import Rule, async_transport, context, failure_of, run_of
+from ..tap._context import relaying
 from ..tap._run import TapRun
 from ._errors import RecordStore
 from ._journal import Journal
 from ._limits import RETRY_AFTER_S, BodyChunks, Budget, Held, check_limit
 
-__all__ = ["Relay", "RelayConfig"]
+__all__ = ["IDLE_TIMEOUT_S", "Relay", "RelayConfig"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -73,6 +79,11 @@ _CUT_EDGES: Final = frozenset(
 )
 _JSON: Final = [(b"content-type", b"application/json")]
 _ROOM_WAIT_S: Final = 5.0  # longest wait for room in the body budget
+_SHUTDOWN: Final = "the relay shut down"
+IDLE_TIMEOUT_S: Final = 90.0  # well inside the SDKs' 600 s read timeout
+_SHUTDOWN_WRITE_S: Final = 1.0  # for the client to take the relay's last words
+_ENCODED_SEPARATOR: Final = re.compile(rb"%(2f|5c)", re.IGNORECASE)  # "/" and "\\"
+_DECODINGS: Final = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +91,9 @@ class RelayConfig:
     """What the relay forwards to and how it bounds each exchange.
 
     ``upstream``: the base URL every request goes to (its path, if any, prefixes the client's path).
-    ``stream``: the runs' watchdogs, bounds and sinks (the error and audit logs are added to its sinks).
+    ``stream``: the runs' watchdogs, bounds and sinks (the error and audit logs are added to its sinks); by
+    default an idle timeout of ``IDLE_TIMEOUT_S``, so that an upstream's silence is named before a client's
+    patience runs out (the openai and anthropic SDKs wait 600 s for a read).
     ``error_log`` / ``audit_log``: paths of the JSON-lines logs (``streamfsm.ErrorLog`` / ``AuditLog``).
     ``admin_token``: the bearer token of ``/admin/...`` (None: admin pages only on a loopback listener).
     ``account_headers``: the request headers whose value (the first present) names the account; only a
@@ -96,7 +109,7 @@ class RelayConfig:
     """
 
     upstream: str
-    stream: StreamConfig = field(default_factory=StreamConfig)
+    stream: StreamConfig = field(default_factory=lambda: StreamConfig(idle_timeout=IDLE_TIMEOUT_S))
     error_log: str | None = None
     audit_log: str | None = None
     admin_token: str | None = field(default=None, repr=False)
@@ -134,12 +147,14 @@ class RelayConfig:
 class _Exchange:
     """One request's state, shared with the task that listens for the client's disconnect."""
 
-    __slots__ = ("client_gone", "request_id", "run")
+    __slots__ = ("client_gone", "request_id", "run", "sse", "started")
 
     def __init__(self, request_id: str) -> None:
         self.request_id = request_id
         self.run: TapRun | None = None
         self.client_gone = False
+        self.started = False  # the response's headers went downstream
+        self.sse = False
 
 
 class _DownstreamWriteFailed(OSError):
@@ -158,6 +173,7 @@ class Relay:
         # The upstream requests carry the clients' URLs (Gemini's ?key=): mask what httpx logs of them, for
         # every client of the process.
         redact_http_logs()
+        _redact_access_log()
         sinks = list(config.stream.sinks)
         if config.error_log is not None:
             sinks.append(ErrorLog(config.error_log))
@@ -265,6 +281,16 @@ class Relay:
         if not raw_path.startswith(b"/"):
             await self._refuse(send, exchange, scope, 400, "the request target must be a path")
             return
+        if _both_lengths(headers):  # RFC 9112 6.1: a smuggling vector; the connection's framing is unsure
+            await self._refuse(
+                send, exchange, scope, 400, "Content-Length with Transfer-Encoding", close=True
+            )
+            return
+        if _climbs(raw_path):
+            await self._refuse(
+                send, exchange, scope, 400, "the path has a dot segment, an empty segment or an encoded slash"
+            )
+            return
         body = await self._body(scope, receive, send, exchange, headers, held)
         if body is None:
             return
@@ -286,8 +312,13 @@ class Relay:
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(self._watch_client, receive, exchange, tasks.cancel_scope)
             try:
-                with context(**ids):
+                with context(**ids), relaying():
                     await self._exchange(request, send, exchange, scope)
+            except anyio.get_cancelled_exc_class():
+                if not exchange.client_gone:  # from outside: the server's grace period for shutdown is over
+                    with anyio.CancelScope(shield=True), anyio.move_on_after(_SHUTDOWN_WRITE_S):
+                        await self._shut_down(send, exchange)
+                raise
             finally:
                 tasks.cancel_scope.cancel()
                 self._journal.end(begun)
@@ -377,9 +408,12 @@ class Relay:
         headers = _response_headers(response.headers.raw, exchange.request_id, sse=_is_sse(response))
         start = {"type": "http.response.start", "status": response.status_code, "headers": headers}
         write_timeout = self.config.write_timeout
+        if run is not None:
+            run.cancel_means(AbortSource.APP, _SHUTDOWN, RelayClose.RELAY_SHUTDOWN)
         try:
             with anyio.fail_after(write_timeout):
                 await send(start)
+            exchange.started, exchange.sse = True, _is_sse(response)
             if run is not None:
                 run.relayed_bytes(0)
             async for chunk in response.aiter_raw():
@@ -388,7 +422,18 @@ class Relay:
                 with anyio.fail_after(write_timeout):
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
                 if run is not None:
+                    if events and any(isinstance(event, Finish) for event in events):
+                        # The server writes into a connection it may already know is gone (uvicorn: silently):
+                        # let a disconnect it saw reach us before the terminal counts as delivered.
+                        await anyio.lowlevel.checkpoint()
+                        if exchange.client_gone:
+                            break
                     _report(run, events, len(chunk))
+        except anyio.get_cancelled_exc_class():
+            if run is not None and not run.diagnosis and not exchange.client_gone:  # cancelled in a write
+                run.abort(_SHUTDOWN, source=AbortSource.APP)
+                run.relay_closed(RelayClose.RELAY_SHUTDOWN)
+            raise
         except TimeoutError:
             self._write_failed(exchange, response, "the client did not take a write in time")
             return
@@ -399,16 +444,30 @@ class Relay:
             failure = failure_of(exc)
             if exchange.client_gone:
                 return
+            if run is not None and run.finished:
+                # The format's terminal event came: a transfer that then breaks (no chunked terminator, a
+                # reset) is evidence, not a failure. The client got the whole answer; end it cleanly.
+                await self._end(send)
+                return
             await self._cut(
                 send, exchange, response, run, failure.record["summary"]["title"] if failure else None
             )
             return
+        finally:
+            if run is not None and run.finished and not run.terminal_relayed:
+                # The answer is whole upstream but its end never reached the client: not completed.
+                run.relay_closed(
+                    RelayClose.CLIENT_ABORT if exchange.client_gone else RelayClose.CLIENT_WRITE_FAILED
+                )
         if exchange.client_gone:
             return
         if run is not None and run.failure is not None and _edge(run) in _CUT_EDGES:
             await self._cut(send, exchange, response, run, run.failure.record["summary"]["title"])
             return
-        with anyio.move_on_after(write_timeout):
+        await self._end(send)
+
+    async def _end(self, send: Send) -> None:
+        with anyio.move_on_after(self.config.write_timeout):
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     def _write_failed(self, exchange: _Exchange, response: httpx.Response, why: str) -> None:
@@ -440,7 +499,26 @@ class Relay:
             run.run_id if run is not None else "-",
         )
 
-    async def _refuse(self, send: Send, exchange: _Exchange, scope: Scope, status: int, why: str) -> None:
+    async def _shut_down(self, send: Send, exchange: _Exchange) -> None:
+        """The relay is going away mid-exchange: the client learns it (the format's error event, or a 503
+        before the response started); the run was recorded as ``relay_shutdown``."""
+        run = exchange.run
+        message = f"streamfsm relay: {_SHUTDOWN} (request id {exchange.request_id})"
+        if not exchange.started:
+            await _answer(send, 503, exchange.request_id, "relay_shutdown", _SHUTDOWN)
+        elif exchange.sse:
+            event = _error_event(run.provider if run is not None else None, message)
+            await send({"type": "http.response.body", "body": event, "more_body": True})
+        log.warning(
+            "%s: the response was cut [request_id=%s run_id=%s]",
+            _SHUTDOWN,
+            exchange.request_id,
+            run.run_id if run is not None else "-",
+        )
+
+    async def _refuse(
+        self, send: Send, exchange: _Exchange, scope: Scope, status: int, why: str, *, close: bool = False
+    ) -> None:
         log.warning(
             "refused %s %s: %d %s [request_id=%s]",
             scope["method"],
@@ -449,7 +527,9 @@ class Relay:
             why,
             exchange.request_id,
         )
-        await _answer(send, status, exchange.request_id, "invalid_request", why)
+        # the ASGI server closes the connection after this answer (uvicorn: h11 and httptools)
+        extra = [(b"connection", b"close")] if close else []
+        await _answer(send, status, exchange.request_id, "invalid_request", why, extra)
 
     async def _upstream_failed(
         self, send: Send, exchange: _Exchange, scope: Scope, status: int, why: str, exc: BaseException
@@ -494,6 +574,28 @@ def _header(headers: Iterable[tuple[bytes, bytes]], name: bytes) -> str | None:
         if key.lower() == name:
             return value.decode("latin-1")
     return None
+
+
+def _both_lengths(headers: Iterable[tuple[bytes, bytes]]) -> bool:
+    names = {key.lower() for key, _ in headers}
+    return b"content-length" in names and b"transfer-encoding" in names
+
+
+def _climbs(raw_path: bytes) -> bool:
+    """Whether ``raw_path`` could leave the upstream's path once someone decodes or normalises it: a dot
+    segment (``..``, ``.``, ``..;x``), an empty segment, a backslash or an encoded slash, in any spelling
+    (percent-encoded, in either case, also twice over)."""
+    path = raw_path
+    for _ in range(_DECODINGS):
+        if b"\\" in path or b"//" in path or _ENCODED_SEPARATOR.search(path):
+            return True
+        if any(segment.split(b";", 1)[0] in (b".", b"..") for segment in path.split(b"/")):
+            return True
+        decoded = unquote_to_bytes(path)
+        if decoded == path:
+            return False
+        path = decoded
+    return True  # still encoded after that many decodings: nobody's API path
 
 
 def _request_id(headers: Iterable[tuple[bytes, bytes]]) -> str:
@@ -581,6 +683,27 @@ async def _answer(
     with anyio.move_on_after(10.0):
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+class _RedactAccessLog(logging.Filter):
+    """uvicorn's access log prints the request target with its query (Gemini's ``?key=``) and, for an
+    absolute-form target, its userinfo: the target goes through ``redact_url``, as in the records."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple):  # uvicorn: (client, method, target, http version, status)
+            # uvicorn percent-quotes the target ("http%3A//user%3Apw%40host"): unquoted, then redacted
+            record.args = tuple(redact_url(unquote(arg)) if isinstance(arg, str) else arg for arg in args)
+        return True
+
+
+_ACCESS_FILTER: Final = _RedactAccessLog()
+
+
+def _redact_access_log() -> None:
+    logger = logging.getLogger("uvicorn.access")
+    if _ACCESS_FILTER not in logger.filters:
+        logger.addFilter(_ACCESS_FILTER)
 
 
 def is_loopback(host: str | None) -> bool:

@@ -7,6 +7,7 @@ capture; everything that leaves a record is already safe.
 
 from __future__ import annotations
 
+import enum
 import json
 import re
 import time
@@ -191,6 +192,7 @@ class Recorder:
         "provider_ids",
         "recovery",
         "relay",
+        "relay_close",
         "request",
         "request_sent",
         "run_id",
@@ -258,6 +260,9 @@ class Recorder:
         self.tools = {"started": 0, "effectful": 0, "finished": 0, "failed": 0}
         self.sdk_retries = 0  # the SDK's own retries before this run's request (its x-stainless-retry-count)
         self.relay: dict[str, Any] | None = None  # only for callers that relay the stream downstream
+        self.relay_close: RelayClose | None = (
+            None  # a proxy's own word on the close, where the outcome's is not
+        )
         self.recovery: dict[str, Any] | None = None  # how a retried stream's attempt began (resume, continue)
         self.adapter: Adapter | None = None  # the wire adapter, when the run reads an SSE body itself
 
@@ -352,8 +357,9 @@ class Recorder:
         if self.relay is None:
             return None
         counts = self.counts
+        close = self.relay_close or _RELAY_CLOSE[diagnosis.failure_class]
         return {
-            "close": _RELAY_CLOSE[diagnosis.failure_class],
+            "close": close.value,
             "upstream_events": sum(counts.values()),
             **self.relay,
             "reasoning_seen": counts.get("reasoning_delta", 0) > 0,
@@ -464,24 +470,40 @@ class Recorder:
         return RunRecord._adopt(data)
 
 
-# The relay's close kind (how a proxied stream ended, as the proxy saw it), from the outcome alone.
+class RelayClose(enum.Enum):
+    """The relay's close kind: how a proxied stream ended, as the proxy saw it."""
+
+    _value_: str
+
+    COMPLETED = "completed"  # the terminal event reached the client's socket
+    CLIENT_ABORT = "client_abort"
+    CLIENT_WRITE_FAILED = "client_write_failed"
+    UPSTREAM_ERROR = "upstream_error"
+    UPSTREAM_TIMEOUT = "upstream_timeout"
+    UPSTREAM_UNREACHABLE = "upstream_unreachable"  # no response headers came: the client got a 502
+    UPSTREAM_PREMATURE_CLOSE = "upstream_premature_close"
+    RELAY_SHUTDOWN = "relay_shutdown"  # the proxy itself went away mid-stream
+
+
+# The close kind from the outcome alone (a proxy says RELAY_SHUTDOWN, or a finished run's terminal that never
+# reached the client, itself: Recorder.relay_close).
 _RELAY_CLOSE: Final = {
-    FailureClass.COMPLETED: "completed",
-    FailureClass.LOCAL_ABORT: "client_abort",
-    FailureClass.CONSUMER_ERROR: "client_write_failed",
-    FailureClass.PROVIDER_ERROR: "upstream_error",
-    FailureClass.PROTOCOL_ERROR: "upstream_error",
-    FailureClass.WATCHDOG: "upstream_timeout",
+    FailureClass.COMPLETED: RelayClose.COMPLETED,
+    FailureClass.LOCAL_ABORT: RelayClose.CLIENT_ABORT,
+    FailureClass.CONSUMER_ERROR: RelayClose.CLIENT_WRITE_FAILED,
+    FailureClass.PROVIDER_ERROR: RelayClose.UPSTREAM_ERROR,
+    FailureClass.PROTOCOL_ERROR: RelayClose.UPSTREAM_ERROR,
+    FailureClass.WATCHDOG: RelayClose.UPSTREAM_TIMEOUT,
+    FailureClass.BEFORE_CONNECTION: RelayClose.UPSTREAM_UNREACHABLE,
     **dict.fromkeys(
         (
-            FailureClass.BEFORE_CONNECTION,
             FailureClass.EARLY_STREAM,
             FailureClass.MID_GENERATION,
             FailureClass.TOOL_INPUT_INTERRUPTED,
             FailureClass.TOOL_CALL_INTERRUPTED,
             FailureClass.TOOL_SIDE_EFFECT,
         ),
-        "upstream_premature_close",
+        RelayClose.UPSTREAM_PREMATURE_CLOSE,
     ),
 }
 

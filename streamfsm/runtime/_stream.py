@@ -79,7 +79,18 @@ from ._recovery import RESUMABLE_EDGES, ContinuePlan, ResumePlan
 from ._sinks import deliver
 from ._sse import SSEDecoder
 from ._urls import check_base_url
-from ._watchdog import Entry, LoopWatchdog, loop_time, loop_watchdog, plain_scope_class
+from ._watchdog import (
+    ARRIVAL_LOOK_S,
+    ARRIVAL_LOOKS,
+    MAX_ARRIVAL_LOOKS,
+    Entry,
+    LoopWatchdog,
+    loop_time,
+    loop_watchdog,
+    plain_scope_class,
+    readable,
+    socket_of,
+)
 
 _log = logging.getLogger("streamfsm")
 _EFFECTS: Final = {"effectful": True, "read_only": False}
@@ -203,6 +214,9 @@ class Run:
         self._read_ended_at = self._rec.start
         self._read_edge = Trigger.TOTAL_TIMEOUT  # the edge of the watchdog that ended the waiting read
         self._fired_at: float | None = None  # when the watchdog found the waiting read past its deadline
+        self._due_at: float | None = None  # when a deadline was first found passed, until progress
+        self._arrival_looks = 0  # looks at what arrived since then (see _watchdog)
+        self._socket: Any = None  # the HTTP/1.1 connection's socket, where the source knows it
         self._watch_entry: Entry | None = None  # when the loop's watchdog looks at this run next (see _watch)
         self._loop_watchdog: LoopWatchdog | None = None  # the loop's, once this run registered with it
         self._total_deadline = _deadline(self._rec.start, self.config.total_timeout)
@@ -490,6 +504,7 @@ class Run:
             first = self._rec.first_progress is None
             self._rec.progress(trigger, now)
             self._idle_waited = 0.0
+            self._due_at = None  # the deadline moved: a later one is looked at afresh
             if first:  # first token → idle
                 self._watch_idle(now)
         if kind in _CONSUMER_TYPES:
@@ -566,12 +581,32 @@ class Run:
         watchdog look again then."""
         started = self._idle_read_started
         deadline, edge = self._read_deadline(now if started is None else started)
-        if deadline <= now:
-            self._read_edge, self._fired_at = edge, now
-            if self._read_scope is not None:
-                self._read_scope.cancel()
-        else:
+        if deadline > now:
             self._watch(deadline)
+        elif self._read_scope is None:
+            self._read_edge, self._fired_at = edge, now
+        elif self._arrival_looked(now, edge):
+            self._read_edge, self._fired_at = edge, self._due_at
+            self._read_scope.cancel()
+
+    def _arrival_looked(self, now: float, edge: Trigger) -> bool:
+        """The waiting read is past its deadline: True once what arrived has been looked at enough for its
+        absence to mean silence; until then, have the watchdog look again shortly (see ``_watchdog``)."""
+        if self._due_at is None:
+            self._due_at = now
+            if (
+                edge is not Trigger.TOTAL_TIMEOUT
+            ):  # progress does not move the total deadline: its looks add up
+                self._arrival_looks = 0
+        looks = self._arrival_looks
+        if looks < ARRIVAL_LOOKS or (looks < MAX_ARRIVAL_LOOKS and readable(self._connection_socket())):
+            self._arrival_looks = looks + 1
+            self._watch(now + ARRIVAL_LOOK_S)
+            return False
+        return True
+
+    def _connection_socket(self) -> Any:
+        return self._socket if self._socket is not None else socket_of(self._response)
 
     def _watch(self, deadline: float) -> None:
         """Have the loop's watchdog look at this run by ``deadline``. Lazily: a later deadline keeps the
@@ -713,7 +748,8 @@ class Run:
 
         The record then carries a ``relay`` section (events, chunks and bytes written, the last event sent,
         whether the terminal event was sent) with the close kind of the run: ``client_abort``,
-        ``client_write_failed``, ``upstream_error``, ``upstream_timeout`` or ``upstream_premature_close``.
+        ``client_write_failed``, ``upstream_error``, ``upstream_timeout``, ``upstream_unreachable`` or
+        ``upstream_premature_close`` (``RelayClose``).
         """
         if isinstance(event, str):
             kind = event[:64]

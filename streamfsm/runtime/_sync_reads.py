@@ -22,6 +22,7 @@ from ..classify import AbortSource
 from ..machine import Trigger
 from ._cycles import release_traceback_cycles
 from ._stream import Run
+from ._watchdog import ARRIVAL_LOOK_S, ARRIVAL_LOOKS, MAX_ARRIVAL_LOOKS, readable, socket_of
 
 __all__ = ["Interrupted", "ReadWatchdog", "SyncReads", "socket_of"]
 
@@ -44,9 +45,10 @@ class ReadWatchdog:
     and an assignment: the thread sleeps until the deadline it last saw, and is woken early only when a new
     deadline is earlier. ``fired`` tells the reader what happened."""
 
-    def __init__(self, interrupt: Callable[[], None]) -> None:
+    def __init__(self, interrupt: Callable[[], None], arrived: Callable[[], bool] | None = None) -> None:
         # Weakly: the run holds its watchdog, which must not hold the run (a cycle).
         self._interrupt = weakref.WeakMethod(interrupt)
+        self._arrived = weakref.WeakMethod(arrived) if arrived is not None else None
         self._cond = threading.Condition(threading.RLock())
         self.lock = self._cond  # the run holds it to work out a deadline and arm or move it at once
         self._deadline = math.inf
@@ -89,6 +91,10 @@ class ReadWatchdog:
         if reading:
             self._call_interrupt()
 
+    def _something_arrived(self) -> bool:
+        arrived = self._arrived() if self._arrived is not None else None
+        return arrived is not None and arrived()
+
     def _call_interrupt(self) -> None:
         interrupt = self._interrupt()
         if interrupt is not None:
@@ -106,13 +112,22 @@ class ReadWatchdog:
         cond = self._cond
         while True:
             with cond:
+                looks = 0  # at what arrived, once the read is due (see _watchdog)
                 while True:
                     if self._stopped:
                         return
                     deadline = self._deadline
                     now = time.monotonic()
                     if deadline <= now:
+                        if looks < ARRIVAL_LOOKS or (looks < MAX_ARRIVAL_LOOKS and self._something_arrived()):
+                            looks += 1  # the reader may hold what arrived, or be about to: let it run
+                            self._sleeping_until = now + ARRIVAL_LOOK_S
+                            cond.wait(ARRIVAL_LOOK_S)
+                            self._sleeping_until = math.inf
+                            continue
                         break
+                    if deadline < math.inf:  # a deadline ahead: progress moved it, a later one is new
+                        looks = 0
                     self._sleeping_until = deadline
                     cond.wait(None if deadline == math.inf else deadline - now)
                     self._sleeping_until = math.inf
@@ -121,26 +136,13 @@ class ReadWatchdog:
             self._call_interrupt()
 
 
-def socket_of(response: Any) -> Any:
-    """The HTTP/1.1 connection's socket, to shut down from the watchdog thread; None for anything else."""
-    if getattr(response, "http_version", None) != "HTTP/1.1":
-        return None
-    try:
-        network = response.extensions.get("network_stream")
-        sock = network.get_extra_info("socket") if network is not None else None
-    except Exception:
-        return None
-    return sock if isinstance(sock, socket.socket) else None
-
-
 class SyncReads(Run):
     """A run whose reads block a thread: each is watched by the run's ``ReadWatchdog``. A subclass sets
     ``_socket`` (``socket_of`` its response) once it has one."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._watchdog = ReadWatchdog(self._interrupt_read)
-        self._socket: Any = None
+        self._watchdog = ReadWatchdog(self._interrupt_read, self._socket_readable)
 
     def _end_locally(self, exc: BaseException | None) -> None:
         # No event loop here: nothing is a cancellation, so no anyio lookup (the base's version needs one).
@@ -162,7 +164,8 @@ class SyncReads(Run):
             now = time.monotonic()
             self._read_began(now)
             deadline, self._read_edge = self._read_deadline(now)
-            due = self._abort_request is not None or watchdog.fired or now >= deadline
+            # A read already due is armed all the same: the thread first looks at what has arrived.
+            due = self._abort_request is not None or watchdog.fired
             if not due:
                 watchdog.arm(deadline)
         try:
@@ -201,6 +204,9 @@ class SyncReads(Run):
     def tool_finished(self, call_id: str, ok: bool = True) -> None:
         with self._watchdog.lock:
             super().tool_finished(call_id, ok)
+
+    def _socket_readable(self) -> bool:
+        return readable(self._connection_socket())
 
     def _interrupt_read(self) -> None:
         """Make a blocked read return: shut the socket down (a close from another thread would not)."""

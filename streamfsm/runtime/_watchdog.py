@@ -9,6 +9,13 @@ per read.
 
 One watchdog per event loop (an anyio ``RunVar``): on asyncio a loop timer per registered time, on trio one
 system task over a heap.
+
+A deadline that passed is not yet silence: a loop held by another task (or a thread holding the GIL) runs
+its timers and its reads in the same pass once it is free, and a FIN, an RST or data that came in meanwhile
+is still to be read. So a run that finds its read due first looks at what has arrived: it lets the loop run
+the read a few times (``ARRIVAL_LOOKS`` looks ``ARRIVAL_LOOK_S`` apart), and goes on waiting while the
+connection's socket holds something to read (``readable``); only a read still waiting on an empty socket
+then ends as a timeout, at the time its deadline was found passed.
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ import heapq
 import itertools
 import logging
 import math
+import select
+import socket
 import sys
 import time
 from collections.abc import Callable
@@ -28,6 +37,9 @@ import anyio.lowlevel
 
 _log = logging.getLogger("streamfsm")
 _COMPACT_ABOVE: Final = 64  # dead heap entries tolerated before a compaction, plus one per live entry
+ARRIVAL_LOOK_S: Final = 0.001  # apart: each look lets the loop run the read at least once
+ARRIVAL_LOOKS: Final = 3  # looks before a read on an empty socket (or with no socket known) times out
+MAX_ARRIVAL_LOOKS: Final = 500  # looks while the socket holds something the read has not taken
 
 
 class Entry:
@@ -220,3 +232,35 @@ def plain_scope_class() -> Callable[[], anyio.CancelScope]:
     if trio is not None:
         return trio.CancelScope  # type: ignore[no-any-return]
     return type(anyio.CancelScope())
+
+
+def socket_of(response: Any) -> Any:
+    """The HTTP/1.1 connection's socket (to look at, or to shut from a watchdog thread): a ``socket.socket``,
+    or on an event loop its stand-in (asyncio's ``TransportSocket``, trio's socket); None for anything else
+    (HTTP/2 multiplexes other streams on it)."""
+    if getattr(response, "http_version", None) != "HTTP/1.1":
+        return None
+    try:
+        network = response.extensions.get("network_stream")
+        sock = network.get_extra_info("socket") if network is not None else None
+    except Exception:
+        return None
+    return sock if isinstance(sock, socket.socket) or callable(getattr(sock, "fileno", None)) else None
+
+
+def readable(sock: Any) -> bool:
+    """Whether a read on ``sock`` would not block: data, an end (FIN) or an error (RST) waits there, or the
+    socket was closed under the read (which then ends at once)."""
+    if sock is None:
+        return False
+    try:
+        fd = sock.fileno()
+        if fd < 0:
+            return True
+        if hasattr(select, "poll"):
+            poller = select.poll()
+            poller.register(fd, select.POLLIN | select.POLLPRI)
+            return bool(poller.poll(0))
+        return bool(select.select([fd], [], [], 0)[0])
+    except (OSError, ValueError):
+        return True

@@ -11,6 +11,7 @@ from ..runtime import Ids
 from ._notes import BLOCK_LEDGERS, Ledger
 
 _CURRENT: Final[ContextVar[Ids | None]] = ContextVar("streamfsm_ids", default=None)
+_RELAYED: Final[ContextVar[bool]] = ContextVar("streamfsm_relayed", default=False)
 
 
 @contextmanager
@@ -53,3 +54,19 @@ def context(
 
 def current_ids() -> Ids | None:
     return _CURRENT.get()
+
+
+@contextmanager
+def relaying() -> Iterator[None]:
+    """Every run the tap starts inside this block is relayed downstream (``streamfsm.relay``): its record has
+    a ``relay`` section from the start, so that a run that ends before any byte goes down (an unreachable or
+    silent upstream: a 502 or 504) still says how it closed."""
+    token = _RELAYED.set(True)
+    try:
+        yield
+    finally:
+        _RELAYED.reset(token)
+
+
+def relayed() -> bool:
+    return _RELAYED.get()

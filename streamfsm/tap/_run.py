@@ -22,6 +22,7 @@ from ..runtime import ConsumerEvent, Ids, StreamConfig, StreamFailed
 from ..runtime._adapters import adapter_for
 from ..runtime._decoding import as_bytes
 from ..runtime._events import StreamEvent
+from ..runtime._record import RelayClose
 from ..runtime._stream import Run
 from ..runtime._sync_reads import SyncReads
 from ._notes import Witness, detached
@@ -55,6 +56,7 @@ class TapRun(Run):
         self._error_headers: Mapping[str, str] = {}
         self._ended = False
         self._decoder: Any = None
+        self._cancel_means: tuple[AbortSource, str, RelayClose] | None = None
         self.failure: StreamFailed | None = None
         self._witness = Witness()  # for failure_of, when a framework raises an exception of its own
 
@@ -123,7 +125,11 @@ class TapRun(Run):
         if self._error_body is not None:
             return self._http_error()
         request = self._abort_request
-        if request is not None and (exc is None or isinstance(exc, anyio.get_cancelled_exc_class())):
+        cancelled = exc is not None and isinstance(exc, anyio.get_cancelled_exc_class())
+        if request is None and cancelled and self._cancel_means is not None:
+            request = self._cancel_means[:2]
+            self._rec.relay_close = self._cancel_means[2]
+        if request is not None and (exc is None or cancelled):
             source, reason = request  # abort() came first (between reads, or it cancelled the reader)
             self._finalize_failure(Trigger.LOCAL_ABORT, self._abort_facts(source, reason))
         else:
@@ -176,11 +182,27 @@ class TapRun(Run):
         self._pending = deque()
         return self._pending
 
+    def cancel_means(self, source: AbortSource, reason: str, close: RelayClose) -> None:
+        """What a cancellation from outside (no ``abort()`` came first) means for this run: for a relay, its
+        own shutdown (the ASGI server cancels what is still running once its grace period is over)."""
+        self._cancel_means = (source, reason, close)
+
+    def relay_closed(self, close: RelayClose) -> None:
+        """The relay's own word on how the stream closed where the outcome cannot say it: a finished run
+        whose terminal event never reached the client, the relay shutting down."""
+        self._rec.relay_close = close
+
     def relayed_bytes(self, nbytes: int) -> None:
         """A relay wrote ``nbytes`` downstream that carried no consumer event of their own (the rest of a
         frame, a keepalive comment, ``data: [DONE]``, an error body; 0: the response started downstream):
         counted in the record's ``relay`` section, which this creates."""
         self._rec.relayed(None, nbytes, False)
+
+    @property
+    def terminal_relayed(self) -> bool:
+        """Whether a relay reported the terminal event written downstream."""
+        relay = self._rec.relay
+        return relay is not None and bool(relay["terminal_sent"])
 
     def ended_without_terminal(self) -> bool:
         return self.failure is not None and self.failure.record["outcome"]["edge"] == _EOF_EDGE

@@ -44,7 +44,7 @@ from ..runtime._config import MAX_ATTEMPT_LINKS
 from ..runtime._decoding import content_decoder
 from ..runtime._sync_reads import Interrupted, socket_of
 from ..runtime._watchdog import loop_time, plain_scope_class
-from ._context import current_ids
+from ._context import current_ids, relayed
 from ._notes import attach, remember
 from ._rules import Rule, check_rules, stream_request
 from ._run import SyncTapRun, TapRun
@@ -178,6 +178,8 @@ class _Tap:
         provider, body = found
         ids, key = self._chains.ids(request, content)
         run = cls(provider, body=body, url=str(url), config=self._config, ids=ids)
+        if relayed():
+            run.relayed_bytes(0)
         run.begin()
         return run, key
 
@@ -193,6 +195,7 @@ class _Tap:
 
     def _tapped(self, response: Any, run: TapRun, request: Any) -> None:
         run.connected(response.status_code, response.headers, content_decoder(response))
+        run._socket = socket_of(response)  # what arrived is looked at before a watchdog fires
         remember(run, response, request)
 
 
@@ -504,7 +507,6 @@ class _SyncTap(_Tap):
         if _redirect(response, run):
             return response
         self._tapped(response, run, request)
-        run._socket = socket_of(response)
         run._response = response  # without an HTTP/1.1 socket to shut, the watchdog closes the response
         response.stream = self._streams.sync_stream(response.stream, run, self, request, key)
         return response

@@ -21,7 +21,7 @@ START_S = 10.0
 class RelayThread:
     """``Relay`` served by uvicorn on its own thread and event loop (no signal handlers)."""
 
-    def __init__(self, relay: Relay, *, host: str = "127.0.0.1") -> None:
+    def __init__(self, relay: Relay, *, host: str = "127.0.0.1", grace: int = 2) -> None:
         self.relay = relay
         config = uvicorn.Config(
             relay,
@@ -31,7 +31,7 @@ class RelayThread:
             server_header=False,
             date_header=False,
             lifespan="on",
-            timeout_graceful_shutdown=2,
+            timeout_graceful_shutdown=grace,
         )
         self.server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self.server.run, name="relay", daemon=True)
