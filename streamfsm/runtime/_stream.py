@@ -525,6 +525,7 @@ class Run:
         """The provider's terminal event arrived with a tool call still open (the adapters leave it open at a
         finish that is not a whole answer): the call was never complete and its tool never ran."""
         raw = self._rec.finish_raw = event.raw_reason
+        self._rec.finish_unified = event.reason.value  # as _on_finish: the terminal event did arrive
         finish = finish_cause(self.provider, raw)
         facts = self._facts(finish=finish, detail=f"finish_reason={shown_reason(raw)}")
         self._fail(Trigger.TOOL_INPUT_UNFINISHED, facts)

@@ -22,7 +22,7 @@ import streamfsm
 from streamfsm import StreamFailed, ToolCall
 from streamfsm.runtime._adapters import adapter_for
 from streamfsm.runtime._adapters._sdk_items import SdkOpenAIChat
-from streamfsm.runtime._events import Finish, ToolInputStart
+from streamfsm.runtime._events import Finish, FinishReason, ToolInputStart
 from streamfsm.runtime._sse import SSEEvent
 from streamfsm.testing import End, FaultServer, Headers, Send, build
 
@@ -59,7 +59,8 @@ async def test_a_call_cut_at_the_output_limit_is_interrupted_tool_input_not_a_ca
     assert d.verdict.value == "no_retry" and d.action.value == "fix_request"
     assert not [e for e in seen if isinstance(e, ToolCall)] and run.result().tool_calls == ()
     record = validate_record(info.value.record)
-    assert record["finish_reason"]["raw"] == LENGTH[fmt]
+    assert dict(record["finish_reason"]) == {"raw": LENGTH[fmt], "unified": "length"}  # the terminal event's
+    assert run.result().finish_reason is FinishReason.LENGTH
     assert record["outcome"]["edge"] == "tool_input_unfinished"
 
 
