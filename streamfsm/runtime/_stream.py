@@ -457,6 +457,8 @@ class Run:
                     self._fail(Trigger.EOF_WITHOUT_TERMINAL, self._facts(detail=self._eof_detail()))
         except ProtocolViolation as violation:
             if violation.detail == UNPARSEABLE_ARGUMENTS:  # the provider ended a call that is not JSON
+                before, violation.before = violation.before, ()  # the exception keeps no model output
+                self._apply_all(before)  # the call's start, when the chunk that ended it carried it
                 self._fail(Trigger.TOOL_INPUT_UNFINISHED, self._facts(detail=UNPARSEABLE_ARGUMENTS))
             self._fail(Trigger.PROTOCOL_VIOLATION, self._facts(detail=violation.detail), violation)
 
