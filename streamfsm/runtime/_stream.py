@@ -462,7 +462,7 @@ class Run:
                 self._fail(Trigger.TOOL_INPUT_UNFINISHED, self._facts(detail=UNPARSEABLE_ARGUMENTS))
             self._fail(Trigger.PROTOCOL_VIOLATION, self._facts(detail=violation.detail), violation)
 
-    def _apply_all(self, events: list[StreamEvent]) -> None:
+    def _apply_all(self, events: Iterable[StreamEvent]) -> None:
         for event in events:
             if self._done:
                 return
