@@ -1,4 +1,6 @@
-"""Hypothesis profiles: ``dev`` locally, ``ci`` when ``CI=true`` (no deadline: shared runners stall)."""
+"""Hypothesis profiles: ``dev`` locally, ``ci`` when ``CI=true``. Neither has a deadline: a deadline is a
+wall-clock assertion, and a loaded machine stalls any example now and then (one that replays in 20 ms took
+284 ms and failed test_soundness_of_safe_auto_retry as "Unreliable test timings")."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import os
 import pytest
 from hypothesis import HealthCheck, settings
 
-settings.register_profile("dev", max_examples=100)
+settings.register_profile("dev", max_examples=100, deadline=None)
 settings.register_profile(
     "ci",
     max_examples=200,

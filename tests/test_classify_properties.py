@@ -7,7 +7,7 @@ import itertools
 import json
 
 import pytest
-from fsm_strategies import FAILURES, accepted, drive, facts, trigger_sequences
+from fsm_strategies import FAILURES, drive, facts, trigger_sequences
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -152,19 +152,27 @@ def test_classification_refuses_what_it_cannot_classify() -> None:
 
 @given(trigger_sequences(), facts)
 def test_soundness_of_safe_auto_retry(triggers: list[Trigger], sample: Facts) -> None:
-    steps = drive(triggers)
-    for i, step in enumerate(steps):
+    # diagnose() is pure, so each state a run passes through is judged once: a run of 40 steps otherwise
+    # makes a thousand calls, and on a loaded machine an example overran Hypothesis' 200 ms deadline.
+    safe_edges: dict[State, list[Trigger]] = {}
+    led_there: list[Trigger] = []
+    for step in drive(triggers):
         state = step.after
         if state.is_terminal:
             break
-        led_there = accepted(steps[: i + 1])
-        for edge in FAILURES:
-            for used in (sample, Facts()):
-                d = diagnose(state, edge, used)
-                if d.verdict is Verdict.SAFE_AUTO_RETRY:
-                    assert state.commitment is Commitment.NONE, (state, edge)
-                    assert Trigger.TEXT_DELTA not in led_there, (led_there, edge)
-                    assert Trigger.TOOL_EXECUTION_START_EFFECTFUL not in led_there, (led_there, edge)
+        if step.legal:
+            led_there.append(step.trigger)
+        if state not in safe_edges:
+            safe_edges[state] = [
+                edge
+                for edge in FAILURES
+                for used in (sample, Facts())
+                if diagnose(state, edge, used).verdict is Verdict.SAFE_AUTO_RETRY
+            ]
+        for edge in safe_edges[state]:
+            assert state.commitment is Commitment.NONE, (state, edge)
+            assert Trigger.TEXT_DELTA not in led_there, (led_there, edge)
+            assert Trigger.TOOL_EXECUTION_START_EFFECTFUL not in led_there, (led_there, edge)
 
 
 def test_soundness_of_safe_auto_retry_exhaustive() -> None:

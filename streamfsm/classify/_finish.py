@@ -125,11 +125,11 @@ def is_whole(fmt: str | None, raw: str | None) -> bool:
 
 
 def shown_reason(raw: str | None) -> str:
-    """A raw finish reason fit for a title or evidence: redacted, bounded, printable ASCII only."""
+    """A raw finish reason fit for a title or evidence: printable ASCII, redacted, bounded (an ellipsis
+    where cut)."""
     if raw is None:
         return "none"
-    text = _NOT_SHOWN.sub("?", redact_text(raw, limit=MAX_SHOWN))
-    return text or "empty"
+    return redact_text(_NOT_SHOWN.sub("?", raw), limit=MAX_SHOWN) or "empty"
 
 
 def finish_error(raw: str | None) -> ProviderError | None:

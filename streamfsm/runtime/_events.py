@@ -236,10 +236,13 @@ class ProtocolViolation(Exception):
     """A wire stream broke its format.
 
     ``detail`` is fixed vocabulary (never wire content); ``position`` is the index of the offending SSE event,
-    or the byte offset for line-level faults.
+    or the byte offset for line-level faults. ``before``: the events that same SSE event gave before the
+    fault, for a fault the runtime classifies where those events left the stream (a call that started and
+    ended on unparseable arguments in one chunk); the runtime empties it once applied.
     """
 
-    def __init__(self, detail: str, position: int) -> None:
+    def __init__(self, detail: str, position: int, before: tuple[StreamEvent, ...] = ()) -> None:
         self.detail = detail
         self.position = position
+        self.before = before
         super().__init__(f"{detail} at {position}")

@@ -25,8 +25,9 @@ interleave, and no writer holds a lock while it appends. Per line:
 2. if the line would take the file past ``max_bytes``, rotate (``path`` → ``path.1`` → … → ``path.N``)
    and open the new file. Only rotation takes a lock: ``fcntl.flock`` on ``<path>.lock`` (never renamed,
    so every process locks the same inode). A writer that finds a full file waits for that lock at most
-   ``ROTATION_WAIT_S`` (another process is rotating: a rename per backup), then writes to the current
-   file whatever its size: a line is never dropped for a lock. The rotator renames ``<path>`` aside
+   ``ROTATION_WAIT_S`` (another process is rotating: a rename per backup), then writes to the file it
+   found full, whatever its size and wherever the rotator moved it (``<path>.rotating``, ``<path>.1``): a
+   line is never dropped for a lock. The rotator renames ``<path>`` aside
    first, so writers get a fresh file at once, and rotates only if the full file it saw is still
    ``<path>``, so two processes never rotate twice for one full file. A file passes ``max_bytes`` by
    about one line per writer, more only while a rotator is held up past that wait;
@@ -79,7 +80,7 @@ DEFAULT_BACKUPS: Final = 5
 ROTATION_WAIT_S: Final = 0.02
 """The longest a line waits for another process's rotation of the file it found full (a rename per backup)."""
 MAX_BACKLOG: Final = 1024
-"""The most records (or log lines) one sink keeps waiting for its thread; past it, a record is dropped."""
+"""The most records a ``BackgroundSink`` keeps waiting for its thread; past it, a record is dropped."""
 SLOW_SINK_S: Final = 0.1
 """A sink taking longer than this inline is reported on ``streamfsm.sinks``."""
 
@@ -248,9 +249,8 @@ class _Backlog(Generic[_Item]):
         self._items: deque[tuple[_Item, str]] = deque()  # (item, run_id); the head is being worked on
         self._thread: threading.Thread | None = None
 
-    def submit(self, item: _Item, run_id: str, try_now: Callable[[_Item], bool] | None = None) -> None:
-        """Queue ``item``, unless nothing waits and ``try_now(item)`` does it at once. A full backlog drops
-        the item and counts it. Exceptions from ``try_now`` propagate."""
+    def submit(self, item: _Item, run_id: str) -> None:
+        """Queue ``item``; a full backlog drops it and counts it."""
         if self._pid != os.getpid():  # a forked child: the parent's items and thread are the parent's
             self._pid, self._cond, self._items, self._thread = (
                 os.getpid(),
@@ -259,8 +259,6 @@ class _Backlog(Generic[_Item]):
                 None,
             )
         with self._cond:
-            if not self._items and try_now is not None and try_now(item):
-                return
             if len(self._items) >= self._limit:
                 full = True
             else:

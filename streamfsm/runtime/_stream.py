@@ -474,10 +474,12 @@ class Run:
                     self._fail(Trigger.EOF_WITHOUT_TERMINAL, self._facts(detail=self._eof_detail()))
         except ProtocolViolation as violation:
             if violation.detail == UNPARSEABLE_ARGUMENTS:  # the provider ended a call that is not JSON
+                before, violation.before = violation.before, ()  # the exception keeps no model output
+                self._apply_all(before)  # the call's start, when the chunk that ended it carried it
                 self._fail(Trigger.TOOL_INPUT_UNFINISHED, self._facts(detail=UNPARSEABLE_ARGUMENTS))
             self._fail(Trigger.PROTOCOL_VIOLATION, self._facts(detail=violation.detail), violation)
 
-    def _apply_all(self, events: list[StreamEvent]) -> None:
+    def _apply_all(self, events: Iterable[StreamEvent]) -> None:
         for event in events:
             if self._done:
                 return
@@ -543,6 +545,7 @@ class Run:
         """The provider's terminal event arrived with a tool call still open (the adapters leave it open at a
         finish that is not a whole answer): the call was never complete and its tool never ran."""
         raw = self._rec.finish_raw = event.raw_reason
+        self._rec.finish_unified = event.reason.value  # as _on_finish: the terminal event did arrive
         finish = finish_cause(self.provider, raw)
         facts = self._facts(finish=finish, detail=f"finish_reason={shown_reason(raw)}")
         self._fail(Trigger.TOOL_INPUT_UNFINISHED, facts)

@@ -12,7 +12,7 @@ from streamfsm.classify import (
     finish_cause,
     finish_error,
 )
-from streamfsm.classify._finish import ERROR_FINISH, MAX_FINISH_RAW
+from streamfsm.classify._finish import ERROR_FINISH, MAX_FINISH_RAW, shown_reason
 
 
 def test_the_tables_are_case_folded_and_never_overlap() -> None:
@@ -71,3 +71,4 @@ def test_a_hostile_reason_is_shown_redacted_and_bounded() -> None:
     assert error is not None
     (marker,) = error.markers
     assert "aB3aB3" not in marker and "\x1b" not in marker and len(marker) <= 60
+    assert shown_reason("engine_" * 10).endswith("\u2026"), "a cut reason says so (was '?')"

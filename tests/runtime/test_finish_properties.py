@@ -228,6 +228,44 @@ def test_b_a_tool_call_is_handed_out_only_complete(
         assert calls and calls[-1].name == "apply_patch"
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["read_file", "apply_patch"]), _ARGS, st.booleans()), min_size=1, max_size=3
+    ),
+    st.none() | reasons,
+    st.booleans(),
+    st.data(),
+)
+def test_b_calls_that_start_and_end_in_one_chunk_are_handed_out_only_complete(
+    calls: list[tuple[str, str, bool]], raw: str | None, text_first: bool, data: st.DataObject
+) -> None:
+    """Chat servers that parse tool calls whole (Ollama; vLLM without incremental parsing) send every call,
+    and often the finish, in one chunk: a cut call there fails where it was cut, naming its tool."""
+    fragments = []
+    for position, (name, arguments, cut) in enumerate(calls):
+        if cut:
+            arguments = arguments[: data.draw(st.integers(1, len(arguments) - 1))]
+        function = {"name": name, "arguments": arguments}
+        fragments.append(
+            {"index": position, "id": f"call_{position}", "type": "function", "function": function}
+        )
+    delta: dict[str, Any] = {"role": "assistant", "tool_calls": fragments}
+    if text_first:
+        delta["content"] = "Let me look."
+    reason = "tool_calls" if raw is None else raw
+    chunk = {"id": "c", "choices": [{"index": 0, "delta": delta, "finish_reason": reason}]}
+    run, events = play("openai-chat", [frame(chunk), b"data: [DONE]\n\n"], [], None, "eof")
+    d = run.diagnosis
+    assert d is not None
+    for call in [e for e in events if isinstance(e, ToolCall)]:
+        json.loads(call.arguments)
+    if any(cut for _, _, cut in calls) or not _whole("openai-chat", reason):
+        assert d.failure_class.value in ("tool_input_interrupted", "provider_error"), (reason, d.summary_key)
+    if d.failure_class.value == "tool_input_interrupted":  # where the cut call was: its tool is named
+        assert d.state.activity.value == "tool_input_open" and "`" in d.title, (d.state, d.title)
+
+
 # -- the SDK item path agrees ------------------------------------------------------------------------------
 
 

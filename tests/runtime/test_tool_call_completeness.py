@@ -22,9 +22,10 @@ import streamfsm
 from streamfsm import StreamFailed, ToolCall
 from streamfsm.runtime._adapters import adapter_for
 from streamfsm.runtime._adapters._sdk_items import SdkOpenAIChat
-from streamfsm.runtime._events import Finish, ToolInputStart
+from streamfsm.runtime._events import Finish, FinishReason, ToolInputStart
 from streamfsm.runtime._sse import SSEEvent
 from streamfsm.testing import End, FaultServer, Headers, Send, build
+from streamfsm.testing._wire import frame
 
 pytestmark = pytest.mark.anyio
 BOUND_S = 20.0
@@ -59,7 +60,8 @@ async def test_a_call_cut_at_the_output_limit_is_interrupted_tool_input_not_a_ca
     assert d.verdict.value == "no_retry" and d.action.value == "fix_request"
     assert not [e for e in seen if isinstance(e, ToolCall)] and run.result().tool_calls == ()
     record = validate_record(info.value.record)
-    assert record["finish_reason"]["raw"] == LENGTH[fmt]
+    assert dict(record["finish_reason"]) == {"raw": LENGTH[fmt], "unified": "length"}  # the terminal event's
+    assert run.result().finish_reason is FinishReason.LENGTH
     assert record["outcome"]["edge"] == "tool_input_unfinished"
 
 
@@ -124,6 +126,65 @@ async def test_a_finish_reason_that_reads_as_an_abort_is_a_provider_error_there(
     d = info.value.diagnosis
     assert d.summary_key == "provider_error.unknown" and d.state.activity.value == "generating"
     assert "finish_reason=abort" in d.evidence and d.verdict.value == "user_confirmed_retry"
+
+
+def _chat_chunk(tool_calls: list[dict[str, Any]], finish: str | None = None) -> bytes:
+    delta = {"role": "assistant", "tool_calls": tool_calls}
+    return frame({"id": "c", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+
+
+def _call(index: int, name: str, arguments: str) -> dict[str, Any]:
+    return {
+        "index": index,
+        "id": f"call_{index}",
+        "type": "function",
+        "function": {"name": name, "arguments": arguments},
+    }
+
+
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        # Ollama and vLLM without incremental parsing: the whole call and its finish in one chunk
+        [_chat_chunk([_call(0, "apply_patch", '{"path": "a.py", "patch": "@@')], "tool_calls")],
+        # several calls in one chunk, the first one's arguments cut, then the finish
+        [
+            _chat_chunk(
+                [_call(0, "apply_patch", '{"path": "a.py", "patch": "@@'), _call(1, "read_file", "{}")]
+            ),
+            _chat_chunk([], "tool_calls"),
+        ],
+    ],
+    ids=["call-and-finish", "two-calls"],
+)
+async def test_a_call_ended_on_unparseable_arguments_in_the_chunk_that_started_it_is_interrupted_tool_input(
+    chunks: list[bytes],
+) -> None:
+    steps = (Headers(), *(Send(c) for c in chunks), Send(b"data: [DONE]\n\n"), End())
+    seen: list[Any] = []
+    async with FaultServer(steps) as server:
+        with anyio.fail_after(BOUND_S), pytest.raises(StreamFailed) as info:
+            async with streamfsm.open_stream(
+                "openai-chat", base_url=server.base_url, json=BODIES["openai-chat"]
+            ) as run:
+                async for event in run.collect():
+                    seen.append(event)
+    d = info.value.diagnosis
+    # The call's start came in the same chunk as its end: it is still the call that was cut, not a break
+    # of the stream before any output.
+    assert d.summary_key == "tool_input_interrupted.unparseable_arguments", d.summary_key
+    assert d.state.activity.value == "tool_input_open" and "apply_patch" in d.title
+    assert not [e for e in seen if isinstance(e, ToolCall)] and run.result().tool_calls == ()
+
+
+async def test_wrap_agrees_on_a_call_ended_on_unparseable_arguments_in_the_chunk_that_started_it() -> None:
+    chunk = _chat_chunk([_call(0, "apply_patch", '{"path": "a.py", "patch": "@@')], "tool_calls")
+    async with serving("openai-chat", script([chunk, b"data: [DONE]\n\n"], End())) as (_, client):
+        with anyio.fail_after(BOUND_S), pytest.raises(StreamFailed) as info:
+            async with streamfsm.wrap(create("openai-chat", client)) as run:
+                async for _ in run:
+                    pass
+    assert info.value.diagnosis.summary_key == "tool_input_interrupted.unparseable_arguments"
 
 
 def _feed(fmt: str, payloads: list[dict[str, Any]]) -> list[Any]:

@@ -300,8 +300,8 @@ class Adapter:
         call = self._call
         if call is None:
             return None
-        if not call.complete():
-            raise ProtocolViolation(UNPARSEABLE_ARGUMENTS, max(self.events_seen - 1, 0))
+        if not call.complete():  # ``out``: the call's start, when the same SSE event carried it
+            raise ProtocolViolation(UNPARSEABLE_ARGUMENTS, max(self.events_seen - 1, 0), tuple(out))
         self._call = None
         if not call.ended:
             out.append(ToolInputEnd(call.call_id))
