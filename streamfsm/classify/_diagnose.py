@@ -315,5 +315,7 @@ def diagnose_finished(
         action=Action.NONE,
         title=title,
         detail=detail,
+        # Content not read: the run ended, but what it said is a guess.
+        confidence=Confidence.LOW if finish is FinishCause.UNREAD_CONTENT else Confidence.HIGH,
         evidence=tuple(dict.fromkeys((f"state={state}", f"finish={finish.value}", *evidence)))[:MAX_EVIDENCE],
     )

@@ -42,7 +42,7 @@ from ..classify import (
     finish_cause,
 )
 from ..classify._provider import provider_error_from_http
-from ..classify._taxonomy import TransportKind
+from ..classify._taxonomy import FinishCause, TransportKind
 from ..classify._transport import transport_facts
 from ..machine import PROVIDER_PROGRESS, Activity, IllegalTransition, State, StreamMachine, Trigger
 from ._adapters import Adapter, adapter_for
@@ -747,6 +747,8 @@ class Run:
         # last events (relaying the terminal event, starting tools) is still counted.
         rec = self._rec
         cause = finish_cause(rec.finish_unified, rec.finish_raw)  # a cut or filtered answer says so
+        if cause is FinishCause.FINISHED and rec.content_unread():
+            cause = FinishCause.UNREAD_CONTENT  # not a whole answer: none of it could be read
         self._diagnosis, self._finished_at, self._done = (
             diagnose_finished(self._machine.state, cause, rec.wire_evidence()),
             time.monotonic(),

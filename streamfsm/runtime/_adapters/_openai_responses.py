@@ -20,7 +20,11 @@ Judgement calls:
   their events are bookkeeping, not tool calls.
 * ``response.completed`` finishes with ``TOOL_CALLS`` when a function call was seen, else ``STOP``; the raw
   reason is the response's ``status``. ``response.incomplete`` maps ``max_output_tokens`` to ``LENGTH`` and
-  ``content_filter`` to ``CONTENT_FILTER``. Unknown types are bookkeeping too (forward compatible), counted.
+  ``content_filter`` to ``CONTENT_FILTER``. Unknown types are bookkeeping too (forward compatible), counted;
+  an unknown ``*.delta`` type may be answer content, so it is also noted as ``unread_content``, as is a
+  text delta that is not a string. ``response.audio.transcript.delta`` is the text of an audio answer.
+* An event named ``error`` (SSE ``event:`` line) is an error whatever its data; so is typeless data with an
+  ``error`` object or a flat ``code`` + ``message``.
 """
 
 from __future__ import annotations
@@ -45,12 +49,14 @@ from ._base import (
     SEQUENCE_REGRESSED,
     UNEXPECTED_EVENT,
     UNKNOWN_TOOL_CALL,
+    UNREAD_CONTENT,
     Adapter,
     OpenCall,
     as_arguments,
     as_count,
     as_dict,
     as_str,
+    error_marker,
     metadata_constants,
     raw_reason,
 )
@@ -100,6 +106,9 @@ _BOOKKEEPING: Final = metadata_constants(
     "response.mcp_list_tools.failed",
     "response.reasoning_summary.delta",
     "response.reasoning_summary.done",
+    "response.audio.delta",  # audio bytes: no text (its transcript has events of its own)
+    "response.audio.done",
+    "response.audio.transcript.done",
 )
 
 
@@ -161,9 +170,14 @@ class OpenAIResponsesAdapter(Adapter):
     def _on_data(self, event: SSEEvent, data: str, index: int) -> list[StreamEvent]:
         payload = self.load(data, index)
         kind = payload.get("type")
+        if event.event == "error" and (type(kind) is not str or kind not in _ERROR_EVENTS):
+            return self.error(payload, "event=error")  # an event named error is one, whatever its data
         if type(kind) is not str:
             if payload.get("error") is not None:
                 return self.error(payload)
+            marker = error_marker(payload, None)
+            if marker is not None:
+                return self.error(payload, marker)
             raise ProtocolViolation(UNEXPECTED_EVENT, index)
         if event.event != kind and event.event != "message":
             self.note("event_name_mismatch")
@@ -186,8 +200,8 @@ class OpenAIResponsesAdapter(Adapter):
 
     def _unknown(self, kind: str) -> list[StreamEvent]:
         self.note("unknown_event")
-        if kind.endswith(".delta"):
-            self.count_key(kind[len(_PREFIX) :] if kind.startswith(_PREFIX) else kind)
+        if kind.endswith(".delta"):  # a delta of a kind not known may be answer content: never silent
+            self.unread(kind[len(_PREFIX) :] if kind.startswith(_PREFIX) else kind)
         return [Metadata(kind if len(kind) <= 64 else "unknown")]
 
     # -- handlers -------------------------------------------------------------------------------------------
@@ -201,6 +215,11 @@ class OpenAIResponsesAdapter(Adapter):
         self.count_key("output_text.delta")
         return self._visible(payload, False)
 
+    def _on_transcript(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
+        # An audio answer's transcript is its text (as chat's delta.audio.transcript).
+        self.count_key("audio.transcript.delta")
+        return self._visible(payload, False)
+
     def _on_refusal(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
         self.count_key("refusal.delta")
         return self._visible(payload, True)
@@ -208,6 +227,8 @@ class OpenAIResponsesAdapter(Adapter):
     def _visible(self, payload: dict[str, Any], refusal: bool) -> list[StreamEvent]:
         text = payload.get("delta")
         if not text or not isinstance(text, str):
+            if text:
+                self.note(UNREAD_CONTENT)
             return [_BOOKKEEPING_DELTA]
         if self._call is None:
             return [TextDelta(text, refusal)]
@@ -227,6 +248,8 @@ class OpenAIResponsesAdapter(Adapter):
     def _reasoning(self, payload: dict[str, Any], summary: bool) -> list[StreamEvent]:
         text = payload.get("delta")
         if not text or not isinstance(text, str):
+            if text:
+                self.note(UNREAD_CONTENT)
             return [_BOOKKEEPING_DELTA]
         if self._call is None:
             return [ReasoningDelta(text, summary)]
@@ -338,6 +361,7 @@ _HANDLERS: Final[dict[str, _Handler]] = {
     "response.in_progress": OpenAIResponsesAdapter._on_created,
     "response.queued": OpenAIResponsesAdapter._on_created,
     "response.output_text.delta": OpenAIResponsesAdapter._on_text,
+    "response.audio.transcript.delta": OpenAIResponsesAdapter._on_transcript,
     "response.refusal.delta": OpenAIResponsesAdapter._on_refusal,
     "response.reasoning_summary_text.delta": OpenAIResponsesAdapter._on_summary,
     "response.reasoning_text.delta": OpenAIResponsesAdapter._on_reasoning,

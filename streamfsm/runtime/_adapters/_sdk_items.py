@@ -36,7 +36,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from .._events import Metadata, ProtocolViolation, StreamEvent
-from ._anthropic import _DELTAS, _META, _PING, AnthropicAdapter
+from ._anthropic import _PING, AnthropicAdapter
 from ._base import (
     ADAPTER_FAULT,
     DATA_AFTER_TERMINAL,
@@ -44,6 +44,7 @@ from ._base import (
     UNEXPECTED_EVENT,
     Adapter,
     as_str,
+    error_marker,
     raw_reason,
 )
 from ._openai_chat import _CHUNK, OpenAIChatAdapter, chat_usage
@@ -147,6 +148,10 @@ class SdkOpenAIChat(SdkTranslator, OpenAIChatAdapter):
     __slots__ = ()
 
     def _on_item(self, chunk: Any, index: int) -> list[StreamEvent]:
+        top = fields(chunk)
+        marker = error_marker(top, None)  # openai raises only for an "error" key; vLLM's shape is yielded
+        if marker is not None:
+            return self.error(plain(top), marker)
         out: list[StreamEvent] = []
         if not self._started:
             self._started = True
@@ -265,6 +270,7 @@ _FlatHandler = Callable[[OpenAIResponsesAdapter, dict[str, Any], int], list[Stre
 
 _FLAT: Final[dict[str, _FlatHandler]] = {
     "response.output_text.delta": OpenAIResponsesAdapter._on_text,
+    "response.audio.transcript.delta": OpenAIResponsesAdapter._on_transcript,
     "response.refusal.delta": OpenAIResponsesAdapter._on_refusal,
     "response.reasoning_summary_text.delta": OpenAIResponsesAdapter._on_summary,
     "response.reasoning_text.delta": OpenAIResponsesAdapter._on_reasoning,
@@ -328,10 +334,7 @@ class SdkAnthropic(SdkTranslator, AnthropicAdapter):
         delta = fields(item.delta)
         kind = as_str(delta.get("type")) or "unknown"
         self.count_key(kind)
-        handler = _DELTAS.get(kind)
-        if handler is not None:
-            return handler(self, delta, item.__dict__, index)
-        return [_META["content_block_delta"]]
+        return self.block_delta(kind, delta, item.__dict__, index)
 
     def _item_message_start(self, item: Any, index: int) -> list[StreamEvent]:
         message = getattr(item, "message", None)
