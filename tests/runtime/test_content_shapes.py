@@ -121,6 +121,23 @@ def test_chat_unknown_delta_field_with_a_value_is_evidence_and_known_extras_are_
     assert adapter.delta_keys["answer_text"] == 1
 
 
+def test_chat_choice_fields_beside_the_delta_are_evidence_unless_known() -> None:
+    adapter = adapter_for("openai-chat")
+    choice = {
+        "index": 0,
+        "delta": {},
+        "finish_reason": "stop",
+        "native_finish_reason": "end_turn",
+        "stop_reason": 2,
+    }
+    adapter.feed(sse({"id": "c", "choices": [choice]}))
+    assert UNREAD not in adapter.anomalies
+    adapter = adapter_for("openai-chat")
+    adapter.feed(sse({"id": "c", "choices": [{"index": 0, "text": "Hi", "finish_reason": None}]}))  # legacy
+    assert adapter.anomalies == {UNREAD: 1}
+    assert adapter.delta_keys == {"choice.text": 1}
+
+
 def test_chat_openrouter_reasoning_details_are_read_only_without_a_plain_reasoning_string() -> None:
     details = [
         {"type": "reasoning.text", "text": "step one", "format": "anthropic-claude-v1"},

@@ -22,8 +22,9 @@ Judgement calls:
   refusal parts are read in order, Mistral's ``thinking`` parts as reasoning, image / audio / file /
   reference parts are known to carry no text (``_base.CONTENT_PARTS``). ``reasoning_details`` (OpenRouter)
   is read when no plain reasoning string came with it; an audio answer's ``transcript`` is its text.
-  Anything else with a value (an unknown part type, a field not in ``_READ``, content of another shape) is
-  counted in ``delta_keys`` and noted as ``unread_content``: never dropped silently.
+  Anything else with a value (an unknown part type, a field not in ``_READ``, content of another shape, a
+  choice field beside the delta not in ``_CHOICE_KEYS`` such as a legacy ``text``) is counted in
+  ``delta_keys`` and noted as ``unread_content``: never dropped silently.
 * An in-band error is an ``error`` object or string, or any shape ``_base.error_marker`` names: ``event:
   error``, ``"object": "error"`` (vLLM), ``"type": "error"``, a flat ``code`` + ``message``.
 * ``finish_reason: "error"`` is the provider saying generation failed (OpenRouter and other gateways send it
@@ -96,6 +97,20 @@ _READ: Final = frozenset(
         "images",  # OpenRouter image output: images, no text
         "provider_specific_fields",  # LiteLLM's pass-through of provider extras
         "name",
+    }
+)
+# Choice fields beside ``delta`` known to carry no answer text.
+_CHOICE_KEYS: Final = frozenset(
+    {
+        "index",
+        "delta",
+        "finish_reason",
+        "logprobs",
+        "native_finish_reason",  # OpenRouter: the upstream provider's own reason
+        "stop_reason",  # vLLM: the stop string or token that ended it
+        "matched_stop",  # SGLang: the same
+        "content_filter_results",  # Azure OpenAI
+        "error",  # OpenRouter, with finish_reason "error"
     }
 )
 # OpenRouter reasoning_details types and the field holding their text.
@@ -171,6 +186,8 @@ class OpenAIChatAdapter(Adapter):
                     if type(delta) is not dict:
                         raise ProtocolViolation(UNEXPECTED_SHAPE, index)
                     self._delta(delta, out, index)
+                if not _CHOICE_KEYS.issuperset(choice):
+                    self.choice_extras(choice)
                 if isinstance(finish, str):
                     self.close_call(out)
                     self.finish_raw = raw_reason(finish)
@@ -235,6 +252,13 @@ class OpenAIChatAdapter(Adapter):
                 if type(fragment) is not dict:
                     raise ProtocolViolation(UNEXPECTED_SHAPE, index)
                 self._fragment(fragment, out, index)
+
+    def choice_extras(self, choice: Mapping[str, Any]) -> None:
+        """Choice fields beside the delta that this adapter does not read (a legacy ``text``, a whole
+        ``message``): evidence, under ``choice.<name>``."""
+        for key, value in choice.items():
+            if key not in _CHOICE_KEYS and value is not None and value != "" and value != [] and value != {}:
+                self.unread(f"choice.{key}")
 
     def _visible(self, out: list[StreamEvent], event: StreamEvent) -> None:
         if self._call is not None:

@@ -174,6 +174,9 @@ class SdkOpenAIChat(SdkTranslator, OpenAIChatAdapter):
                     if payload.get("tool_calls"):
                         payload = {**payload, "tool_calls": [_fragment(f) for f in payload["tool_calls"]]}
                     self._delta(payload, out, index)
+                extras = getattr(choice, "__pydantic_extra__", None)  # undeclared wire fields
+                if extras:
+                    self.choice_extras(extras)
                 if isinstance(finish, str):
                     self.close_call(out)
                     self.finish_raw = raw_reason(finish)
