@@ -317,6 +317,29 @@ def test_responses_audio_transcript_is_text_and_an_unknown_delta_is_evidence() -
     assert adapter.anomalies == {"unknown_event": 1, UNREAD: 1}
 
 
+def _responses_part(*deltas: str, whole: str) -> list[SSEEvent]:
+    part = {"item_id": "msg_1", "output_index": 0, "content_index": 0}
+    events = [sse({"type": "response.output_text.delta", **part, "delta": d}) for d in deltas]
+    return [*events, sse({"type": "response.output_text.done", **part, "text": whole})]
+
+
+def test_responses_whole_text_of_a_part_is_read_only_when_no_delta_of_it_was() -> None:
+    adapter = adapter_for("openai-responses")
+    assert texts(feed(adapter, *_responses_part(whole="Hello"))) == "Hello"  # a server that sends no deltas
+    assert texts(feed(adapter, *_responses_part("Hel", "lo", whole="Hello"))) == "Hello"  # never twice
+    assert texts(feed(adapter, *_responses_part(whole="Again"))) == "Again"
+    refusal = sse({"type": "response.refusal.done", "item_id": "msg_1", "refusal": "No."})
+    assert feed(adapter, refusal) == [TextDelta("No.", refusal=True)]
+
+
+def test_a_resumed_responses_stream_does_not_read_a_parts_whole_text_twice() -> None:
+    adapter = adapter_for("openai-responses")
+    *deltas, done = _responses_part("Hel", "lo", whole="Hello")
+    feed(adapter, *deltas)
+    resumed = adapter.resumed()  # type: ignore[attr-defined]
+    assert texts(resumed.feed(done)) == ""
+
+
 # -- the property: a typed-part list is read whole, and what is not read is counted ------------------------
 
 _WORDS = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=8)

@@ -275,6 +275,8 @@ _FLAT: Final[dict[str, _FlatHandler]] = {
     "response.output_text.delta": OpenAIResponsesAdapter._on_text,
     "response.audio.transcript.delta": OpenAIResponsesAdapter._on_transcript,
     "response.refusal.delta": OpenAIResponsesAdapter._on_refusal,
+    "response.output_text.done": OpenAIResponsesAdapter._on_text_done,
+    "response.refusal.done": OpenAIResponsesAdapter._on_text_done,
     "response.reasoning_summary_text.delta": OpenAIResponsesAdapter._on_summary,
     "response.reasoning_text.delta": OpenAIResponsesAdapter._on_reasoning,
     "response.function_call_arguments.delta": OpenAIResponsesAdapter._on_arguments_delta,
