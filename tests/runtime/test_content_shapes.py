@@ -221,6 +221,25 @@ def test_chat_audio_transcript_is_the_answers_text() -> None:
             ProviderErrorKind.SERVER_ERROR,
             "body=code_and_message",
         ),
+        # a response.failed without its type
+        (
+            "openai-responses",
+            "message",
+            {"response": {"id": "r", "status": "failed", "error": {"code": "server_error", "message": "x"}}},
+            ProviderErrorKind.SERVER_ERROR,
+            "response.error",
+        ),
+        # an error object inside the choice, its finish_reason not (yet) "error"
+        (
+            "openai-chat",
+            "message",
+            {
+                "id": "c",
+                "choices": [{"index": 0, "delta": {}, "error": {"code": 502, "message": "upstream"}}],
+            },
+            ProviderErrorKind.SERVER_ERROR,
+            "choice.error",
+        ),
     ],
 )
 def test_an_error_on_another_field_or_event_name_is_a_provider_error(

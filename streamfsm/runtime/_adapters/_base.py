@@ -156,7 +156,8 @@ def read_parts(
 
 # Shapes of a decoded event that say "this is an error", whatever the format, beyond the ``error`` key
 # every adapter reads: an SSE ``event: error`` (OpenAI-compatible servers and gateways put it on chat
-# streams); ``"object": "error"`` (vLLM's ErrorResponse, also mid-stream); ``"type": "error"`` (Anthropic's
+# streams); ``"object": "error"`` (vLLM's ErrorResponse, also mid-stream); ``{"response": {"error": {...}}}``
+# (a ``response.failed`` without its type); ``"type": "error"`` (Anthropic's
 # and Responses' own, sent by gateways on other formats); a flat ``code`` + ``message`` with no answer in it
 # (gateways such as one-api/new-api, Chinese providers' compatible APIs); Baidu's ``error_code`` /
 # ``error_msg``. A success code (0, 200, "ok", "success") is not an error.
@@ -171,6 +172,9 @@ def error_marker(payload: Mapping[str, Any], event_name: str | None) -> str | No
         return "event=error"
     if payload.get("object") == "error":
         return "object=error"
+    response = payload.get("response")
+    if type(response) is dict and type(response.get("error")) is dict and response["error"]:
+        return "response.error"  # a Responses failure's shape, without its type
     kind = payload.get("type")
     if kind == "error" or (isinstance(kind, str) and kind.endswith("_error")):
         return "type=error"  # Anthropic's error types (overloaded_error, ...) sent flat by gateways

@@ -110,7 +110,7 @@ _CHOICE_KEYS: Final = frozenset(
         "stop_reason",  # vLLM: the stop string or token that ended it
         "matched_stop",  # SGLang: the same
         "content_filter_results",  # Azure OpenAI
-        "error",  # OpenRouter, with finish_reason "error"
+        "error",  # OpenRouter, with finish_reason "error"; an object here is an error whatever the finish
     }
 )
 # OpenRouter reasoning_details types and the field holding their text.
@@ -181,6 +181,9 @@ class OpenAIChatAdapter(Adapter):
                     continue
                 if finish == "error":
                     return self._error_finish(payload, choice)
+                if type(choice.get("error")) is dict and choice["error"]:
+                    # An error object in the choice, whatever its finish_reason: the error is one.
+                    return self.error({"error": choice["error"]}, "choice.error")
                 delta = choice.get("delta")
                 if delta:
                     if type(delta) is not dict:
