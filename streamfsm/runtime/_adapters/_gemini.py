@@ -136,9 +136,10 @@ class GeminiAdapter(Adapter):
         payload = self.load(data, index)
         if payload.get("error") is not None:
             return self.error(payload)
-        marker = error_marker(payload, event.event)
-        if marker is not None:
-            return self.error(payload, marker)
+        if event.event != "message" or "candidates" not in payload:  # every shape it names is one of these
+            marker = error_marker(payload, event.event)
+            if marker is not None:
+                return self.error(payload, marker)
         out: list[StreamEvent] = []
         if not self._started:
             self._started = True

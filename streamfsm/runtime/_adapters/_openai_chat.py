@@ -157,9 +157,10 @@ class OpenAIChatAdapter(Adapter):
         payload = self.load(data, index)
         if payload.get("error") is not None:
             return self.error(payload)
-        marker = error_marker(payload, event.event)
-        if marker is not None:
-            return self.error(payload, marker)
+        if event.event != "message" or "choices" not in payload:  # every shape it names is one of these
+            marker = error_marker(payload, event.event)
+            if marker is not None:
+                return self.error(payload, marker)
         out: list[StreamEvent] = []
         if not self._started:
             self._started = True
@@ -223,28 +224,28 @@ class OpenAIChatAdapter(Adapter):
             self.note(UNREAD_CONTENT)  # a field this adapter does not read; its name is in delta_keys
         reasoning = delta.get("reasoning_content") or delta.get("reasoning")
         if reasoning and isinstance(reasoning, str):
-            self._visible(out, ReasoningDelta(reasoning))
+            self._emit(out, ReasoningDelta(reasoning))
         elif delta.get("reasoning_details"):
             self._reasoning_details(delta["reasoning_details"], out)
         elif reasoning:
             self.note(UNREAD_CONTENT)  # reasoning that is not a string
         refusal = delta.get("refusal")
         if refusal and isinstance(refusal, str):
-            self._visible(out, TextDelta(refusal, refusal=True))
+            self._emit(out, TextDelta(refusal, refusal=True))
         content = delta.get("content")
         if content and isinstance(content, str):
-            self._visible(out, TextDelta(content))
+            self._emit(out, TextDelta(content))
         elif isinstance(content, list):
             for carrier, text in read_parts(content, self.note, self.count_key):
                 piece = ReasoningDelta(text) if carrier == REASONING else TextDelta(text, carrier == REFUSAL)
-                self._visible(out, piece)
+                self._emit(out, piece)
         elif content is not None and content != "":
             self.note(UNREAD_CONTENT)  # content that is neither a string nor a list of parts
         audio = delta.get("audio")
         if audio:
             transcript = audio.get("transcript") if type(audio) is dict else None
             if transcript and isinstance(transcript, str):
-                self._visible(out, TextDelta(transcript))
+                self._emit(out, TextDelta(transcript))
             elif type(audio) is not dict:
                 self.note(UNREAD_CONTENT)
         fragments = delta.get("tool_calls")
@@ -263,7 +264,7 @@ class OpenAIChatAdapter(Adapter):
             if key not in _CHOICE_KEYS and value is not None and value != "" and value != [] and value != {}:
                 self.unread(f"choice.{key}")
 
-    def _visible(self, out: list[StreamEvent], event: StreamEvent) -> None:
+    def _emit(self, out: list[StreamEvent], event: StreamEvent) -> None:
         if self._call is not None:
             self.close_call(out)
         out.append(event)
@@ -283,7 +284,7 @@ class OpenAIChatAdapter(Adapter):
                 continue
             text = detail.get(field_name)
             if text and isinstance(text, str):
-                self._visible(out, ReasoningDelta(text, field_name == "summary"))
+                self._emit(out, ReasoningDelta(text, field_name == "summary"))
 
     def _fragment(self, fragment: dict[str, Any], out: list[StreamEvent], index: int) -> None:
         position = fragment.get("index")
