@@ -296,6 +296,15 @@ def test_anthropic_known_blocks_without_text_are_quiet_and_unknown_ones_are_evid
     assert all(isinstance(e, Metadata) for e in events)
 
 
+def test_anthropic_content_in_message_start_is_evidence() -> None:
+    # Documented empty; a proxy that puts the whole answer there is not streaming it.
+    adapter = adapter_for("anthropic")
+    message = {"id": "msg_1", "model": "m", "content": [{"type": "text", "text": "Hi"}]}
+    adapter.feed(sse({"type": "message_start", "message": message}))
+    assert adapter.anomalies == {UNREAD: 1}
+    assert adapter.delta_keys == {"message_start.content": 1}
+
+
 def test_anthropic_an_event_named_error_is_an_error_whatever_its_type() -> None:
     adapter = adapter_for("anthropic")
     events = adapter.feed(sse({"type": "message_delta", "delta": {"stop_reason": "end_turn"}}, "error"))

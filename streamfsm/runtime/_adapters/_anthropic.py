@@ -149,6 +149,8 @@ class AnthropicAdapter(Adapter):
         message = as_dict(payload.get("message")) or {}
         self.seen(message.get("id"), message.get("model"))
         out: list[StreamEvent] = [Metadata("message_start", self.response_id, self.model)]
+        if message.get("content"):  # documented empty: content here is not streamed, and not read
+            self.unread("message_start.content")
         usage = as_dict(message.get("usage"))
         if usage is not None:
             # Its output_tokens is a placeholder (1): the count arrives with message_delta. Never report it.

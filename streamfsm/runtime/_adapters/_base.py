@@ -156,7 +156,7 @@ def read_parts(
 
 # Shapes of a decoded event that say "this is an error", whatever the format, beyond the ``error`` key
 # every adapter reads: an SSE ``event: error`` (OpenAI-compatible servers and gateways put it on chat
-# streams); ``"object": "error"`` (vLLM's ErrorResponse, also mid-stream); ``{"response": {"error": {...}}}``
+# streams); ``"object": "error"`` (the shape of vLLM's ErrorResponse); ``{"response": {"error": {...}}}``
 # (a ``response.failed`` without its type); ``"type": "error"`` (Anthropic's
 # and Responses' own, sent by gateways on other formats); a flat ``code`` + ``message`` with no answer in it
 # (gateways such as one-api/new-api, Chinese providers' compatible APIs); Baidu's ``error_code`` /

@@ -343,7 +343,7 @@ class SdkAnthropic(SdkTranslator, AnthropicAdapter):
 
     def _item_message_start(self, item: Any, index: int) -> list[StreamEvent]:
         message = getattr(item, "message", None)
-        payload = {"message": pick(message, "id", "model", "usage") if message is not None else {}}
+        payload = {"message": pick(message, "id", "model", "usage", "content") if message is not None else {}}
         return self._on_message_start(payload, index)
 
     def _item_block_start(self, item: Any, index: int) -> list[StreamEvent]:
