@@ -412,6 +412,30 @@ def test_chat_typed_parts_are_read_whole_and_an_unknown_part_is_never_dropped_si
     assert isinstance(events[-1], Finish)
 
 
+# Names no provider documents (no known type or field starts with "x"); a "*_tool_result" block is known.
+_NAMES = st.from_regex(r"x[a-z_]{0,14}", fullmatch=True).filter(lambda n: not n.endswith("_tool_result"))
+
+
+def _carrying(fmt: str, name: str, text: str) -> SSEEvent:
+    """``text`` under a content type or field called ``name`` in ``fmt``'s content carrier."""
+    if fmt == "openai-chat":
+        return chat({name: text})
+    if fmt == "anthropic":
+        return block_start(0, {"type": name, name: text})
+    if fmt == "gemini":
+        return sse({"candidates": [{"content": {"parts": [{name: text}]}}]})
+    return sse({"type": f"response.{name}.delta", "sequence_number": 1, "delta": text})
+
+
+@given(st.sampled_from(["openai-chat", "anthropic", "gemini", "openai-responses"]), _NAMES, _WORDS)
+def test_content_of_a_kind_no_adapter_knows_is_never_dropped_silently(fmt: str, name: str, text: str) -> None:
+    adapter = adapter_for(fmt)
+    events = adapter.feed(_carrying(fmt, name, text))
+    assert texts(events) == ""
+    assert adapter.anomalies.get(UNREAD) == 1
+    assert sum(adapter.delta_keys.values()) >= 1  # counted under a name the record can show
+
+
 # -- over real sockets: what the run and its record say ------------------------------------------------------
 
 
