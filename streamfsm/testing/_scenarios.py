@@ -1212,6 +1212,7 @@ def _content_shapes(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[
             "code": 500,
         }
         named = frame({"id": "gen-1761", "object": "chat.completion.chunk", "choices": []}, "error")
+        field_error = b'error: {"code":500,"message":"slot unavailable","type":"server_error"}\n\n'
         out += [
             (
                 "content-as-typed-parts",
@@ -1234,6 +1235,14 @@ def _content_shapes(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[
                 "after visible text, vLLM's in-band error: a flat {'object': 'error', 'code': 500} chunk,"
                 " then FIN: a provider error, not a finish",
                 _play(through_text, Send(frame(vllm)), Fin()),
+                _shown(_C.PROVIDER_ERROR, E, "server_error"),
+                {},
+            ),
+            (
+                "error-sse-field-after-output",
+                "after visible text, a failure on a line 'error: {...}' (no such SSE field; a server's own),"
+                " then [DONE]: the provider error it names, never a clean end",
+                _play(through_text, Send(field_error), Send(b"data: [DONE]\n\n"), End()),
                 _shown(_C.PROVIDER_ERROR, E, "server_error"),
                 {},
             ),

@@ -508,6 +508,22 @@ async def test_an_error_on_another_field_or_event_name_ends_the_run_as_a_provide
 
 
 @pytest.mark.anyio
+async def test_an_error_on_the_nonstandard_sse_error_field_is_a_provider_error_not_a_finish() -> None:
+    # llama.cpp's server (2025 builds): "error: {...}" where an SSE field name goes, then [DONE].
+    error = b'error: {"code":500,"message":"slot unavailable","type":"server_error"}\n\n'
+    async with FaultServer((Headers(), Send(error), Send(b"data: [DONE]\n\n"), End())) as server:
+        run = streamfsm.open_stream("openai-chat", base_url=server.base_url, json=BODIES["openai-chat"])
+        with pytest.raises(StreamFailed) as info:
+            async with run:
+                await consume(run)
+    outcome = info.value.record["outcome"]
+    assert (outcome["summary_key"], outcome["edge"]) == (
+        "provider_error.server_error",
+        "provider_error_event",
+    )
+
+
+@pytest.mark.anyio
 async def test_text_then_unread_content_is_finished_with_the_evidence_at_high_confidence() -> None:
     # Some content was read: the answer is what was read, and the record says something else came too.
     frames = [
