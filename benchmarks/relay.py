@@ -1,16 +1,21 @@
 """The relay under load: 1,000 concurrent streams through ``streamfsm relay`` vs a plain pass-through relay
 written with httpx alone, in the same run, on the same uvicorn.
 
-    python -m benchmarks.relay [--quick] [--streams 1000] [--json out.json]
+    python -m benchmarks.relay [--quick] [--streams 1000] [--rounds 3] [--json out.json]
 
-Setup: three processes. The fault provider (``benchmarks._provider``) streams OpenAI chat deltas; the relay
-under test runs in its own process under uvicorn (h11, one worker); the clients (httpx, one pool per
-``SHARD`` streams) run in this process. Each contender gets a fresh relay process. Measured in the relay
-process only (``/proc/<pid>/stat``: user + system CPU from before the first request to after the last):
+Setup: four processes. The fault provider (``benchmarks._provider``) streams OpenAI chat deltas; both relays
+run side by side for the whole measurement, each in its own process under uvicorn (h11, one worker) with the
+same upstream pool (one httpx pool, no connection limit, 100 kept alive); the clients (httpx, one pool per
+``SHARD`` streams) run in this process. Each relay is warmed by a round of its own (a tenth of the streams),
+then each takes ``--rounds`` rounds (3), one per contender per round, the order alternating. Measured in the
+relay process only (``/proc/<pid>/stat``: user + system CPU from before a round's first request to after
+its last):
 
-* CPU per relayed event: relay CPU time / SSE data events the clients received (target: the streamfsm
-  relay at most 1.3x the plain one's);
-* throughput: events per second of wall time, all streams together;
+* CPU per relayed event: relay CPU time / SSE data events the clients received, min / median / max over
+  the rounds; the ratio is of the medians (target: the streamfsm relay at most 1.3x the plain one's), and
+  it is refused, printed as INVALID with the reason, when the two did not complete the same streams or the
+  baseline's own rounds spread wider than ``MAX_BASELINE_SPREAD``;
+* throughput: events per second of wall time, all streams together (median);
 * completed: streams whose client got the whole body (``[DONE]`` at its end), and, for the streamfsm
   relay, records in its audit log: every stream must be recorded.
 
@@ -24,10 +29,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +43,8 @@ from ._report import Row, print_table
 
 SECTION = "relay: 1,000 concurrent streams through streamfsm relay vs a plain httpx relay"
 SHARD = 50
+TARGET = 1.3
+MAX_BASELINE_SPREAD = 1.5  # the baseline's slowest round over its fastest: past it, a ratio says nothing
 _ROOT = Path(__file__).resolve().parents[1]
 _TICK = os.sysconf("SC_CLK_TCK")
 
@@ -178,87 +188,119 @@ async def _load(base_url: str, streams: int, deltas: int, steps: int, interval_m
     return {"completed": done, "events": events, "wall_s": wall}
 
 
-def run_one(
-    kind: str, provider_url: str, streams: int, deltas: int, steps: int, interval_ms: int
+@contextmanager
+def relay_process(kind: str, provider_url: str, audit: str) -> Iterator[tuple[str, int]]:
+    """A relay of ``kind`` in a process of its own: (its base URL, its pid), until the block ends."""
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.relay",
+            "--serve",
+            kind,
+            "--upstream",
+            provider_url,
+            "--audit",
+            audit,
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=_ROOT,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        if not line.strip().isdigit():
+            raise RuntimeError(f"the {kind} relay did not start")
+        yield f"http://127.0.0.1:{int(line)}", proc.pid
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def load_round(
+    base: str, pid: int, streams: int, deltas: int, steps: int, interval_ms: int
 ) -> dict[str, Any]:
+    """One round of ``streams`` streams through a running relay; its CPU, events and completions."""
     import anyio
 
-    from ._provider import raise_fd_limit
-
-    raise_fd_limit(1 << 16)
-    with tempfile.TemporaryDirectory() as folder:
-        audit = str(Path(folder) / "audit.jsonl")
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "benchmarks.relay",
-                "--serve",
-                kind,
-                "--upstream",
-                provider_url,
-                "--audit",
-                audit,
-            ],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            cwd=_ROOT,
-        )
-        try:
-            assert proc.stdout is not None
-            line = proc.stdout.readline()
-            if not line.strip().isdigit():
-                raise RuntimeError(f"the {kind} relay did not start")
-            base = f"http://127.0.0.1:{int(line)}"
-            before = _cpu(proc.pid)
-            result = anyio.run(_load, base, streams, deltas, steps, interval_ms)
-            result["cpu_s"] = _cpu(proc.pid) - before
-            time.sleep(0.2)
-            audit_path = Path(audit)
-            result["recorded"] = len(audit_path.read_text().splitlines()) if audit_path.exists() else 0
-        finally:
-            assert proc.stdin is not None
-            proc.stdin.close()
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+    before = _cpu(pid)
+    result = anyio.run(_load, base, streams, deltas, steps, interval_ms)
+    result["cpu_s"] = _cpu(pid) - before
     return result
 
 
+def _spread(values: list[float]) -> str:
+    return f"{min(values):.1f} / {statistics.median(values):.1f} / {max(values):.1f}"
+
+
 def measure(
-    streams: int = 1000, *, deltas: int = 200, steps: int = 20, interval_ms: int = 50, repeat: bool = True
+    streams: int = 1000, *, deltas: int = 200, steps: int = 20, interval_ms: int = 50, rounds: int = 3
 ) -> list[Row]:
+    """Both relays run side by side for the whole measurement, each warmed by a round of its own first;
+    then ``rounds`` rounds, each contender once per round, the order alternating. The ratio is of the
+    medians, and it is refused (no baseline, the reason in the note) when the two did not complete the same
+    streams or the baseline's own rounds spread wider than ``MAX_BASELINE_SPREAD``."""
+    from ._provider import raise_fd_limit
     from .concurrency import provider
 
-    with provider() as url:
-        # alternating order, twice each, the better of each: neither gains from going second
-        runs: dict[str, list[dict[str, Any]]] = {"plain": [], "streamfsm": []}
-        for kind in ("plain", "streamfsm", "streamfsm", "plain")[: 4 if repeat else 2]:
-            runs[kind].append(run_one(kind, url, streams, deltas, steps, interval_ms))
-    plain, ours = (
-        min(runs[k], key=lambda r: r["cpu_s"] / max(r["events"], 1)) for k in ("plain", "streamfsm")
+    raise_fd_limit(1 << 16)
+    kinds = ("plain", "streamfsm")
+    runs: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kinds}
+    with provider() as url, tempfile.TemporaryDirectory() as folder, ExitStack() as stack:
+        audit = Path(folder) / "audit.jsonl"
+        relays = {kind: stack.enter_context(relay_process(kind, url, str(audit))) for kind in kinds}
+        warm = max(1, streams // 10)
+        for kind in kinds:
+            load_round(*relays[kind], warm, deltas, steps, interval_ms)
+        for i in range(rounds):
+            for kind in kinds if i % 2 == 0 else reversed(kinds):
+                runs[kind].append(load_round(*relays[kind], streams, deltas, steps, interval_ms))
+        time.sleep(0.2)
+        recorded = len(audit.read_text().splitlines()) - warm if audit.exists() else 0
+    per = {k: [r["cpu_s"] / max(r["events"], 1) * 1e6 for r in runs[k]] for k in kinds}
+    rate = {k: statistics.median(r["events"] / r["wall_s"] for r in runs[k]) for k in kinds}
+    completed = {k: sum(r["completed"] for r in runs[k]) for k in kinds}
+    problems = []
+    if completed["plain"] != completed["streamfsm"]:
+        problems.append(
+            f"completed {completed['streamfsm']} streams against the baseline's {completed['plain']}"
+        )
+    spread = max(per["plain"]) / max(min(per["plain"]), 1e-9)
+    if spread > MAX_BASELINE_SPREAD:
+        problems.append(
+            f"the baseline's rounds spread {spread:.2f}x (at most {MAX_BASELINE_SPREAD}x is read)"
+        )
+    note = (
+        f"min / median / max over {rounds} rounds: streamfsm {_spread(per['streamfsm'])} us, "
+        f"plain {_spread(per['plain'])} us"
     )
-    per = {k: r["cpu_s"] / max(r["events"], 1) * 1e6 for k, r in (("plain", plain), ("ours", ours))}
-    rate = {k: r["events"] / r["wall_s"] for k, r in (("plain", plain), ("ours", ours))}
-    extra = {"plain": plain, "streamfsm": ours, "streams": streams, "deltas": deltas}
+    if problems:
+        note = f"ratio INVALID (target {TARGET}x): " + "; ".join(problems) + ". " + note
+    extra = {"rounds": runs, "streams": streams, "deltas": deltas, "valid": not problems}
+    total = streams * rounds
     return [
         Row(
             SECTION,
-            "CPU per relayed event",
-            per["ours"],
+            "CPU per relayed event (median)",
+            statistics.median(per["streamfsm"]),
             "us",
-            per["plain"],
+            None if problems else statistics.median(per["plain"]),
             "plain httpx relay",
-            1.3,
+            None if problems else TARGET,
+            note=note,
             extra=extra,
         ),
         Row(
             SECTION,
-            "throughput",
-            rate["ours"],
+            "throughput (median)",
+            rate["streamfsm"],
             "events/s",
             rate["plain"],
             "plain httpx relay",
@@ -267,23 +309,15 @@ def measure(
         Row(
             SECTION,
             "completed streams",
-            ours["completed"],
+            completed["streamfsm"],
             "streams",
-            plain["completed"],
+            completed["plain"],
             "plain httpx relay",
             1.0,
             "higher",
+            note=f"{rounds} rounds of {streams}",
         ),
-        Row(
-            SECTION,
-            "streams recorded (audit log)",
-            ours["recorded"],
-            "records",
-            streams,
-            "streams",
-            1.0,
-            "higher",
-        ),
+        Row(SECTION, "streams recorded (audit log)", recorded, "records", total, "streams", 1.0, "higher"),
     ]
 
 
@@ -291,6 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.relay", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="100 streams of 40 deltas")
     parser.add_argument("--streams", type=int, default=None)
+    parser.add_argument("--rounds", type=int, default=3, help="rounds per contender (default 3)")
     parser.add_argument("--json", metavar="PATH")
     parser.add_argument("--serve", choices=("plain", "streamfsm"), help=argparse.SUPPRESS)
     parser.add_argument("--upstream", help=argparse.SUPPRESS)
@@ -299,10 +334,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.serve:
         serve(args.serve, args.upstream, args.audit)
         return 0
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     if args.quick:
-        rows = measure(args.streams or 100, deltas=40, steps=8, interval_ms=20, repeat=False)
+        rows = measure(args.streams or 100, deltas=40, steps=8, interval_ms=20, rounds=args.rounds)
     else:
-        rows = measure(args.streams or 1000)
+        rows = measure(args.streams or 1000, rounds=args.rounds)
     print_table(SECTION, rows)
     if args.json:
         Path(args.json).write_text(json.dumps([r.to_json() for r in rows], indent=2, default=str))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import html
+import re
 import shutil
 import subprocess
 from collections.abc import Iterable
@@ -20,6 +21,8 @@ from typing import TYPE_CHECKING, Final
 
 from streamfsm import _diagrams
 from streamfsm.classify import FINISHED_SAYS, Facts, FailureClass, FinishCause, diagnose, what_happened
+from streamfsm.classify._diagnose import LONGEST_AUTOMATIC_WAIT_S
+from streamfsm.classify._provider import GENERIC_WORDS, MONEY_PHRASES, PLAN_WINDOW, SPECIFIC_WORDS
 from streamfsm.classify._summaries import _TITLE_BY_CLASS
 from streamfsm.machine import (
     ACTIVITY_TRANSITIONS,
@@ -54,7 +57,14 @@ if TYPE_CHECKING:
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 _FAILURES: Final = tuple(t for t in Trigger if t in FAILURE_TRIGGERS)
-_DOT_MISSING: Final = "the docs' diagrams need Graphviz's dot program (Debian: apt-get install -y graphviz)"
+_DOT_MISSING: Final = (
+    "the docs' diagrams need Graphviz's dot program, which is not on PATH: install Graphviz"
+    " (Debian/Ubuntu: apt-get install graphviz; macOS: brew install graphviz; others: graphviz.org/download)"
+)
+
+_WIDE: Final = ("---", "hide:", "  - toc", "---", "")
+"""Front matter for a page whose pictures and tables need the width of the table of contents (Material)."""
+
 
 CLASS_MEANING: Final = {
     FailureClass.COMPLETED: "The provider's terminal event arrived: the run did not fail.",
@@ -165,11 +175,43 @@ def svg(dot_source: str) -> str:
 
 def _dot_sources() -> dict[str, str]:
     return {
-        "activity": _diagrams._dot("activity", Activity, activity_machine, INITIAL_STATE.activity.value),
-        "commitment": _diagrams._dot(
-            "commitment", Commitment, commitment_machine, INITIAL_STATE.commitment.value
+        "activity": _for_the_page(
+            _diagrams._dot("activity", Activity, activity_machine, INITIAL_STATE.activity.value)
+        ),
+        "commitment": _for_the_page(
+            _diagrams._dot("commitment", Commitment, commitment_machine, INITIAL_STATE.commitment.value)
         ),
     }
+
+
+_EDGE: Final = re.compile(r'^(\t(\w+) -> (\w+) \[)label="([^"]*)"\]\n', flags=re.M)
+_NOTE: Final = re.compile(r"^\tfailures\b.*\n", flags=re.M)
+_FONT: Final = 'fontname="Helvetica,Arial,sans-serif"'
+_DOT_NEWLINE: Final = "\\n"  # a centred line break in a DOT label
+_PAGE_STYLE: Final = (
+    f"\tgraph [{_FONT} fontsize=13 nodesep=0.3 ranksep=0.4]\n\tnode [{_FONT} fontsize=13]\n"
+    f'\tedge [{_FONT} fontsize=11 fontcolor="#334155" color="#475569"]\n'
+)
+
+
+def _for_the_page(source: str) -> str:
+    """The DOT of ``diagrams/`` laid out for a page's width: top to bottom (left to right, the activity
+    region is some 3,000 px wide and unreadable shrunk), one trigger a line, a sans-serif font; no self-loops
+    (each state's page lists what keeps it there), and the edges every state has to ``failed`` dashed and
+    unlabelled (the machine page lists the failure edges)."""
+
+    def edge(match: re.Match[str]) -> str:
+        start, source_state, target, label = match.groups()
+        if source_state == target:
+            return ""
+        if label == _diagrams.ANY_FAILURE and target == Activity.FAILED.value:
+            return f'{start}style=dashed color="#b91c1c" arrowsize=0.6]\n'
+        return f'{start}label="{label.replace(" | ", _DOT_NEWLINE)}"]\n'
+
+    source = _NOTE.sub("", _EDGE.sub(edge, source.replace("rankdir=LR", "rankdir=TB")))
+    head, _, body = source.partition("\n\tedge [")  # after the drawing's own defaults, which these override
+    defaults, _, rest = body.partition("\n")
+    return f"{head}\n\tedge [{defaults}\n{_PAGE_STYLE}{rest}"
 
 
 # Pages
@@ -186,6 +228,7 @@ def _trigger_list(triggers: Iterable[Trigger]) -> str:
 
 def _machine_index() -> str:
     lines = [
+        *_WIDE,
         "# The machine",
         "",
         "Every stream runs through one state machine, declared as data in"
@@ -196,15 +239,19 @@ def _machine_index() -> str:
         "",
         "## Activity: where the stream is",
         "",
-        "![The activity region: states and the triggers between them](activity.svg){ .diagram }",
+        "[![The activity region: states and the triggers between them](activity.svg){ .diagram }]"
+        '(activity.svg "Open the picture at full size")',
+        "",
+        "[The picture at full size](activity.svg) (zoom it in the browser).",
         "",
         "| state | meaning |",
         "|---|---|",
         *(f"| {_state_link(a)} | {_diagrams.ACTIVITY_MEANING[a]} |" for a in Activity),
         "",
-        f"`{_diagrams.ANY_FAILURE}` stands for each of the {len(_FAILURES)} failure edges"
-        f" ({_trigger_list(_FAILURES)}), which lead from every non-terminal state to `failed`. A trigger a"
-        " state does not list is illegal there: `StreamMachine.send` raises `IllegalTransition`.",
+        f"A dashed red arrow stands for each of the {len(_FAILURES)} failure edges"
+        f" ({_trigger_list(_FAILURES)}), which lead from every non-terminal state to `failed`. Triggers that"
+        " keep a state where it is are not drawn: each state's page lists them. A trigger a state does not"
+        " list is illegal there: `StreamMachine.send` raises `IllegalTransition`.",
         "",
         "## Commitment: what already escaped",
         "",
@@ -221,7 +268,13 @@ def _state_page(activity: Activity) -> str:
     into = [(t, src) for t, src, dst in ACTIVITY_TRANSITIONS if dst is activity and src is not activity]
     out = [(t, dst) for t, src, dst in ACTIVITY_TRANSITIONS if src is activity and dst is not activity]
     stay = [t for t, src, dst in ACTIVITY_TRANSITIONS if src is activity and dst is activity]
-    lines = [f"# `{activity.value}`", "", f"{_diagrams.ACTIVITY_MEANING[activity].capitalize()}.", ""]
+    lines = [
+        *_WIDE,
+        f"# `{activity.value}`",
+        "",
+        f"{_diagrams.ACTIVITY_MEANING[activity].capitalize()}.",
+        "",
+    ]
     if activity is INITIAL_STATE.activity:
         lines += ["Every run starts here.", ""]
     lines += ["## Events that lead in", ""]
@@ -243,21 +296,26 @@ def _state_page(activity: Activity) -> str:
     if activity.is_terminal:
         lines.append("A terminal state: no edge leaves it, so nothing fails in it.")
         return "\n".join(lines) + "\n"
+    phase = diagnose(states[0], _FAILURES[0], Facts()).phase.value
     lines += [
         "As `diagnose(state, edge, Facts())` classifies each failure edge with no further facts. Real runs"
         " carry facts (transport kind, provider error kind, abort source, tool name) that refine the cause,"
-        " the words and the verdict. Classes link to [the taxonomy](../taxonomy.md).",
-        "",
-        "| commitment | edge | phase | class | summary key | verdict | action | title |",
-        "|---|---|---|---|---|---|---|---|",
+        f" the words and the verdict. The phase is `{phase}` throughout; a summary key is"
+        " `<class>.<detail>` and links to its entry in [the taxonomy](../taxonomy.md).",
     ]
     for state in states:
+        lines += [
+            "",
+            f"### With commitment `{state.commitment.value}`",
+            "",
+            "| edge | summary key | verdict | action | title |",
+            "|---|---|---|---|---|",
+        ]
         for edge in _FAILURES:
             d = diagnose(state, edge, Facts())
-            klass = d.failure_class.value
+            anchor = d.summary_key.replace(".", "-")
             lines.append(
-                f"| `{state.commitment.value}` | `{edge.value}` | {d.phase.value}"
-                f" | [{klass}](../taxonomy.md#{klass}) | `{d.summary_key}` | {d.verdict.value}"
+                f"| `{edge.value}` | [`{d.summary_key}`](../taxonomy.md#{anchor}) | {d.verdict.value}"
                 f" | {d.action.value} | {_diagrams._cell(d.title)} |"
             )
     return "\n".join(lines) + "\n"
@@ -341,7 +399,7 @@ def _wire(steps: Iterable[Step], limit: int = 12) -> str:
             )
     if len(lines) > limit:
         lines = [*lines[: limit - 2], f"[… {len(lines) - limit + 1} more steps]", lines[-1]]
-    return "\n".join(lines).replace("```", "'''")
+    return "\n".join(lines)
 
 
 def _scenario_key(scenario: Scenario) -> str | None:
@@ -405,14 +463,47 @@ def _taxonomy() -> str:
                 f"Example: `{first.name}`: {html.escape(first.description)} (edge `{fired}`, verdict"
                 f" {verdict}, action {action}).",
                 "",
-                "```text",
-                _wire(first.script),
-                "```",
+                # wrapped, not scrolled sideways (docs/style.css: pre.wire)
+                f'<pre class="wire"><code>{html.escape(_wire(first.script))}</code></pre>',
                 "",
             ]
             if len(found) > 1:
                 lines += ["Also in the catalog: " + ", ".join(f"`{s.name}`" for s in found[1:]) + ".", ""]
-    return "\n".join(lines)
+    return "\n".join([*lines, *_provider_words()])
+
+
+def _provider_words() -> list[str]:
+    """The rules that read a provider's error as a kind, with their sources, from ``classify._provider``."""
+
+    def said(source: str) -> str:
+        return html.escape(source, quote=False).replace("*", "\\*")
+
+    return [
+        "## How a provider error's kind is read { #provider-error-words }",
+        "",
+        "Codes, types and statuses in the error body are read as words (split on `_`, `-`, `.`, spaces and"
+        " camel case, case-folded), so `too_many_requests`, `TooManyRequests` and `Too Many Requests` are one"
+        " code. The first rule whose words a value holds decides, in this order; the broad ones only when the"
+        " HTTP status says nothing. A quota per minute or second is a rate limit.",
+        "",
+        "| words in a code, type or status | kind | sent by |",
+        "|---|---|---|",
+        *(f"| `{' '.join(r.words)}` | {r.kind.value} | {said(r.source)} |" for r in SPECIFIC_WORDS),
+        *(f"| `{' '.join(r.words)}` (broad) | {r.kind.value} | {said(r.source)} |" for r in GENERIC_WORDS),
+        "",
+        "Money, quota and plan-limit language in the message decides `quota_exhausted` (never retried) under"
+        " any status, over a rate-limit or overload code, at low confidence, the phrase's name in the"
+        " evidence (`message=money:<name>`):",
+        "",
+        *(f"- `{m.name}`: `{m.pattern.pattern}` ({said(m.source)})" for m in MONEY_PHRASES),
+        f"- `{PLAN_WINDOW.name}`: `{PLAN_WINDOW.pattern.pattern}`, for a rate limit with no stated wait"
+        f" ({said(PLAN_WINDOW.source)})",
+        "",
+        "A wait the provider states (`retry-after`, Gemini's `RetryInfo`, the reset of a rate limit whose"
+        ' remaining count is 0, or words such as "try again in 9m38s") longer than'
+        f" {LONGEST_AUTOMATIC_WAIT_S:g} s is never an automatic retry: the verdict asks first.",
+        "",
+    ]
 
 
 def _reference(module: str, intro: str) -> str:
@@ -439,10 +530,16 @@ def pages() -> dict[str, str]:
 
 
 def on_files(files: Files, *, config: MkDocsConfig) -> Files:
+    from mkdocs.exceptions import PluginError
     from mkdocs.structure.files import File
 
-    for path, content in pages().items():
+    try:
+        generated = pages()
+    except (DocsError, _diagrams.DiagramError) as exc:
+        # mkdocs prints a PluginError as one line (what to do); any other exception as a traceback
+        raise PluginError(str(exc)) from None
+    for path, content in generated.items():
         if files.get_file_from_path(path) is not None:
-            raise DocsError(f"docs/{path} is generated at build time: delete the hand-made copy")
+            raise PluginError(f"docs/{path} is generated at build time: delete the hand-made copy")
         files.append(File.generated(config, path, content=content))
     return files

@@ -4,6 +4,7 @@ random trigger sequences and random facts where it is not; plus the seed reports
 from __future__ import annotations
 
 import itertools
+import json
 
 import pytest
 from fsm_strategies import FAILURES, accepted, drive, facts, trigger_sequences
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 from streamfsm.classify import (
     AbortSource,
     Action,
+    Confidence,
     Diagnosis,
     Facts,
     FailureClass,
@@ -26,6 +28,12 @@ from streamfsm.classify import (
     diagnose_finished,
     failure_class,
     what_happened,
+)
+from streamfsm.classify._diagnose import LONGEST_AUTOMATIC_WAIT_S
+from streamfsm.classify._provider import (
+    provider_error_from_document,
+    provider_error_from_event,
+    provider_error_from_http,
 )
 from streamfsm.machine import (
     NON_TERMINAL_ACTIVITIES,
@@ -104,7 +112,7 @@ def test_classification_totality_exhaustive() -> None:
         # Exactly one: the same input always gives the same answer.
         assert diagnose(state, edge, sample) == first
         seen.add((state, edge))
-    assert len(seen) == len(NON_TERMINAL_STATES) * len(FAILURES) == 7 * 3 * 12
+    assert len(seen) == len(NON_TERMINAL_STATES) * len(FAILURES) == 7 * 3 * 13
 
 
 @given(st.sampled_from(NON_TERMINAL_STATES), st.sampled_from(FAILURES), facts)
@@ -315,3 +323,164 @@ def test_seed_000_post_tool_call_disconnect_after_side_effect_never_retries() ->
     assert d.failure_class is FailureClass.TOOL_SIDE_EFFECT
     assert d.verdict is Verdict.NO_RETRY
     assert "may already have changed things" in d.detail
+
+
+# -- error wording (issue 29, root 3): words, not exact codes -----------------------------------------------
+# Money, quota and plan limits decide quota_exhausted (no retry) under any status and in any position; rate
+# limits without money words stay rate limits; a code means the same whatever its separators and case.
+
+MONEY_CODES = (
+    "insufficient_quota",  # OpenAI
+    "credit_balance_exhausted",  # OpenAI
+    "billing_hard_limit_reached",  # OpenAI
+    "project_spend_limit_exceeded",  # OpenAI
+    "organization_usage_limit_exceeded",  # OpenAI
+    "enforced_spend_limit_reached",  # Anthropic details.error_code
+    "billing_error",  # Anthropic 402
+    "BILLING_DISABLED",  # Gemini ErrorInfo
+    "payment_required",  # OpenRouter, Mistral
+    "insufficient_balance",  # gateways in front of DeepSeek and others
+    "exceeded_current_quota_error",  # Moonshot
+    "budget_exceeded",  # LiteLLM proxy
+)
+MONEY_MESSAGES = (
+    "You exceeded your current quota, please check your plan and billing details.",  # OpenAI, Moonshot
+    "Insufficient Balance",  # DeepSeek 402
+    "Your credit balance is too low to access the Anthropic API.",  # Anthropic 400
+    "Insufficient credits. Add more using https://openrouter.ai/credits",  # OpenRouter 402
+    "Your team t1 has either used all available credits or reached its monthly spending limit.",  # xAI
+    "You have reached your specified API usage limits. You will regain access on 2026-12-01.",  # Anthropic
+    "Billing hard limit has been reached",  # OpenAI
+    "Budget has been exceeded! Current cost: 10.2, Max budget: 10.0",  # LiteLLM proxy
+    "The account associated with the API key has reached its maximum allowed monthly spending limit.",
+    "You've reached your usage limit for this billing cycle.",  # Kimi 403
+)
+RATE_CODES = ("rate_limit_exceeded", "too_many_requests", "RESOURCE_EXHAUSTED", "rate_limit_error")
+# Rate-limit wording that mentions billing only as a place to raise the limit (OpenAI, Groq): not money.
+RATE_MESSAGES = (
+    "",
+    "Rate limit reached for gpt-4o-mini on requests per min (RPM): Limit 3, Used 3, Requested 1. Please try"
+    " again in 20s. You can increase your rate limit by adding a payment method to your account at"
+    " https://platform.openai.com/account/billing.",
+    "Too many requests. Please retry shortly.",
+    "Resource has been exhausted (e.g. check quota).",
+)
+STATUSES = (400, 401, 402, 403, 404, 408, 422, 429, 500, 502, 503, 529)
+POSITIONS = ("http", "chat_event", "anthropic_event", "responses_nested", "responses_failed", "json_at_200")
+SEPARATORS = ("_", "-", ".", " ")
+
+
+@st.composite
+def respelled(draw: st.DrawFn, code: str) -> str:
+    """``code`` with other separators and case (``too_many_requests`` as ``Too-Many-Requests``)."""
+    words = code.lower().replace("_", " ").split()
+    style = draw(st.sampled_from(("lower", "upper", "title", "camel", "pascal")))
+    if style in ("camel", "pascal"):
+        joined = "".join(w.capitalize() for w in words)
+        return joined[0].lower() + joined[1:] if style == "camel" else joined
+    cased = [w.upper() if style == "upper" else w.capitalize() if style == "title" else w for w in words]
+    return draw(st.sampled_from(SEPARATORS)).join(cased)
+
+
+def _provider_error(position: str, status: int, error: dict[str, object]) -> ProviderError:
+    if position == "http":
+        return provider_error_from_http(status, {}, json.dumps({"error": error}).encode())
+    if position == "chat_event":
+        return provider_error_from_event({"error": error})
+    if position in ("anthropic_event", "responses_nested"):
+        return provider_error_from_event({"type": "error", "error": error})
+    if position == "responses_failed":
+        return provider_error_from_event({"type": "response.failed", "response": {"error": error}})
+    found = provider_error_from_document({"error": error})
+    assert found is not None
+    return found
+
+
+def _verdict_of(position: str, provider: ProviderError) -> Verdict:
+    edge = Trigger.HTTP_ERROR if position == "http" else Trigger.PROVIDER_ERROR_EVENT
+    state = State.of(Activity.CONNECTING) if position == "http" else State.of(Activity.STREAMING)
+    return diagnose(state, edge, Facts(provider=provider)).verdict
+
+
+@given(
+    position=st.sampled_from(POSITIONS),
+    status=st.sampled_from(STATUSES),
+    money=st.one_of(
+        st.sampled_from(MONEY_CODES).flatmap(lambda c: st.tuples(st.just("code"), respelled(c))),
+        st.sampled_from(MONEY_MESSAGES).map(lambda m: ("message", m)),
+    ),
+    where=st.sampled_from(("code", "type")),
+    rate=st.sampled_from(RATE_CODES),
+)
+def test_money_words_decide_quota_exhausted_under_any_status_and_position(
+    position: str, status: int, money: tuple[str, str], where: str, rate: str
+) -> None:
+    said, words = money
+    # A rate-limit code sits beside the money words (Anthropic's 429 rate_limit_error with a spend-limit
+    # error_code, Gemini's RESOURCE_EXHAUSTED with quota words): money still decides.
+    error: dict[str, object] = {"type": rate, "message": words} if said == "message" else {where: words}
+    if said == "code" and where == "code":
+        error["type"] = rate
+    got = _provider_error(position, status, error)
+    assert got.kind is ProviderErrorKind.QUOTA_EXHAUSTED, (error, got)
+    assert _verdict_of(position, got) is Verdict.NO_RETRY
+    if said == "message" and not (position == "http" and status == 402):
+        # told only in words: the last fallback, recorded and low confidence
+        assert got.confidence is Confidence.LOW
+        assert any(m.startswith("message=money:") for m in got.markers), got.markers
+
+
+@given(
+    position=st.sampled_from(POSITIONS),
+    status=st.sampled_from(tuple(s for s in STATUSES if s != 402)),
+    code=st.sampled_from(RATE_CODES).flatmap(respelled),
+    where=st.sampled_from(("code", "type", "status")),
+    message=st.sampled_from(RATE_MESSAGES),
+)
+def test_rate_limit_words_without_money_are_a_rate_limit(
+    position: str, status: int, code: str, where: str, message: str
+) -> None:
+    got = _provider_error(position, status, {where: code, "message": message})
+    assert got.kind is ProviderErrorKind.RATE_LIMIT, (code, message, got)
+    assert _verdict_of(position, got) is Verdict.SAFE_AUTO_RETRY
+
+
+@given(
+    position=st.sampled_from(POSITIONS),
+    status=st.sampled_from(STATUSES),
+    code=st.sampled_from(
+        (
+            *MONEY_CODES,
+            *RATE_CODES,
+            "context_length_exceeded",
+            "overloaded_error",
+            "invalid_api_key",
+            "not_found_error",
+            "permission_error",
+            "content_policy_violation",
+            "server_is_overloaded",
+        )
+    ),
+    data=st.data(),
+)
+def test_a_code_means_the_same_whatever_its_separators_and_case(
+    position: str, status: int, code: str, data: st.DataObject
+) -> None:
+    spelled = data.draw(respelled(code))
+    canonical = _provider_error(position, status, {"code": code})
+    other = _provider_error(position, status, {"code": spelled})
+    assert other.kind is canonical.kind, (code, spelled)
+
+
+@given(
+    status=st.sampled_from((429, 503, 529)),
+    wait=st.one_of(st.integers(0, 60), st.integers(61, 86_400)),
+    said=st.sampled_from(("header", "message")),
+)
+def test_a_stated_wait_past_an_automatic_retry_is_never_automatic(status: int, wait: int, said: str) -> None:
+    headers = {"retry-after": str(wait)} if said == "header" else {}
+    message = "Rate limit reached." + (f" Please try again in {wait}s." if said == "message" else "")
+    got = provider_error_from_http(status, headers, {"error": {"message": message, "type": "requests"}})
+    assert got.retry_after_s == wait
+    verdict = _verdict_of("http", got)
+    assert (verdict is Verdict.SAFE_AUTO_RETRY) is (wait <= LONGEST_AUTOMATIC_WAIT_S), (wait, verdict)

@@ -113,7 +113,7 @@ def test_readme_embeds_both_mermaid_diagrams(fresh: Path) -> None:
 def test_classification_table_has_one_row_per_state_and_failure_edge(fresh: Path) -> None:
     rows = [line for line in (fresh / "classification.md").read_text().splitlines() if line.startswith("| `")]
     states = [s for s in REACHABLE_STATES if not s.is_terminal]
-    assert len(rows) == len(states) * len(FAILURES) == 14 * 12
+    assert len(rows) == len(states) * len(FAILURES) == 14 * 13
     cells = [[c.strip().strip("`") for c in row.strip("|").split(" | ")] for row in rows]
     assert len({(c[0], c[1]) for c in cells}) == len(rows)
     by_key = {(str(s), t.value): (s, t) for s in states for t in FAILURES}

@@ -1,7 +1,8 @@
 """Pure classification: exception chains and provider errors become facts; (state, edge, facts) becomes a
 diagnosis with a verdict and plain words. No IO here, and nothing imports ``httpx`` or ``anyio``."""
 
-from ._diagnose import diagnose, diagnose_finished, failure_class, finish_cause
+from ._diagnose import diagnose, diagnose_finished, failure_class
+from ._finish import NOT_WHOLE, WHOLE_ANSWER, finish_cause, finish_error, is_whole
 from ._summaries import FINISHED_SAYS, PROVIDER_SAID, WHAT_HAPPENED, what_happened
 from ._taxonomy import (
     AbortSource,
@@ -21,8 +22,10 @@ from ._taxonomy import (
 
 __all__ = [
     "FINISHED_SAYS",
+    "NOT_WHOLE",
     "PROVIDER_SAID",
     "WHAT_HAPPENED",
+    "WHOLE_ANSWER",
     "AbortSource",
     "Action",
     "Confidence",
@@ -40,5 +43,7 @@ __all__ = [
     "diagnose_finished",
     "failure_class",
     "finish_cause",
+    "finish_error",
+    "is_whole",
     "what_happened",
 ]

@@ -5,11 +5,15 @@ The rules, in order:
 1. The **class** says where and how: a local abort, a consumer error, a watchdog, a provider error and a
    protocol error are named by their edge; any other failure (connect failure, disconnect, EOF without the
    terminal event) is named by the activity it interrupted. A run interrupted in ``tool_input_open`` or
-   ``tool_call`` is never a tool execution failure: the tool had not run.
+   ``tool_call`` is never a tool execution failure: the tool had not run. ``tool_input_unfinished`` (the
+   provider ended the response, or a call, before the call's input was whole: an output limit, a filter, an
+   unrecognised finish, arguments that do not parse) is named by the activity too, ``tool_input_interrupted``,
+   with the finish's cause as its detail (``unparseable_arguments`` when no finish left it so).
 2. The **verdict** comes from the cause first where the cause forbids a retry (a local abort, the consumer's
    own error, credentials, a request the provider rejected, a provider that said not to retry), then from
-   commitment (a side effect forbids replay, visible output needs the user), and only then from the cause's
-   nature (transient faults before anything escaped are safe to retry).
+   commitment (a side effect forbids replay, visible output needs the user), then from a stated wait longer
+   than ``LONGEST_AUTOMATIC_WAIT_S`` (asked, never automatic), and only then from the cause's nature
+   (transient faults before anything escaped are safe to retry).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 from typing import Final
 
 from ..machine import Activity, Commitment, State, Trigger
+from ._finish import shown_reason
 from ._summaries import summarize
 from ._taxonomy import (
     JSON_COMPLETION,
@@ -91,6 +96,11 @@ _REJECTED_REASON: Final = {
 _BACKOFF: Final = frozenset(
     {ProviderErrorKind.RATE_LIMIT, ProviderErrorKind.OVERLOADED, ProviderErrorKind.SERVER_ERROR}
 )
+LONGEST_AUTOMATIC_WAIT_S: Final = 60.0
+"""The longest provider-stated wait an automatic retry sits out. Past it the limit is an hourly, daily or
+plan window rather than a transient fault, so the verdict asks first. The official openai and anthropic SDKs
+honour a retry-after of at most 60 s; ``RetryPolicy.max_provider_delay_s`` defaults to this value and bounds
+how long ``retrying()`` waits at all, confirmed or not."""
 _EDGE_CONFIDENCE: Final = {
     # Edges the runtime raises from its own typed facts need no corroboration.
     Trigger.LOCAL_ABORT,
@@ -103,6 +113,19 @@ _EDGE_CONFIDENCE: Final = {
     Trigger.PROTOCOL_VIOLATION,
 }
 MAX_EVIDENCE: Final = 16
+UNPARSEABLE_ARGUMENTS: Final = "unparseable_arguments"
+"""The detail of ``tool_input_interrupted`` when the provider ended a call whose arguments do not parse."""
+# A finish that left a call unfinished and would leave it so again: the request must change.
+_UNFINISHED_FIX: Final = {
+    FinishCause.LENGTH: (
+        "the provider stopped at the output token limit while the model was writing a tool call, and the"
+        " same request would stop there again; raise the output limit or ask for less"
+    ),
+    FinishCause.CONTENT_FILTER: (
+        "the provider's content filter stopped the tool call, and the same request would be stopped again"
+    ),
+    FinishCause.REFUSAL: "the model declined partway through a tool call; the request must change",
+}
 
 
 def failure_class(state: State, edge: Trigger) -> FailureClass:
@@ -115,6 +138,9 @@ def failure_class(state: State, edge: Trigger) -> FailureClass:
 
 
 def _cause(edge: Trigger, facts: Facts) -> str:
+    if edge is Trigger.TOOL_INPUT_UNFINISHED:
+        finish = facts.finish
+        return UNPARSEABLE_ARGUMENTS if finish is None or finish is FinishCause.FINISHED else finish.value
     if edge is Trigger.LOCAL_ABORT:
         return (facts.abort_source or AbortSource.APP).value
     if edge in (Trigger.HTTP_ERROR, Trigger.PROVIDER_ERROR_EVENT):
@@ -142,6 +168,8 @@ def _verdict(state: State, edge: Trigger, facts: Facts) -> tuple[Verdict, Action
             f"the provider rejected the request ({provider.kind.value}); the same request would fail again",
         )
         return Verdict.NO_RETRY, _REJECTED[provider.kind], reason
+    if edge is Trigger.TOOL_INPUT_UNFINISHED and facts.finish in _UNFINISHED_FIX:
+        return Verdict.NO_RETRY, Action.FIX_REQUEST, _UNFINISHED_FIX[facts.finish]
     if provider is not None and provider.should_retry is False:
         return Verdict.NO_RETRY, Action.STOP, "the provider asked not to retry (x-should-retry: false)"
     if transport is not None and transport.kind is TransportKind.TLS:
@@ -164,6 +192,13 @@ def _verdict(state: State, edge: Trigger, facts: Facts) -> tuple[Verdict, Action
         )
     if edge is Trigger.TOTAL_TIMEOUT:
         return Verdict.USER_CONFIRMED_RETRY, Action.ASK_USER, "the run used its whole time budget"
+    if edge is Trigger.TOOL_INPUT_UNFINISHED:
+        return (
+            Verdict.USER_CONFIRMED_RETRY,
+            Action.ASK_USER,
+            "the provider ended the response before the tool call was whole, for a reason that does not say"
+            " a retry would go better",
+        )
     if edge is Trigger.PROTOCOL_VIOLATION and facts.detail == JSON_COMPLETION:
         return (
             Verdict.USER_CONFIRMED_RETRY,
@@ -181,6 +216,13 @@ def _verdict(state: State, edge: Trigger, facts: Facts) -> tuple[Verdict, Action
         provider is None or provider.kind is ProviderErrorKind.UNKNOWN
     ):
         return Verdict.USER_CONFIRMED_RETRY, Action.ASK_USER, "the provider's error could not be identified"
+    if provider is not None and (provider.retry_after_s or 0.0) > LONGEST_AUTOMATIC_WAIT_S:
+        return (
+            Verdict.USER_CONFIRMED_RETRY,
+            Action.ASK_USER,
+            "the provider asks to wait longer than an automatic retry waits"
+            f" ({LONGEST_AUTOMATIC_WAIT_S:g} s); retry after that time only if the user agrees",
+        )
     backoff = provider is not None and (provider.kind in _BACKOFF or provider.retry_after_s is not None)
     action = Action.RETRY_AFTER_BACKOFF if backoff else Action.RETRY
     return (
@@ -191,6 +233,8 @@ def _verdict(state: State, edge: Trigger, facts: Facts) -> tuple[Verdict, Action
 
 
 def _confidence(edge: Trigger, facts: Facts) -> Confidence:
+    if edge is Trigger.TOOL_INPUT_UNFINISHED:
+        return Confidence.LOW if facts.finish is FinishCause.UNRECOGNISED else Confidence.HIGH
     if edge in _EDGE_CONFIDENCE:
         return Confidence.HIGH
     used = [f.confidence for f in (facts.transport, facts.provider) if f is not None]
@@ -259,50 +303,51 @@ def diagnose(state: State, edge: Trigger, facts: Facts | None = None) -> Diagnos
     )
 
 
-# Raw finish reasons, as providers send them, that are not a whole answer (matched exactly, then lower-cased).
-_FINISH_CAUSE: Final = {
-    "length": FinishCause.LENGTH,  # OpenAI chat
-    "max_tokens": FinishCause.LENGTH,  # Anthropic, Gemini (MAX_TOKENS)
-    "max_output_tokens": FinishCause.LENGTH,  # Responses incomplete_details.reason
-    "model_context_window_exceeded": FinishCause.LENGTH,  # Anthropic
-    "content_filter": FinishCause.CONTENT_FILTER,  # OpenAI chat, Responses
-    "safety": FinishCause.CONTENT_FILTER,  # Gemini SAFETY, and the rest of its filters below
-    "recitation": FinishCause.CONTENT_FILTER,
-    "blocklist": FinishCause.CONTENT_FILTER,
-    "prohibited_content": FinishCause.CONTENT_FILTER,
-    "spii": FinishCause.CONTENT_FILTER,
-    "image_safety": FinishCause.CONTENT_FILTER,
-    "image_prohibited_content": FinishCause.CONTENT_FILTER,
-    "image_recitation": FinishCause.CONTENT_FILTER,
-    "refusal": FinishCause.REFUSAL,  # Anthropic
-    "malformed_function_call": FinishCause.MALFORMED_TOOL_CALL,  # Gemini
-    "unexpected_tool_call": FinishCause.MALFORMED_TOOL_CALL,  # Gemini: a call to a tool it was not given
+_UNKNOWN_END: Final = {
+    Commitment.NONE: (
+        Verdict.USER_CONFIRMED_RETRY,
+        Action.ASK_USER,
+        "the provider ended the response for a reason streamfsm does not recognise, so it may not be whole",
+    ),
+    Commitment.VISIBLE: (
+        Verdict.USER_CONFIRMED_RETRY,
+        Action.CONTINUE_WITH_PARTIAL,
+        "the provider ended the response for a reason streamfsm does not recognise, after part of it was"
+        " shown; it may not be whole, and a retry would show it again",
+    ),
+    Commitment.SIDE_EFFECT: (
+        Verdict.NO_RETRY,
+        Action.CONTINUE_WITH_PARTIAL,
+        "the provider ended the response for a reason streamfsm does not recognise, and an effectful tool"
+        " already started; replaying the request could repeat its effect",
+    ),
 }
-_FINISH_BY_UNIFIED: Final = {"length": FinishCause.LENGTH, "content_filter": FinishCause.CONTENT_FILTER}
-_MAX_FINISH_RAW: Final = 64
-
-
-def finish_cause(unified: str | None, raw: str | None) -> FinishCause:
-    """What a finish means for the user, from the raw reason the provider sent (``finish_reason``,
-    ``stop_reason``, ``finishReason``, ``incomplete_details.reason``), else from the unified one
-    (``FinishReason.value``). Anything not named here is a whole answer."""
-    if isinstance(raw, str) and len(raw) <= _MAX_FINISH_RAW:
-        found = _FINISH_CAUSE.get(raw) or _FINISH_CAUSE.get(raw.lower())
-        if found is not None:
-            return found
-    return _FINISH_BY_UNIFIED.get(unified or "", FinishCause.FINISHED)
 
 
 def diagnose_finished(
-    state: State, finish: FinishCause = FinishCause.FINISHED, evidence: tuple[str, ...] = ()
+    state: State,
+    finish: FinishCause = FinishCause.FINISHED,
+    evidence: tuple[str, ...] = (),
+    raw: str | None = None,
 ) -> Diagnosis:
     """The diagnosis of a run that reached its terminal event. ``finish`` says whether that was a whole
     answer (see ``finish_cause``); ``evidence`` adds the wire facts the runtime noted (e.g. a missing
-    ``[DONE]``), in its fixed vocabulary."""
+    ``[DONE]``), in its fixed vocabulary; ``raw`` is the reason as sent, named (redacted, bounded) when it
+    is unrecognised. An unrecognised end is never a whole answer and never safe to retry on its own."""
     if state.activity is not Activity.FINISHED:
         raise ValueError(f"run is not finished: {state}")
-    reason = "the response finished"
-    title, detail = summarize(FailureClass.COMPLETED, finish.value, state, Verdict.NO_RETRY, reason, Facts())
+    verdict, action, reason = Verdict.NO_RETRY, Action.NONE, "the response finished"
+    confidence = Confidence.HIGH
+    items = [f"state={state}", f"finish={finish.value}"]
+    if finish is FinishCause.UNRECOGNISED:
+        verdict, action, reason = _UNKNOWN_END[state.commitment]
+        confidence = Confidence.LOW
+        items.append(f"finish_reason={shown_reason(raw)}")
+    elif finish is FinishCause.UNREAD_CONTENT:
+        confidence = Confidence.LOW  # the run ended, but what it said could not be read
+    title, detail = summarize(
+        FailureClass.COMPLETED, finish.value, state, verdict, reason, Facts(), finish_raw=raw
+    )
     return Diagnosis(
         state=state,
         edge=None,
@@ -310,12 +355,11 @@ def diagnose_finished(
         cause=finish.value,
         failure_class=FailureClass.COMPLETED,
         summary_key=f"completed.{finish.value}",
-        verdict=Verdict.NO_RETRY,
+        verdict=verdict,
         reason=reason,
-        action=Action.NONE,
+        action=action,
         title=title,
         detail=detail,
-        # Content not read: the run ended, but what it said is a guess.
-        confidence=Confidence.LOW if finish is FinishCause.UNREAD_CONTENT else Confidence.HIGH,
-        evidence=tuple(dict.fromkeys((f"state={state}", f"finish={finish.value}", *evidence)))[:MAX_EVIDENCE],
+        confidence=confidence,
+        evidence=tuple(dict.fromkeys((*items, *evidence)))[:MAX_EVIDENCE],
     )

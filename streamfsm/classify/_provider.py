@@ -1,14 +1,28 @@
 """A provider's error (HTTP status, headers, body, or an in-band error event) becomes a ``ProviderError``.
 
-Evidence is weighed in a fixed order, and the markers say which piece decided:
+Body codes, types and statuses are read as **words** (``code_words``: split on ``_``, ``-``, ``.``, spaces
+and camel case, case-folded) and matched against a table of word rules with a source per entry
+(``SPECIFIC_WORDS``, ``GENERIC_WORDS``), so ``too_many_requests``, ``rate_limit_exceeded``,
+``RESOURCE_EXHAUSTED``, ``TooManyRequests`` and ``rate limit`` meet in one place. Evidence is weighed in a
+fixed order, and the markers say which piece decided:
 
-1. A specific body value: an OpenAI ``code`` (``context_length_exceeded``, ``insufficient_quota``, …), an
-   Anthropic ``error.details.error_code`` or ``error.type`` (``overloaded_error``, …), Gemini ``details``
-   (``API_KEY_INVALID``, a per-day quota) or ``status`` (``RESOURCE_EXHAUSTED``, …).
-2. The HTTP status (``401`` auth, ``429`` rate limit, ``529`` overloaded, …). A status of 200 says nothing: an
-   Anthropic in-band ``event: error`` reaches the SDK as ``APIStatusError(status_code=200)``.
-3. A generic body value (``invalid_request_error``, ``api_error``, ``INVALID_ARGUMENT``, …).
-4. The message, only to tell which size or which limit, and recorded in the markers:
+1. A specific body value that settles the kind: money, quota and plan limits first (``insufficient_quota``,
+   ``credit_balance_exhausted``, ``*_spend_limit_reached``, ``billing_error``, ``payment_required``,
+   ``budget_exceeded``, ...: ``quota_exhausted``), then what the request must change (context length, too
+   large, content filter, not found, credentials). Gemini ``details`` count here: a per-day quota is
+   ``quota_exhausted``, a per-minute one a rate limit, whatever the message says.
+2. A 402 status with no specific body value: ``quota_exhausted``.
+3. Money, quota and plan-limit **language in the message** ("exceeded your current quota", "insufficient
+   balance", "used all available credits", "monthly spending limit", "usage limits", "budget has been
+   exceeded", ...: ``MONEY_PHRASES``): ``quota_exhausted`` under any status, over a rate-limit or overload
+   code, at LOW confidence, the phrase's name in the markers (``message=money:<name>``). No wait cures these.
+4. The remaining specific body values (``rate_limit``, ``overloaded``, ``permission``), then the HTTP status
+   (``401`` auth, ``429`` rate limit, ``529`` overloaded, ...; for an in-band error, an HTTP status its body
+   carries as ``code``). A status of 200 says nothing: an Anthropic in-band ``event: error`` reaches the SDK
+   as ``APIStatusError(status_code=200)``.
+5. A generic body value (``invalid_request_error``, ``api_error``, ``INVALID_ARGUMENT``, ...), then, when
+   nothing else named the kind, "rate limit" / "overloaded" in the message (LOW).
+6. The message, only to tell which size or which limit, and recorded in the markers:
 
    * a rate limit whose request alone exceeds the window's whole budget can never succeed by waiting: it is
      ``request_too_large`` when the status is 413 (Groq's 413 with code ``rate_limit_exceeded``: HIGH), or
@@ -21,16 +35,25 @@ Evidence is weighed in a fixed order, and the markers say which piece decided:
      "Request size exceeds model context window"): LOW.
 
    Status, code, type and message each mislead in some provider (a 413 carrying a rate-limit code, a 429
-   that no wait can cure, a size error that is really the context window), so the kind is decided from all
-   of them together, in this order, and never from the message alone.
+   that no wait can cure, a 400 or 500 that is really a spent balance), so the kind is decided from all of
+   them together, in this order.
+
+The wait (``retry_after_s``): ``retry-after-ms`` / ``retry-after``, else Gemini's ``RetryInfo``, else the
+reset of a rate limit whose remaining count is 0 (``x-ratelimit-reset-*``, ``anthropic-ratelimit-*-reset``),
+else a wait stated in the message ("Please try again in 9m38.016s", "resets in 5 hours"). Whether a wait that
+long may be automatic is the verdict's business (``_diagnose.LONGEST_AUTOMATIC_WAIT_S``). A rate limit per
+day or month with no stated wait at all ("1000 API calls / month", "free-models-per-day") is a plan limit:
+``quota_exhausted``, LOW, ``message=money:plan_window``.
 
 Shapes understood: OpenAI ``{"error": {"message", "type", "param", "code"}}`` (and the SDK's flattened inner
 object), the Responses API's flat ``{"type": "error", "code", …}``, nested ``{"type": "error", "error": {…}}``
 and ``response.failed`` events, Anthropic ``{"type": "error", "error": {"type", "message"}}``, Gemini
-``{"error": {"code", "message", "status", "details"}}`` (also wrapped in a one-element list).
+``{"error": {"code", "message", "status", "details"}}`` (also wrapped in a one-element list), ``{"error":
+"text"}`` (xAI, proxies) and FastAPI's ``{"detail": "text"}`` (LiteLLM).
 
 Nothing from the message is kept, and ``type``/``code`` are kept only when they look like identifiers with no
-credential in them: a hostile or buggy body cannot smuggle text into records.
+credential in them: a hostile or buggy body cannot smuggle text into records (a code matched but not fit to
+keep is marked by the rule's words, ``body.code~rate_limit``).
 """
 
 from __future__ import annotations
@@ -41,7 +64,7 @@ import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import timezone
+from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from typing import Final
 
@@ -64,6 +87,7 @@ MAX_BODY_BYTES: Final = 64 * 1024
 RETRY_AFTER_CAP_S: Final = 86_400.0
 _MAX_MESSAGE: Final = 2000
 _MAX_DETAILS: Final = 16
+_MAX_SAID: Final = 128
 _MAX_HEADER_VALUE: Final = 64
 
 # 408 and 409 are transient on these APIs (the official SDKs retry both), so they count as server errors.
@@ -86,64 +110,202 @@ _STATUS_KIND: Final = {
 }
 _WEAK_STATUSES: Final = frozenset({408, 409})
 
-# Body values that name the problem precisely; they win over the status.
-_SPECIFIC_CODE: Final = {
-    "context_length_exceeded": _P.CONTEXT_OVERFLOW,
-    "insufficient_quota": _P.QUOTA_EXHAUSTED,
-    "billing_hard_limit_reached": _P.QUOTA_EXHAUSTED,
-    "rate_limit_exceeded": _P.RATE_LIMIT,
-    "content_filter": _P.CONTENT_FILTER,
-    "content_policy_violation": _P.CONTENT_FILTER,
-    "bio_policy": _P.CONTENT_FILTER,  # Responses API
-    "misalignment_policy_violation": _P.CONTENT_FILTER,
-    "image_content_policy_violation": _P.CONTENT_FILTER,
-    "server_is_overloaded": _P.OVERLOADED,
-    "ResponsibleAIPolicyViolation": _P.CONTENT_FILTER,  # Azure OpenAI's inner code
-    "invalid_api_key": _P.AUTH,
-    "model_not_found": _P.NOT_FOUND,
-    "unsupported_country_region_territory": _P.PERMISSION,
-    # Anthropic error.details.error_code
-    "contract_spend_limit_reached": _P.QUOTA_EXHAUSTED,
-    "enforced_spend_limit_reached": _P.QUOTA_EXHAUSTED,
-    "linked_organization_spend_limit_reached": _P.QUOTA_EXHAUSTED,
-    "request_body_too_large_after_decoding": _P.REQUEST_TOO_LARGE,
-    # Gemini google.rpc.ErrorInfo reasons
-    "API_KEY_INVALID": _P.AUTH,
-    "API_KEY_SERVICE_BLOCKED": _P.PERMISSION,
-    "BILLING_DISABLED": _P.QUOTA_EXHAUSTED,
-}
-_SPECIFIC_TYPE: Final = {
-    "overloaded_error": _P.OVERLOADED,
-    "rate_limit_error": _P.RATE_LIMIT,
-    "authentication_error": _P.AUTH,
-    "permission_error": _P.PERMISSION,
-    "not_found_error": _P.NOT_FOUND,
-    "request_too_large": _P.REQUEST_TOO_LARGE,
-    "billing_error": _P.QUOTA_EXHAUSTED,
-    "insufficient_quota": _P.QUOTA_EXHAUSTED,
-    # Gemini status
-    "RESOURCE_EXHAUSTED": _P.RATE_LIMIT,
-    "PERMISSION_DENIED": _P.PERMISSION,
-    "UNAUTHENTICATED": _P.AUTH,
-    "NOT_FOUND": _P.NOT_FOUND,
-    "UNAVAILABLE": _P.OVERLOADED,  # Gemini's "The model is overloaded" (its 529)
-}
+
+@dataclass(frozen=True, slots=True)
+class WordRule:
+    """Body codes, types or statuses holding all of ``words`` are ``kind``; ``source`` says who sends them."""
+
+    words: tuple[str, ...]
+    kind: ProviderErrorKind
+    source: str
+
+    @property
+    def name(self) -> str:
+        return "_".join(self.words)
+
+
+def _rule(words: str, kind: ProviderErrorKind, source: str) -> WordRule:
+    return WordRule(tuple(words.split()), kind, source)
+
+
+@dataclass(frozen=True, slots=True)
+class MoneyPhrase:
+    """Money, quota or plan-limit language in a message; ``name`` (never the text) goes into the markers."""
+
+    name: str
+    pattern: re.Pattern[str]
+    source: str
+
+
+def _phrase(name: str, pattern: str, source: str) -> MoneyPhrase:
+    return MoneyPhrase(name, re.compile(pattern, re.IGNORECASE), source)
+
+
+# Body codes, types and statuses are read as words (see ``code_words``): a rule matches a value holding all
+# its words, in any order, spelling or case, so ``insufficient_quota``, ``InsufficientQuota`` and
+# ``QUOTA-INSUFFICIENT`` meet. The first matching rule wins, so money comes first.
+SPECIFIC_WORDS: Final = (
+    # a concurrency reservation, not money: it frees itself
+    _rule("in flight", _P.RATE_LIMIT, "OpenRouter 402 in_flight_budget_exhausted"),
+    # money, quota and plan limits: waiting does not cure them
+    _rule(
+        "quota", _P.QUOTA_EXHAUSTED, "OpenAI 429 insufficient_quota, Moonshot exceeded_current_quota_error"
+    ),
+    _rule("billing", _P.QUOTA_EXHAUSTED, "OpenAI billing_hard_limit_reached, Anthropic 402 billing_error"),
+    _rule("credit", _P.QUOTA_EXHAUSTED, "OpenAI 429 credit_balance_exhausted"),
+    _rule(
+        "credits", _P.QUOTA_EXHAUSTED, "OpenRouter 402 insufficient credits, gateways' insufficient_credits"
+    ),
+    _rule("balance", _P.QUOTA_EXHAUSTED, "DeepSeek 402 Insufficient Balance, gateways' insufficient_balance"),
+    _rule(
+        "spend limit",
+        _P.QUOTA_EXHAUSTED,
+        "Anthropic *_spend_limit_reached, OpenAI 429 *_spend_limit_exceeded",
+    ),
+    _rule("spending limit", _P.QUOTA_EXHAUSTED, "xAI 403 monthly spending limit"),
+    _rule("usage limit", _P.QUOTA_EXHAUSTED, "OpenAI 429 organization_usage_limit_exceeded"),
+    _rule("payment", _P.QUOTA_EXHAUSTED, "OpenRouter, Mistral, Cohere 402 payment_required"),
+    _rule(
+        "budget", _P.QUOTA_EXHAUSTED, "LiteLLM proxy budget_exceeded, OpenRouter 402 weight_exceeds_budget"
+    ),
+    _rule("arrearage", _P.QUOTA_EXHAUSTED, "Alibaba Model Studio (Qwen) code Arrearage"),
+    # what the request must change
+    _rule("context length", _P.CONTEXT_OVERFLOW, "OpenAI, OpenRouter context_length_exceeded"),
+    _rule("context window", _P.CONTEXT_OVERFLOW, "Anthropic model_context_window_exceeded"),
+    _rule("too large", _P.REQUEST_TOO_LARGE, "Anthropic 413 request_too_large, *_too_large_after_decoding"),
+    _rule("content filter", _P.CONTENT_FILTER, "OpenAI, Azure OpenAI content_filter"),
+    _rule(
+        "policy violation",
+        _P.CONTENT_FILTER,
+        "OpenAI content_policy_violation, Azure ResponsibleAIPolicyViolation",
+    ),
+    _rule("bio policy", _P.CONTENT_FILTER, "OpenAI Responses bio_policy"),
+    _rule("not found", _P.NOT_FOUND, "Anthropic not_found_error, Gemini NOT_FOUND, OpenAI model_not_found"),
+    _rule("service blocked", _P.PERMISSION, "Gemini ErrorInfo API_KEY_SERVICE_BLOCKED"),
+    _rule("invalid api key", _P.AUTH, "OpenAI invalid_api_key, Gemini ErrorInfo API_KEY_INVALID"),
+    _rule("authentication", _P.AUTH, "Anthropic 401 authentication_error"),
+    _rule("unauthenticated", _P.AUTH, "Gemini UNAUTHENTICATED"),
+    _rule("permission", _P.PERMISSION, "Anthropic permission_error, Gemini PERMISSION_DENIED"),
+    _rule("unsupported country", _P.PERMISSION, "OpenAI unsupported_country_region_territory"),
+    # waiting helps
+    _rule("overloaded", _P.OVERLOADED, "Anthropic 529 overloaded_error, OpenAI server_is_overloaded"),
+    _rule("unavailable", _P.OVERLOADED, "Gemini 503 UNAVAILABLE (the model is overloaded)"),
+    _rule("rate limit", _P.RATE_LIMIT, "OpenAI, Groq rate_limit_exceeded; Anthropic, xAI rate_limit_error"),
+    _rule("ratelimit", _P.RATE_LIMIT, "one-word spellings (RatelimitExceeded)"),
+    _rule("too many requests", _P.RATE_LIMIT, "OpenAI Responses too_many_requests, HTTP 429's reason phrase"),
+    _rule("resource exhausted", _P.RATE_LIMIT, "Gemini, Vertex AI 429 RESOURCE_EXHAUSTED"),
+    _rule("throttling", _P.RATE_LIMIT, "Amazon Bedrock ThrottlingException"),
+    _rule("throttled", _P.RATE_LIMIT, "gateways' throttled"),
+)
+# A quota per short window is a rate limit, whatever it is called (Gemini per-minute quotas).
+_RATE_WINDOW_WORDS: Final = frozenset({"minute", "second", "rpm", "tpm", "rps"})
+# Kinds a body value settles: the message's money words cannot overrule them.
+_FIRM: Final = frozenset(
+    {_P.QUOTA_EXHAUSTED, _P.CONTEXT_OVERFLOW, _P.REQUEST_TOO_LARGE, _P.CONTENT_FILTER, _P.NOT_FOUND, _P.AUTH}
+)
 # Broad categories: they decide only when the status does not.
-_GENERIC: Final = {
-    "invalid_request_error": _P.INVALID_REQUEST,
-    "api_error": _P.SERVER_ERROR,
-    "server_error": _P.SERVER_ERROR,
-    "timeout_error": _P.SERVER_ERROR,
-    "vector_store_timeout": _P.SERVER_ERROR,
-    "invalid_prompt": _P.INVALID_REQUEST,
-    "data_residency_mismatch": _P.INVALID_REQUEST,
-    "INVALID_ARGUMENT": _P.INVALID_REQUEST,
-    "FAILED_PRECONDITION": _P.INVALID_REQUEST,
-    "OUT_OF_RANGE": _P.INVALID_REQUEST,
-    "INTERNAL": _P.SERVER_ERROR,
-    "DEADLINE_EXCEEDED": _P.SERVER_ERROR,
-    "ABORTED": _P.SERVER_ERROR,
+GENERIC_WORDS: Final = (
+    _rule("invalid request", _P.INVALID_REQUEST, "OpenAI, Anthropic invalid_request_error"),
+    _rule("invalid argument", _P.INVALID_REQUEST, "Gemini INVALID_ARGUMENT"),
+    _rule("invalid prompt", _P.INVALID_REQUEST, "OpenAI Responses invalid_prompt"),
+    _rule("failed precondition", _P.INVALID_REQUEST, "Gemini FAILED_PRECONDITION"),
+    _rule("out of range", _P.INVALID_REQUEST, "Gemini OUT_OF_RANGE"),
+    _rule("data residency", _P.INVALID_REQUEST, "OpenAI Responses data_residency_mismatch"),
+    _rule("api error", _P.SERVER_ERROR, "Anthropic api_error"),
+    _rule("server error", _P.SERVER_ERROR, "OpenAI server_error"),
+    _rule("timeout", _P.SERVER_ERROR, "Anthropic timeout_error, OpenAI Responses vector_store_timeout"),
+    _rule("internal", _P.SERVER_ERROR, "Gemini INTERNAL"),
+    _rule("deadline exceeded", _P.SERVER_ERROR, "Gemini DEADLINE_EXCEEDED"),
+    _rule("aborted", _P.SERVER_ERROR, "Gemini ABORTED"),
+)
+# The last, low-confidence fallback: money, quota and plan-limit language in the message decides under any
+# status.
+MONEY_PHRASES: Final = (
+    _phrase(
+        "current_quota",
+        r"exceeded your (?:current )?quota",
+        "OpenAI 429 insufficient_quota, Moonshot 429, Gemini 429 without per-minute details, W&B 402",
+    ),
+    _phrase(
+        "balance",
+        r"insufficient (?:account )?balance|balance (?:is )?(?:too low|insufficient|not enough)",
+        "DeepSeek 402 'Insufficient Balance', Anthropic 400 'Your credit balance is too low', Zhipu 1113",
+    ),
+    _phrase("balance", r"余额不足|欠费", "DeepSeek 402, Zhipu 1113 (Chinese docs)"),
+    _phrase(
+        "credits",
+        r"insufficient credits?|(?:out of|no|all available|run out of) credits?",
+        "OpenRouter 402 'Insufficient credits', xAI 403/429 'used all available credits'",
+    ),
+    _phrase(
+        "credits",
+        r"credits? (?:are |have been |has been )?(?:used up|exhausted|depleted)",
+        "prepaid-credit providers and gateways",
+    ),
+    _phrase("billing_limit", r"billing hard limit|billing limit", "OpenAI billing_hard_limit_reached"),
+    _phrase(
+        "spend_limit",
+        r"spend(?:ing)? (?:limit|cap)",
+        "xAI 'reached its monthly spending limit', Together 402, Mistral 402, Claude 'monthly spend limit'",
+    ),
+    _phrase(
+        "usage_limit",
+        r"usage limits?\b",
+        "Anthropic 400 'You have reached your specified API usage limits', Kimi 403, Claude 'usage limit'",
+    ),
+    _phrase(
+        "plan_limit",
+        r"(?:monthly|plan|subscription) (?:usage |request |token )?(?:limit|quota|allowance)",
+        "monthly and plan allowances (Together 402, Kimi, coding plans)",
+    ),
+    _phrase("payment_required", r"payment required", "the 402 reason phrase (OpenRouter, Mistral, Cohere)"),
+    _phrase(
+        "budget",
+        r"budget (?:has been |was )?(?:exceeded|reached|exhausted)|(?:exceeded|over) (?:your |the )?budget"
+        r"|max budget",
+        "LiteLLM proxy 'Budget has been exceeded!', 'Max budget limit reached.'",
+    ),
+    _phrase(
+        "arrears",
+        r"in arrears|arrearage|account is not in good standing",
+        "Alibaba Model Studio Arrearage, Zhipu (English)",
+    ),
+)
+# A rate limit per day or month with no stated wait is a plan limit: nothing says when it lifts, and it is not
+# within any automatic retry (Gemini's per-day QuotaFailure is read the same way).
+PLAN_WINDOW: Final = _phrase(
+    "plan_window",
+    r"\bper[- ](?:day|month)\b|/ ?(?:day|month)\b|\b(?:daily|monthly) (?:limit|quota|cap)",
+    "OpenRouter in-band 429 'free-models-per-day', Cohere 429 trial key '1000 API calls / month'",
+)
+# Said in words when nothing else names the kind (an in-band {"error": {"message": "Rate limit exceeded"}}).
+_WAIT_PHRASES: Final = (
+    ("rate_limit", re.compile(r"rate.?limit|too many requests", re.IGNORECASE), _P.RATE_LIMIT),
+    ("overloaded", re.compile(r"overloaded", re.IGNORECASE), _P.OVERLOADED),
+)
+# "Please try again in 9m38.016s" (Groq, OpenAI), "Please retry in 10h17m5.7s" (Gemini), "Please retry after
+# 2 seconds" (Azure OpenAI), "resets in 5 hours".
+_DURATION_UNIT: Final = r"(?:milliseconds?|ms|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)(?![a-z])"
+_RETRY_IN_RE: Final = re.compile(
+    r"(?:try again|retry|resets?|available again)\s+(?:in|after)\s+"
+    rf"((?:[0-9]{{1,6}}(?:\.[0-9]{{1,9}})?\s?{_DURATION_UNIT}(?:\s*,?\s*(?:and\s+)?)?){{1,4}})",
+    re.IGNORECASE,
+)
+_DURATION_PART_RE: Final = re.compile(r"([0-9]{1,6}(?:\.[0-9]{1,9})?)\s?([a-z]+)", re.IGNORECASE)
+_UNIT_S: Final = {
+    "ms": 0.001,
+    "millisecond": 0.001,
+    "h": 3600.0,
+    "hour": 3600.0,
+    "hr": 3600.0,
+    "m": 60.0,
+    "minute": 60.0,
+    "min": 60.0,
+    "s": 1.0,
+    "second": 1.0,
+    "sec": 1.0,
 }
+_WORD_RE: Final = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
 _CONTEXT_OVERFLOW_RE: Final = re.compile(
     r"prompt is too long|maximum context length|context (?:length|window)|input token count"
@@ -268,6 +430,46 @@ def parse_retry_after(
     return None if found is None else found[0]
 
 
+# Rate-limit headers: when a limit's remaining count is 0, its reset is the earliest a request can pass.
+# (remaining header, reset header), per provider.
+_LIMIT_HEADERS: Final = (
+    # OpenAI, Groq, xAI, Together: a duration ("1s", "6m0s", "2m59.56s", "20ms")
+    *((f"x-ratelimit-remaining-{d}", f"x-ratelimit-reset-{d}") for d in ("requests", "tokens")),
+    # Anthropic: an RFC 3339 time
+    *(
+        (f"anthropic-ratelimit-{d}-remaining", f"anthropic-ratelimit-{d}-reset")
+        for d in ("requests", "tokens", "input-tokens", "output-tokens")
+    ),
+)
+_GO_DURATION_RE: Final = re.compile(r"(?:[0-9]{1,6}(?:\.[0-9]{1,9})?(?:ms|h|m|s))+")
+
+
+def _reset_in(text: str, now: float) -> float | None:
+    """Seconds until a reset given as a duration ("6m0s"), plain seconds, or an RFC 3339 time."""
+    if len(text) > _MAX_HEADER_VALUE:
+        return None
+    if _GO_DURATION_RE.fullmatch(text):
+        return sum(float(n) * _UNIT_S[u] for n, u in _DURATION_PART_RE.findall(text))
+    if (seconds := _seconds(text)) is not None:
+        return seconds
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    at = (when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)).timestamp()
+    return max(0.0, at - now)
+
+
+def _exhausted_reset(headers: dict[str, str], now: float) -> tuple[float, str] | None:
+    """The latest reset among the limits whose remaining count is 0, and its marker."""
+    found = [
+        (value, f"header={reset}")
+        for remaining, reset in _LIMIT_HEADERS
+        if headers.get(remaining) == "0" and (value := _reset_in(headers.get(reset, ""), now)) is not None
+    ]
+    return max(found, key=lambda item: item[0]) if found else None
+
+
 # -- bodies -------------------------------------------------------------------------------------------------
 
 
@@ -305,7 +507,7 @@ def _error_object(payload: object) -> tuple[Mapping[object, object], bool] | Non
     response = payload.get("response")
     if isinstance(response, Mapping) and isinstance(response.get("error"), Mapping):
         return response["error"], False  # Responses API response.failed
-    if any(k in payload for k in ("code", "type", "status", "message", "error")):
+    if any(k in payload for k in ("code", "type", "status", "message", "error", "detail")):
         return payload, True
     return None
 
@@ -322,18 +524,33 @@ class _Fields:
     type: str | None = None  # error.type (OpenAI, Anthropic)
     code: str | None = None  # error.code (OpenAI), details.error_code (Anthropic), ErrorInfo.reason (Gemini)
     status_name: str | None = None  # Gemini error.status
-    http_code: int | None = None  # a numeric error.code (Gemini, OpenRouter): an HTTP status in the body
-    quota_per_day: bool = False
+    http_code: int | None = None  # a numeric error.code (Gemini, OpenRouter, xAI): an HTTP status in the body
+    quota_kind: ProviderErrorKind | None = None  # what Gemini's QuotaFailure says (see _quota_kind)
     retry_delay_s: float | None = None
     message: str = ""
+    said: tuple[tuple[str, str], ...] = ()  # (label, value as sent): code, type and status, read as words
 
 
-def _gemini_details(details: object) -> tuple[str | None, bool, float | None]:
+def _quota_kind(violations: object) -> ProviderErrorKind | None:
+    """A violated per-day quota is spent for the day (``quota_exhausted``); per-minute or per-second ones
+    are a rate limit; None when the quota ids say neither."""
+    kind: ProviderErrorKind | None = None
+    for v in violations[:_MAX_DETAILS] if isinstance(violations, (list, tuple)) else ():
+        quota_id = v.get("quotaId") if isinstance(v, Mapping) else None
+        lowered = quota_id.lower() if isinstance(quota_id, str) else ""
+        if "perday" in lowered:
+            return _P.QUOTA_EXHAUSTED
+        if "perminute" in lowered or "persecond" in lowered:
+            kind = _P.RATE_LIMIT
+    return kind
+
+
+def _gemini_details(details: object) -> tuple[str | None, ProviderErrorKind | None, float | None]:
     reason: str | None = None
-    per_day = False
+    quota: ProviderErrorKind | None = None
     delay: float | None = None
     if not isinstance(details, (list, tuple)):
-        return reason, per_day, delay
+        return reason, quota, delay
     for item in details[:_MAX_DETAILS]:
         if not isinstance(item, Mapping):
             continue
@@ -341,18 +558,21 @@ def _gemini_details(details: object) -> tuple[str | None, bool, float | None]:
         kind = kind if isinstance(kind, str) else ""
         if kind.endswith("ErrorInfo") and reason is None:
             reason = _token(item.get("reason"))
-        elif kind.endswith("QuotaFailure"):
-            violations = item.get("violations")
-            for v in violations[:_MAX_DETAILS] if isinstance(violations, (list, tuple)) else ():
-                if isinstance(v, Mapping):
-                    quota_id = v.get("quotaId")
-                    per_day = per_day or (isinstance(quota_id, str) and "perday" in quota_id.lower())
+        elif kind.endswith("QuotaFailure") and quota is not _P.QUOTA_EXHAUSTED:
+            quota = _quota_kind(item.get("violations")) or quota
         elif kind.endswith("RetryInfo"):
             text = item.get("retryDelay")
             m = _RETRY_DELAY_RE.fullmatch(text) if isinstance(text, str) else None
             if m is not None:
                 delay = float(m.group(1))
-    return reason, per_day, delay
+    return reason, quota, delay
+
+
+def _http_code(value: object) -> int | None:
+    """An HTTP status sent as the body's code, a number or a numeric string ("429")."""
+    if isinstance(value, str) and len(value) == 3 and value.isascii() and value.isdigit():
+        value = int(value)
+    return value if type(value) is int and 100 <= value <= 599 else None
 
 
 def _fields(payload: object) -> _Fields:
@@ -368,24 +588,77 @@ def _fields(payload: object) -> _Fields:
         else raw_type
     )
     raw_code = error.get("code")
-    http_code = raw_code if type(raw_code) is int and 100 <= raw_code <= 599 else None
+    http_code = _http_code(raw_code)
     code = _token(raw_code)
     details = error.get("details")
+    detail_code = details.get("error_code") if isinstance(details, Mapping) else None
     if isinstance(details, Mapping):  # Anthropic: {"error_code": ...}
-        code = _token(details.get("error_code")) or code
-    reason, per_day, delay = _gemini_details(details)
+        code = _token(detail_code) or code
+    reason, quota, delay = _gemini_details(details)
     message = error.get("message")
-    if not isinstance(message, str) and flat and isinstance(error.get("error"), str):
-        message = error.get("error")  # {"error": "text"} from some proxies
+    if not isinstance(message, str) and flat:
+        # {"error": "text"} from some proxies (xAI), {"detail": "text"} from FastAPI servers (LiteLLM)
+        message = next((v for v in (error.get("error"), error.get("detail")) if isinstance(v, str)), None)
+    sent_code = next((v for v in (reason, detail_code, raw_code) if isinstance(v, str)), None)
+    said = tuple(
+        (label, value[:_MAX_SAID])
+        for label, value in (
+            ("body.code", sent_code),
+            ("body.type", etype),
+            ("body.status", error.get("status")),
+        )
+        if isinstance(value, str)
+    )
     return _Fields(
         type=_token(etype),
         code=reason or code or (str(http_code) if http_code is not None else None),
         status_name=_token(error.get("status")),
         http_code=http_code,
-        quota_per_day=per_day,
+        quota_kind=quota,
         retry_delay_s=delay,
         message=message[:_MAX_MESSAGE] if isinstance(message, str) else "",
+        said=said,
     )
+
+
+def code_words(value: str) -> frozenset[str]:
+    """A provider's code or type as words: split on ``_``, ``-``, ``.``, spaces and camel case, case-folded.
+    ``too_many_requests``, ``TooManyRequests`` and ``too-many requests`` give the same words."""
+    return frozenset(word.casefold() for word in _WORD_RE.findall(value[:128]))
+
+
+def _match(rules: tuple[WordRule, ...], f: _Fields) -> tuple[ProviderErrorKind, str] | None:
+    """The first rule (in table order) whose words the body's code, type or status holds, and its marker:
+    the value itself when it is fit to keep, else the rule's words."""
+    said = [(label, value, code_words(value)) for label, value in f.said]
+    for rule in rules:
+        for label, value, held in said:
+            if held.issuperset(rule.words):
+                kind = rule.kind
+                if kind is _P.QUOTA_EXHAUSTED and held & _RATE_WINDOW_WORDS:
+                    kind = _P.RATE_LIMIT  # a quota per minute is a rate limit
+                kept = _token(value)
+                return kind, f"{label}={kept}" if kept == value else f"{label}~{rule.name}"
+    return None
+
+
+def _money_phrase(message: str) -> str | None:
+    return next((phrase.name for phrase in MONEY_PHRASES if phrase.pattern.search(message)), None)
+
+
+def _retry_in(message: str) -> float | None:
+    """Seconds from a wait stated in words ("try again in 9m38.016s", "resets in 5 hours")."""
+    found = _RETRY_IN_RE.search(message) if message else None
+    if found is None:
+        return None
+    total = 0.0
+    for number, unit in _DURATION_PART_RE.findall(found.group(1)):
+        unit = unit.lower()
+        scale = _UNIT_S.get(unit) or _UNIT_S.get(unit.rstrip("s"))
+        if scale is None:
+            return None
+        total += float(number) * scale
+    return total if math.isfinite(total) else None
 
 
 # -- the decision -------------------------------------------------------------------------------------------
@@ -418,41 +691,39 @@ def _decide(status: int | None, f: _Fields) -> tuple[ProviderErrorKind, list[str
 
 
 def _kind(status: int | None, f: _Fields) -> tuple[ProviderErrorKind, list[str], Confidence]:
-    """Rules 1 to 3 of the module docstring."""
+    """Rules 1 to 4 of the module docstring."""
     markers: list[str] = [] if status is None else [f"status={status}"]
     # 1. a specific body value
-    if f.quota_per_day:
-        return _P.QUOTA_EXHAUSTED, [*markers, "body.details=quota_per_day"], Confidence.HIGH
-    specific: tuple[tuple[str, str | None, Mapping[str, ProviderErrorKind]], ...] = (
-        ("body.code", f.code, _SPECIFIC_CODE),
-        ("body.type", f.type, _SPECIFIC_CODE),  # OpenAI puts insufficient_quota in either
-        ("body.type", f.type, _SPECIFIC_TYPE),
-        ("body.status", f.status_name, _SPECIFIC_TYPE),
-    )
-    for label, value, table in specific:
-        if value is not None and value in table:
-            return table[value], [*markers, f"{label}={value}"], Confidence.HIGH
+    if f.quota_kind is not None:
+        window = "day" if f.quota_kind is _P.QUOTA_EXHAUSTED else "minute"
+        return f.quota_kind, [*markers, f"body.details=quota_per_{window}"], Confidence.HIGH
+    specific = _match(SPECIFIC_WORDS, f)
+    if specific is not None and specific[0] in _FIRM:
+        return specific[0], [*markers, specific[1]], Confidence.HIGH
     # 2. the status, or for an in-band error the HTTP status its body carries
     effective, label = status, "status"
     if (status is None or 200 <= status <= 299) and f.http_code is not None:
         effective, label = f.http_code, "body.code"
-    kind: ProviderErrorKind | None = None
-    confidence = Confidence.HIGH
     by_status = _status_kind(effective)
+    status_markers = markers if label == "status" else [*markers, f"{label}={effective}"]
+    if specific is None and by_status is not None and by_status[0] is _P.QUOTA_EXHAUSTED:  # 402
+        return by_status[0], status_markers, by_status[1]
+    # 3. money, quota or plan-limit language: waiting does not help, whatever the status or code said
+    money = _money_phrase(f.message) if f.message else None
+    if money is not None:
+        return _P.QUOTA_EXHAUSTED, [*markers, f"message=money:{money}"], Confidence.LOW
+    if specific is not None:
+        return specific[0], [*markers, specific[1]], Confidence.HIGH
     if by_status is not None:
-        kind, confidence = by_status
-        if label != "status":
-            markers.append(f"{label}={effective}")
-    # 3. a generic body value, when the status said nothing
-    if kind is None:
-        for label, value in (("body.code", f.code), ("body.type", f.type), ("body.status", f.status_name)):
-            if value is not None and value in _GENERIC:
-                kind, confidence = _GENERIC[value], Confidence.HIGH
-                markers.append(f"{label}={value}")
-                break
-    if kind is None:
-        return _P.UNKNOWN, markers, Confidence.LOW
-    return kind, markers, confidence
+        return by_status[0], status_markers, by_status[1]
+    # 4. a generic body value, when the status said nothing; then the message's words
+    generic = _match(GENERIC_WORDS, f)
+    if generic is not None:
+        return generic[0], [*markers, generic[1]], Confidence.HIGH
+    for name, pattern, kind in _WAIT_PHRASES:
+        if f.message and pattern.search(f.message):
+            return kind, [*markers, f"message={name}"], Confidence.LOW
+    return _P.UNKNOWN, markers, Confidence.LOW
 
 
 def _rate_or_size(
@@ -491,6 +762,15 @@ def _build(
     elif fields.retry_delay_s is not None:
         retry_after_s = min(fields.retry_delay_s, RETRY_AFTER_CAP_S)
         markers.append("body.retry_delay")
+    elif (reset := _exhausted_reset(lowered, time.time())) is not None:
+        retry_after_s = min(reset[0], RETRY_AFTER_CAP_S)
+        markers.append(reset[1])
+    elif (said := _retry_in(fields.message)) is not None:
+        retry_after_s = min(said, RETRY_AFTER_CAP_S)
+        markers.append("message=retry_in")
+    if kind is _P.RATE_LIMIT and retry_after_s is None and PLAN_WINDOW.pattern.search(fields.message):
+        kind, confidence = _P.QUOTA_EXHAUSTED, Confidence.LOW
+        markers.append(f"message=money:{PLAN_WINDOW.name}")
     should_retry: bool | None = None
     flag = lowered.get("x-should-retry", "").lower()
     if flag in ("true", "false"):
@@ -576,6 +856,8 @@ def provider_error_from_sdk(exc: BaseException) -> ProviderError | None:
         if how == "in_band":
             return None  # an APIError with no error body says nothing about the provider
         payload = {k: v for k, v in attrs.items() if isinstance(v, str)}  # the SDK's parsed attributes
+        if isinstance(body, str):  # openai unwraps {"error": "text"} to the text: read it as the message
+            payload["message"] = body[:_MAX_MESSAGE]
     return _build(
         status if type(status) is int else None,
         headers if isinstance(headers, Mapping) else None,

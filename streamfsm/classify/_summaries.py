@@ -6,7 +6,8 @@ import re
 from typing import Final
 
 from ..machine import Activity, Commitment, State
-from ._taxonomy import Facts, FailureClass, Verdict
+from ._finish import shown_reason
+from ._taxonomy import ENDPOINT_AT_ROOT, Facts, FailureClass, ProviderErrorKind, Verdict
 
 WHAT_HAPPENED: Final = {
     # transport
@@ -37,6 +38,14 @@ WHAT_HAPPENED: Final = {
     "client": "The client receiving the relayed stream went away",
     "protocol_violation": "The provider sent data that breaks its stream format",
     "consumer_error": "The code reading the stream raised an error",
+    # the provider's finish (or the call's end) left a tool call unfinished: tool_input_unfinished
+    "length": "The provider stopped at the output token limit",
+    "content_filter": "The provider's content filter stopped the response",
+    "refusal": "The model declined and ended the response",
+    "malformed_tool_call": "The provider ended the response on a tool call it could not parse",
+    "paused": "The provider paused the response",
+    "unrecognised": "The provider ended the response for a reason streamfsm does not recognise",
+    "unparseable_arguments": "The provider ended the call before its arguments were valid JSON",
 }
 """What happened, per cause, for every class but ``provider_error``."""
 
@@ -44,7 +53,7 @@ PROVIDER_SAID: Final = {
     "auth": "The provider rejected the credentials",
     "permission": "The credentials may not use this model or endpoint",
     "rate_limit": "The provider is rate limiting requests",
-    "quota_exhausted": "The account's quota or credit is used up",
+    "quota_exhausted": "The account's credit, quota or spending limit is used up",
     "overloaded": "The provider is overloaded",
     "server_error": "The provider had an internal error",
     "invalid_request": "The provider rejected the request as invalid",
@@ -84,8 +93,31 @@ FINISHED_SAYS: Final = {
         " field names are in the record's delta_keys), so no answer text or tool call was seen. The"
         " response may hold an answer your code cannot read either.",
     ),
+    "paused": (
+        "The provider paused the answer",
+        "The provider paused a long turn before the answer was complete; send the response back as it is to"
+        " let it continue.",
+    ),
+    "unrecognised": (
+        "The response ended for an unrecognised reason",
+        "The provider sent its final event with a finish reason streamfsm does not recognise, so it cannot"
+        " tell whether the answer is whole.",
+    ),
 }
 """(title, detail) per ``FinishCause`` value, for a run that reached its terminal event."""
+
+UNFINISHED_CAUSES: Final = frozenset(
+    {
+        "length",
+        "content_filter",
+        "refusal",
+        "malformed_tool_call",
+        "paused",
+        "unrecognised",
+        "unparseable_arguments",
+    }
+)
+"""The details of ``tool_input_interrupted`` that the provider's own end gave (``tool_input_unfinished``)."""
 
 
 def what_happened(klass: FailureClass, cause: str) -> str:
@@ -117,6 +149,11 @@ _VERDICT_LEAD: Final = {
     Verdict.USER_CONFIRMED_RETRY: "Retry only with confirmation",
     Verdict.NO_RETRY: "Do not retry automatically",
 }
+
+_NO_VERSION_HINT: Final = (
+    "The request went to an OpenAI endpoint at the server's root: did you mean a base_url ending in /v1"
+    " (e.g. http://localhost:8000/v1)?"
+)
 
 _SAFE_TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 
@@ -157,15 +194,22 @@ def summarize(
     facts: Facts,
     *,
     http_status: bool = False,
+    finish_raw: str | None = None,
 ) -> tuple[str, str]:
     """(title, detail) for a diagnosis. Never contains raw exception text. ``http_status``: the provider
-    answered with an error status, so there is no stream position to tell."""
+    answered with an error status, so there is no stream position to tell. ``finish_raw``: a completed
+    run's finish reason as sent, named (redacted, bounded) when it is unrecognised."""
     if klass is FailureClass.COMPLETED:
-        return FINISHED_SAYS.get(cause, FINISHED_SAYS["finished"])
+        title, detail = FINISHED_SAYS.get(cause, FINISHED_SAYS["finished"])
+        if cause != "unrecognised":
+            return title, detail
+        return f"{title} ({shown_reason(finish_raw)})", f"{detail} {_VERDICT_LEAD[verdict]}: {reason}."
     what = what_happened(klass, cause)
     tool = _tool(facts)
     title = _TITLE_BY_CLASS.get(klass, what)
-    if klass is FailureClass.TOOL_INPUT_INTERRUPTED and tool != "a tool":
+    if klass is FailureClass.TOOL_INPUT_INTERRUPTED and cause in UNFINISHED_CAUSES:
+        title = f"The response ended before the model finished the call to {tool}"
+    elif klass is FailureClass.TOOL_INPUT_INTERRUPTED and tool != "a tool":
         title = f"The stream broke while the model was writing the call to {tool}"
     where_template = _WHERE.get(state.activity, "")
     if state.activity is Activity.TOOL_CALL and facts.tool_ran:
@@ -174,6 +218,12 @@ def summarize(
     if state.activity is Activity.CONNECTING and facts.request_sent and not http_status:
         where = "after the request was sent, before the provider answered (it may have started on it)"
     parts = [f"{what} {where}." if where else f"{what}."]
+    if (
+        facts.detail == ENDPOINT_AT_ROOT
+        and facts.provider is not None
+        and facts.provider.kind is ProviderErrorKind.NOT_FOUND
+    ):
+        parts.append(_NO_VERSION_HINT)
     tool_sentence = _tool_sentence(state, facts)
     if tool_sentence:
         parts.append(tool_sentence)

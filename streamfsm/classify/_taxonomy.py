@@ -15,6 +15,10 @@ JSON_COMPLETION: Final = "json_completion"
 """The protocol-violation detail of a 2xx body that is a whole JSON answer instead of an event stream: it was
 generated (and billed), so it is ``possibly_delivered`` and never retried automatically."""
 
+ENDPOINT_AT_ROOT: Final = "endpoint_at_root"
+"""The detail of an HTTP error whose request went to an OpenAI endpoint at the server's root
+(``/chat/completions``, ``/responses``): with a 404, the base URL most likely lacks its ``/v1``."""
+
 
 class FailureClass(enum.Enum):
     _value_: str
@@ -123,7 +127,8 @@ class ProviderErrorKind(enum.Enum):
 
 class FinishCause(enum.Enum):
     """How a run that reached its terminal event ended, in the user's eyes: the detail of its summary key
-    (``completed.<cause>``). Only ``FINISHED`` is a whole answer."""
+    (``completed.<cause>``), and of ``tool_input_interrupted.<cause>`` when that end left a tool call
+    unfinished. Only ``FINISHED`` is a whole answer (see ``streamfsm.classify._finish``)."""
 
     _value_: str
 
@@ -133,6 +138,8 @@ class FinishCause(enum.Enum):
     REFUSAL = "refusal"  # the model declined
     MALFORMED_TOOL_CALL = "malformed_tool_call"  # the provider ended it on a tool call it could not parse
     UNREAD_CONTENT = "unread_content"  # it finished, but its content came in shapes not read: no answer seen
+    PAUSED = "paused"  # the provider paused a long turn (Anthropic pause_turn); it goes on if sent back
+    UNRECOGNISED = "unrecognised"  # a reason nobody here knows, or none: never taken for a whole answer
 
 
 class AbortSource(enum.Enum):
@@ -184,6 +191,7 @@ class Facts:
     tool_ran: bool = False  # that tool had started running
     tool_effectful: bool | None = None  # and was declared effectful (None: not known or not started)
     detail: str | None = None  # a short, already redacted note, e.g. a protocol violation's position
+    finish: FinishCause | None = None  # tool_input_unfinished: the finish that left the call unfinished
 
 
 @dataclass(frozen=True, slots=True)

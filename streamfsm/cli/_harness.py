@@ -1,4 +1,4 @@
-"""``streamfsm harness``: every catalog scenario against the local fault provider, as a table.
+"""streamfsm harness: every catalog scenario against the local fault provider, as a table.
 
     streamfsm harness                                  # every scenario, through our own client
     streamfsm harness --sdk                            # and through the openai / anthropic SDKs + wrap()
@@ -6,7 +6,7 @@
     streamfsm harness --format anthropic --scenario '*/tool-*'
     streamfsm harness --json records.jsonl             # every run record, one JSON object per line
 
-``--via tap`` plays each scenario of a format the SDKs speak through the real SDK, as an agent that knows
+--via tap plays each scenario of a format the SDKs speak through the real SDK, as an agent that knows
 nothing of streamfsm would, and reads the tap's record with the documented differences (where the
 transparent view rightly differs from open_stream's), which it lists after the table with their reasons.
 On a terminal the title column is cut to its width (--wide: whole); into a pipe or a file it is whole.
@@ -273,7 +273,7 @@ def add_commands(commands: Any) -> None:
     harness = commands.add_parser(
         "harness",
         help="play every fault scenario against a local fault provider and check each outcome",
-        description=__doc__,
+        description=__doc__,  # plain text, no markup: the module's docstring is the command's --help
         epilog=epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -394,7 +394,9 @@ def _began(recovery: Any) -> str:
         return f"{began} (refused: {_clean(refused)})" if refused else began
     calls = recovery.get("tool_calls") or 0
     carried = f" and {calls} complete tool call{'s' if calls != 1 else ''}" if calls else ""
-    return f"continuing after {_show(recovery.get('after_chars'))} characters{carried}"
+    style = f" by {_clean(recovery['style'])}" if recovery.get("style") else ""
+    refused = f" (refused: {_clean(recovery['refused'])})" if recovery.get("refused") else ""
+    return f"continuing after {_show(recovery.get('after_chars'))} characters{carried}{style}{refused}"
 
 
 _NEXT: Final = {
@@ -421,7 +423,11 @@ def _chain(r: RunRecord) -> list[str]:
             then = _show(link.get("decision"))
         if link.get("decision") == "confirmed_retry" and "confirmed" not in then:
             then += " (confirmed)"
-        refused = f"; resume refused: {_clean(link['resume_refused'])}" if link.get("resume_refused") else ""
+        refused = "".join(
+            f"; {what} refused: {_clean(link[key])}"
+            for key, what in (("resume_refused", "resume"), ("continue_refused", "continuation"))
+            if link.get(key)
+        )
         ended = f"{_clean(link.get('summary_key'))}, {_clean(link.get('verdict'))}{refused}"
         lines.append(f"  {_show(link.get('attempt')):>3}  {ended}; then {then}")
     this = f"began by {_began(recovery)}; {_clean(r['outcome'].get('summary_key'))}"
@@ -504,6 +510,15 @@ def _diagnose(args: argparse.Namespace) -> int:
     except _UsageError as exc:
         print(f"streamfsm diagnose: {_clean(exc)}", file=sys.stderr)
         return 2
+    if args.run_id is not None and not chosen:  # a request id of a stream the relay's death cut?
+        cut = [i for i in _interrupted(args) if args.run_id in (i.request_id, i.begin_id)]
+        if cut:
+            if args.json:
+                print(json.dumps({"records": [], "interrupted": [i.to_json() for i in cut]}, indent=2))
+            else:
+                _print_interrupted(cut)
+                print(f"\n{cut[0].to_json()['what_happened']}")
+            return 0
     if data.count == 0:
         print(f"streamfsm diagnose: no readable run record in {_clean(args.file)}", file=sys.stderr)
         return 1
@@ -571,7 +586,7 @@ def _report(args: argparse.Namespace) -> int:
         from ._relay import report_html
 
         try:
-            return report_html(chosen, args.file, args.html)
+            return report_html(chosen, args.file, args.html, _interrupted(args, since))
         except OSError as exc:
             return _cannot_read("report", args.file, exc)
     names = _GROUPINGS[args.by]
@@ -579,7 +594,8 @@ def _report(args: argparse.Namespace) -> int:
         groups, runs, failures = group_failures(chosen, names)  # one pass, holding only the groups
     except OSError as exc:
         return _cannot_read("report", args.file, exc)
-    if data.count == 0:
+    cut = _interrupted(args, since)
+    if data.count == 0 and not cut:
         print(f"streamfsm report: no readable run record in {_clean(args.file)}", file=sys.stderr)
         return 1
     if args.json:
@@ -591,6 +607,7 @@ def _report(args: argparse.Namespace) -> int:
             "runs": runs,
             "failures": failures,
             "groups": [g.to_json(names) for g in groups],
+            "interrupted": [i.to_json() for i in cut],
             "problems": _problems_json(data.problems),
             "problems_total": data.skipped,
         }
@@ -601,6 +618,7 @@ def _report(args: argparse.Namespace) -> int:
         f"{failures} failed of {runs} runs{window} in {_clean(args.file)}:"
         f" {len(groups)} {_GROUP_NOUNS[args.by][len(groups) != 1]}"
     )
+    _print_interrupted(cut)
     if not groups:
         return 0
     header = ("COUNT", "FIRST SEEN (UTC)", "LAST SEEN (UTC)", *(n.upper().replace("_", " ") for n in names))
@@ -616,6 +634,39 @@ def _report(args: argparse.Namespace) -> int:
     for line in fit_table(rows, table_width(args.wide), drops):
         print(line)
     return 0
+
+
+def _interrupted(args: argparse.Namespace, since: datetime | None = None) -> list[Any]:
+    """The streams a relay's death cut, from the begin lines of a relay's log (none from standard input)."""
+    from ..relay._journal import interrupted
+
+    if args.file == "-":
+        return []
+    cut = interrupted(args.file, rotated=args.rotated)
+    if since is not None:
+        cut = [i for i in cut if i.started_at is None or _parsed(i.started_at) >= since]
+    return cut
+
+
+def _parsed(text: str) -> datetime:
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return datetime.max.replace(tzinfo=timezone.utc)
+
+
+def _print_interrupted(cut: Sequence[Any]) -> None:
+    if not cut:
+        return
+    print(
+        f"\n{len(cut)} stream{'s' if len(cut) != 1 else ''} cut by the relay's death (it was killed or"
+        " crashed while they were in flight; how far each got is not known):"
+    )
+    for item in cut:
+        print(
+            f"  request id {_clean(item.request_id)}  started {_show(item.started_at)}"
+            f"  route {_show(item.route)}  relay {_clean(item.instance.id)}"
+        )
 
 
 _READING: Final = """reading: a record, a JSON-lines log (with FILE.1, FILE.2, ... unless --no-rotated), or a

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any, Final
 
-from ._common import epilog, positive_int
+from ._common import STARTUP_FAILED, epilog, positive_int
 
 _ENV: Final = "STREAMFSM_RELAY_SETTINGS"
 _DEFAULT_LISTEN: Final = "127.0.0.1:8787"
@@ -59,7 +59,23 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
         "max_body_bytes": args.max_body_bytes,
         "write_timeout": args.write_timeout,
         "idle_timeout": args.idle_timeout,
+        "max_concurrent": args.max_concurrent,
+        "body_budget_bytes": args.body_budget_bytes,
+        "header_timeout": args.header_timeout,
+        "max_client_connections": args.max_client_connections,
     }
+
+
+def _guard_connections(settings: dict[str, Any]) -> str:
+    """Set the header timeout and the connection limit, quiet the accept errors of this process; the
+    protocol's import path, for uvicorn."""
+    from ..relay._server import GuardedH11Protocol, QuietAcceptErrors
+
+    GuardedH11Protocol.configure(
+        header_timeout=settings.get("header_timeout"), max_connections=settings.get("max_client_connections")
+    )
+    logging.getLogger("asyncio").addFilter(QuietAcceptErrors())
+    return "streamfsm.relay._server:GuardedH11Protocol"
 
 
 def build_relay(settings: dict[str, Any]) -> Any:
@@ -86,6 +102,9 @@ def build_relay(settings: dict[str, Any]) -> Any:
         options["max_body_bytes"] = settings["max_body_bytes"]
     if settings.get("write_timeout") is not None:
         options["write_timeout"] = settings["write_timeout"]
+    for name in ("max_concurrent", "body_budget_bytes"):
+        if settings.get(name) is not None:
+            options[name] = settings[name]
     stream = StreamConfig(sinks=sinks)
     if settings.get("idle_timeout") is not None:
         stream = stream.replace(idle_timeout=settings["idle_timeout"])
@@ -103,7 +122,9 @@ def build_relay(settings: dict[str, Any]) -> Any:
 
 def app_from_env() -> Any:
     """The uvicorn factory of each worker process (``--workers``)."""
-    return build_relay(json.loads(os.environ[_ENV]))
+    settings = json.loads(os.environ[_ENV])
+    _guard_connections(settings)
+    return build_relay(settings)
 
 
 def _relay(args: argparse.Namespace) -> int:
@@ -136,22 +157,30 @@ def _relay(args: argparse.Namespace) -> int:
         "server_header": False,  # the upstream's headers go through instead
         "date_header": False,
         "timeout_graceful_shutdown": 10,
+        "http": _guard_connections(settings),
     }
     print(
         f"streamfsm relay: {host}:{port} -> {relay.config.upstream}"
         f" (errors page: http://{host}:{port}/admin/errors)",
         file=sys.stderr,
     )
-    if args.workers > 1:
-        os.environ[_ENV] = json.dumps(settings)
-        uvicorn.run("streamfsm.cli._relay:app_from_env", factory=True, workers=args.workers, **options)
-    else:
-        uvicorn.run(relay, **options)
+    try:
+        if args.workers > 1:
+            os.environ[_ENV] = json.dumps(settings)
+            uvicorn.run("streamfsm.cli._relay:app_from_env", factory=True, workers=args.workers, **options)
+        else:
+            uvicorn.run(relay, **options)
+    except SystemExit as exc:
+        if exc.code != STARTUP_FAILED:
+            raise
+        print(f"streamfsm relay: could not serve on {host}:{port} (uvicorn said why above)", file=sys.stderr)
+        return STARTUP_FAILED
     return 0
 
 
-def report_html(records: Any, source: str, out: str) -> int:
-    """Write the errors page of ``records`` (and a section per sample run) to ``out``; the exit status."""
+def report_html(records: Any, source: str, out: str, interrupted: Any = ()) -> int:
+    """Write the errors page of ``records`` (and a section per sample run) to ``out``, with the streams a
+    relay's death cut (``interrupted``, from ``relay._journal``); the exit status."""
     from ..relay import report_document
     from ..runtime._report import SIGNATURE, group_failures
 
@@ -159,6 +188,7 @@ def report_html(records: Any, source: str, out: str) -> int:
     groups, runs, failures = group_failures(_keeping(records, kept), SIGNATURE)
     listed = [g.to_json(SIGNATURE, request_ids=True) for g in groups]
     report = {"source": source, "runs": runs, "failures": failures, "groups": listed}
+    report["interrupted"] = [item.to_json() for item in interrupted]
     samples = [kept[run_id] for g in listed for run_id in g["sample_run_ids"] if run_id in kept]
     Path(out).write_text(report_document(report, samples), encoding="utf-8")
     print(f"streamfsm report: wrote {out}", file=sys.stderr)
@@ -232,6 +262,33 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     relay.add_argument(
         "--idle-timeout", type=_seconds, metavar="S", help="longest upstream silence mid-stream (600)"
+    )
+    relay.add_argument(
+        "--max-concurrent",
+        type=positive_int,
+        metavar="N",
+        help="requests relayed at once per worker; beyond: 503 with Retry-After (default 1000)",
+    )
+    relay.add_argument(
+        "--body-budget-bytes",
+        type=positive_int,
+        metavar="N",
+        help="request bodies held at once per worker, all requests together; beyond: 503 with Retry-After"
+        " (default 256 MiB)",
+    )
+    relay.add_argument(
+        "--header-timeout",
+        type=_seconds,
+        metavar="S",
+        help="longest wait for a request's line and headers, from connecting or the previous response;"
+        " then the connection is closed (10)",
+    )
+    relay.add_argument(
+        "--max-client-connections",
+        type=positive_int,
+        metavar="N",
+        help="client connections open at once per worker; a new one closes the oldest still without a"
+        " whole request head (default: half the file descriptor limit less 128, at most 4096)",
     )
     relay.add_argument(
         "--workers", type=positive_int, default=1, metavar="N", help="worker processes (default 1)"

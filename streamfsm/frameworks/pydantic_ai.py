@@ -9,8 +9,9 @@ from the machine's verdict::
 where ``primary``'s provider holds an SDK client with a tapped HTTP client. A failure the tap diagnosed falls
 back exactly when nothing escaped yet (no visible output, no side effect), whatever the fault: another model
 or provider may serve the request, and nothing would be shown twice. A local abort (the user stopped, the
-task was cancelled) never falls back. Where the tap saw nothing, pydantic-ai's default holds: fall back on
-its ``ModelAPIError``.
+task was cancelled) never falls back. pydantic-ai's own exceptions are traced to the stream behind them too
+(an ``UnexpectedModelBehavior`` after a stream that ended quietly: ``failure_of``). Where the tap saw
+nothing, pydantic-ai's default holds: fall back on its ``ModelAPIError``.
 """
 
 from __future__ import annotations

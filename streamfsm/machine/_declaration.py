@@ -22,6 +22,12 @@ Rules of the declaration:
   newer". The machine knows no call ids: the run's tool ledger (``runtime``) checks that a started call
   exists and sends ``tool_execution_end`` only when the *last* running tool ends.
 * Pings, SSE comments and metadata are not provider progress; they loop on the current activity.
+* A tool call is callable only when complete: its arguments parse, and the provider ended it before a
+  whole-answer finish. ``finish`` is therefore not an edge out of ``tool_input_open``: the adapters leave a
+  call open at a finish that is not a whole answer (the output limit, a filter, a reason nobody here knows)
+  and keep a call whose arguments do not parse open, and the runtime then fires the failure edge
+  ``tool_input_unfinished`` (the provider ended the response, or the call, before its input was whole).
+  The run fails in ``tool_input_open``: the tool never ran, and no ``ToolCall`` was ever emitted for it.
 """
 
 from __future__ import annotations
@@ -113,6 +119,7 @@ class Trigger(enum.Enum):
     LOCAL_ABORT = "local_abort"
     PROTOCOL_VIOLATION = "protocol_violation"
     CONSUMER_ERROR = "consumer_error"
+    TOOL_INPUT_UNFINISHED = "tool_input_unfinished"
 
     @property
     def is_failure(self) -> bool:
@@ -149,6 +156,7 @@ FAILURE_TRIGGERS: Final = frozenset(
         Trigger.LOCAL_ABORT,
         Trigger.PROTOCOL_VIOLATION,
         Trigger.CONSUMER_ERROR,
+        Trigger.TOOL_INPUT_UNFINISHED,
     }
 )
 TIMEOUT_TRIGGERS: Final = frozenset(

@@ -2,7 +2,7 @@
 
 It forwards every request to one upstream byte for byte and streams the answer back as it arrives. Each
 streaming LLM response is read through the tap (``streamfsm.tap``), so it is a run whose record carries the
-relay's view of how it closed (seed 004: ``client_abort``, ``client_write_failed``, ``upstream_error``,
+relay's view of how it closed (its close kind: ``client_abort``, ``client_write_failed``, ``upstream_error``,
 ``upstream_timeout``, ``upstream_premature_close`` or ``completed``), what went downstream, and the
 correlation ids (request id, route, model, an account key). ``/admin/errors`` groups the failed runs.
 

@@ -36,6 +36,8 @@ from ..runtime import AuditLog, ErrorLog, StreamConfig
 from ..tap import Rule, async_transport, context, failure_of, run_of
 from ..tap._run import TapRun
 from ._errors import RecordStore
+from ._journal import Journal
+from ._limits import RETRY_AFTER_S, BodyChunks, Budget, Held, check_limit
 
 __all__ = ["Relay", "RelayConfig"]
 
@@ -70,6 +72,7 @@ _CUT_EDGES: Final = frozenset(
     {"disconnected", "eof_without_terminal", "idle_timeout", "first_token_timeout", "total_timeout"}
 )
 _JSON: Final = [(b"content-type", b"application/json")]
+_ROOM_WAIT_S: Final = 5.0  # longest wait for room in the body budget
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +90,9 @@ class RelayConfig:
     the upstream HTTP client's connect / read / write / pool timeouts (the runs' watchdogs apply too).
     ``max_connections``: upstream connections open at once (None: unbounded). ``rules``: more paths that
     carry a streaming LLM format (``streamfsm.tap.Rule``). ``memory_records``: failed runs kept in memory
-    for the errors page when there is no error log.
+    for the errors page when there is no error log. ``max_concurrent``: requests relayed at once (503 with
+    ``Retry-After`` beyond). ``body_budget_bytes``: the request bodies held at once, all requests together (a
+    request without room waits up to 5 s for it, then gets 503 with ``Retry-After``).
     """
 
     upstream: str
@@ -103,6 +108,8 @@ class RelayConfig:
     max_connections: int | None = None
     rules: tuple[Rule, ...] = ()
     memory_records: int = 1000
+    max_concurrent: int = 1000
+    body_budget_bytes: int = 256 << 20
 
     def __post_init__(self) -> None:
         url = httpx.URL(self.upstream)
@@ -116,6 +123,10 @@ class RelayConfig:
                 raise ValueError(f"{name} must be a positive number of seconds, not {value!r}")
         if not (isinstance(self.max_body_bytes, int) and self.max_body_bytes > 0):
             raise ValueError(f"max_body_bytes must be a positive integer, not {self.max_body_bytes!r}")
+        check_limit("max_concurrent", self.max_concurrent)
+        check_limit("body_budget_bytes", self.body_budget_bytes)
+        if self.body_budget_bytes < self.max_body_bytes:
+            raise ValueError("body_budget_bytes must be at least max_body_bytes (one largest body must fit)")
         if self.admin_token is not None and len(self.admin_token) < 16:
             raise ValueError("admin_token must be at least 16 characters")
 
@@ -152,15 +163,20 @@ class Relay:
             sinks.append(ErrorLog(config.error_log))
         if config.audit_log is not None:
             sinks.append(AuditLog(config.audit_log))
-        self.store = RecordStore(config.error_log, config.memory_records)
+        self.store = RecordStore(
+            config.error_log, config.memory_records, journal=config.audit_log or config.error_log
+        )
         if config.error_log is None:
             sinks.append(self.store.add)
         self._stream_config = config.stream.replace(sinks=tuple(sinks))
+        self._journal = Journal(sinks, config.rules)
         upstream = httpx.URL(config.upstream)
         self._base = upstream.copy_with(raw_path=b"/")
         self._prefix = upstream.raw_path.rstrip(b"/")
         self._client: httpx.AsyncClient | None = None
         self._admin: Any = None
+        self._bodies = Budget(config.body_budget_bytes)
+        self._in_flight = 0
 
     # -- lifecycle ----------------------------------------------------------------------------------------
 
@@ -218,6 +234,30 @@ class Relay:
     # -- one relayed exchange -----------------------------------------------------------------------------
 
     async def _relay(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._in_flight >= self.config.max_concurrent:
+            why = f"the relay is relaying {self.config.max_concurrent} requests already (max_concurrent)"
+            await self._busy(send, _request_id(scope["headers"]), scope, why)
+            return
+        self._in_flight += 1
+        held = Held(self._bodies)
+        try:
+            await self._relay_admitted(scope, receive, send, held)
+        finally:
+            held.release()
+            self._in_flight -= 1
+
+    async def _busy(self, send: Send, request_id: str, scope: Scope, why: str) -> None:
+        log.warning(
+            "refused %s %s: 503 %s [request_id=%s]",
+            scope["method"],
+            redact_text(scope["path"], limit=200),
+            why,
+            request_id,
+        )
+        retry = [(b"retry-after", str(RETRY_AFTER_S).encode())]
+        await _answer(send, 503, request_id, "overloaded", why, retry)
+
+    async def _relay_admitted(self, scope: Scope, receive: Receive, send: Send, held: Held) -> None:
         headers: list[tuple[bytes, bytes]] = list(scope["headers"])
         exchange = _Exchange(_request_id(headers))
         path = scope["path"]
@@ -225,7 +265,7 @@ class Relay:
         if not raw_path.startswith(b"/"):
             await self._refuse(send, exchange, scope, 400, "the request target must be a path")
             return
-        body = await self._body(scope, receive, send, exchange, headers)
+        body = await self._body(scope, receive, send, exchange, headers, held)
         if body is None:
             return
         route = redact_text(path, limit=200)
@@ -240,6 +280,9 @@ class Relay:
             headers=_forwarded(headers),
             content=body,
         )
+        request.stream = BodyChunks(body)
+        begun = self._journal.begin(ids, request)  # a killed relay leaves a trace of this stream
+        ids.update(begun)
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(self._watch_client, receive, exchange, tasks.cancel_scope)
             try:
@@ -247,6 +290,7 @@ class Relay:
                     await self._exchange(request, send, exchange, scope)
             finally:
                 tasks.cancel_scope.cancel()
+                self._journal.end(begun)
 
     async def _body(
         self,
@@ -255,14 +299,24 @@ class Relay:
         send: Send,
         exchange: _Exchange,
         headers: list[tuple[bytes, bytes]],
+        held: Held,
     ) -> bytes | None:
-        """The whole request body, or None after answering 413 (too large) or 408 (too slow)."""
+        """The whole request body, or None after answering 413 (too large), 408 (too slow) or 503 (no room in
+        the body budget); its bytes are taken from the budget (``held``) before they are read."""
         limit = self.config.max_body_bytes
         declared = _header(headers, b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
             await self._refuse(send, exchange, scope, 413, f"the request body is over {limit} bytes")
             return None
-        parts: list[bytes] = []
+        # Room is awaited for a while, not for the whole body timeout: a refusal is then a 503, never a 408.
+        room_until = anyio.current_time() + min(_ROOM_WAIT_S, self.config.body_timeout / 2)
+        no_room = (
+            f"the request bodies in flight are at the relay's budget ({self.config.body_budget_bytes} bytes)"
+        )
+        if declared is not None and declared.isdigit() and not await held.grow(int(declared), room_until):
+            await self._busy(send, exchange.request_id, scope, no_room)
+            return None
+        buffer = bytearray()  # one growing buffer: many small chunks would scatter over the heap
         size = 0
         with anyio.move_on_after(self.config.body_timeout) as waited:
             while True:
@@ -275,13 +329,16 @@ class Relay:
                 if size > limit:
                     await self._refuse(send, exchange, scope, 413, f"the request body is over {limit} bytes")
                     return None
-                parts.append(chunk)
+                if size > held.amount and not await held.grow(size, room_until):
+                    await self._busy(send, exchange.request_id, scope, no_room)
+                    return None
+                buffer += chunk
                 if not message.get("more_body", False):
                     break
         if waited.cancelled_caught:
             await self._refuse(send, exchange, scope, 408, "the request body did not arrive in time")
             return None
-        return b"".join(parts)
+        return bytes(buffer)
 
     async def _watch_client(self, receive: Receive, exchange: _Exchange, scope: anyio.CancelScope) -> None:
         """The ASGI server says the client disconnected: end the run as ``client_abort`` and the exchange."""
@@ -502,12 +559,25 @@ def _error_event(provider: str | None, message: str) -> bytes:
     return b"event: error\ndata: " + json.dumps(data).encode() + b"\n\n"
 
 
-async def _answer(send: Send, status: int, request_id: str, kind: str, message: str) -> None:
+async def _answer(
+    send: Send,
+    status: int,
+    request_id: str,
+    kind: str,
+    message: str,
+    extra: Iterable[tuple[bytes, bytes]] = (),
+) -> None:
     body = json.dumps(
         {"error": {"type": kind, "message": message, "request_id": request_id}}, ensure_ascii=True
     ).encode()
     rid = request_id.encode("latin-1")
-    headers = [*_JSON, (b"content-length", str(len(body)).encode()), (_REQUEST_ID, rid), (_RELAY_ID, rid)]
+    headers = [
+        *_JSON,
+        (b"content-length", str(len(body)).encode()),
+        (_REQUEST_ID, rid),
+        (_RELAY_ID, rid),
+        *extra,
+    ]
     with anyio.move_on_after(10.0):
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body, "more_body": False})

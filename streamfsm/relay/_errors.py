@@ -11,6 +11,7 @@ from typing import Any
 from ..runtime import RunRecord
 from ..runtime._logs import LogProblem, read_records
 from ..runtime._report import SIGNATURE, Group, group_failures
+from ._journal import interrupted
 
 __all__ = ["SIGNATURE", "Group", "RecordStore", "group_records"]
 
@@ -22,10 +23,12 @@ def group_records(records: Iterable[RunRecord]) -> tuple[list[Group], int, int]:
 
 class RecordStore:
     """Where the errors page finds failed runs: the error log at ``path`` (with its rotated files), or,
-    without one, the last ``keep`` failed runs of this process (``add`` is then one of the relay's sinks)."""
+    without one, the last ``keep`` failed runs of this process (``add`` is then one of the relay's sinks);
+    and the streams a relay's death cut, from the begin lines in ``journal`` (``_journal``)."""
 
-    def __init__(self, path: str | None, keep: int = 1000) -> None:
+    def __init__(self, path: str | None, keep: int = 1000, *, journal: str | None = None) -> None:
         self.path = path
+        self.journal = journal
         self._memory: deque[RunRecord] = deque(maxlen=max(1, keep))
         self._lock = threading.Lock()
 
@@ -78,6 +81,7 @@ class RecordStore:
             "runs": runs,
             "failures": failures,
             "groups": [g.to_json(SIGNATURE, request_ids=True) for g in groups],
+            "interrupted": [i.to_json() for i in interrupted(self.journal)] if self.journal else [],
             "problems": [
                 {"source": p.source, "line": p.line, "kind": p.kind.value, "message": p.message}
                 for p in problems

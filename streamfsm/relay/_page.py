@@ -229,13 +229,40 @@ def _line(
         f' stroke-width="{width}"{style} opacity="{opacity}" marker-end="url(#arrow-{marker})"/>'
     ]
     if label:
-        tx, ty = (sx + 2 * cx + ex) / 4, (sy + 2 * cy + ey) / 4
+        tx, ty = _label_at((sx, sy), (cx, cy), (ex, ey), label)
         parts.append(
             f'<text x="{tx:.1f}" y="{ty - 5:.1f}" text-anchor="middle" font-family="system-ui,sans-serif"'
             f' font-size="12" font-weight="700" fill="{color}" stroke="#ffffff" stroke-width="3"'
             f' paint-order="stroke">{html.escape(label)}</text>'
         )
     return "\n".join(parts)
+
+
+_LABEL_CHAR_W: Final = 7.4  # a 12 px bold system-ui character, generously
+_LABEL_AT: Final = (0.5, 0.4, 0.6, 0.3, 0.7, 0.22, 0.78, 0.15, 0.85)  # along the curve, middle first
+
+
+def _label_at(
+    start: tuple[float, float], control: tuple[float, float], end: tuple[float, float], label: str
+) -> tuple[float, float]:
+    """Where on the curve an edge's label (drawn 5 px above the point) covers no state's box and no
+    "failed here": the point nearest the middle that is clear, else the middle."""
+    half_w = _LABEL_CHAR_W * len(label) / 2 + 3
+    boxes = []
+    for activity in Activity:
+        x, y = _centre(activity)
+        # the box, widened by a margin, and the "failed here" line above it
+        boxes.append((x - _BOX_W / 2 - 4, y - _BOX_H / 2 - 22, x + _BOX_W / 2 + 4, y + _BOX_H / 2 + 4))
+    points = []
+    for t in _LABEL_AT:
+        u = 1 - t
+        x = u * u * start[0] + 2 * u * t * control[0] + t * t * end[0]
+        y = u * u * start[1] + 2 * u * t * control[1] + t * t * end[1]
+        points.append((x, y))
+        left, top, right, bottom = x - half_w, y - 5 - 13, x + half_w, y - 5 + 4
+        if not any(left < x2 and x1 < right and top < y2 and y1 < bottom for x1, y1, x2, y2 in boxes):
+            return x, y
+    return points[0]
 
 
 # -- pages --------------------------------------------------------------------------------------------------
@@ -317,8 +344,27 @@ def _summary_line(report: Mapping[str, Any]) -> str:
 
 def errors_page(report: Mapping[str, Any], link: Link) -> str:
     """The errors page: failed runs grouped by signature; ``link(run_id)`` is each sample run's URL."""
-    body = f"<h2 id=summary>{_summary_line(report)}</h2>" + _groups_table(report, link)
+    body = f"<h2 id=summary>{_summary_line(report)}</h2>" + _interrupted(report) + _groups_table(report, link)
     return _document("streamfsm relay: errors", "failed streams, grouped by signature", body)
+
+
+def _interrupted(report: Mapping[str, Any]) -> str:
+    """The streams a relay's death cut (``_journal``): not runs, listed apart with their request ids."""
+    cut = report.get("interrupted") or []
+    if not cut:
+        return ""
+    rows = "".join(
+        f"<tr><td class=mono>{_e(item.get('request_id'))}</td><td class=mono>{_e(item.get('route'))}</td>"
+        f"<td class=mono>{_e(item.get('account'))}</td><td>{_e(item.get('started_at'))}</td>"
+        f"<td class=mono>{_e(_get(item, 'relay', 'id'))}</td></tr>"
+        for item in cut
+    )
+    return (
+        f"<h2 id=interrupted>{len(cut)} stream{'s' if len(cut) != 1 else ''} cut by the relay's death</h2>"
+        f"<p class=detail>{_e(cut[0].get('what_happened'))}</p>"
+        "<table><tr><th>request id</th><th>route</th><th>account</th><th>started at</th><th>relay</th></tr>"
+        f"{rows}</table>"
+    )
 
 
 def _run_body(record: Mapping[str, Any]) -> str:
@@ -423,7 +469,10 @@ def report_document(report: Mapping[str, Any], records: Sequence[Mapping[str, An
         f'<section class=run id="run-{html.escape(str(_get(r, "ids", "run_id")))}">{_run_body(r)}</section>'
         for r in records
     )
-    body = f"<h2 id=summary>{_summary_line(report)}</h2>" + _groups_table(report, _anchor) + sections
+    body = (
+        f"<h2 id=summary>{_summary_line(report)}</h2>" + _interrupted(report) + _groups_table(report, _anchor)
+    )
+    body += sections
     return _document("streamfsm report: errors", "failed streams, grouped by signature", body)
 
 

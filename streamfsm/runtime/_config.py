@@ -110,7 +110,9 @@ class AttemptLink:
     How the next attempt began (the retry executor's links; None elsewhere): ``next`` is ``"retry"`` (a
     fresh request), ``"resume"`` (the provider's stream re-attached after event ``resume_from``),
     ``"continue"`` (a request carrying the ``continue_after_chars`` characters delivered) or ``"replay"`` (a
-    fresh request after confirmation). ``resume_refused`` says why the provider refused a resume attempt.
+    fresh request after confirmation). ``resume_refused`` says why the provider refused a resume attempt,
+    ``continue_refused`` why it refused a continuation (``"prefill_unsupported"``: the model takes no
+    assistant prefill, so the next attempt continued by instruction).
     """
 
     run_id: str
@@ -124,6 +126,7 @@ class AttemptLink:
     resume_from: int | None = None
     continue_after_chars: int | None = None
     resume_refused: str | None = None
+    continue_refused: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -135,7 +138,7 @@ class AttemptLink:
             "delay_s": self.delay_s,
             "delay_reason": self.delay_reason,
         }
-        for key in ("next", "resume_from", "continue_after_chars", "resume_refused"):
+        for key in ("next", "resume_from", "continue_after_chars", "resume_refused", "continue_refused"):
             value = getattr(self, key)
             if value is not None:  # only the retry executor's links say how the next attempt began
                 out[key] = value

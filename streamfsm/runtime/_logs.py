@@ -90,7 +90,8 @@ def _warn(problem: LogProblem) -> None:
 
 
 def log_files(path: str | Path) -> list[Path]:
-    """``path``'s rotated siblings (``path.N`` … ``path.1``, oldest first) that exist, then ``path``."""
+    """``path``'s rotated siblings (``path.N`` … ``path.1``, oldest first) that exist, ``path.rotating``
+    if a rotation is under way (or died mid-way), then ``path``."""
     path = Path(path)
     pattern = re.compile(re.escape(path.name) + r"\.([1-9][0-9]*)")
     rotated: list[tuple[int, Path]] = []
@@ -99,7 +100,9 @@ def log_files(path: str | Path) -> list[Path]:
             m = pattern.fullmatch(sibling.name)
             if m is not None and sibling.is_file():
                 rotated.append((int(m.group(1)), sibling))
-    return [p for _, p in sorted(rotated, key=lambda item: -item[0])] + [path]
+    aside = path.with_name(path.name + ".rotating")
+    rotating = [aside] if aside.is_file() else []
+    return [p for _, p in sorted(rotated, key=lambda item: -item[0])] + rotating + [path]
 
 
 def read_records(

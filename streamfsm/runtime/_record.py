@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Iterator, Mapping
 from datetime import datetime, timezone
 from types import MappingProxyType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ..classify import Diagnosis, FailureClass, TransportFacts
 from ..classify._redact import redact_headers, redact_text, redact_url
@@ -477,7 +477,7 @@ class Recorder:
         return RunRecord._adopt(data)
 
 
-# Seed 004's close kinds for a proxy, from the outcome alone.
+# The relay's close kind (how a proxied stream ended, as the proxy saw it), from the outcome alone.
 _RELAY_CLOSE: Final = {
     FailureClass.COMPLETED: "completed",
     FailureClass.LOCAL_ABORT: "client_abort",
@@ -529,8 +529,10 @@ def _plain(value: Any) -> Any:
 
 
 class RunRecord(Mapping[str, Any]):
-    """An immutable run record. Read it like a mapping (nested sections are read-only views);
-    ``to_dict()`` and ``to_json()`` export it."""
+    """An immutable run record. Read it like a mapping, as the JSON it exports: ``record["model"]``,
+    ``record["outcome"]["summary_key"]`` (nested sections are read-only views); ``record.model`` raises an
+    ``AttributeError`` saying so. ``run_id``, ``failure_class``, ``summary_key`` and ``verdict`` are shortcuts
+    into the nested sections; ``to_dict()`` and ``to_json()`` export it."""
 
     __slots__ = ("_data", "_views")
 
@@ -604,3 +606,12 @@ class RunRecord(Mapping[str, Any]):
 
     def __repr__(self) -> str:
         return f"RunRecord(run_id={self.run_id!r}, summary_key={self.summary_key!r})"
+
+    if not TYPE_CHECKING:  # a type checker still reports an unknown attribute
+
+        def __getattr__(self, name: str) -> Any:
+            # Only for an attribute that is not there: a field of the record is read by its key.
+            if not name.startswith("_") and name in self._data:
+                said = f"a RunRecord is read like a mapping: record[{name!r}], not record.{name}"
+                raise AttributeError(said)
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")

@@ -15,7 +15,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from ..machine import Activity, Commitment, State, Trigger
-from ._adapters._continue import Continuation, ContinueStyle, Rewrite, continuation_body, dropped_whitespace
+from ._adapters._continue import (
+    Continuation,
+    ContinueStyle,
+    Rewrite,
+    continuation_body,
+    dropped_whitespace,
+    style_for,
+)
 from ._adapters._resume import ResumeRefusal
 
 if TYPE_CHECKING:
@@ -87,7 +94,7 @@ class ResumePlan:
 @dataclass(frozen=True, slots=True, repr=False)
 class ContinuePlan:
     """Send the request rewritten to continue after ``continuation`` (by ``rewrite`` when given, else by the
-    format's own rewrite in ``style``, or its default style)."""
+    format's own rewrite: an instruction, or a prefill when ``style`` asks for one)."""
 
     continuation: Continuation
     style: ContinueStyle | None = None
@@ -105,16 +112,24 @@ class ContinuePlan:
             return out
         return continuation_body(fmt, body, self.continuation, self.style)
 
+    def sent_as(self, fmt: str, body: Mapping[str, Any]) -> str:
+        """How the request carries the delivered answer: ``"prefill"``, ``"instruction"`` or ``"rewrite"``
+        (one of the caller's own)."""
+        return "rewrite" if self.rewrite is not None else style_for(fmt, body, self.style).value
+
     def dropped(self, fmt: str, body: Mapping[str, Any]) -> int:
         """Trailing whitespace of the delivered text the request leaves out (a rewrite of one's own: none)."""
         return 0 if self.rewrite is not None else dropped_whitespace(fmt, body, self.continuation, self.style)
 
-    def record(self) -> dict[str, Any]:
-        return {
+    def record(self, sent_as: str | None = None) -> dict[str, Any]:
+        out: dict[str, Any] = {
             "kind": Recovery.CONTINUE.value,
             "after_chars": self.after_chars,
             "tool_calls": len(self.continuation.calls),
         }
+        if sent_as is not None:
+            out["style"] = sent_as
+        return out
 
     def __repr__(self) -> str:
         return f"ContinuePlan(after_chars={self.after_chars}, tool_calls={len(self.continuation.calls)})"

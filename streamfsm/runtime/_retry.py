@@ -34,7 +34,10 @@ watchdog) is resumed at once: the next attempt re-attaches after the last event 
 broken run's adapter state and starts its machine where the stream was, and what was held stays held. A
 re-attach that fails before any answer is tried again (with the rules' delays and budgets); one the provider
 refuses falls back to the rules above, applied to the break it tried to recover, its diagnosis saying why.
-After a continuation, a safe retry continues again (nothing new reached the consumer).
+After a continuation, a safe retry continues again (nothing new reached the consumer). A continuation sent
+as a prefill (asked for with ``continue_with=ContinueStyle.PREFILL``) that the model refuses (Anthropic's
+current models: a 400 saying it takes no assistant prefill) is sent once more by instruction, automatically,
+its link saying ``continue_refused``; later continuations of the chain are instructions too.
 
 Stopping raises the last attempt's `StreamFailed` (its diagnosis is the reported one; after rule 2 a copy
 with the reported verdict, chained from the same raw cause) carrying ``partial``, ``attempts`` and
@@ -99,7 +102,7 @@ from typing import Any, Final, Literal, NamedTuple, TypeAlias, TypeVar
 import anyio
 
 from ..classify import AbortSource, Action, Diagnosis, Verdict
-from ..classify._diagnose import MAX_EVIDENCE
+from ..classify._diagnose import LONGEST_AUTOMATIC_WAIT_S, MAX_EVIDENCE
 from ..classify._summaries import _VERDICT_LEAD
 from ..machine import State
 from ._adapters._continue import Continuation, ContinueStyle, Rewrite
@@ -174,6 +177,8 @@ class RetryPolicy:
     * ``initial_delay_s`` (0.5), ``multiplier`` (2), ``max_delay_s`` (10): exponential backoff.
     * ``jitter`` (0.5): the fraction of each backoff that is random; 1 is full jitter, 0.5 equal jitter.
     * ``max_provider_delay_s`` (60): the longest provider-requested delay honoured; a longer one stops.
+      The machine never calls a wait longer than ``LONGEST_AUTOMATIC_WAIT_S`` (60) an automatic retry: a
+      larger value here lets a *confirmed* retry wait that long.
     * ``retry_possibly_delivered`` (True): whether a request that was sent but never answered (the provider
       may have done, and billed, the work) may be retried automatically. False asks for confirmation instead.
     """
@@ -185,7 +190,7 @@ class RetryPolicy:
     max_delay_s: float = 10.0
     multiplier: float = 2.0
     jitter: float = 0.5
-    max_provider_delay_s: float = 60.0
+    max_provider_delay_s: float = LONGEST_AUTOMATIC_WAIT_S
     retry_possibly_delivered: bool = True
 
     def __post_init__(self) -> None:
@@ -473,6 +478,7 @@ class RetryingRun:
         self._trim = 0
         self._open_inputs: dict[str, None] = {}
         self._basis: Diagnosis | None = None  # the break a resume recovers from, to fall back on if refused
+        self._prefill_refused = False  # the model refused a prefilled continuation: instructions from now on
 
     # -- what the caller reads ------------------------------------------------------------------------------
 
@@ -805,6 +811,7 @@ class RetryingRun:
         diagnosis = run.diagnosis
         assert diagnosis is not None
         refused = run.resume_refusal if isinstance(run, HttpRun) else None
+        declined = run.continue_refusal if isinstance(run, HttpRun) else None
         return AttemptLink(
             run_id=run.run_id,
             attempt=run.ids.attempt,
@@ -817,6 +824,7 @@ class RetryingRun:
             resume_from=plan.starting_after if isinstance(plan, ResumePlan) else None,
             continue_after_chars=plan.after_chars if isinstance(plan, ContinuePlan) else None,
             resume_refused=refused.value if refused is not None else None,
+            continue_refused=declined.value if declined is not None else None,
         )
 
     # -- deciding -------------------------------------------------------------------------------------------
@@ -847,6 +855,20 @@ class RetryingRun:
                     why = decision.delay_reason if decision.delay_s else "backoff"
                     self._resume_next(run, resuming, delay, why)
                     return
+        declined = run.continue_refusal if isinstance(run, HttpRun) else None
+        if declined is not None and isinstance(resuming, ContinuePlan):
+            # The model takes no prefill (Anthropic's current ones): the same continuation, once, by
+            # instruction. Nothing of the refused request reached the consumer; no later one is a prefill.
+            self._prefill_refused = True
+            self._diagnosis = failure.diagnosis
+            stop = _budget(self.policy, attempt, elapsed, 0.0)
+            if stop is not None:
+                self._stop(failure, failure.diagnosis, stop)
+                return
+            self._plan = dataclasses.replace(resuming, style=ContinueStyle.INSTRUCTION)
+            self._links.append(self._link(run, "auto_retry", then=Recovery.CONTINUE, plan=self._plan))
+            self._next_delay = 0.0
+            return
         plan = self._resume_plan(run, failure)
         if plan is not None:
             stop = _budget(self.policy, attempt, elapsed, 0.0)
@@ -956,6 +978,8 @@ class RetryingRun:
         continuation = Continuation(partial.text, partial.tool_calls, results)
         style = self._continue_with if isinstance(self._continue_with, ContinueStyle) else None
         rewrite = None if self._continue_with is None or style is not None else self._continue_with
+        if self._prefill_refused:
+            style = ContinueStyle.INSTRUCTION
         return ContinuePlan(continuation, style, rewrite)  # type: ignore[arg-type]
 
     def _continue(self, attempt: int, summary_key: str) -> None:
@@ -1118,10 +1142,12 @@ def retrying(
     carried, else a replay), a `Recovery` on offer takes that one. ``resume`` (True): re-attach to a broken
     background Responses stream by its cursor, automatically. ``continue_with``: how a continuation carries
     the delivered answer, a `ContinueStyle` or a rewrite of one's own ``(body, Continuation) -> body``
-    (default: the format's own, see ``_adapters/_continue.py``). ``sleep`` and ``clock`` are injectable for
-    tests (``sleep``: anyio's, or on the sync form a wait that ``abort()`` ends; a sync form's is a sync
-    callable). Resume and continue need ``open_stream`` runs, so the sync form retries and replays. Nothing
-    is sent until iteration starts.
+    (default: an instruction after the delivered answer, which every current model accepts;
+    ``ContinueStyle.PREFILL`` for servers that take an assistant prefill, falling back once to an
+    instruction when the model refuses it; see ``_adapters/_continue.py``). ``sleep`` and ``clock`` are
+    injectable for tests (``sleep``: anyio's, or on the sync form a wait that ``abort()`` ends; a sync
+    form's is a sync callable). Resume and continue need ``open_stream`` runs, so the sync form retries and
+    replays. Nothing is sent until iteration starts.
     """
     return RetryingRun(
         policy,

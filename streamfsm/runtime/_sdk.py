@@ -478,7 +478,7 @@ class _SdkBase(Run):
             if response is not None:
                 self._response_facts(response)
             self._rec.request_sent = True
-            self._fail(Trigger.HTTP_ERROR, self._facts(provider=provider or _UNKNOWN_PROVIDER_ERROR), exc)
+            self._fail(Trigger.HTTP_ERROR, self._http_error_facts(provider or _UNKNOWN_PROVIDER_ERROR), exc)
         facts = transport_facts(exc, headers_received=False)
         if facts.kind is TransportKind.UNKNOWN and family is None and not facts.markers:
             return  # not a fault of the connection: the caller's own error, raised as it was

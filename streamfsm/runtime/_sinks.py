@@ -13,30 +13,30 @@ sink's time is time every stream on that loop stands still (a sink that sleeps 1
 One slower than ``SLOW_SINK_S`` is reported on ``streamfsm.sinks`` (not counted: the record reached it).
 Wrap a slow one in ``BackgroundSink``: a thread of its own calls it, in order, from a bounded backlog.
 
-``JsonlSink`` never waits for its lock on the caller's thread. When the lock is free (the usual case) the
-line is written inline, a few system calls; when another process holds it, or earlier lines still wait,
-the line goes to the sink's bounded backlog and a writer thread of the sink's own appends it once the lock
-is free. A line that cannot be written within ``lock_timeout`` of its run's end, or that finds the backlog
-full (``MAX_BACKLOG`` lines), is dropped and counted in ``sink_failures()``. Writer threads are not
-daemons and leave once the backlog is empty: a process that exits normally waits for them (at most
-``lock_timeout`` after its last run), so every run still reaches the file exactly once where the disk is
-healthy; ``flush()`` waits for the backlog explicitly. A process ended by ``os._exit`` (a forked
-``multiprocessing`` child) skips that wait: call ``flush()`` first. A forked child never writes its
-parent's backlog.
+``JsonlSink`` writes inline and never waits for another process. Each record is **one** ``os.write`` of
+a complete line to a file opened with ``O_APPEND``: on a local POSIX file system the kernel puts each such
+write whole at the end of the file, so lines from any number of threads and processes never tear or
+interleave, and no writer holds a lock while it appends. Per line:
 
-Per line, on POSIX:
-
-1. open ``<path>.lock`` (never renamed, so every process locks the same inode) and take
-   ``fcntl.flock(LOCK_EX | LOCK_NB)``: once inline; the writer thread polls until the line's deadline;
-2. open ``<path>`` with ``O_APPEND``; if the file does not end in a newline (a writer crashed mid-line),
-   start this write with one, so a torn fragment never swallows the next record;
-3. if the line would take the file past ``max_bytes``, rotate (``path`` → ``path.1`` → … → ``path.N``);
-   the size is read after taking the lock, so two processes never both rotate;
-4. one ``os.write`` of the whole line, then ``os.fsync`` when asked;
-5. close both files, which releases the lock.
+1. open ``<path>`` with ``O_APPEND``; if the file does not end in a newline (a writer crashed mid-line),
+   start this write with one, so a torn fragment never swallows the next record. A line of several pages
+   that another process is writing at that moment can look torn too, which costs one blank line: the
+   reader (and ``jq``) skip blank lines;
+2. if the line would take the file past ``max_bytes``, rotate (``path`` → ``path.1`` → … → ``path.N``)
+   and open the new file. Only rotation takes a lock: ``fcntl.flock`` on ``<path>.lock`` (never renamed,
+   so every process locks the same inode). A writer that finds a full file waits for that lock at most
+   ``ROTATION_WAIT_S`` (another process is rotating: a rename per backup), then writes to the current
+   file whatever its size: a line is never dropped for a lock. The rotator renames ``<path>`` aside
+   first, so writers get a fresh file at once, and rotates only if the full file it saw is still
+   ``<path>``, so two processes never rotate twice for one full file. A file passes ``max_bytes`` by
+   about one line per writer, more only while a rotator is held up past that wait;
+3. one ``os.write`` of the whole line, then ``os.fsync`` when asked;
+4. if the file written to had been unlinked meanwhile (rotated out past the last backup, or ``backups=0``
+   started afresh), the line is written again to the current file, so it is not lost.
 
 Opening per record costs a few system calls per *run*, and keeps the sink correct across ``fork`` and
-rotation by other processes (no cached descriptor can point at a renamed file). On Windows the lock is
+rotation by other processes (no cached descriptor points at a renamed file for long). A file system that
+does not keep ``O_APPEND`` writes whole (NFS) needs one writer per file. On Windows the rotation lock is
 ``msvcrt.locking`` on the lock file's first byte; that path is not exercised by the test suite here.
 """
 
@@ -50,8 +50,8 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Iterable
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, Final, Generic, TypeVar
 
@@ -76,7 +76,8 @@ Sink = Callable[[RunRecord], None]
 
 DEFAULT_MAX_BYTES: Final = 64 << 20
 DEFAULT_BACKUPS: Final = 5
-DEFAULT_LOCK_TIMEOUT_S: Final = 2.0
+ROTATION_WAIT_S: Final = 0.02
+"""The longest a line waits for another process's rotation of the file it found full (a rename per backup)."""
 MAX_BACKLOG: Final = 1024
 """The most records (or log lines) one sink keeps waiting for its thread; past it, a record is dropped."""
 SLOW_SINK_S: Final = 0.1
@@ -233,7 +234,7 @@ class _Backlog(Generic[_Item]):
     """Items worked through in order by a thread of their own, started on demand and gone once idle.
 
     Not a daemon: interpreter exit waits for it, which is how a process flushes what it queued. Each item's
-    work is bounded by its owner (a lock deadline, a user sink), so that wait is bounded too.
+    work is bounded by its owner (a user sink), so that wait is bounded too.
     """
 
     __slots__ = ("_cond", "_items", "_limit", "_name", "_pid", "_thread", "_work")
@@ -369,8 +370,8 @@ else:
 
 def _write_all(fd: int, data: bytes) -> None:
     written = os.write(fd, data)
-    # A regular file takes the whole line in one call; a short write (disk full, a signal) is finished
-    # under the same lock, so no other writer can slip in between.
+    # A regular file takes the whole line in one call; a short write (disk full) is finished as best it can
+    # be, and the reader keeps a torn line on its own.
     while written < len(data):
         n = os.write(fd, data[written:])
         if n <= 0:
@@ -378,30 +379,34 @@ def _write_all(fd: int, data: bytes) -> None:
         written += n
 
 
+def _lock_within(fd: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    pause = 0.0002
+    while not _try_lock(fd):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(pause)
+        pause = min(pause * 2, 0.002)
+    return True
+
+
+_MAX_ROTATIONS: Final = 4  # fresh files a line is offered before it goes to a full one
+_MAX_WRITES: Final = 16  # writes of one line whose file other processes keep unlinking
+
+
 class JsonlSink:
     """Append each run record as one JSON line to ``path``; safe for several processes sharing one file.
 
     ``only_failures``: skip runs that finished. ``fsync``: flush each line to the disk before returning.
     ``max_bytes`` (``None``: never rotate) and ``backups``: size-based rotation to ``path.1`` … ``path.N``
-    (``backups=0`` starts the file afresh). ``lock_timeout``: how long after its run a line may wait for
-    the file lock, on the sink's writer thread, before it is dropped and counted in ``sink_failures()``.
-    The lock lives in ``<path>.lock``; leave it in place. Missing parent folders are created.
+    (``backups=0`` starts the file afresh). Rotation is coordinated through ``<path>.lock``; leave it in
+    place. Missing parent folders are created.
 
-    Calling the sink never waits for the lock: a busy lock sends the line to the writer thread (see the
-    module's docstring); ``flush()`` waits for it. Called directly, it raises ``OSError`` when the file
-    cannot be written inline; ``append_line`` writes on the calling thread, waiting up to ``lock_timeout``.
+    Each line is written inline, in one ``O_APPEND`` write, without waiting for any other writer (see the
+    module's docstring). Called directly, it raises ``OSError`` when the file cannot be written.
     """
 
-    __slots__ = (
-        "_backlog",
-        "_lock_path",
-        "backups",
-        "fsync",
-        "lock_timeout",
-        "max_bytes",
-        "only_failures",
-        "path",
-    )
+    __slots__ = ("_lock_path", "backups", "fsync", "max_bytes", "only_failures", "path")
 
     def __init__(
         self,
@@ -411,24 +416,17 @@ class JsonlSink:
         fsync: bool = False,
         max_bytes: int | None = DEFAULT_MAX_BYTES,
         backups: int = DEFAULT_BACKUPS,
-        lock_timeout: float = DEFAULT_LOCK_TIMEOUT_S,
     ) -> None:
         if max_bytes is not None and (not isinstance(max_bytes, int) or max_bytes < 1):
             raise ValueError(f"max_bytes must be a positive integer or None, not {max_bytes!r}")
         if not isinstance(backups, int) or backups < 0:
             raise ValueError(f"backups must be a non-negative integer, not {backups!r}")
-        if not (isinstance(lock_timeout, (int, float)) and lock_timeout > 0):
-            raise ValueError(f"lock_timeout must be a positive number of seconds, not {lock_timeout!r}")
         self.path = Path(path)
         self._lock_path = self.path.with_name(self.path.name + ".lock")
         self.only_failures = only_failures
         self.fsync = fsync
         self.max_bytes = max_bytes
         self.backups = backups
-        self.lock_timeout = float(lock_timeout)
-        self._backlog: _Backlog[tuple[bytes, float]] = _Backlog(
-            type(self).__qualname__, self._append_by, MAX_BACKLOG
-        )
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({str(self.path)!r})"
@@ -436,59 +434,18 @@ class JsonlSink:
     def __call__(self, record: RunRecord) -> None:
         if self.only_failures and record.failure_class == "completed":
             return
-        line = (record.to_json() + "\n").encode("utf-8")
-        self._backlog.submit((line, time.monotonic() + self.lock_timeout), record.run_id, self._append_now)
+        self._append((record.to_json() + "\n").encode("utf-8"))
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait until every line waiting for the lock is written or dropped (at most ``timeout`` seconds;
-        default: ``lock_timeout``, the longest a line waits). Returns whether nothing waits any more."""
-        return self._backlog.flush(self.lock_timeout + 1.0 if timeout is None else timeout)
-
-    def append_line(self, line: bytes) -> None:
-        """Append one complete line (ending in ``\\n``) under the lock, rotating first if it would not fit.
-        Waits for the lock on the calling thread, up to ``lock_timeout`` (then ``TimeoutError``)."""
-        if not line.endswith(b"\n") or b"\n" in line[:-1]:
-            raise ValueError("append_line takes exactly one line ending in a newline")
-        self._append_by((line, time.monotonic() + self.lock_timeout))
-
-    def _append_now(self, item: tuple[bytes, float]) -> bool:
-        """Write the line if the lock is free at once; False if another holder has it."""
-        fd = self._open_lock()
-        try:
-            if not _try_lock(fd):
-                return False
-            try:
-                self._write_locked(item[0])
-            finally:
-                _unlock(fd)
-        finally:
-            os.close(fd)
+        """Nothing waits: every line is written when the sink is called. Always True; kept so that every
+        sink, ``BackgroundSink`` included, can be flushed alike."""
         return True
 
-    def _append_by(self, item: tuple[bytes, float]) -> None:
-        """Write the line, polling for the lock until its deadline (then ``TimeoutError``)."""
-        line, deadline = item
-        with self._locked(deadline):
-            self._write_locked(line)
-
-    def _write_locked(self, line: bytes) -> None:
-        fd = self._open()
-        try:
-            size = os.fstat(fd).st_size
-            if self.max_bytes is not None and size > 0 and size + len(line) > self.max_bytes:
-                os.close(fd)
-                fd = -1
-                self._rotate()
-                fd = self._open()
-                size = 0
-            if size > 0 and _last_byte(fd, size) != b"\n":
-                line = b"\n" + line  # a crash left a torn line: keep it on its own line
-            _write_all(fd, line)
-            if self.fsync:
-                os.fsync(fd)
-        finally:
-            if fd >= 0:
-                os.close(fd)
+    def append_line(self, line: bytes) -> None:
+        """Append one complete line (ending in ``\\n``), rotating first if it would not fit."""
+        if not line.endswith(b"\n") or b"\n" in line[:-1]:
+            raise ValueError("append_line takes exactly one line ending in a newline")
+        self._append(line)
 
     def rotated_paths(self) -> list[Path]:
         """``path.1`` … ``path.N`` as rotation names them (newest first), whether they exist or not."""
@@ -496,47 +453,89 @@ class JsonlSink:
 
     # -- internals -------------------------------------------------------------------------------------
 
-    def _open(self) -> int:
-        return os.open(self.path, _OPEN_FLAGS, _FILE_MODE)
+    def _append(self, line: bytes) -> None:
+        for attempt in range(_MAX_WRITES):
+            fd = self._open()
+            try:
+                # A file that other writers keep filling is written to whatever its size after a few tries,
+                # and a line written to a file unlinked meanwhile is in no file: it is written again.
+                if self._write(fd, line, may_rotate=attempt < _MAX_ROTATIONS) and os.fstat(fd).st_nlink:
+                    return
+            finally:
+                os.close(fd)
+        raise OSError(errno.EIO, "the run log was unlinked under every write")
 
-    def _open_lock(self) -> int:
+    def _write(self, fd: int, line: bytes, *, may_rotate: bool) -> bool:
+        """Write ``line`` to ``fd``; False, writing nothing, when ``fd`` was full and ``path`` is now a
+        fresh file (rotated here or elsewhere) to open instead."""
+        info = os.fstat(fd)
+        size = info.st_size
+        full = self.max_bytes is not None and size > 0 and size + len(line) > self.max_bytes
+        if full and may_rotate and self._rotate_if_current(info.st_ino):
+            return False
+        if size > 0 and _last_byte(fd, size) != b"\n":
+            line = b"\n" + line  # a crash left a torn line: keep it on its own line
+        _write_all(fd, line)
+        if self.fsync:
+            os.fsync(fd)
+        return True
+
+    def _open(self) -> int:
         try:
-            return os.open(self._lock_path, _LOCK_FLAGS, _FILE_MODE)
+            return os.open(self.path, _OPEN_FLAGS, _FILE_MODE)
         except FileNotFoundError:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            return os.open(self._lock_path, _LOCK_FLAGS, _FILE_MODE)
+            return os.open(self.path, _OPEN_FLAGS, _FILE_MODE)
 
-    @contextmanager
-    def _locked(self, deadline: float) -> Iterator[None]:
-        fd = self._open_lock()
+    def _rotate_if_current(self, full_inode: int) -> bool:
+        """Rotate if the full file is still ``path`` and no other process is rotating. True when ``path``
+        is now another file (rotated here or elsewhere)."""
+        fd = os.open(self._lock_path, _LOCK_FLAGS, _FILE_MODE)
         try:
-            pause = 0.0005
-            while not _try_lock(fd):
-                if time.monotonic() >= deadline:
-                    raise TimeoutError(f"the run log lock was busy for {self.lock_timeout} s")
-                time.sleep(pause)
-                pause = min(pause * 2, 0.02)
+            if not _lock_within(fd, ROTATION_WAIT_S):
+                return False  # a rotation stuck elsewhere: write to the full file rather than wait longer
             try:
-                yield
+                try:
+                    current = os.stat(self.path).st_ino
+                except FileNotFoundError:
+                    return True
+                if current != full_inode:
+                    return True
+                self._rotate()
+                return True
             finally:
                 _unlock(fd)
         finally:
             os.close(fd)
 
     def _rotate(self) -> None:
+        """Under the rotation lock. ``path`` is renamed out of the way first, so writers open a fresh file at
+        once while the backups shift; the full file becomes ``path.1`` last."""
         if self.backups == 0:
             _unlink(self.path)
         else:
-            names = [self.path, *self.rotated_paths()]
-            for i in range(self.backups, 0, -1):  # path.N is overwritten (dropped) first
-                with suppress(FileNotFoundError):
-                    os.replace(names[i - 1], names[i])
+            aside = self.path.with_name(self.path.name + ".rotating")
+            if aside.exists():  # a rotator died mid-way: finish its rotation, keep the current file
+                self._shift_into_first_backup(aside)
+            else:
+                os.replace(self.path, aside)
+                self._shift_into_first_backup(aside)
         if self.fsync and sys.platform != "win32":
             dir_fd = os.open(self.path.parent, os.O_RDONLY)
             try:
                 os.fsync(dir_fd)  # make the renames durable too
             finally:
                 os.close(dir_fd)
+
+    def _shift_into_first_backup(self, aside: Path) -> None:
+        backups = self.rotated_paths()
+        # Shift only up to the first free name (path.N is overwritten, dropped, when none is free): a
+        # rotation costs a rename per existing backup, however many are allowed.
+        free = next((i for i, name in enumerate(backups) if not name.exists()), len(backups) - 1)
+        for i in range(free, 0, -1):
+            with suppress(FileNotFoundError):
+                os.replace(backups[i - 1], backups[i])
+        os.replace(aside, backups[0])
 
 
 def _last_byte(fd: int, size: int) -> bytes:
@@ -561,7 +560,6 @@ class ErrorLog(JsonlSink):
         fsync: bool = False,
         max_bytes: int | None = DEFAULT_MAX_BYTES,
         backups: int = DEFAULT_BACKUPS,
-        lock_timeout: float = DEFAULT_LOCK_TIMEOUT_S,
     ) -> None:
         super().__init__(
             path,
@@ -569,7 +567,6 @@ class ErrorLog(JsonlSink):
             fsync=fsync,
             max_bytes=max_bytes,
             backups=backups,
-            lock_timeout=lock_timeout,
         )
 
 
@@ -585,7 +582,6 @@ class AuditLog(JsonlSink):
         fsync: bool = False,
         max_bytes: int | None = DEFAULT_MAX_BYTES,
         backups: int = DEFAULT_BACKUPS,
-        lock_timeout: float = DEFAULT_LOCK_TIMEOUT_S,
     ) -> None:
         super().__init__(
             path,
@@ -593,5 +589,4 @@ class AuditLog(JsonlSink):
             fsync=fsync,
             max_bytes=max_bytes,
             backups=backups,
-            lock_timeout=lock_timeout,
         )

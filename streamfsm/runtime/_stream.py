@@ -18,6 +18,7 @@ The record is final before any of these reach the caller, and cleanup runs under
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import math
@@ -28,6 +29,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from types import TracebackType
 from typing import Any, Final, NoReturn, TypeVar
+from urllib.parse import urlsplit
 
 import anyio
 import httpx
@@ -41,12 +43,15 @@ from ..classify import (
     diagnose_finished,
     finish_cause,
 )
+from ..classify._diagnose import UNPARSEABLE_ARGUMENTS
+from ..classify._finish import shown_reason
 from ..classify._provider import provider_error_from_http
-from ..classify._taxonomy import FinishCause, TransportKind
+from ..classify._taxonomy import ENDPOINT_AT_ROOT, FinishCause, ProviderError, TransportKind
 from ..classify._transport import transport_facts
 from ..machine import PROVIDER_PROGRESS, Activity, IllegalTransition, State, StreamMachine, Trigger
 from ._adapters import Adapter, adapter_for
 from ._adapters._base import MAX_DOCUMENT_BYTES, NOT_EVENT_STREAM, document_events
+from ._adapters._continue import ContinueRefusal, ContinueStyle, prefill_refused
 from ._adapters._openai_responses import OpenAIResponsesAdapter
 from ._adapters._resume import ResumeRefusal, refusal_of, resumable_request, resume_url
 from ._config import Ids, StreamConfig
@@ -81,6 +86,8 @@ _EFFECTS: Final = {"effectful": True, "read_only": False}
 _CLEANUP_TIMEOUT_S: Final = 5.0
 _DRAIN_S: Final = 0.1  # what the openai SDK allows itself after [DONE]
 _DRAIN_READS: Final = 64
+# OpenAI's endpoints as a base_url without its /v1 makes them (the SDKs and open_stream append these)
+_ENDPOINTS_AT_ROOT: Final = frozenset({"/chat/completions", "/responses"})
 _CONSUMER_TYPES: Final = frozenset(CONSUMER_EVENT_TYPES)
 # Connect faults after which no request can have left: the run never reached the provider.
 _NOT_CONNECTED: Final = frozenset(
@@ -452,6 +459,8 @@ class Run:
                 if not self._done:
                     self._fail(Trigger.EOF_WITHOUT_TERMINAL, self._facts(detail=self._eof_detail()))
         except ProtocolViolation as violation:
+            if violation.detail == UNPARSEABLE_ARGUMENTS:  # the provider ended a call that is not JSON
+                self._fail(Trigger.TOOL_INPUT_UNFINISHED, self._facts(detail=UNPARSEABLE_ARGUMENTS))
             self._fail(Trigger.PROTOCOL_VIOLATION, self._facts(detail=violation.detail), violation)
 
     def _apply_all(self, events: list[StreamEvent]) -> None:
@@ -469,6 +478,8 @@ class Run:
         try:
             state = self._machine.send(trigger)
         except IllegalTransition as illegal:
+            if kind is Finish and illegal.state.activity is Activity.TOOL_INPUT_OPEN:
+                self._unfinished_call(event)  # type: ignore[arg-type]  # narrowed by kind
             self._fail(
                 Trigger.PROTOCOL_VIOLATION,
                 self._facts(detail=f"illegal {trigger.value} in {illegal.state}"),
@@ -512,6 +523,14 @@ class Run:
 
     def _on_metadata(self, event: Metadata) -> None:
         self._rec.response_id(event.response_id)
+
+    def _unfinished_call(self, event: Finish) -> NoReturn:
+        """The provider's terminal event arrived with a tool call still open (the adapters leave it open at a
+        finish that is not a whole answer): the call was never complete and its tool never ran."""
+        raw = self._rec.finish_raw = event.raw_reason
+        finish = finish_cause(self.provider, raw)
+        facts = self._facts(finish=finish, detail=f"finish_reason={shown_reason(raw)}")
+        self._fail(Trigger.TOOL_INPUT_UNFINISHED, facts)
 
     def _on_finish(self, event: Finish) -> None:
         self._rec.finish_raw = event.raw_reason
@@ -720,6 +739,12 @@ class Run:
         fields.update(overrides)
         return Facts(**fields)
 
+    def _http_error_facts(self, provider: ProviderError) -> Facts:
+        """An HTTP error status's facts; a request to an OpenAI endpoint at the server's root says so (with
+        a 404: a base_url without its /v1, which the summary then suggests)."""
+        at_root = urlsplit(self._rec.url).path.rstrip("/") in _ENDPOINTS_AT_ROOT
+        return self._facts(provider=provider, detail=ENDPOINT_AT_ROOT if at_root else None)
+
     def _abort_facts(self, source: AbortSource, reason: str | None) -> Facts:
         self._rec.set_abort(source.value, reason)
         return self._facts(abort_source=source)
@@ -746,11 +771,11 @@ class Run:
         # The record is sealed when the consumer is done with the run (see _seal), so what it does with the
         # last events (relaying the terminal event, starting tools) is still counted.
         rec = self._rec
-        cause = finish_cause(rec.finish_unified, rec.finish_raw)  # a cut or filtered answer says so
+        cause = finish_cause(self.provider, rec.finish_raw)  # a cut, filtered or unknown end says so
         if cause is FinishCause.FINISHED and rec.content_unread():
             cause = FinishCause.UNREAD_CONTENT  # not a whole answer: none of it could be read
         self._diagnosis, self._finished_at, self._done = (
-            diagnose_finished(self._machine.state, cause, rec.wire_evidence()),
+            diagnose_finished(self._machine.state, cause, rec.wire_evidence(), rec.finish_raw),
             time.monotonic(),
             True,
         )
@@ -795,8 +820,11 @@ class HttpRun(Run):
         # was given) or resume (a GET of the rest of the provider's stored stream, decoded where it stopped).
         original = json
         self.dropped_whitespace = 0  # of the delivered text, left out of a continuation request
+        self.continue_refusal: ContinueRefusal | None = None  # why the provider refused this continuation
+        self._sent_as: str | None = None  # how a continuation carries the delivered answer
         if isinstance(plan, ContinuePlan):
             self.dropped_whitespace = plan.dropped(adapter.name, json)
+            self._sent_as = plan.sent_as(adapter.name, json)
             json = plan.body(adapter.name, json)
         url, body = adapter.request(base_url, json)
         self._method = "POST"
@@ -828,7 +856,9 @@ class HttpRun(Run):
         self._client = client
         self._owns_client = client is None
         self._connected = False
-        if plan is not None:
+        if isinstance(plan, ContinuePlan):
+            self._rec.recovery = plan.record(self._sent_as)
+        elif plan is not None:
             self._rec.recovery = plan.record()
         if self._resume is not None:
             self._rec.response_id(self._resume.response_id)
@@ -898,7 +928,13 @@ class HttpRun(Run):
                     "refused": self.resume_refusal.value,
                     "refused_by": basis,
                 }
-            self._fail(Trigger.HTTP_ERROR, self._facts(provider=error))
+            if self._sent_as == ContinueStyle.PREFILL.value and prefill_refused(response.status_code, body):
+                # The model takes no prefill (Anthropic's current ones): the executor goes on by instruction.
+                self.continue_refusal = refusal = ContinueRefusal.PREFILL_UNSUPPORTED
+                rec.recovery = {**(rec.recovery or {}), "refused": refusal.value}
+                marker = f"continue_refused={refusal.value}"
+                error = dataclasses.replace(error, markers=(marker, *error.markers))
+            self._fail(Trigger.HTTP_ERROR, self._http_error_facts(error))
         self._read_wire(self._adapter)
         self._next_chunk = body_chunks(response).__anext__
         self._headers_received()

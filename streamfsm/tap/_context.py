@@ -8,6 +8,7 @@ from contextvars import ContextVar
 from typing import Final
 
 from ..runtime import Ids
+from ._notes import BLOCK_LEDGERS, Ledger
 
 _CURRENT: Final[ContextVar[Ids | None]] = ContextVar("streamfsm_ids", default=None)
 
@@ -26,7 +27,8 @@ def context(
             await agent.run(...)
 
     ``more`` goes to the record's ``ids.context`` (redacted and bounded there). Blocks nest: an inner block
-    keeps what it does not set."""
+    keeps what it does not set. A block is also where ``failure_of`` looks for the failed run behind an
+    exception a framework raised itself: one block per caller keeps callers running side by side apart."""
     for name, value in (("session_id", session_id), ("message_id", message_id), ("trace_id", trace_id)):
         if value is not None and not isinstance(value, str):
             raise TypeError(f"{name} must be a string, not {type(value).__name__}")
@@ -41,9 +43,11 @@ def context(
         context={**outer.context, **more},
     )
     token = _CURRENT.set(ids)
+    ledgers = BLOCK_LEDGERS.set((*BLOCK_LEDGERS.get(), Ledger()))
     try:
         yield ids
     finally:
+        BLOCK_LEDGERS.reset(ledgers)
         _CURRENT.reset(token)
 
 

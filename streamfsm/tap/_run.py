@@ -24,7 +24,7 @@ from ..runtime._decoding import as_bytes
 from ..runtime._events import StreamEvent
 from ..runtime._stream import Run
 from ..runtime._sync_reads import SyncReads
-from ._notes import detached
+from ._notes import Witness, detached
 
 _EOF_EDGE: Final = Trigger.EOF_WITHOUT_TERMINAL.value
 
@@ -56,6 +56,7 @@ class TapRun(Run):
         self._ended = False
         self._decoder: Any = None
         self.failure: StreamFailed | None = None
+        self._witness = Witness()  # for failure_of, when a framework raises an exception of its own
 
     # -- what the transport reports -------------------------------------------------------------------
 
@@ -130,6 +131,7 @@ class TapRun(Run):
         assert self._record is not None
         assert self._diagnosis is not None
         self.failure = StreamFailed(self._diagnosis, self._record)
+        self._witness.settle(self.failure)
         return self.failure
 
     def _eof_events(self) -> list[StreamEvent]:
@@ -144,6 +146,7 @@ class TapRun(Run):
     def discard(self) -> None:
         """End without a record: the response was not the stream (a redirect)."""
         self._ended = True
+        self._witness.settle(None)
         if self._watch_entry is not None and self._loop_watchdog is not None:
             self._loop_watchdog.forget(self._watch_entry)
             self._watch_entry = None
@@ -187,6 +190,7 @@ class TapRun(Run):
         if self._ended:
             return
         self._ended = True
+        self._witness.settle(self.failure)
         if self._watch_entry is not None and self._loop_watchdog is not None:
             self._loop_watchdog.forget(self._watch_entry)
             self._watch_entry = None
@@ -198,7 +202,7 @@ class TapRun(Run):
     def _http_error(self) -> StreamFailed:
         body, self._error_body = bytes(self._error_body or b""), None
         error = provider_error_from_http(self._status, self._error_headers, body)
-        return self._failed(self._fail, Trigger.HTTP_ERROR, self._facts(provider=error))
+        return self._failed(self._fail, Trigger.HTTP_ERROR, self._http_error_facts(error))
 
     def _caught(self, step: Callable[..., Any], *args: Any) -> StreamFailed | None:
         """Run ``step``: the failure it raised (also kept as ``self.failure``), or None if the run goes on."""
@@ -206,6 +210,7 @@ class TapRun(Run):
             step(*args)
         except StreamFailed as failure:
             self.failure = detached(failure)
+            self._witness.settle(self.failure)
             return self.failure
         return None
 

@@ -4,6 +4,7 @@ realistic wire streams for the four provider formats.
 * `FaultServer` / `FaultServerThread`: a real HTTP/1.1 server on 127.0.0.1 that plays a script per request.
 * Script steps (`Headers`, `Send`, `Fin`, `Rst`, `Stall`, …) and `Scenario`: faults as data, with the
   outcome the taxonomy says they must have; `Agent`: the part the agent plays.
+* `RefusesPrefill`: a router wrapper that refuses an assistant prefill as Anthropic's current models do.
 * `catalog()` / `find()`: every fault of the catalog, per format, by stable name.
 * `run_scenario()` / `run_catalog()`: play scenarios through the runtime (or an SDK and ``wrap()``) and
   compare each run record with the expectation (`Outcome`).
@@ -31,6 +32,7 @@ from ._harness import (
     sdk_available,
     sdk_client,
 )
+from ._prefill import PREFILL_REFUSAL, RefusesPrefill, ends_with_assistant
 from ._scenarios import WATCHDOG_S, catalog, find, names
 from ._script import (
     Agent,
@@ -76,6 +78,7 @@ __all__ = [
     "DEFAULT_TIMEOUT_S",
     "FORMATS",
     "OUTPUT_TOKENS",
+    "PREFILL_REFUSAL",
     "PROMPT_TOKENS",
     "RAW_TRANSPORT_STRINGS",
     "REASONING_TOKENS",
@@ -93,6 +96,7 @@ __all__ = [
     "Headers",
     "Keepalive",
     "Outcome",
+    "RefusesPrefill",
     "Request",
     "RequestRecord",
     "Rst",
@@ -113,6 +117,7 @@ __all__ = [
     "comment",
     "cut_chunk",
     "encode_chunk",
+    "ends_with_assistant",
     "error_event",
     "find",
     "frame",

@@ -270,13 +270,6 @@ TAP_DIFFERENCES: Final[tuple[Difference, ...]] = (
         _TOOLS_UNSEEN,
         {"expected_verdict": Verdict.SAFE_AUTO_RETRY, "expected_action": Action.RETRY},
     ),
-    Difference(
-        "*/malformed-json",
-        "The SDK raises its own json.JSONDecodeError from the event it parses, after the transport handed it"
-        " the bytes: that error names no request or response, so failure_of cannot reach the tap's"
-        " diagnosis from it (the record is right, and reaches the sinks).",
-        carried=False,
-    ),
 )
 """Every documented difference between what a tap path sees and what ``open_stream`` sees, with its reason:
 the table the tap paths of `run_scenario` and `run_catalog` read records with, and ``streamfsm harness
@@ -554,6 +547,8 @@ async def _tap_run(
 ) -> None:
     """Play ``scenario`` as an agent on SDK ``sdk`` would, over a tap client whose runs have ``config``; what
     the SDK raised to the agent goes to ``raised``."""
+    from ..tap import failure_of
+
     fmt = scenario.format or ""
     client = tap_client(sdk, url, config)
     try:
@@ -568,6 +563,7 @@ async def _tap_run(
             except _AgentError:
                 pass
             except Exception as exc:  # the SDK's own error, as the agent gets it
+                failure_of(exc)  # asked where the agent catches it, in its context() block
                 raised.append(exc)
             finally:
                 if stream is not None:  # as `async with stream` would, even when cancelled

@@ -22,6 +22,7 @@ from ..classify import Action, Diagnosis, FailureClass, Phase, Verdict
 from ..machine import Trigger
 from ..runtime import (
     Continued,
+    ContinueStyle,
     Ids,
     Offer,
     Recovery,
@@ -43,6 +44,7 @@ from ..runtime._events import ToolInputDelta
 from ..runtime._sse import SSEDecoder
 from ._background import BackgroundResponses, Cut
 from ._harness import BODIES, DEFAULT_TIMEOUT_S, Outcome
+from ._prefill import RefusesPrefill
 from ._script import End, Fin, Headers, Keepalive, Rst, Script, Send
 from ._server import FaultServer, Request, Router
 from ._wire import Format, build, text_stream, tool_call_stream
@@ -59,9 +61,10 @@ class RecoveryScenario:
     """A broken stream and the chain that must recover it.
 
     ``router`` makes a fresh fault-server router per play. ``confirm``: what the agent answers when asked
-    (None: no confirm callback). ``chain``: how each attempt after the first must begin (the links'
-    ``next``, e.g. ``("resume",)``). ``text``: everything the consumer must read, whole and once. ``calls``:
-    the tool calls (name, arguments) it must receive, each once. ``ends``: the class of the last record.
+    (None: no confirm callback); ``continue_with``: the style a continuation is asked for in. ``chain``:
+    how each attempt after the first must begin (the links' ``next``, e.g. ``("resume",)``). ``text``:
+    everything the consumer must read, whole and once. ``calls``: the tool calls (name, arguments) it must
+    receive, each once. ``ends``: the class of the last record.
     """
 
     name: str
@@ -72,6 +75,7 @@ class RecoveryScenario:
     text: str
     calls: tuple[tuple[str, str], ...] = ()
     confirm: Recovery | None = None
+    continue_with: ContinueStyle | None = None
     background: bool = True
     ends: FailureClass = FailureClass.COMPLETED
     config: dict[str, Any] = field(default_factory=dict, hash=False)
@@ -98,8 +102,11 @@ def _resume(
     return make
 
 
-def _continue(first: list[bytes], how: Script, rest: list[bytes]) -> Callable[[], Router]:
-    """The first request gets ``first`` then ``how``; every later one the continuation ``rest``."""
+def _continue(
+    first: list[bytes], how: Script, rest: list[bytes], *, refuses_prefill: bool = False
+) -> Callable[[], Router]:
+    """The first request gets ``first`` then ``how``; every later one the continuation ``rest`` (a prefill
+    refused as Anthropic's current models refuse it, with ``refuses_prefill``)."""
 
     def make() -> Router:
         def route(request: Request) -> Script:
@@ -107,7 +114,7 @@ def _continue(first: list[bytes], how: Script, rest: list[bytes]) -> Callable[[]
                 return (Headers(), *(Send(f) for f in first), *how)
             return (Headers(), *(Send(f) for f in rest), End())
 
-        return route
+        return RefusesPrefill(route) if refuses_prefill else route
 
     return make
 
@@ -201,22 +208,56 @@ def _scenarios() -> list[RecoveryScenario]:
         ),
     ]
     formats: tuple[Format, ...] = ("anthropic", "openai-chat", "gemini")
+    shown = "".join(_ANSWER[:2])
     for fmt in formats:
         frames = text_stream(fmt, list(_ANSWER))
         cut = _index(frames, b"brown fox") + 1
-        shown = "".join(_ANSWER[:2])
-        carried = shown.rstrip() if fmt == "anthropic" else shown
         out.append(
             RecoveryScenario(
                 f"{PREFIX}{fmt}/continue-after-text-cut",
                 fmt,
                 "no resume cursor: a request carrying the text shown, and only the rest is read",
-                _continue(frames[:cut], (Rst(),), text_stream(fmt, [answer[len(carried) :]])),
+                _continue(frames[:cut], (Rst(),), text_stream(fmt, [answer[len(shown) :]])),
                 ("continue",),
                 answer,
                 confirm=Recovery.CONTINUE,
             )
         )
+    a: Format = "anthropic"
+    frames = text_stream(a, list(_ANSWER))
+    cut = _index(frames, b"brown fox") + 1
+    out += [
+        RecoveryScenario(
+            f"{PREFIX}{a}/continue-on-a-model-without-prefill",
+            a,
+            "a model that refuses assistant prefill (Claude 4.6 and later): continued by instruction",
+            _continue(frames[:cut], (Rst(),), text_stream(a, [answer[len(shown) :]]), refuses_prefill=True),
+            ("continue",),
+            answer,
+            confirm=Recovery.CONTINUE,
+        ),
+        RecoveryScenario(
+            f"{PREFIX}{a}/prefill-refused-then-instruction",
+            a,
+            "a prefill asked for, refused by the model (400): continued once more, by instruction",
+            _continue(frames[:cut], (Rst(),), text_stream(a, [answer[len(shown) :]]), refuses_prefill=True),
+            ("continue", "continue"),
+            answer,
+            confirm=Recovery.CONTINUE,
+            continue_with=ContinueStyle.PREFILL,
+        ),
+        RecoveryScenario(
+            f"{PREFIX}{a}/continue-by-prefill-when-asked",
+            a,
+            "a prefill asked for, on a model that takes one: the answer goes on from its last character",
+            # The prefill leaves out the trailing space; the model writes it again, shown once.
+            _continue(frames[:cut], (Rst(),), text_stream(a, [answer[len(shown.rstrip()) :]])),
+            ("continue",),
+            answer,
+            confirm=Recovery.CONTINUE,
+            continue_with=ContinueStyle.PREFILL,
+        ),
+    ]
     for fmt in formats[:2]:
         frames = tool_call_stream(fmt, [("write_file", _ARGS)], text=["Saving it."])
         cut = _first(fmt, frames, ToolInputDelta) + 2  # a few pieces of the arguments in
@@ -264,7 +305,9 @@ def _problems(scenario: RecoveryScenario, run: RetryingRun, received: list[Any])
     if calls != scenario.calls:
         problems.append(f"tool calls: expected {len(scenario.calls)} whole, got {len(calls)}")
     continued = [e for e in received if isinstance(e, Continued)]
-    if len(continued) != scenario.chain.count("continue"):
+    # One per confirmed continuation; an automatic one (a retry, a refused prefill sent again) shows nothing.
+    confirmed = [a for a in run.attempts if a.next == "continue" and a.decision == "confirmed_retry"]
+    if len(continued) != len(confirmed) or (scenario.chain.count("continue") and not confirmed):
         problems.append("a Continued event is missing or doubled")
     record = run.record
     if record is None or record["outcome"]["class"] != scenario.ends.value:
@@ -307,6 +350,7 @@ async def run_recovery(
                     open_attempt,
                     confirm=None if choice is None else confirm,
                     ids={"context": context},
+                    continue_with=scenario.continue_with,
                 )
                 async with run:
                     async for event in run:

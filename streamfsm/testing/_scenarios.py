@@ -1,4 +1,4 @@
-"""The scenario catalog: every fault of issue 4, for each wire format that has its shape, as data.
+"""The scenario catalog: every fault the taxonomy names, for each wire format that has its shape, as data.
 
 Each `Scenario` is a fault script (what the fault server does on the wire), the part the agent plays
 (`Agent`: which tool effects it declares, whether it aborts or cancels), and the outcome the taxonomy says
@@ -64,7 +64,7 @@ from ._script import (
     Step,
     cut_chunk,
 )
-from ._wire import FORMATS, Format, error_event, frame, keepalive, text_stream, tool_call_stream
+from ._wire import FORMATS, Format, build, error_event, frame, keepalive, text_stream, tool_call_stream
 
 __all__ = ["WATCHDOG_S", "catalog", "find", "names"]
 
@@ -353,9 +353,9 @@ def _http_errors(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str
             (
                 "http-429-retry-after-over-limit",
                 "429 with a 13-digit retry-after: too large to parse is longer than the cap (a day), never"
-                " 'no delay given'",
+                " 'no delay given', and far too long for an automatic retry",
                 (Status(429, (*h, ("retry-after", "1234567890123")), limited),),
-                _http("rate_limit", safe, backoff, 86_400.0),
+                _http("rate_limit", _V.USER_CONFIRMED_RETRY, _A.ASK_USER, 86_400.0),
             ),
         ]
     if fmt == "anthropic":
@@ -778,6 +778,7 @@ def _streams(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, An
         ),
     ]
     out += _finishes(fmt)
+    out += _open_world(fmt)
     out += _not_streams(fmt)
     if fmt == "openai-chat":
         calls = tool_call_stream(fmt, [("apply_patch", PATCH_ARGS)])
@@ -881,6 +882,117 @@ def _finishes(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, A
         )
         for raw, slug, cause in _FINISHES[fmt]
     ]
+
+
+# A finish reason nobody here knows, per format: plausible or documented elsewhere, in no whole-answer set.
+_UNRECOGNISED: Final = {
+    "openai-chat": "eos_reached",  # a local server's own end-of-sequence word
+    "openai-responses": "max_prompt_tokens",  # an incomplete_details.reason the Responses docs do not list
+    "anthropic": "compaction",  # a stop_reason newer than this table
+    "gemini": "LANGUAGE",  # Gemini: an unsupported language stopped it; not a whole answer
+}
+# The output limit hit while a call's arguments streamed, per format: the raw reason.
+_LENGTH: Final = {"openai-chat": "length", "openai-responses": "max_output_tokens", "anthropic": "max_tokens"}
+CUT_ARGS: Final = '{"patch": "' + "x" * 30  # arguments the output limit cut: not JSON
+
+
+def _cut_call(fmt: Format, finish: str) -> list[bytes]:
+    """A call whose arguments stop short, then the provider's end with ``finish``. Chat and Anthropic end
+    the call on the cut JSON (``finish_reason``, ``content_block_stop``); Responses sends no ``done`` for
+    the cut item, only ``response.incomplete``."""
+    frames = build(fmt, [("tool", "apply_patch", CUT_ARGS)], finish=finish)
+    if fmt == "openai-responses":
+        cut = _index(frames, b'"response.function_call_arguments.done"')
+        return [*frames[:cut], frames[-1]]
+    return frames
+
+
+def _open_world(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
+    """Issue 29: an unrecognised finish is never a whole answer; a call the provider's end left unfinished is
+    never a call; a finish reason that reads as an abort is the provider's error where it arrived."""
+    raw = _UNRECOGNISED[fmt]
+    out: list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]] = [
+        (
+            "finish-unrecognised",
+            f"visible text, then the terminal event with finish reason {raw!r}, which no whole-answer set"
+            " holds: finished, but never called a whole answer, and the reason is named",
+            _play(text_stream(fmt, TEXT[:1], finish=raw), End()),
+            _expect(
+                _C.COMPLETED,
+                _V.USER_CONFIRMED_RETRY,
+                None,
+                _P.FINISHED,
+                "unrecognised",
+                _A.CONTINUE_WITH_PARTIAL,
+            ),
+            {},
+        )
+    ]
+    if fmt == "gemini":  # every Gemini call arrives whole: there are no arguments to cut
+        return out
+    out.append(
+        (
+            "tool-args-cut-at-length",
+            f"the output limit ({_LENGTH[fmt]!r}) reached while a call's arguments streamed: the provider"
+            " ends the response on arguments that are not JSON; no call is handed out, the tool did not run",
+            _play(_cut_call(fmt, _LENGTH[fmt]), End()),
+            _expect(
+                _C.TOOL_INPUT_INTERRUPTED,
+                _V.NO_RETRY,
+                _T.TOOL_INPUT_UNFINISHED,
+                _P.TOOL_INPUT,
+                "length",
+                _A.FIX_REQUEST,
+            ),
+            {},
+        )
+    )
+    if fmt == "openai-chat":
+        whole = build(fmt, [("tool", "apply_patch", PATCH_ARGS)], finish=raw)
+        out += [
+            (
+                "tool-call-finish-unrecognised",
+                f"a call whose arguments parse, ended by finish reason {raw!r}: chat ends a call only by a"
+                " whole-answer finish, so the call stays unfinished and is never handed out",
+                _play(whole, End()),
+                _expect(
+                    _C.TOOL_INPUT_INTERRUPTED,
+                    _V.USER_CONFIRMED_RETRY,
+                    _T.TOOL_INPUT_UNFINISHED,
+                    _P.TOOL_INPUT,
+                    "unrecognised",
+                    _A.ASK_USER,
+                ),
+                {},
+            ),
+            (
+                "finish-abort",
+                "visible text, then finish_reason 'abort' (vLLM and SGLang when the engine aborts a request):"
+                " the provider's error at that point, not a finish",
+                _play(text_stream(fmt, TEXT[:1], finish="abort"), End()),
+                _shown(_C.PROVIDER_ERROR, _T.PROVIDER_ERROR_EVENT, "unknown"),
+                {},
+            ),
+        ]
+    if fmt == "anthropic":
+        out.append(
+            (
+                "tool-args-unparseable-at-tool-use",
+                "a tool_use block closed on arguments that are not JSON, then stop_reason 'tool_use': the"
+                " provider called it whole, but a call that does not parse is never handed out",
+                _play(_cut_call(fmt, "tool_use"), End()),
+                _expect(
+                    _C.TOOL_INPUT_INTERRUPTED,
+                    _V.USER_CONFIRMED_RETRY,
+                    _T.TOOL_INPUT_UNFINISHED,
+                    _P.TOOL_INPUT,
+                    "unparseable_arguments",
+                    _A.ASK_USER,
+                ),
+                {},
+            )
+        )
+    return out
 
 
 def _tool_streams(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
@@ -1328,10 +1440,235 @@ def _content_shapes(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[
     return out
 
 
+# Money, quota and plan limits, and waits past an automatic retry, as providers word them (issue 29, root 3):
+# the words decide under any status and in any position (HTTP error, in-band event, JSON at 200).
+_GROQ_TPD: Final = _openai_error(
+    "Rate limit reached for model `llama-3.3-70b-versatile` in organization `org_01kjh` service tier"
+    " `on_demand` on tokens per day (TPD): Limit 100000, Used 97050, Requested 3619. Please try again in"
+    " 9m38.016s. Need more tokens? Upgrade to Dev Tier today at https://console.groq.com/settings/billing",
+    "tokens",
+    "rate_limit_exceeded",
+)
+
+
+def _limits(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
+    quota = _http("quota_exhausted", _V.NO_RETRY, _A.STOP)
+    early = _expect(
+        _C.PROVIDER_ERROR, _V.NO_RETRY, _T.PROVIDER_ERROR_EVENT, _P.EARLY_STREAM, "quota_exhausted"
+    )
+    in_band = {**early, "expected_action": _A.STOP}
+
+    def event(payload: dict[str, Any], name: str | None = None) -> tuple[Step, ...]:
+        return (Headers(), Send(frame(payload, name)), End())
+
+    if fmt in ("openai-chat", "openai-responses"):
+        h = _OPENAI_HEADERS
+        out: list[tuple[str, str, tuple[Step, ...], dict[str, Any]]] = [
+            (
+                "http-429-credit-balance-exhausted",
+                "OpenAI's 429 insufficient_quota with code credit_balance_exhausted: no wait refills credit",
+                (
+                    Status(
+                        429,
+                        h,
+                        _openai_error(
+                            "You exceeded your current quota, please check your plan and billing details.",
+                            "insufficient_quota",
+                            "credit_balance_exhausted",
+                        ),
+                    ),
+                ),
+                quota,
+            ),
+            (
+                "http-402-insufficient-balance",
+                "DeepSeek's 402 'Insufficient Balance' (type unknown_error, code invalid_request_error)",
+                (
+                    Status(
+                        402,
+                        h,
+                        _openai_error("Insufficient Balance", "unknown_error", "invalid_request_error"),
+                    ),
+                ),
+                quota,
+            ),
+            (
+                "http-403-credits-or-spending-limit",
+                "xAI's 403 'has either used all available credits or reached its monthly spending limit':"
+                " told only in words, so low confidence, never retried",
+                (
+                    Status(
+                        403,
+                        JSON_HEADERS,
+                        json.dumps(
+                            {
+                                "code": "The caller does not have permission to execute the specified"
+                                " operation",
+                                "error": "Your team 16f2 has either used all available credits or reached"
+                                " its monthly spending limit. To continue making API requests, please"
+                                " purchase more credits or raise your spending limit.",
+                            }
+                        ).encode(),
+                    ),
+                ),
+                quota,
+            ),
+            (
+                "http-400-budget-exceeded",
+                "LiteLLM proxy's budget_exceeded (400, code '400'): the proxy's money cap",
+                (
+                    Status(
+                        400,
+                        JSON_HEADERS,
+                        _openai_error(
+                            "Budget has been exceeded! Current cost: 10.2, Max budget: 10.0",
+                            "budget_exceeded",
+                            "400",
+                        ),
+                    ),
+                ),
+                quota,
+            ),
+            (
+                "http-429-retry-after-hours",
+                "429 rate_limit_exceeded with retry-after of five hours: longer than an automatic retry"
+                " waits, so it is asked, never automatic",
+                (Status(429, (*h, ("retry-after", "18000")), _TPM_TOO_LARGE.replace(b"30601", b"1")),),
+                _http("rate_limit", _V.USER_CONFIRMED_RETRY, _A.ASK_USER, 18000.0),
+            ),
+            (
+                "http-429-try-again-in-minutes",
+                "Groq's per-day token limit, 'Please try again in 9m38.016s' in words and no retry-after:"
+                " the stated wait is kept, and it is too long for an automatic retry",
+                (Status(429, h, _GROQ_TPD),),
+                _http("rate_limit", _V.USER_CONFIRMED_RETRY, _A.ASK_USER, 578.016),
+            ),
+            (
+                "json-quota-error-at-200",
+                "HTTP 200 application/json whose body is an insufficient_quota error: quota, never retried",
+                (
+                    Status(
+                        200,
+                        JSON_HEADERS,
+                        _openai_error(
+                            "You exceeded your current quota, please check your plan and billing details.",
+                            "insufficient_quota",
+                            "insufficient_quota",
+                        ),
+                    ),
+                ),
+                in_band,
+            ),
+        ]
+        if fmt == "openai-chat":
+            out.append(
+                (
+                    "in-band-credits-error",
+                    "OpenRouter's in-band {'error': {'code': 402, 'message': 'Insufficient credits...'}}"
+                    " before any output: quota, never retried",
+                    event({"error": {"code": 402, "message": "Insufficient credits. Add more credits."}}),
+                    in_band,
+                )
+            )
+            return [(slug, text, script, expect, {}) for slug, text, script, expect in out]
+        nested = {
+            "type": "error",
+            "error": {
+                "code": "too_many_requests",
+                "message": "Too many requests. Please retry shortly.",
+                "param": None,
+            },
+            "sequence_number": 0,
+        }
+        failed = {
+            "type": "response.failed",
+            "sequence_number": 0,
+            "response": {
+                "id": "resp_68af4030592c81938ec0a5fbab4a3e9f",
+                "object": "response",
+                "status": "failed",
+                "error": {"code": "insufficient_quota", "message": "You exceeded your current quota."},
+            },
+        }
+        out += [
+            (
+                "in-band-too-many-requests-nested",
+                "a nested 'error' event with code too_many_requests before any output: a rate limit,"
+                " safe to retry after a backoff (never 'unknown')",
+                event(nested, "error"),
+                _safe(
+                    _C.PROVIDER_ERROR,
+                    _T.PROVIDER_ERROR_EVENT,
+                    _P.EARLY_STREAM,
+                    "rate_limit",
+                    _A.RETRY_AFTER_BACKOFF,
+                ),
+            ),
+            (
+                "in-band-failed-insufficient-quota",
+                "'response.failed' whose error code is insufficient_quota: quota, never retried",
+                event(failed, "response.failed"),
+                in_band,
+            ),
+        ]
+        return [(slug, text, script, expect, {}) for slug, text, script, expect in out]
+    if fmt == "anthropic":
+        usage = _anthropic_error(
+            "invalid_request_error",
+            "You have reached your specified API usage limits. You will regain access on 2026-12-01 at"
+            " 00:00 UTC.",
+        )
+        billing = {
+            "type": "error",
+            "error": {"type": "billing_error", "message": "Credit balance is too low"},
+        }
+        rows = [
+            (
+                "http-400-usage-limits",
+                "Anthropic's 400 invalid_request_error 'You have reached your specified API usage limits':"
+                " a spend limit in words, never retried",
+                (Status(400, _ANTHROPIC_HEADERS, usage),),
+                quota,
+            ),
+            (
+                "in-band-billing-error",
+                "an 'event: error' billing_error before any output",
+                event(billing, "error"),
+                in_band,
+            ),
+        ]
+        return [(slug, text, script, expect, {}) for slug, text, script, expect in rows]
+    exhausted = _gemini_error(429, "RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota).")
+    quota_words = {
+        "error": {
+            "code": 429,
+            "message": "You exceeded your current quota, please check your plan and billing details.",
+            "status": "RESOURCE_EXHAUSTED",
+        }
+    }
+    rows = [
+        (
+            "http-429-resource-exhausted",
+            "429 RESOURCE_EXHAUSTED with no details and no money words: a rate limit",
+            (Status(429, _GEMINI_HEADERS, exhausted),),
+            _http("rate_limit", _V.SAFE_AUTO_RETRY, _A.RETRY_AFTER_BACKOFF),
+        ),
+        (
+            "in-band-quota-words",
+            "an in-band RESOURCE_EXHAUSTED 'You exceeded your current quota' with no per-minute details:"
+            " the words decide (low confidence), never retried",
+            (Headers(), Send(frame(quota_words, crlf=True)), End()),
+            in_band,
+        ),
+    ]
+    return [(slug, text, script, expect, {}) for slug, text, script, expect in rows]
+
+
 def _for_format(fmt: Format) -> list[Scenario]:
     rows = _connection(fmt)
     rows += [(slug, text, script, expect, {}) for slug, text, script, expect in _http_errors(fmt)]
     rows += _streams(fmt)
+    rows += _limits(fmt)
     rows += _content_shapes(fmt)
     return [
         Scenario(f"{fmt}/{slug}", script, format=fmt, description=text, **expect, **extra)

@@ -30,6 +30,7 @@ from ..classify import (
     Confidence,
     Facts,
     FailureClass,
+    FinishCause,
     Phase,
     ProviderError,
     ProviderErrorKind,
@@ -273,6 +274,7 @@ facts = st.builds(
     tool_ran=st.booleans(),
     tool_effectful=st.none() | st.booleans(),
     detail=st.none() | _names,
+    finish=st.none() | st.sampled_from(FinishCause),
 )
 """Everything the classifier may be told besides (state, edge)."""
 

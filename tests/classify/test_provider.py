@@ -6,6 +6,7 @@ import json
 import re
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -317,7 +318,7 @@ CASES: list[tuple[str, int, dict[str, str], bytes | str | None, ProviderError]] 
             type="RESOURCE_EXHAUSTED",
             code="429",
             retry_after_s=13.0,
-            markers=("status=429", "body.status=RESOURCE_EXHAUSTED", "body.retry_delay"),
+            markers=("status=429", "body.details=quota_per_minute", "body.retry_delay"),
         ),
     ),
     (
@@ -488,7 +489,8 @@ CASES: list[tuple[str, int, dict[str, str], bytes | str | None, ProviderError]] 
             status=429,
             type="tokens",
             code="rate_limit_exceeded",
-            markers=("status=429", "body.code=rate_limit_exceeded"),
+            retry_after_s=1.2,  # "Please try again in 1.2s", with no header saying otherwise
+            markers=("status=429", "body.code=rate_limit_exceeded", "message=retry_in"),
         ),
     ),
     (
@@ -978,9 +980,11 @@ _HEADER_VALUES = st.one_of(
     st.sampled_from(["5", "1.5", "-1", "true", "false", "Wed, 21 Oct 2015 07:28:00 GMT"]),
 )
 _MARKER = re.compile(
-    r"(status=\d{3}|body\.(code|type|status)=[A-Za-z0-9_.\-]+|body\.details=quota_per_day|body\.retry_delay"
-    r"|header=retry-after(-ms)?(:over_limit)?|header=x-should-retry:(true|false)"
-    r"|message=(context_overflow|requested_over_limit|request_too_large)|sdk=(openai|anthropic))"
+    r"(status=\d{3}|body\.(code|type|status)[=~][A-Za-z0-9_.\-]+|body\.details=quota_per_(day|minute)"
+    r"|body\.retry_delay|header=retry-after(-ms)?(:over_limit)?|header=x-should-retry:(true|false)"
+    r"|header=(x|anthropic)-ratelimit-[a-z-]+-reset|header=x-ratelimit-reset-[a-z]+"
+    r"|message=(context_overflow|requested_over_limit|request_too_large|rate_limit|overloaded|retry_in)"
+    r"|message=money:[a-z_]+|sdk=(openai|anthropic))"
 )
 
 
@@ -1024,3 +1028,133 @@ def test_any_sdk_error_gives_a_kind_and_keeps_no_secret(status: int, body: objec
     got = provider_error_from_sdk(exc)
     assert got is not None
     _check(got)
+
+
+# -- words, not exact codes (issue 29, root 3) ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("payload", "kind", "marker"),
+    [
+        # the issue's case: a nested Responses error whose code is too_many_requests
+        (
+            {"type": "error", "error": {"code": "too_many_requests", "message": "Too many requests"}},
+            K.RATE_LIMIT,
+            "body.code=too_many_requests",
+        ),
+        (
+            {"type": "response.failed", "response": {"error": {"code": "insufficient_quota", "message": ""}}},
+            K.QUOTA_EXHAUSTED,
+            "body.code=insufficient_quota",
+        ),
+        # a code that is not an identifier is matched, never kept: the rule's words mark it
+        ({"error": {"code": "Too Many Requests"}}, K.RATE_LIMIT, "body.code~too_many_requests"),
+        ({"error": {"type": "ThrottlingException"}}, K.RATE_LIMIT, "body.type=ThrottlingException"),
+        ({"error": {"code": "429", "message": "slow down"}}, K.RATE_LIMIT, "body.code=429"),
+        # a quota per minute is a rate limit
+        (
+            {"error": {"code": "quota_per_minute_exceeded"}},
+            K.RATE_LIMIT,
+            "body.code=quota_per_minute_exceeded",
+        ),
+        # OpenRouter's in-flight reservation is not money
+        (
+            {"error": {"code": "in_flight_budget_exhausted"}},
+            K.RATE_LIMIT,
+            "body.code=in_flight_budget_exhausted",
+        ),
+        ({"detail": "Max budget limit reached."}, K.QUOTA_EXHAUSTED, "message=money:budget"),
+        # a daily or monthly limit with no stated wait is a plan limit (OpenRouter in-band, Cohere trial key)
+        (
+            {"error": {"message": "Rate limit exceeded: free-models-per-day. Add 10 credits", "code": 429}},
+            K.QUOTA_EXHAUSTED,
+            "message=money:plan_window",
+        ),
+        # ... but with a stated wait, the wait decides (Groq's per-day tokens)
+        (
+            {"error": {"message": "Limit on tokens per day (TPD). Please try again in 9m38s.", "code": 429}},
+            K.RATE_LIMIT,
+            "message=retry_in",
+        ),
+        ({"error": "Rate limit exceeded"}, K.RATE_LIMIT, "message=rate_limit"),
+    ],
+)
+def test_codes_are_read_as_words_in_events(
+    payload: dict[str, object], kind: ProviderErrorKind, marker: str
+) -> None:
+    got = provider_error_from_event(payload)
+    assert got.kind is kind
+    assert marker in got.markers
+
+
+def test_a_monthly_limit_without_a_stated_wait_is_a_plan_limit() -> None:
+    body = {"message": "You are using a Trial key, which is limited to 1000 API calls / month."}  # Cohere
+    got = provider_error_from_http(429, {}, json.dumps(body))
+    assert got.kind is K.QUOTA_EXHAUSTED and got.confidence is Confidence.LOW
+    assert "message=money:plan_window" in got.markers
+    assert provider_error_from_http(429, {"retry-after": "30"}, json.dumps(body)).kind is K.RATE_LIMIT
+
+
+def test_gemini_per_minute_details_decide_over_money_words() -> None:
+    details = [
+        {
+            "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+            "violations": [{"quotaId": "GenerateRequestsPerMinutePerProjectPerModel-FreeTier"}],
+        }
+    ]
+    body = gemini_body(
+        429, "RESOURCE_EXHAUSTED", "You exceeded your current quota, please check your plan.", details
+    )
+    got = provider_error_from_http(429, {}, body)
+    assert got.kind is K.RATE_LIMIT and got.confidence is Confidence.HIGH
+    assert "body.details=quota_per_minute" in got.markers
+
+
+@pytest.mark.parametrize(
+    ("message", "seconds"),
+    [
+        ("Please try again in 9m38.016s. Need more tokens?", 578.016),  # Groq
+        ("Please retry in 10h17m5.5s.", 37025.5),  # Gemini free tier
+        ("Please try again in 20ms.", 0.02),  # OpenAI
+        ("Your limit resets in 5 hours.", 18000.0),
+        ("have exceeded token rate limit of your current pricing tier. Please retry after 2 seconds.", 2.0),
+        ("Please try again in 1 minute and 30 seconds", 90.0),
+        ("Please try again later.", None),
+    ],
+)
+def test_a_wait_stated_in_words_is_the_retry_after(message: str, seconds: float | None) -> None:
+    got = provider_error_from_http(429, {}, openai_body(message, "tokens", "rate_limit_exceeded"))
+    assert got.retry_after_s == pytest.approx(seconds) if seconds is not None else got.retry_after_s is None
+    assert ("message=retry_in" in got.markers) is (seconds is not None)
+
+
+def test_the_reset_of_an_exhausted_limit_is_the_retry_after() -> None:
+    headers = {
+        "x-ratelimit-remaining-requests": "0",
+        "x-ratelimit-reset-requests": "2h0m0s",
+        "x-ratelimit-remaining-tokens": "1200",
+        "x-ratelimit-reset-tokens": "99h",  # not exhausted: says nothing about this request
+    }
+    got = provider_error_from_http(
+        429, headers, openai_body("Rate limit reached", "requests", "rate_limit_exceeded")
+    )
+    assert got.retry_after_s == 7200.0 and "header=x-ratelimit-reset-requests" in got.markers
+    later = datetime.fromtimestamp(time.time() + 3 * 3600, timezone.utc).isoformat().replace("+00:00", "Z")
+    anthropic_headers = {
+        "anthropic-ratelimit-tokens-remaining": "0",
+        "anthropic-ratelimit-tokens-reset": later,
+    }
+    got = provider_error_from_http(429, anthropic_headers, anthropic_body("rate_limit_error", "Rate limited"))
+    assert got.retry_after_s is not None and 3 * 3600 - 60 < got.retry_after_s <= 3 * 3600
+    # retry-after, when given, wins
+    got = provider_error_from_http(429, {**headers, "retry-after": "3"}, b"{}")
+    assert got.retry_after_s == 3.0
+
+
+def test_openai_sdk_error_with_a_text_body_is_read_as_the_message() -> None:
+    # openai unwraps xAI's {"code": ..., "error": "text"} to the text
+    text = "Your team t1 has either used all available credits or reached its monthly spending limit."
+    exc = openai.PermissionDeniedError("Error code: 403", response=response(403), body=text)
+    got = provider_error_from_sdk(exc)
+    assert got is not None and got.kind is K.QUOTA_EXHAUSTED
+    assert "message=money:credits" in got.markers and text not in repr(got)

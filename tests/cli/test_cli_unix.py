@@ -3,15 +3,20 @@ table widths, absent values."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
+import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+import streamfsm
 from streamfsm.cli import build_parser, main
+from streamfsm.cli._common import EXIT_CODES, STARTUP_FAILED
 
 COMMANDS = ("diagram", "harness", "probe", "diagnose", "report", "relay")
 
@@ -99,7 +104,16 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["--version"])
     assert exc.value.code == 0
-    assert capsys.readouterr().out.strip() == "streamfsm 0.1.0"
+    assert capsys.readouterr().out.strip() == f"streamfsm {streamfsm.__version__}"
+
+
+def test_the_changelog_names_the_version_first_and_the_license_is_mit() -> None:
+    root = Path(__file__).resolve().parents[2]
+    changelog = (root / "CHANGELOG.md").read_text()
+    first = re.search(r"^## (\S+) ", changelog, flags=re.M)
+    assert first is not None and first.group(1) == streamfsm.__version__
+    assert re.search(r'^license = "MIT"$', (root / "pyproject.toml").read_text(), flags=re.M)
+    assert (root / "LICENSE").read_text().startswith("MIT License\n")
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -110,10 +124,68 @@ def test_every_command_has_a_description_and_its_exit_codes(command: str) -> Non
     assert sub.description and len(sub.description) > 40
     for code in ("0  done", "1  the answer is no", "2  usage"):
         assert code in text, text
+    assert "`" not in text, text  # no reStructuredText markup from a docstring
 
 
 def test_the_main_help_lists_exit_codes() -> None:
     assert "exit status:" in build_parser().format_help()
+
+
+def _returned_codes(function: ast.FunctionDef, constants: dict[str, int]) -> set[int]:
+    """The exit statuses a command function returns as literals or named constants."""
+    codes: set[int] = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Return) and node.value is not None:
+            values = (
+                [node.value.body, node.value.orelse] if isinstance(node.value, ast.IfExp) else [node.value]
+            )
+            for value in values:
+                if isinstance(value, ast.Constant) and isinstance(value.value, int):
+                    codes.add(value.value)
+                elif isinstance(value, ast.Name) and value.id in constants:
+                    codes.add(constants[value.id])
+    return codes
+
+
+def test_the_exit_codes_listed_are_the_ones_the_commands_return() -> None:
+    listed = {int(m) for m in re.findall(r"^  (\d+) ", EXIT_CODES, flags=re.M)}
+    constants = {"STARTUP_FAILED": STARTUP_FAILED}
+    returned: set[int] = {2}  # argparse's own usage error
+    for path in sorted((Path(streamfsm.__file__).parent / "cli").glob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in tree.body:  # module constants: NAME = 141
+            if isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(node.value, ast.Constant):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if isinstance(node.value.value, int) and isinstance(targets[0], ast.Name):
+                    constants[targets[0].id] = node.value.value
+        for node in ast.walk(tree):
+            # the commands' functions: they return an exit status (not the int parsers and widths)
+            command = isinstance(node, ast.FunctionDef) and not node.name.startswith(("positive", "table"))
+            if command and node.returns is not None and ast.unparse(node.returns) == "int":
+                returned |= _returned_codes(node, constants)
+    assert returned == listed
+
+
+RELAY = [sys.executable, "-m", "streamfsm", "relay"]
+
+
+def test_a_relay_that_cannot_bind_exits_3_as_its_help_says(tmp_path: Path) -> None:
+    pytest.importorskip("uvicorn")
+    assert "  3  relay: the server could not start" in EXIT_CODES
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [*RELAY, "--upstream", "http://127.0.0.1:9", "--listen", f"127.0.0.1:{port}"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            cwd=tmp_path,
+        )
+    assert done.returncode == STARTUP_FAILED == 3, done.stderr
+    assert f"could not serve on 127.0.0.1:{port}" in done.stderr
 
 
 def test_a_run_id_that_is_empty_is_usage_like_an_ambiguous_one_and_unknown_is_no(

@@ -1,8 +1,8 @@
 """Every code example of the README and the documentation site runs as pasted: ```python blocks are complete
 programs (imports included, against the local fault provider), run as written; one that defines ``test_``
-functions is a test file, run by pytest. The only ```py fragments left are the per-framework snippets of the
-transparent-mode guide, which run in the frameworks' own venv (tests/frameworks/test_readme_snippets.py); here
-they must parse."""
+functions is a test file, run by pytest. The only ```py blocks are the per-framework programs of the
+transparent-mode guide, complete as well, which run in the frameworks' own venv
+(tests/frameworks/test_readme_snippets.py); here they must parse."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The documentation site: it builds strictly from the code, renders offline in headless Chromium (the
+"""The documentation site: it builds strictly from the code (in a fresh venv holding the docs extra alone, as
+the README's recipe makes it), renders offline in headless Chromium (the
 distribution's package), its search works and its pictures follow the declaration. (Its code examples:
 test_docs_examples.py, which needs no docs extra.)"""
 
@@ -6,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import os
 import re
 import shutil
 import subprocess
@@ -25,16 +27,30 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "relay"))
 from cdp import Browser, Page, chromium
 
 ROOT = Path(__file__).resolve().parents[2]
+# The pages a reader sees at 1280 px, kept in docs/ (STREAMFSM_WRITE_DOCS=1 retakes them; the relay's run page
+# is tests/relay/test_errors_page.py's docs/relay-errors-page.png)
+SCREENSHOTS = {
+    "machine/": ROOT / "docs" / "site-machine.png",
+    "machine/generating/": ROOT / "docs" / "site-state.png",
+}
 BUILD_S = 180
+INSTALL_S = 600
 
 
-def build(root: Path, out: Path, *, pythonpath: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": "/usr/bin:/bin", "NO_MKDOCS_2_WARNING": "1", "HOME": str(out.parent)}
+def build(
+    root: Path,
+    out: Path,
+    *,
+    python: str = sys.executable,
+    pythonpath: Path | None = None,
+    path: str = "/usr/bin:/bin",
+) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": path, "NO_MKDOCS_2_WARNING": "1", "HOME": str(out.parent)}
     if pythonpath is not None:
         env["PYTHONPATH"] = str(pythonpath)
     return subprocess.run(
         # not -q: it hides the warnings that --strict counts
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(out)],
+        [python, "-m", "mkdocs", "build", "--strict", "-d", str(out)],
         cwd=root,
         env=env,
         capture_output=True,
@@ -45,9 +61,22 @@ def build(root: Path, out: Path, *, pythonpath: Path | None = None) -> subproces
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def docs_python(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The Python of a fresh venv holding the package with its docs extra alone, as the README's recipe
+    makes it (pip's cache keeps this to seconds once the extra was downloaded)."""
+    venv = tmp_path_factory.mktemp("docs-venv") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=INSTALL_S)
+    python = str(venv / "bin" / "python")
+    install = [python, "-m", "pip", "install", "-q", "--disable-pip-version-check", "-e", f"{ROOT}[docs]"]
+    done = subprocess.run(install, capture_output=True, text=True, timeout=INSTALL_S, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return python
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory, docs_python: str) -> Path:
     out = tmp_path_factory.mktemp("site") / "site"
-    done = build(ROOT, out)
+    done = build(ROOT, out, python=docs_python)
     assert done.returncode == 0, done.stderr
     return out
 
@@ -77,6 +106,16 @@ def test_every_page_and_picture_is_built(site: Path) -> None:
     assert (
         "<title>tool_input_open&#45;&gt;tool_call</title>" in (site / "machine" / "activity.svg").read_text()
     )
+
+
+def test_without_dot_the_build_says_what_to_install_in_one_line(docs_python: str, tmp_path: Path) -> None:
+    done = build(ROOT, tmp_path / "out", python=docs_python, path=str(tmp_path))  # a PATH without dot
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("ERROR")]
+    assert len(errors) == 1, done.stderr
+    assert "Graphviz's dot program" in errors[0]
+    assert "apt-get install graphviz" in errors[0] and "brew install graphviz" in errors[0]
 
 
 def test_generated_tables_come_from_the_classifier(site: Path) -> None:
@@ -240,3 +279,57 @@ def test_search_finds_a_class_by_its_name(served: str, browser: Browser, query: 
     assert any(
         urllib.parse.urlsplit(link)._replace(query="").geturl() == served + expected for link in links
     ), links
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data.startswith(b"\x89PNG\r\n\x1a\n") and data[12:16] == b"IHDR"
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+@needs_chromium
+def test_the_machine_and_a_state_page_read_at_1280_px(served: str, browser: Browser) -> None:
+    page = browser.page(width=1280)
+    page.goto(f"{served}machine/")
+    picture = page.js(
+        "(() => { const i = document.querySelector('img.diagram');"
+        " return [i.getBoundingClientRect().width, i.naturalWidth,"
+        " i.closest('a')?.getAttribute('href')]; })()"
+    )
+    shown, natural, link = picture
+    assert natural < 1400 and shown >= 0.7 * natural, picture  # drawn for the page, not shrunk to a third
+    assert link == "activity.svg"  # and a click opens it at full size
+    for path in ("machine/generating/", "machine/tool_input_open/", "machine/idle/"):
+        page.goto(f"{served}{path}")
+        tables = page.js(
+            "[...document.querySelectorAll('article table')].map(t => [t.scrollWidth,"
+            " t.closest('.md-typeset__scrollwrap, .md-typeset__table, article').clientWidth])"
+        )
+        assert tables and all(width <= room for width, room in tables), (path, tables)
+        # every identifier in a table on one line: never broken mid-word
+        broken = page.js(
+            "[...document.querySelectorAll('article td code')].filter(c => c.getClientRects().length > 1)"
+            ".map(c => c.textContent)"
+        )
+        assert broken == [], (path, broken)
+        headers = page.js("[...document.querySelectorAll('article th')].map(h => h.textContent)")
+        assert {"action", "title"} <= set(headers), headers
+        right = page.js(
+            "Math.max(...[...document.querySelectorAll('article th')]"
+            ".map(h => h.getBoundingClientRect().right))"
+        )
+        assert right <= 1280, (path, right)
+
+
+@needs_chromium
+@pytest.mark.parametrize("path", sorted(SCREENSHOTS))
+def test_the_docs_screenshots_are_taken_here(served: str, browser: Browser, path: str) -> None:
+    page = browser.page(width=1280)
+    page.goto(f"{served}{path}")
+    shot = page.screenshot()
+    assert png_size(shot)[0] == 1280
+    if os.environ.get("STREAMFSM_WRITE_DOCS") == "1":
+        SCREENSHOTS[path].write_bytes(shot)
+    kept = SCREENSHOTS[path].read_bytes()
+    assert png_size(kept)[0] == 1280, SCREENSHOTS[path]
+    shown = re.findall(r"\]\((docs/site-\w+\.png)\)", (ROOT / "README.md").read_text())
+    assert f"docs/{SCREENSHOTS[path].name}" in shown

@@ -163,7 +163,7 @@ def append_worker(
     ``w<worker>-<i>`` as fast as it can (spawned, so it must live in an importable module)."""
     from streamfsm.runtime._sinks import JsonlSink
 
-    sink = JsonlSink(path, max_bytes=max_bytes, backups=backups, lock_timeout=30.0)
+    sink = JsonlSink(path, max_bytes=max_bytes, backups=backups)
     templates = [scenario() for scenario in SCENARIOS]
     if not start.wait(30):
         raise TimeoutError("start gate never opened")

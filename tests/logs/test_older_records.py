@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 import sys
@@ -66,3 +67,15 @@ def test_a_record_is_read_only_and_never_shares_its_data() -> None:
     exported["outcome"]["class"] = "watchdog"
     assert loaded["outcome"]["class"] == "completed"
     assert RunRecord.from_json(record.to_json()).to_dict() == record.to_dict()
+
+
+def test_a_field_read_as_an_attribute_says_to_read_it_by_its_key() -> None:
+    record = mid_generation_disconnect()
+    assert "model" in record
+    with pytest.raises(AttributeError, match=r"record\['model'\], not record\.model"):
+        record.model  # type: ignore[attr-defined]  # noqa: B018
+    with pytest.raises(AttributeError, match="no attribute 'no_such_field'"):
+        record.no_such_field  # type: ignore[attr-defined]  # noqa: B018
+    copied = copy.deepcopy(record)  # copying looks up dunder attributes: they stay plain misses
+    assert copied.to_dict() == record.to_dict()
+    assert "model" not in repr(record)  # the repr stays ids and the summary key

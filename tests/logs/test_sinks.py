@@ -45,7 +45,8 @@ from streamfsm.runtime._sinks import (
 def _lines(path: Path) -> list[dict[str, Any]]:
     raw = path.read_bytes()
     assert raw.endswith(b"\n")
-    return [json.loads(line) for line in raw.split(b"\n")[:-1]]
+    # Concurrent writers may leave a blank line (see _sinks' docstring); every reader skips it.
+    return [json.loads(line) for line in raw.split(b"\n")[:-1] if line]
 
 
 def _read_all(path: Path, *, rotated: bool = False) -> tuple[list[RunRecord], list[LogProblem]]:
@@ -101,7 +102,7 @@ def test_missing_parent_folders_are_created(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"max_bytes": 0}, {"max_bytes": -1}, {"backups": -1}, {"lock_timeout": 0}, {"lock_timeout": -1.0}],
+    [{"max_bytes": 0}, {"max_bytes": -1}, {"backups": -1}],
 )
 def test_bad_settings_are_refused(tmp_path: Path, kwargs: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match=next(iter(kwargs))):
@@ -189,11 +190,12 @@ def test_a_torn_tail_from_a_crash_does_not_swallow_the_next_record(tmp_path: Pat
 
 # -- several processes, one file ---------------------------------------------------------------------------
 
-WORKERS, PER_WORKER = 4, 250
+# As many writers as an operator's busy host runs, each as fast as it can.
+WORKERS, PER_WORKER = 6, 2000
 
 
 @pytest.mark.parametrize("max_bytes", [None, 64 << 10], ids=["one-file", "rotating"])
-def test_concurrent_appends_from_processes_give_one_intact_line_per_record(
+def test_concurrent_appends_from_processes_lose_tear_and_double_nothing(
     tmp_path: Path, max_bytes: int | None
 ) -> None:
     path = tmp_path / "audit.jsonl"
@@ -221,16 +223,18 @@ def test_concurrent_appends_from_processes_give_one_intact_line_per_record(
         assert files == [path]
     else:
         assert len(files) > 2  # it did rotate, several times, under contention
-        assert all(p.stat().st_size <= max_bytes for p in files)
+        # A file passes max_bytes only by lines that met it full while it rotated (see _sinks' docstring).
+        sizes = [p.stat().st_size for p in files]
+        assert sum(sizes) <= 2 * max_bytes * len(files), sizes
     run_ids: list[str] = []
     for file in files:
         for line in _lines(file):  # every line parses: none torn, none interleaved
             assert_valid(line)
             run_ids.append(line["ids"]["run_id"])
     expected = {f"w{w}-{i:04d}" for w in range(WORKERS) for i in range(PER_WORKER)}
-    assert len(run_ids) == WORKERS * PER_WORKER
+    assert len(run_ids) == WORKERS * PER_WORKER  # none lost
     assert set(run_ids) == expected
-    assert max(Counter(run_ids).values()) == 1
+    assert max(Counter(run_ids).values()) == 1  # none doubled
     # each worker's records stay in its own order
     for w in range(WORKERS):
         mine = [r for r in run_ids if r.startswith(f"w{w}-")]
@@ -240,25 +244,43 @@ def test_concurrent_appends_from_processes_give_one_intact_line_per_record(
     assert [r.run_id for r in records] == run_ids
 
 
-def test_a_busy_lock_drops_the_line_off_the_callers_thread_after_its_timeout(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    sink = ErrorLog(tmp_path / "errors.jsonl", lock_timeout=0.05)
+def test_a_rotation_lock_held_elsewhere_never_holds_a_line_back(tmp_path: Path) -> None:
+    record = rate_limited()
+    sink = ErrorLog(tmp_path / "errors.jsonl", max_bytes=len(record.to_json()) + 1, backups=3)
     fd = os.open(tmp_path / "errors.jsonl.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # another holder of the lock, stuck
-        with pytest.raises(TimeoutError):
-            sink.append_line(b"{}\n")  # the blocking primitive still waits, bounded
-        before = sink_failures().get("ErrorLog", 0)
-        with caplog.at_level(logging.WARNING, logger="streamfsm.sinks"):
-            assert deliver([sink], rate_limited()) == 0  # handed to the writer thread, not failed yet
-            assert sink.flush(5)
-        assert sink_failures()["ErrorLog"] == before + 1
-        assert "ErrorLog failed: raised TimeoutError" in caplog.text
+        fcntl.flock(fd, fcntl.LOCK_EX)  # another process rotating, or stuck while it does
+        for i in range(3):
+            assert deliver([sink], with_ids(record, f"run-{i}")) == 0
+        # written at once, to the current file: rotation waits for the lock, the lines do not
+        assert [line["ids"]["run_id"] for line in _lines(sink.path)] == ["run-0", "run-1", "run-2"]
     finally:
         os.close(fd)
-    sink(rate_limited())
-    assert len(_lines(sink.path)) == 1
+    sink(with_ids(record, "run-3"))  # the lock is free again: the full file rotates first
+    assert [line["ids"]["run_id"] for line in _lines(sink.path)] == ["run-3"]
+    assert len(_lines(sink.rotated_paths()[0])) == 3
+
+
+def test_a_line_whose_file_was_rotated_away_is_written_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sink = AuditLog(tmp_path / "audit.jsonl", max_bytes=None, backups=0)
+    sink(with_ids(completed(), "before"))
+    real_write = os.write
+    unlinked: list[bool] = []
+
+    def write_then_rotate_elsewhere(fd: int, data: bytes) -> int:
+        n = real_write(fd, data)
+        if not unlinked:  # another process rotated the file away right after this write
+            unlinked.append(True)
+            os.unlink(sink.path)
+        return n
+
+    monkeypatch.setattr(os, "write", write_then_rotate_elsewhere)
+    sink(with_ids(completed(), "after"))
+    monkeypatch.undo()
+    assert unlinked
+    assert [line["ids"]["run_id"] for line in _lines(sink.path)] == ["after"]
 
 
 # -- delivery ----------------------------------------------------------------------------------------------
@@ -394,3 +416,17 @@ def test_a_disabled_logger_costs_one_check(
     with caplog.at_level(logging.ERROR, logger="streamfsm"):
         log_run(mid_generation_disconnect())
     assert caplog.records == []
+
+
+def test_a_rotation_that_died_mid_way_is_finished_by_the_next_and_read_meanwhile(tmp_path: Path) -> None:
+    record = rate_limited()
+    sink = JsonlSink(tmp_path / "log.jsonl", max_bytes=len(record.to_json()) + 1, backups=3)
+    sink(with_ids(record, "run-0"))
+    sink.path.rename(sink.path.with_name("log.jsonl.rotating"))  # a rotator died right after moving it aside
+    sink(with_ids(record, "run-1"))
+    assert [r.run_id for r in _read_all(sink.path, rotated=True)[0]] == ["run-0", "run-1"]
+    sink(with_ids(record, "run-2"))  # run-1's file is full: this rotation finishes the dead one first
+    sink(with_ids(record, "run-3"))
+    names = [p.name for p in log_files(sink.path)]
+    assert names == ["log.jsonl.3", "log.jsonl.2", "log.jsonl.1", "log.jsonl"]
+    assert [r.run_id for r in _read_all(sink.path, rotated=True)[0]] == ["run-0", "run-1", "run-2", "run-3"]

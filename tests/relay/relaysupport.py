@@ -64,20 +64,22 @@ def relay_to(upstream: str, **options: Any) -> Iterator[RelayThread]:
         yield served
 
 
-def wait_lines(path: Any, count: int, *, timeout: float = 10.0) -> list[dict[str, Any]]:
-    """The JSON lines of ``path`` once it holds ``count`` (bounded wait; more than ``count`` fails)."""
+def run_lines(path: Any) -> list[dict[str, Any]]:
+    """The run records among the JSON lines of ``path`` (the relay's begin and end lines left out)."""
     import json
     from pathlib import Path
 
+    file = Path(path)
+    items = [json.loads(line) for line in file.read_text().splitlines()] if file.exists() else []
+    return [item for item in items if str(item.get("schema", "")).startswith("streamfsm.run/")]
+
+
+def wait_lines(path: Any, count: int, *, timeout: float = 10.0) -> list[dict[str, Any]]:
+    """The run records of ``path`` once it holds ``count`` (bounded wait; more than ``count`` fails)."""
     deadline = time.monotonic() + timeout
-    lines: list[str] = []
-    while time.monotonic() < deadline:
-        file = Path(path)
-        lines = file.read_text().splitlines() if file.exists() else []
-        if len(lines) >= count:
-            break
+    while time.monotonic() < deadline and len(run_lines(path)) < count:
         time.sleep(0.02)
     time.sleep(0.1)  # nothing more may arrive
-    lines = Path(path).read_text().splitlines() if Path(path).exists() else []
-    assert len(lines) == count, f"{path}: {len(lines)} lines, expected {count}"
-    return [json.loads(line) for line in lines]
+    records = run_lines(path)
+    assert len(records) == count, f"{path}: {len(records)} records, expected {count}"
+    return records

@@ -31,6 +31,13 @@ TOKEN = "admin-token-for-the-page-test-0123"
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOT = ROOT / "docs" / "relay-errors-page.png"
 
+# Edge labels (white-stroked text) whose box meets a state's box (a rounded rect): hidden under it.
+LABELS_UNDER_NODES = """[...document.querySelectorAll('svg')].flatMap(svg => {
+  const boxes = [...svg.querySelectorAll('rect[rx]')].map(r => r.getBBox());
+  return [...svg.querySelectorAll('text[stroke]')].filter(t => { const b = t.getBBox();
+    return boxes.some(r => b.x < r.x + r.width && r.x < b.x + b.width && b.y < r.y + r.height
+      && r.y < b.y + b.height); }).map(t => t.textContent); })"""
+
 needs_chromium = pytest.mark.skipif(
     chromium() is None,
     reason="headless Chromium is not installed (Debian: apt-get install -y chromium)",
@@ -147,6 +154,7 @@ def test_a_person_sees_the_groups_and_a_run_page_offline(filled: Any, tmp_path: 
         assert seen["failedHere"] is True
         assert "upstream_premature_close" in seen["facts"]
         assert seen["timeline"] > 3
+        assert page.js(LABELS_UNDER_NODES) == []
         shot = page.screenshot()
         assert shot.startswith(b"\x89PNG")
         (tmp_path / "run.png").write_bytes(shot)
@@ -174,6 +182,7 @@ def test_report_html_is_the_same_page_in_one_file(filled: Any, tmp_path: Path) -
         assert rows == [g["count"] for g in report["groups"]]
         sections = page.js("document.querySelectorAll('section.run svg').length")
         assert sections == sum(len(g["sample_run_ids"]) for g in report["groups"])
+        assert page.js(LABELS_UNDER_NODES) == []
         assert [u for u in page.requested() if not u.startswith(("file:", "data:"))] == []
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
-from relaysupport import relay_to, wait_lines
+from relaysupport import relay_to, run_lines, wait_lines
 from runsupport import BODIES, cut_through, validate_record
 
 from streamfsm import RunRecord, StreamConfig
@@ -92,9 +92,7 @@ def landed_once(tmp_path: Path, request_id: str, *, failed: bool = True) -> dict
 
 
 def of_request(path: Path, request_id: str) -> list[dict[str, Any]]:
-    lines = path.read_text().splitlines() if path.exists() else []
-    records = [json.loads(line) for line in lines]
-    return [r for r in records if r["ids"]["context"].get("request_id") == request_id]
+    return [r for r in run_lines(path) if r["ids"]["context"].get("request_id") == request_id]
 
 
 # -- a normal stream ----------------------------------------------------------------------------------------
@@ -364,7 +362,7 @@ def test_no_credential_reaches_any_log_line(tmp_path: Path, caplog: pytest.LogCa
     for line in written:
         for secret in planted:
             assert secret not in line
-    records = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    records = run_lines(tmp_path / "audit.jsonl")
     accounts = {record["ids"]["context"]["account"] for record in records}
     assert len(accounts) == 2, "two credentials, two accounts (the first present header names it)"
 

@@ -19,6 +19,7 @@ from retrysupport import BODIES, cut_through, per_attempt, validate_record
 
 import streamfsm
 from streamfsm import Diagnosis, Recovery, RetryPolicy, StreamConfig, StreamFailed, Verdict, retrying
+from streamfsm.cli._logs import format_record
 from streamfsm.runtime import (
     CONTINUE_INSTRUCTION,
     Continuation,
@@ -35,21 +36,25 @@ from streamfsm.runtime import (
     continuation_body,
 )
 from streamfsm.runtime._adapters import adapter_for
+from streamfsm.runtime._adapters._continue import prefill_refused
 from streamfsm.runtime._events import CONSUMER_EVENT_TYPES
 from streamfsm.runtime._sse import SSEDecoder
 from streamfsm.testing import (
+    PREFILL_REFUSAL,
     BackgroundResponses,
     Cut,
     End,
     Fin,
     Headers,
     Keepalive,
+    RefusesPrefill,
     Rst,
     Send,
     Stall,
     Status,
     build,
     cut_chunk,
+    ends_with_assistant,
     error_event,
     text_stream,
     tool_call_stream,
@@ -396,9 +401,10 @@ async def test_a_confirmed_continuation_carries_exactly_the_delivered_text_and_s
     assert text_of(received[:index]) == delivered
     assert received[index + 1 :] == decoded(fmt, rest), "then only the continuation"
     assert text_of(received) == "".join(pieces)
-    style = "prefill" if fmt == "anthropic" else "instruction"
-    tail = json.dumps(bodies[1])
-    assert (CONTINUE_INSTRUCTION in tail) is (style == "instruction")
+    assert (
+        bodies[1][next(k for k in ("messages", "contents", "input") if k in bodies[1])][-1]["role"] == "user"
+    )
+    assert CONTINUE_INSTRUCTION in json.dumps(bodies[1]), "every format continues by instruction by default"
     link = run.attempts[0]
     assert (link.next, link.continue_after_chars, link.decision) == (
         "continue",
@@ -406,7 +412,12 @@ async def test_a_confirmed_continuation_carries_exactly_the_delivered_text_and_s
         "confirmed_retry",
     )
     record = run.records[1]
-    assert record["recovery"] == {"kind": "continue", "after_chars": len(delivered), "tool_calls": 0}
+    assert record["recovery"] == {
+        "kind": "continue",
+        "after_chars": len(delivered),
+        "tool_calls": 0,
+        "style": "instruction",
+    }
     for r in run.records:
         assert SECRET not in r.to_json(), "records say 'continue after K characters', never the text"
     assert SECRET not in repr(run.records[1]) + repr(link) + repr(received[index])
@@ -418,8 +429,11 @@ async def test_a_prefill_drops_trailing_whitespace_and_the_repeated_space_is_not
     first = (Headers(), *(Send(f) for f in cut_through(fmt, frames, TextDelta)), Fin())
     rest = text_stream(fmt, [" world", "!"])  # the model starts with the space it was not given
     bodies: list[dict[str, Any]] = []
-    received, _run, _ = await continuation_chain(fmt, continuation_route(first, rest, bodies))
+    received, run, _ = await continuation_chain(
+        fmt, continuation_route(first, rest, bodies), continue_with=ContinueStyle.PREFILL
+    )
     assert bodies[1]["messages"][-1] == {"role": "assistant", "content": "Hello"}
+    assert run.records[1]["recovery"]["style"] == "prefill"
     assert text_of(received) == "Hello world!"
 
 
@@ -544,6 +558,155 @@ async def test_a_rewrite_of_ones_own_and_a_style_are_used() -> None:
     assert bodies[1]["messages"][-1] == {"role": "assistant", "content": "Hello"}
 
 
+# -- a model that takes no prefill (Anthropic's current models) ----------------------------------------------
+
+
+def prefill_case() -> tuple[tuple[Any, ...], list[bytes], str]:
+    """An Anthropic answer cut after "Hello " was shown: the first script, the rest, the whole text."""
+    frames = text_stream("anthropic", ["Hello ", "world", "!"])
+    first = (Headers(), *(Send(f) for f in cut_through("anthropic", frames, TextDelta)), Fin())
+    return first, text_stream("anthropic", ["world", "!"]), "Hello world!"
+
+
+def ends_with(body: dict[str, Any]) -> str:
+    return str(body["messages"][-1]["role"])
+
+
+async def test_a_model_that_refuses_prefill_is_continued_by_instruction_by_default() -> None:
+    first, rest, whole = prefill_case()
+    bodies: list[dict[str, Any]] = []
+    provider = RefusesPrefill(continuation_route(first, rest, bodies))
+    received, run, failure = await continuation_chain("anthropic", provider)
+    assert failure is None and run.finished
+    assert provider.refused == 0 and len(bodies) == 2, "the continuation was accepted as sent"
+    assert ends_with(bodies[1]) == "user" and bodies[1]["messages"][-1]["content"] == CONTINUE_INSTRUCTION
+    assert carried_text("anthropic", bodies[1]) == "Hello ", "the delivered text quoted back whole"
+    assert text_of(received) == whole and sum(isinstance(e, Continued) for e in received) == 1
+    assert [a.next for a in run.attempts[:-1]] == ["continue"]
+    assert run.records[1]["recovery"]["style"] == "instruction"
+
+
+@pytest.mark.parametrize("sdk_spelling", [False, True], ids=["direct", "wrapped-by-a-gateway"])
+async def test_a_prefill_asked_for_and_refused_falls_back_once_to_an_instruction(sdk_spelling: bool) -> None:
+    first, rest, whole = prefill_case()
+    bodies: list[dict[str, Any]] = []
+    route = continuation_route(first, rest, bodies)
+    if sdk_spelling:  # a gateway (Vertex, Antigravity) wraps Anthropic's error in its own, status 400 kept
+        wrapped = json.dumps({"error": {"code": 400, "message": PREFILL_REFUSAL.decode()}}).encode()
+
+        def provider(request: Request) -> Any:
+            if ends_with_assistant(request.body):
+                bodies.append(json.loads(request.body))
+                return (Status(400, (("content-type", "application/json"),), wrapped),)
+            return route(request)
+
+    else:
+        refuser = RefusesPrefill(route)
+
+        def provider(request: Request) -> Any:
+            if ends_with_assistant(request.body):
+                bodies.append(json.loads(request.body))
+            return refuser(request)
+
+    received, run, failure = await continuation_chain(
+        "anthropic", provider, continue_with=ContinueStyle.PREFILL
+    )
+    assert failure is None and run.finished
+    assert [ends_with(b) for b in bodies] == ["user", "assistant", "user"], (
+        "prefill, refused, then instruction"
+    )
+    assert (
+        bodies[1]["messages"][-1]["content"] == "Hello" and carried_text("anthropic", bodies[2]) == "Hello "
+    )
+    assert text_of(received) == whole, "nothing shown twice, nothing missing"
+    assert sum(isinstance(e, Continued) for e in received) == 1, "the fallback is invisible to the consumer"
+    confirmed, refused, done = run.attempts
+    assert (confirmed.decision, confirmed.next, confirmed.continue_refused) == (
+        "confirmed_retry",
+        "continue",
+        None,
+    )
+    assert (refused.decision, refused.next, refused.continue_refused) == (
+        "auto_retry",
+        "continue",
+        "prefill_unsupported",
+    )
+    assert refused.continue_after_chars == len("Hello ") and done.decision == "completed"
+    second, third = run.records[1], run.records[2]
+    assert second["recovery"] == {
+        "kind": "continue",
+        "after_chars": 6,
+        "tool_calls": 0,
+        "style": "prefill",
+        "refused": "prefill_unsupported",
+    }
+    assert second["outcome"]["summary_key"].startswith("provider_error.")
+    assert "continue_refused=prefill_unsupported" in second["outcome"]["evidence"]
+    assert third["recovery"]["style"] == "instruction" and "refused" not in third["recovery"]
+    assert third["attempts"][1]["continue_refused"] == "prefill_unsupported", "the chain says why"
+    shown = format_record(third)
+    assert "continuation refused: prefill_unsupported; then continued after 6 characters" in shown
+    assert "began by continuing after 6 characters by instruction" in shown
+    for record in run.records:
+        assert "must end with a user message" not in record.to_json(), (
+            "the provider's words are read, not kept"
+        )
+
+
+async def test_a_refused_prefill_falls_back_only_once_and_a_later_retry_stays_an_instruction() -> None:
+    first, rest, _ = prefill_case()
+    bodies: list[dict[str, Any]] = []
+    unavailable = (Status(503, (("content-type", "application/json"),), b'{"error": {"type": "api_error"}}'),)
+
+    def route(request: Request) -> Any:
+        bodies.append(json.loads(request.body))
+        if request.seq == 0:
+            return first
+        if request.seq == 2:
+            return unavailable  # the instruction meets a safe retry: it is sent again as an instruction
+        return (Headers(), *(Send(f) for f in rest), End())
+
+    received, run, failure = await continuation_chain(
+        "anthropic", RefusesPrefill(route), continue_with=ContinueStyle.PREFILL
+    )
+    assert failure is None and text_of(received) == "Hello world!"
+    assert [ends_with(b) for b in bodies] == ["user", "user", "user"], (
+        "the refused prefill never reached route"
+    )
+    assert [a.next for a in run.attempts[:-1]] == ["continue", "continue", "continue"]
+    assert [a.continue_refused for a in run.attempts] == [None, "prefill_unsupported", None, None]
+
+    # A model that refuses the instruction too (with the same words): one fallback, then the chain stops.
+    def refuse_all(request: Request) -> Any:
+        if request.seq == 0:
+            return first
+        return (Status(400, (("content-type", "application/json"),), PREFILL_REFUSAL),)
+
+    _, run, failure = await continuation_chain("anthropic", refuse_all, continue_with=ContinueStyle.PREFILL)
+    assert failure is not None and len(run.attempts) == 3
+    assert [a.continue_refused for a in run.attempts] == [None, "prefill_unsupported", None]
+    assert failure.diagnosis.verdict is Verdict.NO_RETRY
+    assert failure.stop_reason is not None and failure.stop_reason.startswith(
+        "the attempt must not be retried"
+    )
+
+
+def test_a_prefill_refusal_is_read_from_the_status_and_the_words() -> None:
+    assert prefill_refused(400, PREFILL_REFUSAL)
+    reworded = {"error": {"type": "invalid_request_error", "message": "Prefill is  not supported here"}}
+    assert prefill_refused(400, json.dumps(reworded).encode())
+    ended = {"error": {"message": "The conversation must end with a user message."}}
+    assert prefill_refused(400, json.dumps(ended).encode())
+    other = {"type": "error", "error": {"type": "invalid_request_error", "message": "max_tokens: too large"}}
+    assert not prefill_refused(400, json.dumps(other).encode())
+    assert not prefill_refused(500, PREFILL_REFUSAL), "a server error is not a refusal of the request's shape"
+    assert not prefill_refused(400, b"<html>bad request</html>") and not prefill_refused(400, b"[1]")
+    assert ends_with_assistant(b'{"messages": [{"role": "user"}, {"role": "assistant"}]}')
+    assert ends_with_assistant(b'{"contents": [{"role": "model", "parts": []}]}')
+    assert not ends_with_assistant(b'{"messages": [{"role": "assistant"}, {"role": "user"}]}')
+    assert not ends_with_assistant(b"not json") and not ends_with_assistant(b"[]")
+
+
 def test_the_rewrites_are_pure_and_refuse_a_call_without_its_result() -> None:
     body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
     before = json.dumps(body)
@@ -556,13 +719,29 @@ def test_the_rewrites_are_pure_and_refuse_a_call_without_its_result() -> None:
     call = ToolCall("c1", "f", "{}")
     with pytest.raises(ValueError, match="result"):
         continuation_body("anthropic", body, Continuation("", (call,)))
+    prefill = ContinueStyle.PREFILL
+    assert continuation_body("anthropic", body, Continuation("Hel "))["messages"][-2:] == [
+        {"role": "assistant", "content": [{"type": "text", "text": "Hel "}]},
+        {"role": "user", "content": CONTINUE_INSTRUCTION},
+    ], "the default: the delivered text quoted back whole, then an instruction"
+    assert continuation_body("anthropic", body, Continuation("Hel "), prefill)["messages"][-1] == {
+        "role": "assistant",
+        "content": "Hel",
+    }, "a prefill only when asked for, without its trailing whitespace"
     thinking = {**body, "thinking": {"type": "enabled", "budget_tokens": 1024}}
     assert (
-        continuation_body("anthropic", thinking, Continuation("Hel"))["messages"][-1]["content"]
+        continuation_body("anthropic", thinking, Continuation("Hel"), prefill)["messages"][-1]["content"]
         == CONTINUE_INSTRUCTION
-    )
+    ), "never a prefill with extended thinking on"
     own = {**body, "messages": [*body["messages"], {"role": "assistant", "content": "Sure: "}]}
-    assert continuation_body("anthropic", own, Continuation("Hel"))["messages"][-1]["content"] == "Sure: Hel"
+    assert continuation_body("anthropic", own, Continuation("Hel"), prefill)["messages"][-1]["content"] == (
+        "Sure: Hel"
+    )
+    extended = continuation_body("anthropic", own, Continuation("Hel"))["messages"]
+    assert extended[1:] == [
+        {"role": "assistant", "content": "Sure: Hel"},
+        {"role": "user", "content": CONTINUE_INSTRUCTION},
+    ], "the caller's own prefill, extended, then an instruction"
 
 
 # -- properties ---------------------------------------------------------------------------------------------
@@ -607,9 +786,16 @@ async def test_property_a_resumed_stream_is_the_uncut_stream(
     texts=pieces,
     call=st.sampled_from([None, '{"path": "a"}']),
     fraction=st.floats(0, 1),
+    style=st.sampled_from([None, ContinueStyle.PREFILL]),
+    refuses_prefill=st.booleans(),
 )
 async def test_property_a_continued_answer_is_the_uncut_answer_and_no_call_is_doubled_or_partial(
-    fmt: str, texts: list[str], call: str | None, fraction: float
+    fmt: str,
+    texts: list[str],
+    call: str | None,
+    fraction: float,
+    style: ContinueStyle | None,
+    refuses_prefill: bool,
 ) -> None:
     parts: list[tuple[str, ...]] = [("text", t) for t in texts] + ([("tool", "lookup", call)] if call else [])
     frames = build(fmt, parts)  # type: ignore[arg-type]
@@ -621,9 +807,11 @@ async def test_property_a_continued_answer_is_the_uncut_answer_and_no_call_is_do
     shown = decoded(fmt, frames[:at])
     delivered = text_of(shown)
     complete = [e for e in shown if isinstance(e, ToolCall)]
-    # The provider's continuation is the rest of the answer after what the request carried (an Anthropic
-    # prefill drops trailing whitespace, which the model then writes again), and the calls not yet complete.
-    carried = delivered.rstrip() if fmt == "anthropic" and not complete else delivered
+    # The provider's continuation is the rest of the answer after what the request carried, and the calls
+    # not yet complete. An Anthropic prefill (asked for, taken) drops trailing whitespace, which the model
+    # writes again; a refused one is sent again as an instruction, which carries the text whole.
+    prefilled = style is ContinueStyle.PREFILL and not complete and not refuses_prefill
+    carried = delivered.rstrip() if fmt == "anthropic" and prefilled else delivered
     rest_text = "".join(texts)[len(carried) :]
     rest_parts: list[tuple[str, ...]] = ([("text", rest_text)] if rest_text else []) + (
         [("tool", "lookup", call)] if call and not complete else []
@@ -636,13 +824,14 @@ async def test_property_a_continued_answer_is_the_uncut_answer_and_no_call_is_do
         return offer.recoveries[0]
 
     received: list[RetryingEvent] = []
-    async with FaultServer(continuation_route(first, rest, bodies)) as server:
+    route = continuation_route(first, rest, bodies)
+    async with FaultServer(RefusesPrefill(route) if refuses_prefill else route) as server:
 
         def open_attempt(ids: streamfsm.Ids) -> streamfsm.Run:
             return streamfsm.open_stream(fmt, base_url=server.base_url, json=BODIES[fmt], ids=ids)
 
         with anyio.fail_after(20):
-            async with retrying(policy(), open_attempt, confirm=confirm) as run:
+            async with retrying(policy(), open_attempt, confirm=confirm, continue_with=style) as run:
                 async for event in run:
                     received.append(event)
                     if isinstance(event, ToolCall):
@@ -741,7 +930,7 @@ def test_streamfsm_harness_plays_the_recovery_scenarios(tmp_path: Any) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     last = done.stdout.strip().splitlines()[-1]
-    assert last.startswith("12 scenario runs in ") and last.endswith("all matched")
+    assert last.startswith("15 scenario runs in ") and last.endswith("all matched")
     assert "recovery/openai-responses/resume-refused-too-old-then-continue" in done.stdout
     from streamfsm.testing._recovery_scenarios import recovery_catalog
 

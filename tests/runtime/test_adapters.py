@@ -69,6 +69,7 @@ VIOLATIONS = {
     "unknown_tool_call",
     "data_after_terminal",
     "unknown_block",
+    "unparseable_arguments",  # a call the provider ended whose arguments are not JSON (the run: tool input)
 }
 BOOKKEEPING = (Metadata, Keepalive)
 

@@ -9,11 +9,20 @@ import time
 from typing import Any
 
 import pytest
-from test_sdk_wrap import check_failure, create, fmts, script, sync_serving
+from test_sdk_wrap import SDK_BODIES, check_failure, create, fmts, script, sync_serving
 
 import streamfsm
 from streamfsm import Restarted, StreamFailed, TextDelta, ToolCall
-from streamfsm.testing import End, Fin, Headers, Send, Status, text_stream, tool_call_stream
+from streamfsm.testing import (
+    End,
+    Fin,
+    Headers,
+    RefusesPrefill,
+    Send,
+    Status,
+    text_stream,
+    tool_call_stream,
+)
 
 RATE_LIMITED = Status(
     429,
@@ -120,3 +129,46 @@ def test_abort_from_another_thread_ends_a_sync_delay_at_once() -> None:
                     pass
     assert time.monotonic() - started < 5
     assert "stopped locally" in info.value.stop_reason
+
+
+def test_sync_retrying_never_sends_a_prefill_to_a_model_that_refuses_one() -> None:
+    # The sync form does not continue (its runs are SDK calls the executor cannot rewrite): even with a
+    # prefill asked for, a confirmed recovery is a replay, so a model that refuses prefill is never sent one.
+    fmt = "anthropic"
+    frames = text_stream(fmt, ["Hello", " world"])
+    cut = (Headers(), *(Send(f) for f in frames[:4]), Fin())  # "Hello" shown, then the connection closes
+    provider = RefusesPrefill(_router([cut, script(frames, End())]))
+    with sync_serving(fmt, provider) as (_, client):  # type: ignore[arg-type]
+
+        def open_attempt(ids: streamfsm.Ids) -> streamfsm.Run:
+            return streamfsm.wrap(lambda: create(fmt, client), ids=ids)
+
+        prefill = streamfsm.ContinueStyle.PREFILL
+        confirm = lambda diagnosis, offer: True  # noqa: E731
+        with streamfsm.retrying(
+            streamfsm.RetryPolicy(3, 20), open_attempt, confirm=confirm, continue_with=prefill
+        ) as run:
+            events = list(run)
+    assert provider.refused == 0 and [a.next for a in run.attempts[:-1]] == ["replay"]
+    after = events[next(i for i, e in enumerate(events) if isinstance(e, Restarted)) :]
+    assert "".join(e.text for e in after if isinstance(e, TextDelta)) == "Hello world"
+
+    # A caller's own prefill to such a model: refused once (the 400 Anthropic answers), never retried.
+    own = {
+        **SDK_BODIES[fmt],
+        "messages": [*SDK_BODIES[fmt]["messages"], {"role": "assistant", "content": "Hi"}],
+    }
+    provider = RefusesPrefill(script(frames, End()))
+    with sync_serving(fmt, provider) as (server, client):  # type: ignore[arg-type]
+
+        def open_own(ids: streamfsm.Ids) -> streamfsm.Run:
+            return streamfsm.wrap(lambda: client.messages.create(**own, stream=True), ids=ids)
+
+        with pytest.raises(StreamFailed) as info:
+            with streamfsm.retrying(streamfsm.RetryPolicy(3, 20), open_own) as run:
+                for _ in run:
+                    pass
+    failure = check_failure(info.value)
+    assert provider.refused == 1 and len(server.requests) == 1
+    assert failure.diagnosis.summary_key == "provider_error.invalid_request"
+    assert failure.diagnosis.verdict is streamfsm.Verdict.NO_RETRY

@@ -27,6 +27,9 @@ Judgement calls:
 * Stop reasons: ``end_turn`` / ``stop_sequence`` → STOP, ``max_tokens`` and
   ``model_context_window_exceeded`` → LENGTH, ``tool_use`` → TOOL_CALLS, ``refusal`` → CONTENT_FILTER,
   anything else (``pause_turn``, ...) → OTHER.
+* A tool block's ``content_block_stop`` ends the call only when its arguments parse (at ``max_tokens``
+  Anthropic closes the block on cut JSON): otherwise the call stays open, and the run fails with it open
+  at the stop reason (or at whatever comes next), never with a ``ToolCall``.
 """
 
 from __future__ import annotations
@@ -37,7 +40,6 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from .._events import (
-    Finish,
     FinishReason,
     Keepalive,
     Metadata,
@@ -280,7 +282,7 @@ class AnthropicAdapter(Adapter):
     def _on_block_stop(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
         self._check_block(payload, index)
         call = self._call
-        if call is not None and payload.get("index", call.key) == call.key:
+        if call is not None and payload.get("index", call.key) == call.key and call.complete():
             out: list[StreamEvent] = []
             self.close_call(out)
             return out
@@ -298,11 +300,8 @@ class AnthropicAdapter(Adapter):
 
     def _on_message_stop(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
         out: list[StreamEvent] = []
-        if self._call is not None:
-            self.close_call(out)
         raw = self.finish_raw
-        out.append(Finish(_FINISH.get(raw, FinishReason.OTHER) if raw else FinishReason.OTHER, raw))
-        self.terminal_seen = True
+        self.finish(out, _FINISH.get(raw, FinishReason.OTHER) if raw else FinishReason.OTHER, raw)
         return out
 
     def _on_ping(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:

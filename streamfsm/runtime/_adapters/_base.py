@@ -5,6 +5,11 @@ one tool input is open, nothing but its own deltas (and usage, metadata, keepali
 and nothing follows the terminal event. Where a wire breaks that shape harmlessly the adapter repairs it
 (closes the open call before text, for instance); where it cannot be repaired it raises
 ``ProtocolViolation`` with a fixed-vocabulary detail and the SSE event's index as position.
+
+A ``ToolCall`` is emitted only for a complete call: its arguments parse, and the provider ended it (an
+explicit end, the next item, or a whole-answer finish: ``Adapter.finish``). A finish that is not a whole
+answer leaves the open call open, and so does an end on arguments that are not JSON; the runtime then fails
+the run as ``tool_input_unfinished`` in ``tool_input_open``.
 """
 
 from __future__ import annotations
@@ -15,9 +20,13 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any, ClassVar, Final
 
+from ...classify._diagnose import UNPARSEABLE_ARGUMENTS
+from ...classify._finish import finish_error, is_whole
 from ...classify._provider import provider_error_from_document, provider_error_from_event
 from ...classify._taxonomy import JSON_COMPLETION
 from .._events import (
+    Finish,
+    FinishReason,
     Keepalive,
     Metadata,
     ProtocolViolation,
@@ -50,6 +59,8 @@ ADAPTER_FAULT: Final = "adapter_fault"  # our bug, not the provider's: the safet
 UNKNOWN_BLOCK: Final = "unknown_block"  # a content-block event for a block that never started
 NOT_EVENT_STREAM: Final = "not_event_stream"  # a 2xx body that is a JSON document or an HTML page
 # JSON_COMPLETION (from classify): such a body that is a whole answer, generated and billed
+# UNPARSEABLE_ARGUMENTS (from classify): the provider ended a tool call whose arguments are not JSON; the
+# runtime fails the run with tool_input_unfinished (the call is open, its tool never ran), not as a violation
 MAX_DOCUMENT_BYTES: Final = 64 * 1024  # a non-stream body read whole to say what it is; more is junk
 
 # Vocabulary of Adapter.anomalies that a run's record reports as evidence.
@@ -96,6 +107,15 @@ def as_arguments(value: object) -> str | None:
     if isinstance(value, (dict, list)):
         return json.dumps(value, separators=(",", ":"))
     return None
+
+
+def parses(arguments: str) -> bool:
+    """Tool arguments that ``json.loads`` accepts: the only ones a ``ToolCall`` may carry."""
+    try:
+        json.loads(arguments)
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 # Typed content parts a chat ``content`` list may hold, and what each carries: the field whose string is
@@ -210,8 +230,12 @@ class OpenCall:
         self.ended = False
 
     def arguments(self) -> str:
-        # Empty arguments become "{}" so every ToolCall carries parseable JSON.
+        # A call the provider ended with no argument text at all takes no arguments: "{}". (A finish that
+        # is not a whole answer never ends a call, so a cut call is never turned into "{}".)
         return self.final or "".join(self.parts) or "{}"
+
+    def complete(self) -> bool:
+        return parses(self.arguments())
 
 
 class Adapter:
@@ -357,11 +381,30 @@ class Adapter:
             call.parts.append(first_arguments)
             out.append(ToolInputDelta(call.call_id, first_arguments))
 
+    def finish(self, out: list[StreamEvent], reason: FinishReason, raw: str | None) -> None:
+        """The terminal event, the one way every format ends: a reason that reads as an error is the
+        provider's error here; a whole-answer reason closes the open call (whose arguments must parse); any
+        other reason leaves it open (only a call whose input the provider ended is closed first), so that the
+        run fails as ``tool_input_unfinished`` instead of handing out a cut call."""
+        self.terminal_seen = True
+        error = finish_error(raw)
+        if error is not None:
+            self._errored = True
+            out.append(ProviderErrorEvent(error))
+            return
+        call = self._call
+        if call is not None and (call.ended or is_whole(self.name, raw)):
+            self.close_call(out)
+        out.append(Finish(reason, raw))
+
     def close_call(self, out: list[StreamEvent]) -> OpenCall | None:
-        """Emit what the open call still owes (its end, then the complete call) and forget it."""
+        """Emit what the open call still owes (its end, then the complete call) and forget it. Arguments
+        that do not parse never make a ``ToolCall``: the run fails with the call open."""
         call = self._call
         if call is None:
             return None
+        if not call.complete():
+            raise ProtocolViolation(UNPARSEABLE_ARGUMENTS, max(self.events_seen - 1, 0))
         self._call = None
         if not call.ended:
             out.append(ToolInputEnd(call.call_id))
@@ -369,9 +412,13 @@ class Adapter:
         return call
 
     def whole_call(self, out: list[StreamEvent], call_id: str, name: str, arguments: str, index: int) -> None:
-        """A call that arrives complete in one piece (Gemini)."""
+        """A call that arrives complete in one piece (Gemini). Arguments that do not parse are no call: it
+        is opened with them and stays open, so the run fails as ``tool_input_unfinished``."""
         if self._call is not None:
             self.close_call(out)
+        if arguments and not parses(arguments):
+            self.open_call(out, OpenCall(call_id, call_id, name, index), arguments)
+            return
         self._tool_count += 1
         self.remember_tool(call_id, name)
         out.append(ToolCall(call_id, name, arguments or "{}", index))

@@ -1,23 +1,28 @@
 """Continuation requests: a request body rewritten so the model writes only what the consumer has not seen.
 Pure functions, body in, body out; the caller's body is never changed.
 
-The new conversation ends with the partial answer as the assistant's turn:
+The new conversation carries the partial answer as the assistant's turn, in one of two styles:
 
-* ``PREFILL``: the partial answer *is* the start of the assistant's turn, and the model goes on from its
-  last character. Anthropic Messages does this natively (the default there, unless extended thinking is on,
-  which does not allow it); OpenAI-compatible servers that accept a trailing assistant message (vLLM,
-  llama.cpp, DeepSeek and Mistral with their ``prefix`` flag, which a rewrite of your own can add) and Gemini
-  with some models do too.
-* ``INSTRUCTION``: the partial answer is a finished assistant turn, followed by a short user message asking
-  to continue exactly where it stopped (`CONTINUE_INSTRUCTION`): the default for OpenAI Chat, OpenAI
-  Responses and Gemini, whose official APIs start a new turn after a trailing assistant message.
+* ``INSTRUCTION`` (the default, every format): the partial answer is a finished assistant turn, quoted back,
+  followed by a short user message asking to continue exactly where it stopped (`CONTINUE_INSTRUCTION`).
+  The conversation ends with a user message, which every current model accepts.
+* ``PREFILL`` (only when asked for: ``retrying(..., continue_with=ContinueStyle.PREFILL)``): the partial
+  answer *is* the start of the assistant's turn, and the model goes on from its last character. Older
+  Anthropic models do this natively; Anthropic's current ones (Claude 4.6 and later) refuse it, HTTP 400
+  ``invalid_request_error`` "This model does not support assistant message prefill. The conversation must
+  end with a user message." (`prefill_refused` reads that answer; the retry executor then falls back once to
+  the instruction form). Anthropic never takes one with extended thinking on, so that is an instruction
+  whatever was asked. OpenAI-compatible servers that accept a trailing assistant message (vLLM, llama.cpp,
+  DeepSeek and Mistral with their ``prefix`` flag, which a rewrite of your own can add) and Gemini with some
+  models prefill too.
 
 Tool calls: complete calls the consumer received are carried in the assistant's turn with their results,
 so no complete call is ever requested twice; the model then goes on from there (no prefill or instruction is
 needed: the conversation is simply at its next step). A call whose arguments were cut is not carried at
 all: it is requested again, whole. Anthropic rejects an assistant prefill that ends in whitespace, so that
 format's prefill drops trailing whitespace (the retry executor then drops as much leading whitespace from
-what comes back).
+what comes back). A caller's own Anthropic prefill (a body ending with an assistant message) is extended
+with the delivered text, in either style.
 """
 
 from __future__ import annotations
@@ -33,11 +38,13 @@ from .._events import ToolCall
 __all__ = [
     "CONTINUE_INSTRUCTION",
     "Continuation",
+    "ContinueRefusal",
     "ContinueStyle",
     "Rewrite",
     "continuation_body",
-    "default_style",
     "dropped_whitespace",
+    "prefill_refused",
+    "style_for",
 ]
 
 CONTINUE_INSTRUCTION: Final = (
@@ -73,14 +80,46 @@ Rewrite: TypeAlias = Callable[[Mapping[str, Any], Continuation], Mapping[str, An
 """A continuation rewrite of one's own: (the original body, what was delivered) -> the new body."""
 
 
-def default_style(fmt: str, body: Mapping[str, Any]) -> ContinueStyle:
-    """Prefill where the format's own API supports it (Anthropic without extended thinking), else an
-    instruction."""
+class ContinueRefusal(enum.Enum):
+    """Why the provider refused a continuation request."""
+
+    _value_: str
+
+    PREFILL_UNSUPPORTED = "prefill_unsupported"  # the model takes no assistant prefill
+
+
+def style_for(fmt: str, body: Mapping[str, Any], asked: ContinueStyle | None = None) -> ContinueStyle:
+    """The style a continuation of ``body`` is sent in: an instruction unless a prefill was asked for, and
+    never a prefill Anthropic refuses whatever the model (extended thinking on)."""
+    if asked is not ContinueStyle.PREFILL:
+        return ContinueStyle.INSTRUCTION
     if fmt == "anthropic":
         thinking = body.get("thinking")
-        enabled = isinstance(thinking, Mapping) and thinking.get("type") in ("enabled", "adaptive")
-        return ContinueStyle.INSTRUCTION if enabled else ContinueStyle.PREFILL
-    return ContinueStyle.INSTRUCTION
+        if isinstance(thinking, Mapping) and thinking.get("type") in ("enabled", "adaptive"):
+            return ContinueStyle.INSTRUCTION
+    return ContinueStyle.PREFILL
+
+
+# The words of a refused prefill, as Anthropic's current models (and gateways that forward them, sometimes
+# wrapped in their own error) answer: 400 invalid_request_error "This model does not support assistant
+# message prefill. The conversation must end with a user message." (anthropics/claude-code#52433,
+# vercel/ai#12296, langchain-ai/deepagents#1585).
+_PREFILL_WORDS: Final = ("prefill", "must end with a user message")
+
+
+def prefill_refused(status: int, body: bytes) -> bool:
+    """Whether an HTTP error answer to a prefilled continuation refuses the prefill itself: a 400 whose
+    error message says so (read as words, never kept)."""
+    if status != 400:
+        return False
+    try:
+        payload = json.loads(body)
+    except (ValueError, RecursionError):
+        return False
+    error = payload.get("error") if isinstance(payload, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    text = " ".join(message.lower().split()) if isinstance(message, str) else ""
+    return any(words in text for words in _PREFILL_WORDS)
 
 
 def continuation_body(
@@ -96,7 +135,7 @@ def continuation_body(
         raise ValueError(
             f"a continuation carries every complete call with its result; {len(missing)} lack one"
         )
-    return rewrite(body, continuation, style or default_style(fmt, body))
+    return rewrite(body, continuation, style_for(fmt, body, style))
 
 
 def dropped_whitespace(
@@ -104,11 +143,7 @@ def dropped_whitespace(
 ) -> int:
     """How many trailing whitespace characters of the delivered text `continuation_body` leaves out (an
     Anthropic prefill): the model may write them again, and the consumer already has them."""
-    if (
-        fmt != "anthropic"
-        or continuation.calls
-        or (style or default_style(fmt, body)) is not ContinueStyle.PREFILL
-    ):
+    if fmt != "anthropic" or continuation.calls or style_for(fmt, body, style) is not ContinueStyle.PREFILL:
         return 0
     text = continuation.text
     return len(text) - len(text.rstrip())
@@ -195,35 +230,40 @@ def _anthropic(body: Mapping[str, Any], c: Continuation, style: ContinueStyle) -
     messages = _listed(body.get("messages"), "messages")
     if not c.calls and not c.text.strip():
         return {**body, "messages": messages}  # whitespace alone: Anthropic takes no blank text to carry it
-    if not c.calls and style is ContinueStyle.PREFILL:
-        prefill = c.text.rstrip()  # "final assistant content cannot end with trailing whitespace"
-        last = messages[-1] if messages else None
-        if isinstance(last, Mapping) and last.get("role") == "assistant":  # the caller's own prefill
-            before = last.get("content")
-            content: Any = (
-                before + prefill
-                if isinstance(before, str)
-                else [*_listed(before, "content"), {"type": "text", "text": prefill}]
-            )
-            messages[-1] = {**last, "content": content}
-        else:
-            messages.append({"role": "assistant", "content": prefill})
-        return {**body, "messages": messages}
-    blocks: list[dict[str, Any]] = [{"type": "text", "text": c.text}] if c.text.strip() else []
+    prefill = not c.calls and style is ContinueStyle.PREFILL
+    # A prefill's text may not end in whitespace ("final assistant content cannot end with trailing
+    # whitespace"); quoted back before an instruction, the turn is not final and keeps it.
+    text = c.text.rstrip() if prefill else c.text
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text.strip() else []
     blocks += [
         {"type": "tool_use", "id": call.call_id, "name": call.name, "input": _arguments(call)}
         for call in c.calls
     ]
-    messages.append({"role": "assistant", "content": blocks})
+    last = messages[-1] if messages else None
+    if isinstance(last, Mapping) and last.get("role") == "assistant":  # the caller's own prefill: extended
+        before = last.get("content")
+        content: Any = (
+            before + text if isinstance(before, str) and not c.calls else [*_blocks(before), *blocks]
+        )
+        messages[-1] = {**last, "content": content}
+    else:
+        messages.append({"role": "assistant", "content": text if prefill else blocks})
     if c.calls:
         results = [
             {"type": "tool_result", "tool_use_id": call.call_id, "content": _output(c.results[call.call_id])}
             for call in c.calls
         ]
         messages.append({"role": "user", "content": results})
-    else:
+    elif not prefill:
         messages.append({"role": "user", "content": CONTINUE_INSTRUCTION})
     return {**body, "messages": messages}
+
+
+def _blocks(content: object) -> list[Any]:
+    """Anthropic message content as a list of blocks (a string is one text block)."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    return _listed(content, "content")
 
 
 # -- Gemini --------------------------------------------------------------------------------------------------

@@ -28,7 +28,6 @@ from urllib.parse import quote
 
 from ...classify import ProviderError, ProviderErrorKind
 from .._events import (
-    Finish,
     FinishReason,
     Metadata,
     ProtocolViolation,
@@ -129,8 +128,9 @@ class GeminiAdapter(Adapter):
         raw = self.finish_raw
         if raw is None or self.terminal_seen:
             return []
-        self.terminal_seen = True
-        return [Finish(gemini_finish(raw, self._saw_calls), raw)]
+        out: list[StreamEvent] = []
+        self.finish(out, gemini_finish(raw, self._saw_calls), raw)
+        return out
 
     def _on_data(self, event: SSEEvent, data: str, index: int) -> list[StreamEvent]:
         payload = self.load(data, index)

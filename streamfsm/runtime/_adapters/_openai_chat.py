@@ -27,9 +27,12 @@ Judgement calls:
   ``delta_keys`` and noted as ``unread_content``: never dropped silently.
 * An in-band error is an ``error`` object or string, or any shape ``_base.error_marker`` names: ``event:
   error``, ``"object": "error"`` (vLLM), ``"type": "error"``, a flat ``code`` + ``message``.
-* ``finish_reason: "error"`` is the provider saying generation failed (OpenRouter and other gateways send it
-  mid-stream): an in-band provider error, from the chunk's ``error`` object when it has one. It does not
-  complete the tool call whose arguments were streaming: that call never finished, and its tool never ran.
+* A ``finish_reason`` that reads as an error (``error`` from OpenRouter and other gateways, vLLM's ``abort``,
+  GLM's ``network_error``, ...: ``classify.finish_error``) is the provider saying generation failed: an
+  in-band provider error, from the chunk's ``error`` object when it has one. It does not complete the tool
+  call whose arguments were streaming: that call never finished, and its tool never ran.
+* A whole-answer ``finish_reason`` (``stop``, ``tool_calls``, ...) ends the open call at once; any other
+  (``length``, a filter, a reason nobody here knows) leaves it open, and the run fails with it open.
 """
 
 from __future__ import annotations
@@ -37,9 +40,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from ...classify import ProviderError, ProviderErrorKind
+from ...classify._finish import finish_error, is_whole
 from .._events import (
-    Finish,
     FinishReason,
     Metadata,
     ProtocolViolation,
@@ -180,8 +182,8 @@ class OpenAIChatAdapter(Adapter):
                 if position != 0:
                     self.note("extra_choice")
                     continue
-                if finish == "error":
-                    return self._error_finish(payload, choice)
+                if isinstance(finish, str) and finish_error(finish) is not None:
+                    return self._error_finish(payload, choice, finish)
                 if type(choice.get("error")) is dict and choice["error"]:
                     # An error object in the choice, whatever its finish_reason: the error is one.
                     return self.error({"error": choice["error"]}, "choice.error")
@@ -193,8 +195,7 @@ class OpenAIChatAdapter(Adapter):
                 if not _CHOICE_KEYS.issuperset(choice):
                     self.choice_extras(choice)
                 if isinstance(finish, str):
-                    self.close_call(out)
-                    self.finish_raw = raw_reason(finish)
+                    self._finish_reason(finish, out)
         usage = payload.get("usage")
         if type(usage) is dict:
             out.append(chat_usage(usage))
@@ -290,9 +291,10 @@ class OpenAIChatAdapter(Adapter):
         position = fragment.get("index")
         if type(position) is not int:
             position = None
-        call_id = as_str(fragment.get("id")) or None
+        # An empty (or blank) id or name on a continuation says nothing: the open call goes on.
+        call_id = (as_str(fragment.get("id")) or "").strip() or None
         function = as_dict(fragment.get("function")) or {}
-        name = as_str(function.get("name")) or None
+        name = (as_str(function.get("name")) or "").strip() or None
         arguments = as_arguments(function.get("arguments"))
         call = self._call
         if (
@@ -332,13 +334,23 @@ class OpenAIChatAdapter(Adapter):
         else:
             self._unfinished = None  # more choices than we follow: a missing [DONE] cannot be excused
 
-    def _error_finish(self, payload: dict[str, Any], choice: dict[str, Any]) -> list[StreamEvent]:
-        self.finish_raw = "error"
+    def _finish_reason(self, finish: str, out: list[StreamEvent]) -> None:
+        """A finish_reason arrived (the terminal event is [DONE], or a clean end): a whole answer ends the
+        open call now; any other reason leaves it open (see ``Adapter.finish``)."""
+        self.finish_raw = raw_reason(finish)
+        if is_whole(self.name, finish):
+            self.close_call(out)
+
+    def _error_finish(
+        self, payload: dict[str, Any], choice: dict[str, Any], finish: str
+    ) -> list[StreamEvent]:
+        self.finish_raw = raw_reason(finish)
         for holder in (payload, choice):
             if as_dict(holder.get("error")) is not None:
                 return self.error({"error": holder["error"]})
+        error = finish_error(finish)
+        assert error is not None  # the caller checked
         self.terminal_seen = self._errored = True
-        error = ProviderError(ProviderErrorKind.UNKNOWN, markers=("finish_reason=error",))
         return [ProviderErrorEvent(error)]
 
     def end(self) -> list[StreamEvent]:
@@ -350,8 +362,6 @@ class OpenAIChatAdapter(Adapter):
 
     def _done(self) -> list[StreamEvent]:
         out: list[StreamEvent] = []
-        self.close_call(out)
         raw = self.finish_raw
-        out.append(Finish(_FINISH.get(raw, FinishReason.OTHER) if raw else FinishReason.OTHER, raw))
-        self.terminal_seen = True
+        self.finish(out, _FINISH.get(raw, FinishReason.OTHER) if raw else FinishReason.OTHER, raw)
         return out

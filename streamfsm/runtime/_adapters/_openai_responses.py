@@ -11,11 +11,14 @@ Judgement calls:
   number is an event the consumer would never see.
 * The data's ``type`` is trusted over the SSE ``event:`` line; a disagreement is counted in ``anomalies``.
   A typeless ``{"error": {...}}`` (what some proxies send) is an error event.
-* Function calls (and custom tool calls) are keyed by ``item_id``. ``...arguments.done`` emits
-  ``ToolInputEnd`` (its ``arguments`` become the call's arguments); ``output_item.done`` emits ``ToolCall``
-  with the item's own ``arguments`` when present. A new call, text, reasoning or the terminal event while a
-  call is still open closes it first. Deltas for a call that is closed or unknown are ``unknown_tool_call``;
-  late ``done`` events for a call already closed are bookkeeping.
+* Function calls (and custom tool calls) are keyed by ``item_id``; an event naming the call by its
+  ``call_id`` instead names the same call (one call, announced under two ids, is one call).
+  ``...arguments.done`` emits ``ToolInputEnd`` when its ``arguments`` (which become the call's) parse;
+  ``output_item.done`` emits ``ToolCall`` with the item's own ``arguments`` when present, and only when they
+  parse. A new call, text, reasoning or a whole-answer terminal event while a call is still open closes it
+  first; ``response.incomplete`` leaves a call whose input had not ended open. Deltas for a call that is
+  closed or unknown are ``unknown_tool_call``; late ``done`` events for a call already closed (or a repeated
+  ``added``) are bookkeeping.
 * Hosted tools (web search, file search, code interpreter, MCP, image generation) are run by the provider:
   their events are bookkeeping, not tool calls.
 * ``response.completed`` finishes with ``TOOL_CALLS`` when a function call was seen, else ``STOP``; the raw
@@ -35,7 +38,6 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from .._events import (
-    Finish,
     FinishReason,
     Metadata,
     ProtocolViolation,
@@ -274,6 +276,10 @@ class OpenAIResponsesAdapter(Adapter):
         out.append(ReasoningDelta(text, summary))
         return out
 
+    def _names_open_call(self, *idents: object) -> bool:
+        call = self._call
+        return call is not None and any(i is not None and i in (call.key, call.call_id) for i in idents)
+
     def _on_item_added(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
         item = as_dict(payload.get("item"))
         if item is None or as_str(item.get("type")) not in _TOOL_ITEMS:
@@ -281,6 +287,8 @@ class OpenAIResponsesAdapter(Adapter):
         self._saw_function_call = True
         item_id = as_str(item.get("id")) or as_str(item.get("call_id")) or self.next_call_id()
         call_id = as_str(item.get("call_id")) or item_id
+        if self._names_open_call(item_id, call_id) or item_id in self._closed or call_id in self._closed:
+            return [_BOOKKEEPING["response.output_item.added"]]  # the same call announced again
         position = payload.get("output_index")
         out: list[StreamEvent] = []
         first = as_arguments(item.get("arguments")) or as_arguments(item.get("input"))
@@ -293,7 +301,7 @@ class OpenAIResponsesAdapter(Adapter):
     def _on_arguments_delta(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
         self.count_key(payload["type"][len(_PREFIX) :])
         call = self._call
-        if call is None or call.ended or payload.get("item_id") != call.key:
+        if call is None or call.ended or not self._names_open_call(payload.get("item_id")):
             raise ProtocolViolation(UNKNOWN_TOOL_CALL, index)
         text = payload.get("delta")
         if not text or not isinstance(text, str):
@@ -304,12 +312,14 @@ class OpenAIResponsesAdapter(Adapter):
     def _on_arguments_done(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
         item_id = as_str(payload.get("item_id"))
         call = self._call
-        if call is None or item_id != call.key or call.ended:
-            if item_id in self._closed or (call is not None and item_id == call.key):
+        if call is None or not self._names_open_call(item_id) or call.ended:
+            if item_id in self._closed or self._names_open_call(item_id):
                 return [_BOOKKEEPING[payload["type"]]]  # a late or repeated "done": nothing new
             raise ProtocolViolation(UNKNOWN_TOOL_CALL, index)
-        call.ended = True
         call.final = as_arguments(payload.get("arguments")) or as_arguments(payload.get("input")) or None
+        if not call.complete():
+            return [_BOOKKEEPING[payload["type"]]]  # not JSON: the call stays open, its input never ended
+        call.ended = True
         return [ToolInputEnd(call.call_id)]
 
     def _on_item_done(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
@@ -319,11 +329,11 @@ class OpenAIResponsesAdapter(Adapter):
         item_id = as_str(item.get("id")) or as_str(item.get("call_id"))
         call = self._call
         out: list[StreamEvent] = []
-        if call is not None and item_id == call.key:
+        if call is not None and self._names_open_call(item_id, as_str(item.get("call_id"))):
             call.final = as_arguments(item.get("arguments")) or as_arguments(item.get("input")) or call.final
             self.close_call(out)
             return out
-        if item_id in self._closed:
+        if item_id in self._closed or as_str(item.get("call_id")) in self._closed:
             return [_BOOKKEEPING["response.output_item.done"]]
         # A call never announced by output_item.added: it arrives whole.
         self._saw_function_call = True
@@ -338,26 +348,25 @@ class OpenAIResponsesAdapter(Adapter):
     def _on_completed(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
         out, response = self._terminal(payload)
         reason = FinishReason.TOOL_CALLS if self._saw_function_call else FinishReason.STOP
-        self.finish_raw = raw_reason(response.get("status")) or "completed"
-        out.append(Finish(reason, self.finish_raw))
+        # The event's own name when the response has no status; a status it does send is read as sent.
+        self.finish_raw = raw_reason(response["status"]) if "status" in response else "completed"
+        self.finish(out, reason, self.finish_raw)
         return out
 
     def _on_incomplete(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
         out, response = self._terminal(payload)
         details = as_dict(response.get("incomplete_details")) or {}
         raw = self.finish_raw = raw_reason(details.get("reason"))
-        out.append(Finish(_INCOMPLETE.get(raw, FinishReason.OTHER) if raw else FinishReason.OTHER, raw))
+        self.finish(out, _INCOMPLETE.get(raw, FinishReason.OTHER) if raw else FinishReason.OTHER, raw)
         return out
 
     def _terminal(self, payload: dict[str, Any]) -> tuple[list[StreamEvent], dict[str, Any]]:
         out: list[StreamEvent] = []
-        self.close_call(out)
         response = as_dict(payload.get("response")) or {}
         self.seen(response.get("id"), response.get("model"))
         usage = as_dict(response.get("usage"))
         if usage is not None:
             out.append(responses_usage(usage))
-        self.terminal_seen = True
         return out, response
 
     def _on_error(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
@@ -365,8 +374,8 @@ class OpenAIResponsesAdapter(Adapter):
 
     def close_call(self, out: list[StreamEvent]) -> OpenCall | None:
         call = super().close_call(out)
-        if call is not None and isinstance(call.key, str):
-            self._closed.add(call.key)
+        if call is not None:
+            self._closed.update(i for i in (call.key, call.call_id) if isinstance(i, str))
         return call
 
 

@@ -6,8 +6,8 @@ connection, ``GET /v1/responses/{id}?stream=true&starting_after=N`` streams the 
 only those. (The ``openai`` SDK's ``responses.retrieve(id, stream=True, starting_after=N)`` sends exactly
 that; its ``responses.stream(response_id=..., starting_after=N)`` helper instead fetches the whole stream and
 drops the first events itself, to rebuild its snapshot.) Anthropic Messages has no cursor (continuation is by
-assistant prefill); Gemini ``streamGenerateContent`` has none (the separate Interactions API has
-``last_event_id``, a format we do not speak); Chat Completions has none.
+instruction, see ``_continue.py``); Gemini ``streamGenerateContent`` has none (the separate Interactions API
+has ``last_event_id``, a format we do not speak); Chat Completions has none.
 
 When the provider cannot resume, it answers the GET with an error instead of a stream:
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
+from ...classify._finish import finish_error
 from .._events import Metadata, ProtocolViolation, StreamEvent
 from ._anthropic import _PING, AnthropicAdapter
 from ._base import (
@@ -45,7 +46,6 @@ from ._base import (
     Adapter,
     as_str,
     error_marker,
-    raw_reason,
 )
 from ._openai_chat import _CHUNK, OpenAIChatAdapter, chat_usage
 from ._openai_responses import _BOOKKEEPING, _TOOL_ITEMS, OpenAIResponsesAdapter
@@ -165,8 +165,8 @@ class SdkOpenAIChat(SdkTranslator, OpenAIChatAdapter):
                     self.note("extra_choice")
                     continue
                 finish = getattr(choice, "finish_reason", None)
-                if finish == "error":
-                    return self._error_finish(plain(chunk), {})
+                if isinstance(finish, str) and finish_error(finish) is not None:
+                    return self._error_finish(plain(chunk), {}, finish)
                 delta = getattr(choice, "delta", None)
                 if delta is not None:
                     # Unset fields dropped, as on the wire: a text chunk is then _delta's one-key fast path.
@@ -178,8 +178,7 @@ class SdkOpenAIChat(SdkTranslator, OpenAIChatAdapter):
                 if extras:
                     self.choice_extras(extras)
                 if isinstance(finish, str):
-                    self.close_call(out)
-                    self.finish_raw = raw_reason(finish)
+                    self._finish_reason(finish, out)
         usage = getattr(chunk, "usage", None)
         if usage is not None:
             out.append(chat_usage(plain(usage)))

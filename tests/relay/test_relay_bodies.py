@@ -1,0 +1,198 @@
+"""The relay's bounds on what it holds at once (issue 25 item 6), on the real uvicorn over loopback: the
+request bodies in flight stay within one budget whatever the clients send, and a request beyond it, or beyond
+the requests relayed at once, gets 503 with ``Retry-After`` and the relay's JSON error, never an upstream
+request. The resident memory under 20 concurrent 30 MiB bodies is measured by ``benchmarks/relay_bodies.py``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from relaysupport import relay_to
+
+from streamfsm.relay import RelayConfig
+from streamfsm.relay._limits import Budget, Held
+from streamfsm.testing._script import End, Headers, Send, Sleep
+from streamfsm.testing._server import FaultServerThread
+
+MIB = 1 << 20
+TIMEOUT = 30.0
+PATH = "/v1/upload"  # no LLM format: the relay forwards it without a run
+
+
+def post_all(url: str, bodies: list[bytes | Any]) -> list[httpx.Response | BaseException]:
+    """Each body POSTed at once from its own thread; the answers (or what the client raised) in order."""
+    answers: list[httpx.Response | BaseException] = [RuntimeError("no answer")] * len(bodies)
+
+    def one(index: int, body: Any) -> None:
+        try:
+            with httpx.Client(timeout=TIMEOUT) as client:
+                answers[index] = client.post(url, content=body)
+        except httpx.HTTPError as exc:
+            answers[index] = exc
+
+    threads = [threading.Thread(target=one, args=(i, body)) for i, body in enumerate(bodies)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(TIMEOUT + 5)
+    return answers
+
+
+def busy(answer: httpx.Response | BaseException) -> bool:
+    if not isinstance(answer, httpx.Response) or answer.status_code != 503:
+        return False
+    assert answer.headers["retry-after"] == "1"
+    assert answer.json()["error"]["type"] == "overloaded"
+    assert answer.headers["x-streamfsm-request-id"] == answer.json()["error"]["request_id"]
+    return True
+
+
+def settles(check: Any, timeout: float = 5.0) -> bool:
+    """Whether ``check()`` holds within ``timeout`` (the handler ends just after the client's answer)."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+HELD = (Headers(), Send(b"held"), Sleep(1.5), End())
+
+
+def test_bodies_beyond_the_budget_are_refused_503_and_the_budget_is_never_passed() -> None:
+    with (
+        FaultServerThread(HELD, max_body=8 * MIB) as upstream,
+        relay_to(upstream.base_url, max_body_bytes=2 * MIB, body_budget_bytes=3 * MIB) as relay,
+    ):
+        peak = 0
+        stop = threading.Event()
+        bodies = relay.relay._bodies
+
+        def watch() -> None:
+            nonlocal peak
+            while not stop.is_set():
+                peak = max(peak, bodies.used)
+                stop.wait(0.001)
+
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        try:
+            answers = post_all(relay.base_url + PATH, [b"x" * (2 * MIB - 10)] * 6)
+        finally:
+            stop.set()
+            watcher.join(5)
+        assert settles(lambda: bodies.used == 0), "every exchange gives its part of the budget back"
+    ok = [a for a in answers if isinstance(a, httpx.Response) and a.status_code == 200]
+    refused = [a for a in answers if busy(a)]
+    assert len(ok) + len(refused) == 6, answers
+    assert ok and refused
+    assert upstream.requests_seen == len(ok), "a refused body never goes upstream"
+    assert 0 < peak <= 3 * MIB
+
+
+def test_chunked_bodies_are_counted_as_they_arrive() -> None:
+    def chunks() -> Any:
+        for _ in range(16):
+            yield b"y" * (128 * 1024)
+
+    with (
+        FaultServerThread(HELD, max_body=8 * MIB) as upstream,
+        relay_to(upstream.base_url, max_body_bytes=2 * MIB, body_budget_bytes=3 * MIB) as relay,
+    ):
+        answers = post_all(relay.base_url + PATH, [chunks() for _ in range(4)])
+        assert settles(lambda: relay.relay._bodies.used == 0)
+    outcomes = [a.status_code if isinstance(a, httpx.Response) else type(a).__name__ for a in answers]
+    assert outcomes.count(200) >= 1 and outcomes.count(200) == upstream.requests_seen
+    assert outcomes.count(200) + sum(busy(a) for a in answers) + outcomes.count("RemoteProtocolError") == 4
+
+
+def test_a_request_waits_for_room_rather_than_fail_at_once() -> None:
+    steps = (Headers(), Send(b"held"), Sleep(0.5), End())
+    with (
+        FaultServerThread(steps, max_body=8 * MIB) as upstream,
+        relay_to(upstream.base_url, max_body_bytes=2 * MIB, body_budget_bytes=2 * MIB) as relay,
+    ):
+        answers = post_all(relay.base_url + PATH, [b"z" * MIB] * 3)
+    assert [a.status_code for a in answers if isinstance(a, httpx.Response)] == [200, 200, 200]
+
+
+def test_requests_beyond_max_concurrent_are_refused_503() -> None:
+    steps = (Headers(), Send(b"held"), Sleep(1.5), End())
+    with (
+        FaultServerThread(steps) as upstream,
+        relay_to(upstream.base_url, max_concurrent=2) as relay,
+    ):
+        answers = post_all(relay.base_url + PATH, [b"{}"] * 5)
+        assert settles(lambda: relay.relay._in_flight == 0)
+    assert sum(isinstance(a, httpx.Response) and a.status_code == 200 for a in answers) == 2
+    assert sum(busy(a) for a in answers) == 3
+    assert upstream.requests_seen == 2
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"max_concurrent": 0}, "max_concurrent"),
+        ({"body_budget_bytes": -1}, "body_budget_bytes"),
+        ({"max_body_bytes": 4 * MIB, "body_budget_bytes": 2 * MIB}, "at least max_body_bytes"),
+    ],
+)
+def test_limits_are_checked(options: dict[str, Any], message: str, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=message):
+        RelayConfig(upstream="http://127.0.0.1:9", **options)
+
+
+# -- the budget, as a property: any mix of exchanges taking and giving, on both backends --------------------
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+@settings(max_examples=60, deadline=None)
+@given(
+    limit=st.integers(1, 64),
+    exchanges=st.lists(
+        st.tuples(st.lists(st.integers(1, 64), min_size=1, max_size=4), st.integers(0, 3)), max_size=12
+    ),
+)
+def test_the_budget_is_never_passed_and_always_given_back(
+    backend: str, limit: int, exchanges: list[tuple[list[int], int]]
+) -> None:
+    if backend == "trio":
+        pytest.importorskip("trio")
+    budget = Budget(limit)
+    peak = 0
+
+    async def exchange(sizes: list[int], hold_ticks: int) -> None:
+        nonlocal peak
+        held = Held(budget)
+        try:
+            total = 0
+            for size in sizes:  # a body arriving in parts
+                total += size
+                if not await held.grow(total, anyio.current_time() + 0.05):
+                    assert total > limit or budget.used + (total - held.amount) > limit
+                    return
+                peak = max(peak, budget.used)
+                assert budget.used <= limit
+            for _ in range(hold_ticks):
+                await anyio.sleep(0)
+        finally:
+            held.release()
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tasks:
+            for sizes, ticks in exchanges:
+                tasks.start_soon(exchange, sizes, ticks)
+
+    anyio.run(main, backend=backend)
+    assert budget.used == 0
+    assert peak <= limit
