@@ -140,7 +140,9 @@ def failure_class(state: State, edge: Trigger) -> FailureClass:
 def _cause(edge: Trigger, facts: Facts) -> str:
     if edge is Trigger.TOOL_INPUT_UNFINISHED:
         finish = facts.finish
-        return UNPARSEABLE_ARGUMENTS if finish is None or finish is FinishCause.FINISHED else finish.value
+        # A finish that looks whole (unread content is one) left arguments that do not parse.
+        whole = finish is None or finish is FinishCause.FINISHED or finish is FinishCause.UNREAD_CONTENT
+        return UNPARSEABLE_ARGUMENTS if whole else finish.value
     if edge is Trigger.LOCAL_ABORT:
         return (facts.abort_source or AbortSource.APP).value
     if edge in (Trigger.HTTP_ERROR, Trigger.PROVIDER_ERROR_EVENT):
