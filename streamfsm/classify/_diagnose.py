@@ -141,8 +141,9 @@ def _cause(edge: Trigger, facts: Facts) -> str:
     if edge is Trigger.TOOL_INPUT_UNFINISHED:
         finish = facts.finish
         # A finish that looks whole (unread content is one) left arguments that do not parse.
-        whole = finish is None or finish is FinishCause.FINISHED or finish is FinishCause.UNREAD_CONTENT
-        return UNPARSEABLE_ARGUMENTS if whole else finish.value
+        if finish is None or finish is FinishCause.FINISHED or finish is FinishCause.UNREAD_CONTENT:
+            return UNPARSEABLE_ARGUMENTS
+        return str(finish.value)  # str(): see below
     if edge is Trigger.LOCAL_ABORT:
         return (facts.abort_source or AbortSource.APP).value
     if edge in (Trigger.HTTP_ERROR, Trigger.PROVIDER_ERROR_EVENT):
