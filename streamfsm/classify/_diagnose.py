@@ -140,7 +140,10 @@ def failure_class(state: State, edge: Trigger) -> FailureClass:
 def _cause(edge: Trigger, facts: Facts) -> str:
     if edge is Trigger.TOOL_INPUT_UNFINISHED:
         finish = facts.finish
-        return UNPARSEABLE_ARGUMENTS if finish is None or finish is FinishCause.FINISHED else finish.value
+        # A finish that looks whole (unread content is one) left arguments that do not parse.
+        if finish is None or finish is FinishCause.FINISHED or finish is FinishCause.UNREAD_CONTENT:
+            return UNPARSEABLE_ARGUMENTS
+        return str(finish.value)  # str(): see below
     if edge is Trigger.LOCAL_ABORT:
         return (facts.abort_source or AbortSource.APP).value
     if edge in (Trigger.HTTP_ERROR, Trigger.PROVIDER_ERROR_EVENT):
@@ -343,6 +346,8 @@ def diagnose_finished(
         verdict, action, reason = _UNKNOWN_END[state.commitment]
         confidence = Confidence.LOW
         items.append(f"finish_reason={shown_reason(raw)}")
+    elif finish is FinishCause.UNREAD_CONTENT:
+        confidence = Confidence.LOW  # the run ended, but what it said could not be read
     title, detail = summarize(
         FailureClass.COMPLETED, finish.value, state, verdict, reason, Facts(), finish_raw=raw
     )

@@ -87,6 +87,12 @@ FINISHED_SAYS: Final = {
         "The provider ended the response because the model's tool call could not be parsed; no tool was"
         " called.",
     ),
+    "unread_content": (
+        "The response finished, but its content could not be read",
+        "The provider sent its final event, but the answer came in a shape streamfsm does not read (its"
+        " field names are in the record's delta_keys), so no answer text or tool call was seen. The"
+        " response may hold an answer your code cannot read either.",
+    ),
     "paused": (
         "The provider paused the answer",
         "The provider paused a long turn before the answer was complete; send the response back as it is to"

@@ -137,6 +137,7 @@ class FinishCause(enum.Enum):
     CONTENT_FILTER = "content_filter"  # the provider's filter (safety, recitation, policy) stopped it
     REFUSAL = "refusal"  # the model declined
     MALFORMED_TOOL_CALL = "malformed_tool_call"  # the provider ended it on a tool call it could not parse
+    UNREAD_CONTENT = "unread_content"  # it finished, but its content came in shapes not read: no answer seen
     PAUSED = "paused"  # the provider paused a long turn (Anthropic pause_turn); it goes on if sent back
     UNRECOGNISED = "unrecognised"  # a reason nobody here knows, or none: never taken for a whole answer
 

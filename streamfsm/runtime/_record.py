@@ -21,7 +21,7 @@ from ..classify import Diagnosis, FailureClass, TransportFacts
 from ..classify._redact import redact_headers, redact_text, redact_url
 from ..machine import State, Trigger
 from ._adapters import Adapter
-from ._adapters._base import DONE_MISSING
+from ._adapters._base import DONE_MISSING, UNREAD_CONTENT
 from ._config import MAX_ATTEMPT_LINKS, Ids, StreamConfig
 
 SCHEMA: Final = "streamfsm.run/1"
@@ -137,6 +137,9 @@ def request_shape(body: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+# Adapter anomalies a reader of the outcome should see, reported as ``wire=<name>``.
+_WIRE_EVIDENCE: Final = (DONE_MISSING, UNREAD_CONTENT)
+_ANSWER_EVENTS: Final = ("text_delta", "tool_input_start", "tool_call")  # a refusal is a text_delta
 _FIELD_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}")
 
 
@@ -368,9 +371,19 @@ class Recorder:
     def wire_evidence(self) -> tuple[str, ...]:
         """What the wire adapter noted that a reader of the outcome should see (fixed vocabulary)."""
         adapter = self.adapter
-        if adapter is not None and adapter.anomalies.get(DONE_MISSING):
-            return (f"wire={DONE_MISSING}",)
-        return ()
+        if adapter is None:
+            return ()
+        anomalies = adapter.anomalies
+        return tuple(f"wire={name}" for name in _WIRE_EVIDENCE if anomalies.get(name))
+
+    def content_unread(self) -> bool:
+        """Content arrived that the adapter could not read, and no answer (text, refusal, tool call) was read
+        at all: a finish must not be called a whole answer."""
+        adapter = self.adapter
+        if adapter is None or not adapter.anomalies.get(UNREAD_CONTENT):
+            return False
+        counts = self.counts
+        return not any(counts.get(kind) for kind in _ANSWER_EVENTS)
 
     # -- the record ------------------------------------------------------------------------------------------
 

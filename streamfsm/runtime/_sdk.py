@@ -425,6 +425,7 @@ class _SdkBase(Run):
             return
         translator = self._translator = _TRANSLATORS[self._format]()
         self._rec.delta_keys = translator.delta_keys
+        self._rec.adapter = translator  # its anomalies are the record's wire evidence, as on the wire
         self._feed = translator.feed_item
 
     def _first_item(self, item: Any) -> list[StreamEvent]:

@@ -3,6 +3,9 @@
 Why our own and not ``httpx-sse``: it drops comments (we need them: keepalives are evidence of a stall kept
 alive), it cannot bound a line, and it is slower (``python -m benchmarks.sse`` measures both).
 
+One departure from the spec: a line ``error: ...`` (no such SSE field) is read as ``event: error`` with that
+line as its data, as llama.cpp's server sent mid-stream failures; ignored, an error would read as a clean end.
+
 Work per chunk is a handful of C-level bytes operations: one ``splitlines`` (SSE's three line ends are
 exactly ``bytes.splitlines``'s), then one branch per line; data is decoded once per event.
 """
@@ -270,5 +273,10 @@ class SSEDecoder:
                     self._retry = self.retry = int(value)
             elif name == b"data":
                 data.append(value)
+            elif name == b"error":
+                # Not an SSE field: llama.cpp's server (2025 builds) sent mid-stream failures on it. The spec
+                # says ignore it, which would turn an error into silence: it is an event named "error".
+                data.append(value)
+                self._event = b"error"
             # any other field is ignored (spec)
         return events

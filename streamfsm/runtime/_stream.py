@@ -46,7 +46,7 @@ from ..classify import (
 from ..classify._diagnose import UNPARSEABLE_ARGUMENTS
 from ..classify._finish import shown_reason
 from ..classify._provider import provider_error_from_http
-from ..classify._taxonomy import ENDPOINT_AT_ROOT, ProviderError, TransportKind
+from ..classify._taxonomy import ENDPOINT_AT_ROOT, FinishCause, ProviderError, TransportKind
 from ..classify._transport import transport_facts
 from ..machine import PROVIDER_PROGRESS, Activity, IllegalTransition, State, StreamMachine, Trigger
 from ._adapters import Adapter, adapter_for
@@ -811,6 +811,8 @@ class Run:
         # last events (relaying the terminal event, starting tools) is still counted.
         rec = self._rec
         cause = finish_cause(self.provider, rec.finish_raw)  # a cut, filtered or unknown end says so
+        if cause is FinishCause.FINISHED and rec.content_unread():
+            cause = FinishCause.UNREAD_CONTENT  # not a whole answer: none of it could be read
         self._diagnosis, self._finished_at, self._done = (
             diagnose_finished(self._machine.state, cause, rec.wire_evidence(), rec.finish_raw),
             time.monotonic(),

@@ -1287,6 +1287,159 @@ def _connection(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str,
     ]
 
 
+# -- content shapes (issue 29, root 4): every documented shape read, the rest evidence, errors by shape ------
+
+
+def _reshaped(frames: Sequence[bytes], shape: Callable[[str], Any], field: bytes) -> list[bytes]:
+    """``frames`` with each TEXT piece's JSON string, where it is the value of ``field``, replaced by
+    ``shape(piece)`` (any JSON value)."""
+    out = []
+    for data in frames:
+        for piece in TEXT:
+            old = field + b":" + json.dumps(piece).encode()
+            data = data.replace(old, field + b":" + json.dumps(shape(piece), separators=(",", ":")).encode())
+        out.append(data)
+    return out
+
+
+# Answers in a shape no adapter reads: a finish must not be called a whole answer (completed.unread_content).
+_UNREAD: Final = _expect(_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "unread_content", _A.NONE)
+
+
+def _content_shapes(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
+    text = text_stream(fmt, TEXT)
+    hello = _escaped(TEXT[0])
+    preamble = _before(text, hello)
+    through_text = _through(text, hello)
+    E = _T.PROVIDER_ERROR_EVENT
+    out: list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]] = []
+    if fmt == "openai-chat":
+        parts = _reshaped(text, lambda t: [{"type": "text", "text": t, "annotations": []}], b'"content"')
+        unread = _reshaped(text, lambda t: [{"type": "output_markdown", "markdown": t}], b'"content"')
+        vllm = {
+            "object": "error",
+            "message": "The server had an error while processing your request.",
+            "type": "InternalServerError",
+            "param": None,
+            "code": 500,
+        }
+        named = frame({"id": "gen-1761", "object": "chat.completion.chunk", "choices": []}, "error")
+        field_error = b'error: {"code":500,"message":"slot unavailable","type":"server_error"}\n\n'
+        out += [
+            (
+                "content-as-typed-parts",
+                "content sent as a list of typed text parts with extra fields (Mistral, Gemini's"
+                " OpenAI-compatible API): the text is read, a whole answer",
+                _play(parts, End()),
+                COMPLETED,
+                {},
+            ),
+            (
+                "content-parts-unread",
+                "every content delta a list of parts of a type no adapter knows, then finish_reason stop and"
+                " [DONE]: finished, but no answer was read (completed.unread_content, confidence low)",
+                _play(unread, End()),
+                _UNREAD,
+                {},
+            ),
+            (
+                "vllm-object-error-after-output",
+                "after visible text, vLLM's in-band error: a flat {'object': 'error', 'code': 500} chunk,"
+                " then FIN: a provider error, not a finish",
+                _play(through_text, Send(frame(vllm)), Fin()),
+                _shown(_C.PROVIDER_ERROR, E, "server_error"),
+                {},
+            ),
+            (
+                "error-sse-field-after-output",
+                "after visible text, a failure on a line 'error: {...}' (no such SSE field; a server's own),"
+                " then [DONE]: the provider error it names, never a clean end",
+                _play(through_text, Send(field_error), Send(b"data: [DONE]\n\n"), End()),
+                _shown(_C.PROVIDER_ERROR, E, "server_error"),
+                {},
+            ),
+            (
+                "error-event-name-before-output",
+                "before any output, an 'event: error' whose data is a chat chunk (a gateway's failure): a"
+                " provider error whose kind is not named",
+                _play(preamble, Send(named), End()),
+                _expect(
+                    _C.PROVIDER_ERROR, _V.USER_CONFIRMED_RETRY, E, _P.EARLY_STREAM, "unknown", _A.ASK_USER
+                ),
+                {},
+            ),
+        ]
+    elif fmt == "anthropic":
+        unread = _reshaped(
+            [f.replace(b'"text_delta"', b'"markdown_delta"') for f in text], lambda t: t, b'"text"'
+        )
+        unread = [f.replace(b'"type":"text","text":""', b'"type":"markdown","markdown":""') for f in unread]
+        flat = frame({"type": "overloaded_error", "message": "Overloaded"}, "error")
+        out += [
+            (
+                "content-block-unread",
+                "a content block of a type no adapter knows and its deltas, then end_turn: finished, but no"
+                " answer was read (completed.unread_content)",
+                _play(unread, End()),
+                _UNREAD,
+                {},
+            ),
+            (
+                "flat-error-type-before-output",
+                "before any output, an 'event: error' whose data is the error itself, flat (a gateway's"
+                " {'type': 'overloaded_error'}): the overload it names",
+                _play(preamble, Send(flat), End()),
+                _safe(_C.PROVIDER_ERROR, E, _P.EARLY_STREAM, "overloaded", _A.RETRY_AFTER_BACKOFF),
+                {},
+            ),
+        ]
+    elif fmt == "gemini":
+        unread = _reshaped(text, lambda t: t, b'"text"')
+        unread = [f.replace(b'{"text":', b'{"markdown":') for f in unread]
+        overloaded = "The model is overloaded. Please try again later."
+        flat = frame({"code": 503, "message": overloaded, "status": "UNAVAILABLE"})
+        out += [
+            (
+                "part-unread",
+                "parts of a kind no adapter knows, then finishReason STOP: finished, but no answer was read"
+                " (completed.unread_content)",
+                _play(unread, End()),
+                _UNREAD,
+                {},
+            ),
+            (
+                "flat-error-after-output",
+                "after visible text, a proxy's flat {'code': 503, 'message', 'status': 'UNAVAILABLE'} chunk"
+                " (no 'error' wrapper): the overload it names",
+                _play(through_text, Send(flat), End()),
+                _shown(_C.PROVIDER_ERROR, E, "overloaded"),
+                {},
+            ),
+        ]
+    else:
+        unread = [f.replace(b"response.output_text.delta", b"response.output_markdown.delta") for f in text]
+        named = frame({"code": "server_error", "message": "The server had an error."}, "error")
+        out += [
+            (
+                "unknown-delta-unread",
+                "text sent only as deltas of a type no adapter knows, then response.completed: finished, but"
+                " no answer was read (completed.unread_content)",
+                _play(unread, End()),
+                _UNREAD,
+                {},
+            ),
+            (
+                "typeless-error-event-after-output",
+                "after visible text, an 'event: error' with a typeless flat {'code': 'server_error',"
+                " 'message'}: the provider error it names, not a protocol fault",
+                _play(through_text, Send(named), End()),
+                _shown(_C.PROVIDER_ERROR, E, "server_error"),
+                {},
+            ),
+        ]
+    return out
+
+
 # Money, quota and plan limits, and waits past an automatic retry, as providers word them (issue 29, root 3):
 # the words decide under any status and in any position (HTTP error, in-band event, JSON at 200).
 _GROQ_TPD: Final = _openai_error(
@@ -1516,6 +1669,7 @@ def _for_format(fmt: Format) -> list[Scenario]:
     rows += [(slug, text, script, expect, {}) for slug, text, script, expect in _http_errors(fmt)]
     rows += _streams(fmt)
     rows += _limits(fmt)
+    rows += _content_shapes(fmt)
     return [
         Scenario(f"{fmt}/{slug}", script, format=fmt, description=text, **expect, **extra)
         for slug, text, script, expect, extra in rows

@@ -503,14 +503,15 @@ def test_responses_sequence_must_increase() -> None:
 
 
 def test_responses_unknown_types_are_forward_compatible_bookkeeping() -> None:
+    # An unknown *.delta may be answer content: counted by name and noted as unread, never silent.
     adapter = adapter_for("openai-responses")
     events = feed_all(
         adapter,
-        [sse({"type": "response.audio.delta", "delta": "AAAA"}), sse({"type": "response.novel_thing"})],
+        [sse({"type": "response.novel_text.delta", "delta": "AAAA"}), sse({"type": "response.novel_thing"})],
     )
-    assert events == [Metadata("response.audio.delta"), Metadata("response.novel_thing")]
-    assert adapter.anomalies == {"unknown_event": 2}
-    assert adapter.delta_keys == {"audio.delta": 1}
+    assert events == [Metadata("response.novel_text.delta"), Metadata("response.novel_thing")]
+    assert adapter.anomalies == {"unknown_event": 2, "unread_content": 1}
+    assert adapter.delta_keys == {"novel_text.delta": 1}
 
 
 def test_responses_function_call_done_without_added_is_a_whole_call() -> None:

@@ -82,6 +82,12 @@ def test_unknown_fields_are_ignored() -> None:
     assert data_of(events) == ["x"]
 
 
+def test_an_error_line_is_an_event_named_error() -> None:
+    # Not an SSE field: llama.cpp's server sent mid-stream failures on it; ignored, an error is silence.
+    events, _ = decode(b'error: {"code":400}\n\ndata: [DONE]\n\n')
+    assert events == [SSEEvent('{"code":400}', "error"), SSEEvent("[DONE]")]
+
+
 def test_comments_surface_in_order_and_do_not_end_a_block() -> None:
     events, decoder = decode(b": keepalive\n\ndata: a\n:\n: mid\ndata: b\n\n")
     assert [(e.comment, e.data) for e in events] == [
@@ -186,7 +192,7 @@ _LINE = st.one_of(
     _VALUE.map(lambda v: "data: " + v),
     _VALUE.map(lambda v: "data:" + v),
     st.just("data"),
-    st.sampled_from(["event: ping", "event: message_start", "id: 9", "id", "retry: 150", "x: y"]),
+    st.sampled_from(["event: ping", "event: message_start", "id: 9", "id", "retry: 150", "x: y", "error: e"]),
     _VALUE.map(lambda v: ": " + v),
     st.just(""),
 )

@@ -18,6 +18,12 @@ Judgement calls:
 * A ``content_block_delta`` or ``content_block_stop`` whose ``index`` names no block that started is
   ``unknown_block``, a protocol violation at that event (never visible text, whatever it carries): the
   first anomaly wins. Without an ``index`` the event is taken for the current block.
+* Text comes from ``text`` blocks and ``text_delta``; reasoning from ``thinking`` blocks and
+  ``thinking_delta``. ``redacted_thinking``, ``container_upload`` and ``*_tool_result`` blocks, and
+  ``signature_delta`` / ``citations_delta``, carry nothing to read. Any other block or delta type, or text
+  that is not a string, is counted and noted as ``unread_content``: never dropped silently.
+* An ``event: error`` is an error whatever its data says; so is typeless data with an ``error`` object or a
+  flat ``code`` + ``message``, and a type ending in ``_error`` (a gateway's flat Anthropic error).
 * Stop reasons: ``end_turn`` / ``stop_sequence`` → STOP, ``max_tokens`` and
   ``model_context_window_exceeded`` → LENGTH, ``tool_use`` → TOOL_CALLS, ``refusal`` → CONTENT_FILTER,
   anything else (``pause_turn``, ...) → OTHER.
@@ -49,12 +55,14 @@ from ._base import (
     UNEXPECTED_EVENT,
     UNKNOWN_BLOCK,
     UNKNOWN_TOOL_CALL,
+    UNREAD_CONTENT,
     Adapter,
     OpenCall,
     add,
     as_count,
     as_dict,
     as_str,
+    error_marker,
     metadata_constants,
     raw_reason,
 )
@@ -68,6 +76,20 @@ _FINISH: Final = {
     "tool_use": FinishReason.TOOL_CALLS,
     "refusal": FinishReason.CONTENT_FILTER,
 }
+# Blocks and deltas known to carry no text to read (besides tool blocks and ``*_tool_result`` blocks, the
+# results of tools the provider ran: web search, web fetch, code execution, MCP, tool search).
+_QUIET_BLOCKS: Final = frozenset(
+    {
+        "redacted_thinking",  # encrypted thinking: nothing to read, by design
+        "container_upload",  # code execution: a file the model put in its container
+    }
+)
+_QUIET_DELTAS: Final = frozenset(
+    {
+        "signature_delta",  # the end of a thinking block: its signature
+        "citations_delta",  # a citation for the text block it belongs to
+    }
+)
 _PING: Final = Keepalive("ping")
 _MAX_BLOCKS: Final = 4096
 _META: Final = metadata_constants(
@@ -101,9 +123,14 @@ class AnthropicAdapter(Adapter):
     def _on_data(self, event: SSEEvent, data: str, index: int) -> list[StreamEvent]:
         payload = self.load(data, index)
         kind = payload.get("type")
+        if event.event == "error" and kind != "error":
+            return self.error(payload, "event=error")  # an event named error is one, whatever its data
         if type(kind) is not str:
             if payload.get("error") is not None:
                 return self.error(payload)
+            marker = error_marker(payload, None)
+            if marker is not None:
+                return self.error(payload, marker)
             kind = event.event
         elif event.event != kind and event.event != "message":
             self.note("event_name_mismatch")
@@ -112,6 +139,9 @@ class AnthropicAdapter(Adapter):
             return handler(self, payload, index)
         if kind == "message":
             raise ProtocolViolation(UNEXPECTED_EVENT, index)  # neither a type nor an event name
+        marker = error_marker(payload, None)
+        if marker is not None:
+            return self.error(payload, marker)
         self.note("unknown_event")
         return [Metadata(kind if len(kind) <= 64 else "unknown")]
 
@@ -121,6 +151,8 @@ class AnthropicAdapter(Adapter):
         message = as_dict(payload.get("message")) or {}
         self.seen(message.get("id"), message.get("model"))
         out: list[StreamEvent] = [Metadata("message_start", self.response_id, self.model)]
+        if message.get("content"):  # documented empty: content here is not streamed, and not read
+            self.unread("message_start.content")
         usage = as_dict(message.get("usage"))
         if usage is not None:
             # Its output_tokens is a placeholder (1): the count arrives with message_delta. Never report it.
@@ -166,10 +198,14 @@ class AnthropicAdapter(Adapter):
             text = block.get("text")
             if text and isinstance(text, str):
                 out.append(TextDelta(text))
+            elif text:
+                self.note(UNREAD_CONTENT)
         elif kind == "thinking":
             thinking = block.get("thinking")
             if thinking and isinstance(thinking, str):
                 out.append(ReasoningDelta(thinking))
+        elif not (isinstance(kind, str) and (kind in _QUIET_BLOCKS or kind.endswith("_tool_result"))):
+            self.unread(f"block.{kind}" if isinstance(kind, str) else "block.untyped")
         if not out:
             out.append(_META["content_block_start"])
         return out
@@ -193,14 +229,24 @@ class AnthropicAdapter(Adapter):
             keys[kind] += 1
         else:
             self.count_key(kind)
+        return self.block_delta(kind, delta, payload, index)
+
+    def block_delta(
+        self, kind: str, delta: dict[str, Any], payload: dict[str, Any], index: int
+    ) -> list[StreamEvent]:
+        """A content-block delta of type ``kind`` (already counted in ``delta_keys``)."""
         handler = _DELTAS.get(kind)
         if handler is not None:
             return handler(self, delta, payload, index)
+        if kind not in _QUIET_DELTAS:
+            self.note(UNREAD_CONTENT)
         return [_META["content_block_delta"]]
 
     def _on_text(self, delta: dict[str, Any], payload: dict[str, Any], index: int) -> list[StreamEvent]:
         text = delta.get("text")
         if not text or not isinstance(text, str):
+            if text:
+                self.note(UNREAD_CONTENT)
             return [_META["content_block_delta"]]
         if self._call is None:
             return [TextDelta(text)]
@@ -212,6 +258,8 @@ class AnthropicAdapter(Adapter):
     def _on_thinking(self, delta: dict[str, Any], payload: dict[str, Any], index: int) -> list[StreamEvent]:
         text = delta.get("thinking")
         if not text or not isinstance(text, str):
+            if text:
+                self.note(UNREAD_CONTENT)
             return [_META["content_block_delta"]]
         if self._call is None:
             return [ReasoningDelta(text)]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Any, ClassVar, Final
 
@@ -64,6 +65,11 @@ MAX_DOCUMENT_BYTES: Final = 64 * 1024  # a non-stream body read whole to say wha
 
 # Vocabulary of Adapter.anomalies that a run's record reports as evidence.
 DONE_MISSING: Final = "done_missing"  # a chat stream whose every choice finished ended without [DONE]
+# Content the adapter could not read: a part, block, delta or field of a kind it does not know, or a known
+# one whose value has a shape it does not read. Its name is counted in ``delta_keys`` (``content.<type>``
+# for a typed part); the record reports ``wire=unread_content``, and a finish with no answer read at all is
+# ``completed.unread_content``, never a whole answer.
+UNREAD_CONTENT: Final = "unread_content"
 MAX_RAW_CHARS: Final = 256  # a provider's raw finish reason, kept (bounded) until the record redacts it
 
 # The C scanner behind json.loads (typeshed does not declare the attribute).
@@ -110,6 +116,95 @@ def parses(arguments: str) -> bool:
     except (ValueError, RecursionError):
         return False
     return True
+
+
+# Typed content parts a chat ``content`` list may hold, and what each carries: the field whose string is
+# answer text, reasoning, or a refusal; None for a part recognised as carrying no text.
+TEXT: Final = "text"
+REASONING: Final = "reasoning"
+REFUSAL: Final = "refusal"
+CONTENT_PARTS: Final[Mapping[str, tuple[str, str] | None]] = MappingProxyType(
+    {
+        "text": (TEXT, "text"),  # OpenAI content part; Gemini's and Mistral's OpenAI-compatible chat
+        "refusal": (REFUSAL, "refusal"),  # OpenAI ChatCompletionContentPartRefusal
+        "thinking": (REASONING, "thinking"),  # Mistral ThinkChunk (magistral): a list of text chunks
+        "image_url": None,  # OpenAI, Mistral ImageURLChunk: an image, no text
+        "input_audio": None,  # OpenAI audio part
+        "file": None,  # OpenAI file part
+        "document_url": None,  # Mistral DocumentURLChunk
+        "reference": None,  # Mistral ReferenceChunk: the ids of sources cited, no text
+    }
+)
+MAX_PARTS: Final = 1024  # parts read from one content list; more is junk (counted, not read)
+
+
+def read_parts(
+    parts: list[Any], note: Callable[[str], None], count: Callable[[str], None]
+) -> list[tuple[str, str]]:
+    """The (carrier, text) pieces of a typed-part list, in order (``TEXT``, ``REASONING`` or ``REFUSAL``).
+    Each part's type is counted as ``content.<type>``; a part that is not a mapping, has no string type, is
+    of a type not in ``CONTENT_PARTS``, or carries its text in a shape not read, is ``UNREAD_CONTENT``."""
+    out: list[tuple[str, str]] = []
+    for position, part in enumerate(parts):
+        if position >= MAX_PARTS:
+            note(UNREAD_CONTENT)
+            break
+        kind = part.get("type") if type(part) is dict else None
+        if type(kind) is not str:
+            note(UNREAD_CONTENT)
+            count("content.untyped")
+            continue
+        count(f"content.{kind}")
+        if kind not in CONTENT_PARTS:
+            note(UNREAD_CONTENT)
+            continue
+        carried = CONTENT_PARTS[kind]
+        if carried is None:
+            continue
+        carrier, field_name = carried
+        value = part.get(field_name)
+        if isinstance(value, list):  # Mistral's thinking: a list of text chunks
+            nested = read_parts(value, note, count)
+            out += [(carrier, text) for inner, text in nested if inner == TEXT]
+        elif isinstance(value, str):
+            if value:
+                out.append((carrier, value))
+        elif value is not None:
+            note(UNREAD_CONTENT)
+    return out
+
+
+# Shapes of a decoded event that say "this is an error", whatever the format, beyond the ``error`` key
+# every adapter reads: an SSE ``event: error`` (OpenAI-compatible servers and gateways put it on chat
+# streams); ``"object": "error"`` (the shape of vLLM's ErrorResponse); ``{"response": {"error": {...}}}``
+# (a ``response.failed`` without its type); ``"type": "error"`` (Anthropic's
+# and Responses' own, sent by gateways on other formats); a flat ``code`` + ``message`` with no answer in it
+# (gateways such as one-api/new-api, Chinese providers' compatible APIs); Baidu's ``error_code`` /
+# ``error_msg``. A success code (0, 200, "ok", "success") is not an error.
+_SUCCESS_CODES: Final = frozenset({0, 200, "0", "200", "ok", "OK", "success", "SUCCESS"})
+_ANSWER_FIELDS: Final = frozenset({"choices", "candidates", "delta", "content_block", "content", "output"})
+
+
+def error_marker(payload: Mapping[str, Any], event_name: str | None) -> str | None:
+    """How an event is an in-band error on a field or event name other than ``error`` (see above): a marker
+    for the provider error, or None when it is not one."""
+    if event_name == "error":
+        return "event=error"
+    if payload.get("object") == "error":
+        return "object=error"
+    response = payload.get("response")
+    if type(response) is dict and type(response.get("error")) is dict and response["error"]:
+        return "response.error"  # a Responses failure's shape, without its type
+    kind = payload.get("type")
+    if kind == "error" or (isinstance(kind, str) and kind.endswith("_error")):
+        return "type=error"  # Anthropic's error types (overloaded_error, ...) sent flat by gateways
+    code = payload.get("code", payload.get("error_code"))
+    if code is None or isinstance(code, (dict, list, bool)) or code in _SUCCESS_CODES:
+        return None
+    message = payload.get("message", payload.get("error_msg"))
+    if isinstance(message, str) and message and _ANSWER_FIELDS.isdisjoint(payload):
+        return "body=code_and_message"
+    return None
 
 
 def add(left: int | None, right: int | None) -> int | None:
@@ -258,10 +353,18 @@ class Adapter:
         if self.model is None and isinstance(model, str):
             self.model = model
 
-    def error(self, payload: Mapping[str, Any]) -> list[StreamEvent]:
+    def unread(self, name: str) -> None:
+        """Content the adapter cannot read: counted under its name and as ``UNREAD_CONTENT``."""
+        self.count_key(name)
+        self.note(UNREAD_CONTENT)
+
+    def error(self, payload: Mapping[str, Any], marker: str | None = None) -> list[StreamEvent]:
         self.terminal_seen = True
         self._errored = True
-        return [ProviderErrorEvent(provider_error_from_event(payload))]
+        error = provider_error_from_event(payload)
+        if marker is not None:
+            error = replace(error, markers=(*error.markers, marker))
+        return [ProviderErrorEvent(error)]
 
     def next_call_id(self) -> str:
         return f"call_{self._tool_count}"

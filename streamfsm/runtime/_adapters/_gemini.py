@@ -13,7 +13,10 @@ Judgement calls:
   OpenAI and Anthropic include them), ``reasoning_tokens`` is ``thoughtsTokenCount``.
 * Only candidate 0 is followed; ``functionCall`` parts are whole calls (``call_id`` is the part's ``id`` or
   ``call_{n}``); a ``STOP`` after function calls is ``TOOL_CALLS``. Parts with only a ``thoughtSignature``
-  (or inline data, code execution) are bookkeeping.
+  (or inline data, code execution) are bookkeeping; a part with a field not in ``_PART_KEYS``, or text that
+  is not a string, is noted as ``unread_content`` (its field names are in ``delta_keys``).
+* An in-band error is an ``error`` object, or a shape ``_base.error_marker`` names (``event: error``, a
+  flat ``code`` + ``message`` from a proxy).
 """
 
 from __future__ import annotations
@@ -35,7 +38,16 @@ from .._events import (
     Usage,
 )
 from .._sse import SSEEvent
-from ._base import UNEXPECTED_SHAPE, Adapter, as_count, as_dict, as_str, raw_reason
+from ._base import (
+    UNEXPECTED_SHAPE,
+    UNREAD_CONTENT,
+    Adapter,
+    as_count,
+    as_dict,
+    as_str,
+    error_marker,
+    raw_reason,
+)
 
 _CHUNK: Final = Metadata("generate_content_chunk")
 _FILTERED: Final = frozenset(
@@ -48,6 +60,23 @@ _FILTERED: Final = frozenset(
         "IMAGE_SAFETY",
         "IMAGE_PROHIBITED_CONTENT",
         "IMAGE_RECITATION",
+    }
+)
+# Part fields read or known to carry no text (Gemini API ``Part``): anything else is UNREAD_CONTENT.
+_PART_KEYS: Final = frozenset(
+    {
+        "text",
+        "thought",  # true: the text is a thought summary (reasoning)
+        "thoughtSignature",
+        "functionCall",
+        "functionResponse",
+        "inlineData",  # images, audio: no text
+        "fileData",
+        "executableCode",  # code execution: the code the model ran, not answer text
+        "codeExecutionResult",
+        "videoMetadata",
+        "partMetadata",
+        "mediaResolution",
     }
 )
 _VERSIONED: Final = ("/v1beta", "/v1", "/v1alpha")
@@ -107,6 +136,10 @@ class GeminiAdapter(Adapter):
         payload = self.load(data, index)
         if payload.get("error") is not None:
             return self.error(payload)
+        if event.event != "message" or "candidates" not in payload:  # every shape it names is one of these
+            marker = error_marker(payload, event.event)
+            if marker is not None:
+                return self.error(payload, marker)
         out: list[StreamEvent] = []
         if not self._started:
             self._started = True
@@ -151,12 +184,17 @@ class GeminiAdapter(Adapter):
         for part in parts:
             if type(part) is not dict:
                 raise ProtocolViolation(UNEXPECTED_SHAPE, index)
+            unknown = False
             for key in part:
                 count(key)
+                if key not in _PART_KEYS:
+                    unknown = True
             text = part.get("text")
             if text and isinstance(text, str):
                 out.append(ReasoningDelta(text) if part.get("thought") is True else TextDelta(text))
                 continue
+            if unknown or (text is not None and text != ""):
+                self.note(UNREAD_CONTENT)  # a part of a kind not read, or text that is not a string
             call = as_dict(part.get("functionCall"))
             if call is not None:
                 self._saw_calls = True

@@ -18,6 +18,15 @@ Judgement calls:
   (llama.cpp-style servers before they added it, some gateways) never send ``[DONE]``. That finish is noted
   as ``done_missing`` in ``anomalies`` (the record reports it). A clean end before a ``finish_reason``, or a
   cut (FIN or RST mid-body) after one, is still a broken stream.
+* ``content`` is a string, or a list of typed parts (Mistral, Gemini's OpenAI-compatible API): text and
+  refusal parts are read in order, Mistral's ``thinking`` parts as reasoning, image / audio / file /
+  reference parts are known to carry no text (``_base.CONTENT_PARTS``). ``reasoning_details`` (OpenRouter)
+  is read when no plain reasoning string came with it; an audio answer's ``transcript`` is its text.
+  Anything else with a value (an unknown part type, a field not in ``_READ``, content of another shape, a
+  choice field beside the delta not in ``_CHOICE_KEYS`` such as a legacy ``text``) is counted in
+  ``delta_keys`` and noted as ``unread_content``: never dropped silently.
+* An in-band error is an ``error`` object or string, or any shape ``_base.error_marker`` names: ``event:
+  error``, ``"object": "error"`` (vLLM), ``"type": "error"``, a flat ``code`` + ``message``.
 * A ``finish_reason`` that reads as an error (``error`` from OpenRouter and other gateways, vLLM's ``abort``,
   GLM's ``network_error``, ...: ``classify.finish_error``) is the provider saying generation failed: an
   in-band provider error, from the chunk's ``error`` object when it has one. It does not complete the tool
@@ -46,15 +55,20 @@ from .._events import (
 from .._sse import SSEEvent
 from ._base import (
     DONE_MISSING,
+    REASONING,
+    REFUSAL,
     UNEXPECTED_SHAPE,
     UNKNOWN_TOOL_CALL,
+    UNREAD_CONTENT,
     Adapter,
     OpenCall,
     as_arguments,
     as_count,
     as_dict,
     as_str,
+    error_marker,
     raw_reason,
+    read_parts,
 )
 
 _CHUNK: Final = Metadata("chat.completion.chunk")
@@ -66,6 +80,43 @@ _FINISH: Final = {
     "function_call": FinishReason.TOOL_CALLS,
     "content_filter": FinishReason.CONTENT_FILTER,
 }
+
+
+# Delta fields this adapter reads or knows to carry no answer text; any other field with a value is
+# UNREAD_CONTENT (its name is counted in delta_keys either way).
+_READ: Final = frozenset(
+    {
+        "role",
+        "content",  # a string, or a list of typed parts (Mistral, Gemini's compatible API)
+        "refusal",
+        "tool_calls",
+        "reasoning_content",  # DeepSeek, vLLM, Qwen, LiteLLM
+        "reasoning",  # OpenRouter, vLLM, Ollama's compatible API, Groq
+        "reasoning_details",  # OpenRouter: typed reasoning pieces, read when no plain string came
+        "thinking_blocks",  # LiteLLM: the same reasoning as reasoning_content, with signatures
+        "audio",  # OpenAI audio output: its transcript is the answer's text, the rest is audio
+        "annotations",  # OpenAI web search url citations: about the text, not text
+        "images",  # OpenRouter image output: images, no text
+        "provider_specific_fields",  # LiteLLM's pass-through of provider extras
+        "name",
+    }
+)
+# Choice fields beside ``delta`` known to carry no answer text.
+_CHOICE_KEYS: Final = frozenset(
+    {
+        "index",
+        "delta",
+        "finish_reason",
+        "logprobs",
+        "native_finish_reason",  # OpenRouter: the upstream provider's own reason
+        "stop_reason",  # vLLM: the stop string or token that ended it
+        "matched_stop",  # SGLang: the same
+        "content_filter_results",  # Azure OpenAI
+        "error",  # OpenRouter, with finish_reason "error"; an object here is an error whatever the finish
+    }
+)
+# OpenRouter reasoning_details types and the field holding their text.
+_REASONING_DETAILS: Final = {"reasoning.text": "text", "reasoning.summary": "summary"}
 
 
 def chat_usage(usage: Mapping[str, Any]) -> Usage:
@@ -108,6 +159,10 @@ class OpenAIChatAdapter(Adapter):
         payload = self.load(data, index)
         if payload.get("error") is not None:
             return self.error(payload)
+        if event.event != "message" or "choices" not in payload:  # every shape it names is one of these
+            marker = error_marker(payload, event.event)
+            if marker is not None:
+                return self.error(payload, marker)
         out: list[StreamEvent] = []
         if not self._started:
             self._started = True
@@ -129,11 +184,16 @@ class OpenAIChatAdapter(Adapter):
                     continue
                 if isinstance(finish, str) and finish_error(finish) is not None:
                     return self._error_finish(payload, choice, finish)
+                if type(choice.get("error")) is dict and choice["error"]:
+                    # An error object in the choice, whatever its finish_reason: the error is one.
+                    return self.error({"error": choice["error"]}, "choice.error")
                 delta = choice.get("delta")
                 if delta:
                     if type(delta) is not dict:
                         raise ProtocolViolation(UNEXPECTED_SHAPE, index)
                     self._delta(delta, out, index)
+                if not _CHOICE_KEYS.issuperset(choice):
+                    self.choice_extras(choice)
                 if isinstance(finish, str):
                     self._finish_reason(finish, out)
         usage = payload.get("usage")
@@ -145,12 +205,15 @@ class OpenAIChatAdapter(Adapter):
 
     def _delta(self, delta: dict[str, Any], out: list[StreamEvent], index: int) -> None:
         keys = self.delta_keys
+        unknown = False
         for key, value in delta.items():
-            if value is not None and value != "" and value != []:
+            if value is not None and value != "" and value != [] and value != {}:
                 if key in keys:
                     keys[key] += 1
                 else:
                     self.count_key(key)
+                if key not in _READ:
+                    unknown = True
         if len(delta) == 1:  # the common chunk: one piece of answer text and nothing else
             content = delta.get("content")
             if content and type(content) is str:
@@ -158,21 +221,34 @@ class OpenAIChatAdapter(Adapter):
                     self.close_call(out)
                 out.append(TextDelta(content))
                 return
+        if unknown:
+            self.note(UNREAD_CONTENT)  # a field this adapter does not read; its name is in delta_keys
         reasoning = delta.get("reasoning_content") or delta.get("reasoning")
         if reasoning and isinstance(reasoning, str):
-            if self._call is not None:
-                self.close_call(out)
-            out.append(ReasoningDelta(reasoning))
+            self._emit(out, ReasoningDelta(reasoning))
+        elif delta.get("reasoning_details"):
+            self._reasoning_details(delta["reasoning_details"], out)
+        elif reasoning:
+            self.note(UNREAD_CONTENT)  # reasoning that is not a string
         refusal = delta.get("refusal")
         if refusal and isinstance(refusal, str):
-            if self._call is not None:
-                self.close_call(out)
-            out.append(TextDelta(refusal, refusal=True))
+            self._emit(out, TextDelta(refusal, refusal=True))
         content = delta.get("content")
         if content and isinstance(content, str):
-            if self._call is not None:
-                self.close_call(out)
-            out.append(TextDelta(content))
+            self._emit(out, TextDelta(content))
+        elif isinstance(content, list):
+            for carrier, text in read_parts(content, self.note, self.count_key):
+                piece = ReasoningDelta(text) if carrier == REASONING else TextDelta(text, carrier == REFUSAL)
+                self._emit(out, piece)
+        elif content is not None and content != "":
+            self.note(UNREAD_CONTENT)  # content that is neither a string nor a list of parts
+        audio = delta.get("audio")
+        if audio:
+            transcript = audio.get("transcript") if type(audio) is dict else None
+            if transcript and isinstance(transcript, str):
+                self._emit(out, TextDelta(transcript))
+            elif type(audio) is not dict:
+                self.note(UNREAD_CONTENT)
         fragments = delta.get("tool_calls")
         if fragments:
             if not isinstance(fragments, list):
@@ -181,6 +257,35 @@ class OpenAIChatAdapter(Adapter):
                 if type(fragment) is not dict:
                     raise ProtocolViolation(UNEXPECTED_SHAPE, index)
                 self._fragment(fragment, out, index)
+
+    def choice_extras(self, choice: Mapping[str, Any]) -> None:
+        """Choice fields beside the delta that this adapter does not read (a legacy ``text``, a whole
+        ``message``): evidence, under ``choice.<name>``."""
+        for key, value in choice.items():
+            if key not in _CHOICE_KEYS and value is not None and value != "" and value != [] and value != {}:
+                self.unread(f"choice.{key}")
+
+    def _emit(self, out: list[StreamEvent], event: StreamEvent) -> None:
+        if self._call is not None:
+            self.close_call(out)
+        out.append(event)
+
+    def _reasoning_details(self, details: object, out: list[StreamEvent]) -> None:
+        """OpenRouter's structured reasoning, read only when no plain reasoning string came with it (it sends
+        both, with the same text)."""
+        if not isinstance(details, list):
+            self.note(UNREAD_CONTENT)
+            return
+        for detail in details:
+            kind = detail.get("type") if type(detail) is dict else None
+            field_name = _REASONING_DETAILS.get(kind) if isinstance(kind, str) else None
+            if field_name is None:
+                if kind != "reasoning.encrypted":  # encrypted reasoning has nothing to read, by design
+                    self.unread("reasoning_details.other")
+                continue
+            text = detail.get(field_name)
+            if text and isinstance(text, str):
+                self._emit(out, ReasoningDelta(text, field_name == "summary"))
 
     def _fragment(self, fragment: dict[str, Any], out: list[StreamEvent], index: int) -> None:
         position = fragment.get("index")

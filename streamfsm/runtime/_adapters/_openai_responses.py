@@ -23,7 +23,13 @@ Judgement calls:
   their events are bookkeeping, not tool calls.
 * ``response.completed`` finishes with ``TOOL_CALLS`` when a function call was seen, else ``STOP``; the raw
   reason is the response's ``status``. ``response.incomplete`` maps ``max_output_tokens`` to ``LENGTH`` and
-  ``content_filter`` to ``CONTENT_FILTER``. Unknown types are bookkeeping too (forward compatible), counted.
+  ``content_filter`` to ``CONTENT_FILTER``. Unknown types are bookkeeping too (forward compatible), counted;
+  an unknown ``*.delta`` type may be answer content, so it is also noted as ``unread_content``, as is a
+  text delta that is not a string. ``response.audio.transcript.delta`` is the text of an audio answer.
+  ``response.output_text.done`` (``refusal.done``) carries the part's whole text: it is read only when no
+  delta of that part was (a server that streams no deltas), else it is bookkeeping.
+* An event named ``error`` (SSE ``event:`` line) is an error whatever its data; so is typeless data with an
+  ``error`` object or a flat ``code`` + ``message``.
 """
 
 from __future__ import annotations
@@ -47,12 +53,14 @@ from ._base import (
     SEQUENCE_REGRESSED,
     UNEXPECTED_EVENT,
     UNKNOWN_TOOL_CALL,
+    UNREAD_CONTENT,
     Adapter,
     OpenCall,
     as_arguments,
     as_count,
     as_dict,
     as_str,
+    error_marker,
     metadata_constants,
     raw_reason,
 )
@@ -68,9 +76,7 @@ _BOOKKEEPING: Final = metadata_constants(
     "response.output_item.done",
     "response.content_part.added",
     "response.content_part.done",
-    "response.output_text.done",
     "response.output_text.annotation.added",
-    "response.refusal.done",
     "response.reasoning_summary_part.added",
     "response.reasoning_summary_part.done",
     "response.reasoning_summary_text.done",
@@ -102,6 +108,9 @@ _BOOKKEEPING: Final = metadata_constants(
     "response.mcp_list_tools.failed",
     "response.reasoning_summary.delta",
     "response.reasoning_summary.done",
+    "response.audio.delta",  # audio bytes: no text (its transcript has events of its own)
+    "response.audio.done",
+    "response.audio.transcript.done",
 )
 
 
@@ -123,7 +132,7 @@ _Handler = Callable[["OpenAIResponsesAdapter", dict[str, Any], int], list[Stream
 class OpenAIResponsesAdapter(Adapter):
     name = "openai-responses"
 
-    __slots__ = ("_closed", "_contiguous", "_last_sequence", "_saw_function_call")
+    __slots__ = ("_closed", "_contiguous", "_last_sequence", "_part_read", "_saw_function_call")
 
     def __init__(self) -> None:
         super().__init__()
@@ -131,6 +140,7 @@ class OpenAIResponsesAdapter(Adapter):
         self._saw_function_call = False
         self._closed: set[str] = set()  # item ids of calls whose ToolCall was emitted
         self._contiguous = False  # a resumed stream: every sequence number is the last one plus one
+        self._part_read = False  # text or refusal deltas were read since the last text part ended
 
     @property
     def last_sequence(self) -> int:
@@ -148,6 +158,7 @@ class OpenAIResponsesAdapter(Adapter):
         other._saw_function_call = self._saw_function_call
         other._closed = set(self._closed)
         other._contiguous = True
+        other._part_read = self._part_read
         call = self._call
         if call is not None:
             copy = OpenCall(call.key, call.call_id, call.name, call.index, call.server_side)
@@ -163,9 +174,14 @@ class OpenAIResponsesAdapter(Adapter):
     def _on_data(self, event: SSEEvent, data: str, index: int) -> list[StreamEvent]:
         payload = self.load(data, index)
         kind = payload.get("type")
+        if event.event == "error" and (type(kind) is not str or kind not in _ERROR_EVENTS):
+            return self.error(payload, "event=error")  # an event named error is one, whatever its data
         if type(kind) is not str:
             if payload.get("error") is not None:
                 return self.error(payload)
+            marker = error_marker(payload, None)
+            if marker is not None:
+                return self.error(payload, marker)
             raise ProtocolViolation(UNEXPECTED_EVENT, index)
         if event.event != kind and event.event != "message":
             self.note("event_name_mismatch")
@@ -188,8 +204,8 @@ class OpenAIResponsesAdapter(Adapter):
 
     def _unknown(self, kind: str) -> list[StreamEvent]:
         self.note("unknown_event")
-        if kind.endswith(".delta"):
-            self.count_key(kind[len(_PREFIX) :] if kind.startswith(_PREFIX) else kind)
+        if kind.endswith(".delta"):  # a delta of a kind not known may be answer content: never silent
+            self.unread(kind[len(_PREFIX) :] if kind.startswith(_PREFIX) else kind)
         return [Metadata(kind if len(kind) <= 64 else "unknown")]
 
     # -- handlers -------------------------------------------------------------------------------------------
@@ -203,19 +219,40 @@ class OpenAIResponsesAdapter(Adapter):
         self.count_key("output_text.delta")
         return self._visible(payload, False)
 
+    def _on_transcript(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
+        # An audio answer's transcript is its text (as chat's delta.audio.transcript).
+        self.count_key("audio.transcript.delta")
+        return self._visible(payload, False)
+
     def _on_refusal(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
         self.count_key("refusal.delta")
         return self._visible(payload, True)
 
-    def _visible(self, payload: dict[str, Any], refusal: bool) -> list[StreamEvent]:
-        text = payload.get("delta")
+    def _visible(self, payload: dict[str, Any], refusal: bool, field: str = "delta") -> list[StreamEvent]:
+        text = payload.get(field)
         if not text or not isinstance(text, str):
+            if text:
+                self.note(UNREAD_CONTENT)
             return [_BOOKKEEPING_DELTA]
+        self._part_read = True
         if self._call is None:
             return [TextDelta(text, refusal)]
         out: list[StreamEvent] = []
         self.close_call(out)
         out.append(TextDelta(text, refusal))
+        return out
+
+    def _on_text_done(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
+        """The part's whole text (``text``; ``refusal`` for a refusal): read only when no delta of it was
+        (a server that sends no deltas), else bookkeeping."""
+        kind = payload["type"]
+        refusal = kind == "response.refusal.done"
+        if self._part_read:
+            self._part_read = False
+            return [_DONE[kind]]
+        self.count_key(kind[len(_PREFIX) :])
+        out = self._visible(payload, refusal, "refusal" if refusal else "text")
+        self._part_read = False
         return out
 
     def _on_summary(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
@@ -229,6 +266,8 @@ class OpenAIResponsesAdapter(Adapter):
     def _reasoning(self, payload: dict[str, Any], summary: bool) -> list[StreamEvent]:
         text = payload.get("delta")
         if not text or not isinstance(text, str):
+            if text:
+                self.note(UNREAD_CONTENT)
             return [_BOOKKEEPING_DELTA]
         if self._call is None:
             return [ReasoningDelta(text, summary)]
@@ -341,13 +380,17 @@ class OpenAIResponsesAdapter(Adapter):
 
 
 _BOOKKEEPING_DELTA: Final = Metadata("empty_delta")
+_DONE: Final = metadata_constants("response.output_text.done", "response.refusal.done")
 
 _HANDLERS: Final[dict[str, _Handler]] = {
     "response.created": OpenAIResponsesAdapter._on_created,
     "response.in_progress": OpenAIResponsesAdapter._on_created,
     "response.queued": OpenAIResponsesAdapter._on_created,
     "response.output_text.delta": OpenAIResponsesAdapter._on_text,
+    "response.audio.transcript.delta": OpenAIResponsesAdapter._on_transcript,
     "response.refusal.delta": OpenAIResponsesAdapter._on_refusal,
+    "response.output_text.done": OpenAIResponsesAdapter._on_text_done,
+    "response.refusal.done": OpenAIResponsesAdapter._on_text_done,
     "response.reasoning_summary_text.delta": OpenAIResponsesAdapter._on_summary,
     "response.reasoning_text.delta": OpenAIResponsesAdapter._on_reasoning,
     "response.output_item.added": OpenAIResponsesAdapter._on_item_added,

@@ -37,7 +37,7 @@ from typing import Any, Final
 
 from ...classify._finish import finish_error
 from .._events import Metadata, ProtocolViolation, StreamEvent
-from ._anthropic import _DELTAS, _META, _PING, AnthropicAdapter
+from ._anthropic import _PING, AnthropicAdapter
 from ._base import (
     ADAPTER_FAULT,
     DATA_AFTER_TERMINAL,
@@ -45,6 +45,7 @@ from ._base import (
     UNEXPECTED_EVENT,
     Adapter,
     as_str,
+    error_marker,
 )
 from ._openai_chat import _CHUNK, OpenAIChatAdapter, chat_usage
 from ._openai_responses import _BOOKKEEPING, _TOOL_ITEMS, OpenAIResponsesAdapter
@@ -147,6 +148,10 @@ class SdkOpenAIChat(SdkTranslator, OpenAIChatAdapter):
     __slots__ = ()
 
     def _on_item(self, chunk: Any, index: int) -> list[StreamEvent]:
+        top = fields(chunk)
+        marker = error_marker(top, None)  # openai raises only for an "error" key; vLLM's shape is yielded
+        if marker is not None:
+            return self.error(plain(top), marker)
         out: list[StreamEvent] = []
         if not self._started:
             self._started = True
@@ -169,6 +174,9 @@ class SdkOpenAIChat(SdkTranslator, OpenAIChatAdapter):
                     if payload.get("tool_calls"):
                         payload = {**payload, "tool_calls": [_fragment(f) for f in payload["tool_calls"]]}
                     self._delta(payload, out, index)
+                extras = getattr(choice, "__pydantic_extra__", None)  # undeclared wire fields
+                if extras:
+                    self.choice_extras(extras)
                 if isinstance(finish, str):
                     self._finish_reason(finish, out)
         usage = getattr(chunk, "usage", None)
@@ -264,7 +272,10 @@ _FlatHandler = Callable[[OpenAIResponsesAdapter, dict[str, Any], int], list[Stre
 
 _FLAT: Final[dict[str, _FlatHandler]] = {
     "response.output_text.delta": OpenAIResponsesAdapter._on_text,
+    "response.audio.transcript.delta": OpenAIResponsesAdapter._on_transcript,
     "response.refusal.delta": OpenAIResponsesAdapter._on_refusal,
+    "response.output_text.done": OpenAIResponsesAdapter._on_text_done,
+    "response.refusal.done": OpenAIResponsesAdapter._on_text_done,
     "response.reasoning_summary_text.delta": OpenAIResponsesAdapter._on_summary,
     "response.reasoning_text.delta": OpenAIResponsesAdapter._on_reasoning,
     "response.function_call_arguments.delta": OpenAIResponsesAdapter._on_arguments_delta,
@@ -327,14 +338,11 @@ class SdkAnthropic(SdkTranslator, AnthropicAdapter):
         delta = fields(item.delta)
         kind = as_str(delta.get("type")) or "unknown"
         self.count_key(kind)
-        handler = _DELTAS.get(kind)
-        if handler is not None:
-            return handler(self, delta, item.__dict__, index)
-        return [_META["content_block_delta"]]
+        return self.block_delta(kind, delta, item.__dict__, index)
 
     def _item_message_start(self, item: Any, index: int) -> list[StreamEvent]:
         message = getattr(item, "message", None)
-        payload = {"message": pick(message, "id", "model", "usage") if message is not None else {}}
+        payload = {"message": pick(message, "id", "model", "usage", "content") if message is not None else {}}
         return self._on_message_start(payload, index)
 
     def _item_block_start(self, item: Any, index: int) -> list[StreamEvent]:
