@@ -172,6 +172,7 @@ SPECIFIC_WORDS: Final = (
     # what the request must change
     _rule("context length", _P.CONTEXT_OVERFLOW, "OpenAI, OpenRouter context_length_exceeded"),
     _rule("context window", _P.CONTEXT_OVERFLOW, "Anthropic model_context_window_exceeded"),
+    _rule("context size", _P.CONTEXT_OVERFLOW, "llama.cpp server exceed_context_size_error"),
     _rule("too large", _P.REQUEST_TOO_LARGE, "Anthropic 413 request_too_large, *_too_large_after_decoding"),
     _rule("content filter", _P.CONTENT_FILTER, "OpenAI, Azure OpenAI content_filter"),
     _rule(
@@ -308,7 +309,7 @@ _UNIT_S: Final = {
 _WORD_RE: Final = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
 _CONTEXT_OVERFLOW_RE: Final = re.compile(
-    r"prompt is too long|maximum context length|context (?:length|window)|input token count"
+    r"prompt is too long|maximum context length|context (?:length|window|size)|input token count"
     r"|exceeds the maximum number of tokens|too many (?:input )?tokens"
     r"|reduce the length of the (?:messages|prompt)",
     re.IGNORECASE,

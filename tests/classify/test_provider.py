@@ -1158,3 +1158,26 @@ def test_openai_sdk_error_with_a_text_body_is_read_as_the_message() -> None:
     got = provider_error_from_sdk(exc)
     assert got is not None and got.kind is K.QUOTA_EXHAUSTED
     assert "message=money:credits" in got.markers and text not in repr(got)
+
+
+def test_llama_cpp_context_size_errors_are_context_overflow() -> None:
+    # llama.cpp's server: type exceed_context_size_error (newer builds), or only the words (older ones)
+    by_type = provider_error_from_event(
+        {
+            "error": {
+                "code": 400,
+                "message": "request (9000 tokens) exceeds the available context size (8192 tokens)",
+                "type": "exceed_context_size_error",
+            }
+        }
+    )
+    assert by_type.kind is K.CONTEXT_OVERFLOW
+    by_words = provider_error_from_event(
+        {
+            "code": 400,
+            "message": "the request exceeds the available context size. try increasing the context size",
+            "type": "invalid_request_error",
+        }
+    )
+    assert by_words.kind is K.CONTEXT_OVERFLOW
+    assert by_words.confidence is Confidence.LOW
