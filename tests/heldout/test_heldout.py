@@ -1,25 +1,32 @@
 """The held-out set of issue 29, one test per shape (``heldout_shapes.py``, sources in ``SOURCES.md``).
 
-Skipped unless ``STREAMFSM_HELDOUT=1``: the set was measured before the fixes of issue 29 landed (many
-shapes miss on that code, by design); the integrator turns it on once they have, and marks any remaining miss
-with a written reason. ``python -m tests.heldout`` prints the same check as a table with a score.
+The set scored 21/54 before the fixes of issue 29 and 53/54 after (``SOURCES.md``). A shape that still misses
+is listed in ``KNOWN_MISSES`` with the reason it is left so; it must keep missing (strict), so a change that
+fixes it says so. ``python -m tests.heldout`` prints the same check as a table with a score.
 """
 
 from __future__ import annotations
-
-import os
 
 import pytest
 from heldout_score import check
 from heldout_shapes import SHAPES, Shape
 
-pytestmark = pytest.mark.skipif(
-    os.environ.get("STREAMFSM_HELDOUT") != "1", reason="held-out set: set STREAMFSM_HELDOUT=1 to run it"
-)
+KNOWN_MISSES = {
+    "chat-chunk-message-instead-of-delta": (
+        "a stream chunk carrying a whole 'message' where a 'delta' is due is documented by no provider: its "
+        "content is counted as unread (completed.unread_content, low confidence), never guessed into text"
+    ),
+}
+
+
+def _param(shape: Shape) -> object:
+    why = KNOWN_MISSES.get(shape.id)
+    marks = [pytest.mark.xfail(reason=why, strict=True)] if why else []
+    return pytest.param(shape, id=shape.id, marks=marks)
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
-@pytest.mark.parametrize("shape", SHAPES, ids=[s.id for s in SHAPES])
+@pytest.mark.parametrize("shape", [_param(s) for s in SHAPES])
 def test_shape(shape: Shape, backend: str) -> None:
     # Each shape on a fault server of its own over loopback; every run is bounded (heldout_score.RUN_BOUND_S).
     misses = check(shape, backend)
