@@ -355,7 +355,13 @@ MONEY_MESSAGES = (
     "The account associated with the API key has reached its maximum allowed monthly spending limit.",
     "You've reached your usage limit for this billing cycle.",  # Kimi 403
 )
-RATE_CODES = ("rate_limit_exceeded", "too_many_requests", "RESOURCE_EXHAUSTED", "rate_limit_error")
+RATE_CODES = (
+    "rate_limit_exceeded",
+    "too_many_requests",
+    "RESOURCE_EXHAUSTED",
+    "rate_limit_error",
+    "throttling_rate_quota",  # Alibaba Model Studio Throttling.RateQuota
+)
 # Rate-limit wording that mentions billing only as a place to raise the limit (OpenAI, Groq): not money.
 RATE_MESSAGES = (
     "",
@@ -364,6 +370,8 @@ RATE_MESSAGES = (
     " https://platform.openai.com/account/billing.",
     "Too many requests. Please retry shortly.",
     "Resource has been exhausted (e.g. check quota).",
+    # a token budget per window is not money
+    "Per-minute token budget exceeded. Please retry shortly.",
 )
 STATUSES = (400, 401, 402, 403, 404, 408, 422, 429, 500, 502, 503, 529)
 POSITIONS = ("http", "chat_event", "anthropic_event", "responses_nested", "responses_failed", "json_at_200")

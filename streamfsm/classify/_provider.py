@@ -113,19 +113,21 @@ _WEAK_STATUSES: Final = frozenset({408, 409})
 
 @dataclass(frozen=True, slots=True)
 class WordRule:
-    """Body codes, types or statuses holding all of ``words`` are ``kind``; ``source`` says who sends them."""
+    """Body codes, types or statuses holding all of ``words`` and none of ``unless`` are ``kind``; ``source``
+    says who sends them."""
 
     words: tuple[str, ...]
     kind: ProviderErrorKind
     source: str
+    unless: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
         return "_".join(self.words)
 
 
-def _rule(words: str, kind: ProviderErrorKind, source: str) -> WordRule:
-    return WordRule(tuple(words.split()), kind, source)
+def _rule(words: str, kind: ProviderErrorKind, source: str, unless: tuple[str, ...] = ()) -> WordRule:
+    return WordRule(tuple(words.split()), kind, source, unless)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +143,11 @@ def _phrase(name: str, pattern: str, source: str) -> MoneyPhrase:
     return MoneyPhrase(name, re.compile(pattern, re.IGNORECASE), source)
 
 
+# A budget that is not money: tokens, thinking or time run out per request or per window, and a smaller
+# request or a wait cures them (Anthropic thinking.budget_tokens, Gemini thinkingBudget, gateways' token
+# budgets per minute).
+NOT_MONEY_BUDGETS: Final = ("token", "tokens", "thinking", "reasoning", "time", "retry", "compute", "latency")
+
 # Body codes, types and statuses are read as words (see ``code_words``): a rule matches a value holding all
 # its words, in any order, spelling or case, so ``insufficient_quota``, ``InsufficientQuota`` and
 # ``QUOTA-INSUFFICIENT`` meet. The first matching rule wins, so money comes first.
@@ -148,8 +155,12 @@ SPECIFIC_WORDS: Final = (
     # a concurrency reservation, not money: it frees itself
     _rule("in flight", _P.RATE_LIMIT, "OpenRouter 402 in_flight_budget_exhausted"),
     # money, quota and plan limits: waiting does not cure them
+    # (not a rate quota: Alibaba Model Studio's 429 Throttling.RateQuota lifts by itself)
     _rule(
-        "quota", _P.QUOTA_EXHAUSTED, "OpenAI 429 insufficient_quota, Moonshot exceeded_current_quota_error"
+        "quota",
+        _P.QUOTA_EXHAUSTED,
+        "OpenAI 429 insufficient_quota, Moonshot exceeded_current_quota_error",
+        ("rate",),
     ),
     _rule("billing", _P.QUOTA_EXHAUSTED, "OpenAI billing_hard_limit_reached, Anthropic 402 billing_error"),
     _rule("credit", _P.QUOTA_EXHAUSTED, "OpenAI 429 credit_balance_exhausted"),
@@ -166,7 +177,10 @@ SPECIFIC_WORDS: Final = (
     _rule("usage limit", _P.QUOTA_EXHAUSTED, "OpenAI 429 organization_usage_limit_exceeded"),
     _rule("payment", _P.QUOTA_EXHAUSTED, "OpenRouter, Mistral, Cohere 402 payment_required"),
     _rule(
-        "budget", _P.QUOTA_EXHAUSTED, "LiteLLM proxy budget_exceeded, OpenRouter 402 weight_exceeds_budget"
+        "budget",
+        _P.QUOTA_EXHAUSTED,
+        "LiteLLM proxy budget_exceeded, OpenRouter 402 weight_exceeds_budget",
+        NOT_MONEY_BUDGETS,
     ),
     _rule("arrearage", _P.QUOTA_EXHAUSTED, "Alibaba Model Studio (Qwen) code Arrearage"),
     # what the request must change
@@ -261,7 +275,8 @@ MONEY_PHRASES: Final = (
     _phrase("payment_required", r"payment required", "the 402 reason phrase (OpenRouter, Mistral, Cohere)"),
     _phrase(
         "budget",
-        r"budget (?:has been |was )?(?:exceeded|reached|exhausted)|(?:exceeded|over) (?:your |the )?budget"
+        "".join(rf"(?<!{word}[ _-])" for word in NOT_MONEY_BUDGETS)
+        + r"budget (?:has been |was )?(?:exceeded|reached|exhausted)|(?:exceeded|over) (?:your |the )?budget"
         r"|max budget",
         "LiteLLM proxy 'Budget has been exceeded!', 'Max budget limit reached.'",
     ),
@@ -633,7 +648,7 @@ def _match(rules: tuple[WordRule, ...], f: _Fields) -> tuple[ProviderErrorKind, 
     said = [(label, value, code_words(value)) for label, value in f.said]
     for rule in rules:
         for label, value, held in said:
-            if held.issuperset(rule.words):
+            if held.issuperset(rule.words) and held.isdisjoint(rule.unless):
                 kind = rule.kind
                 if kind is _P.QUOTA_EXHAUSTED and held & _RATE_WINDOW_WORDS:
                     kind = _P.RATE_LIMIT  # a quota per minute is a rate limit

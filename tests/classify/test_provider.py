@@ -1064,6 +1064,24 @@ def test_any_sdk_error_gives_a_kind_and_keeps_no_secret(status: int, body: objec
             "body.code=in_flight_budget_exhausted",
         ),
         ({"detail": "Max budget limit reached."}, K.QUOTA_EXHAUSTED, "message=money:budget"),
+        # a token, thinking or time budget is not money: the rest of the error decides
+        (
+            {"error": {"code": "rate_limit_exceeded", "message": "Per-minute token budget exceeded."}},
+            K.RATE_LIMIT,
+            "body.code=rate_limit_exceeded",
+        ),
+        ({"error": {"code": 500, "message": "Thinking budget exceeded"}}, K.SERVER_ERROR, "body.code=500"),
+        (
+            {"error": {"code": "TokenBudgetExceeded", "message": "slow down", "status": "UNAVAILABLE"}},
+            K.OVERLOADED,
+            "body.status=UNAVAILABLE",
+        ),
+        # Alibaba Model Studio's rate quota is a rate limit ("Requests rate limit exceeded, please try again")
+        (
+            {"error": {"code": "Throttling.RateQuota", "message": "Requests rate limit exceeded"}},
+            K.RATE_LIMIT,
+            "body.code=Throttling.RateQuota",
+        ),
         # a daily or monthly limit with no stated wait is a plan limit (OpenRouter in-band, Cohere trial key)
         (
             {"error": {"message": "Rate limit exceeded: free-models-per-day. Add 10 credits", "code": 429}},
