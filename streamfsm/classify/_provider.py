@@ -237,7 +237,7 @@ GENERIC_WORDS: Final = (
 MONEY_PHRASES: Final = (
     _phrase(
         "current_quota",
-        r"exceeded your (?:current )?quota",
+        r"exceeded your (?:current )?quota\b",
         "OpenAI 429 insufficient_quota, Moonshot 429, Gemini 429 without per-minute details, W&B 402",
     ),
     _phrase(
@@ -248,23 +248,23 @@ MONEY_PHRASES: Final = (
     _phrase("balance", r"余额不足|欠费", "DeepSeek 402, Zhipu 1113 (Chinese docs)"),
     _phrase(
         "credits",
-        r"insufficient credits?|(?:out of|no|all available|run out of) credits?",
+        r"\binsufficient credits?\b|\b(?:out of|no|all available|run out of) credits?\b",
         "OpenRouter 402 'Insufficient credits', xAI 403/429 'used all available credits'",
     ),
     _phrase(
         "credits",
-        r"credits? (?:are |have been |has been )?(?:used up|exhausted|depleted)",
+        r"\bcredits? (?:are |have been |has been )?(?:used up|exhausted|depleted)",
         "prepaid-credit providers and gateways",
     ),
     _phrase("billing_limit", r"billing hard limit|billing limit", "OpenAI billing_hard_limit_reached"),
     _phrase(
         "spend_limit",
-        r"spend(?:ing)? (?:limit|cap)",
+        r"\bspend(?:ing)? (?:limit|cap)\b",
         "xAI 'reached its monthly spending limit', Together 402, Mistral 402, Claude 'monthly spend limit'",
     ),
     _phrase(
         "usage_limit",
-        r"usage limits?\b",
+        r"\busage limits?\b",
         "Anthropic 400 'You have reached your specified API usage limits', Kimi 403, Claude 'usage limit'",
     ),
     _phrase(

@@ -1076,6 +1076,12 @@ def test_any_sdk_error_gives_a_kind_and_keeps_no_secret(status: int, body: objec
             K.OVERLOADED,
             "body.status=UNAVAILABLE",
         ),
+        # money words are whole words: "credited" is not "credits", "spend capacity" not a "spend cap"
+        (
+            {"error": {"code": 503, "message": "No credited capacity on this node; spend capacity later"}},
+            K.SERVER_ERROR,
+            "body.code=503",
+        ),
         # Alibaba Model Studio's rate quota is a rate limit ("Requests rate limit exceeded, please try again")
         (
             {"error": {"code": "Throttling.RateQuota", "message": "Requests rate limit exceeded"}},
