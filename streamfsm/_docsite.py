@@ -22,7 +22,14 @@ from typing import TYPE_CHECKING, Final
 from streamfsm import _diagrams
 from streamfsm.classify import FINISHED_SAYS, Facts, FailureClass, FinishCause, diagnose, what_happened
 from streamfsm.classify._diagnose import LONGEST_AUTOMATIC_WAIT_S
-from streamfsm.classify._provider import GENERIC_WORDS, MONEY_PHRASES, PLAN_WINDOW, SPECIFIC_WORDS, WordRule
+from streamfsm.classify._provider import (
+    GENERIC_WORDS,
+    MONEY_PHRASES,
+    PLAN_WINDOW,
+    SHORT_WINDOW,
+    SPECIFIC_WORDS,
+    WordRule,
+)
 from streamfsm.classify._summaries import _TITLE_BY_CLASS
 from streamfsm.machine import (
     ACTIVITY_TRANSITIONS,
@@ -504,6 +511,10 @@ def _provider_words() -> list[str]:
         *(f"- `{m.name}`: `{m.pattern.pattern}` ({said(m.source)})" for m in MONEY_PHRASES),
         f"- `{PLAN_WINDOW.name}`: `{PLAN_WINDOW.pattern.pattern}`, for a rate limit with no stated wait"
         f" ({said(PLAN_WINDOW.source)})",
+        "",
+        f"A quota, usage or plan phrase ({', '.join(f'`{m.name}`' for m in MONEY_PHRASES if m.limit)}) beside"
+        f" a short window, `{SHORT_WINDOW.pattern.pattern}`, is a rate limit instead"
+        f" ({said(SHORT_WINDOW.source)}).",
         "",
         "A wait the provider states (`retry-after`, Gemini's `RetryInfo`, the reset of a rate limit whose"
         ' remaining count is 0, or words such as "try again in 9m38s") longer than'

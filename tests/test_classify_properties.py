@@ -372,6 +372,8 @@ RATE_MESSAGES = (
     "Resource has been exhausted (e.g. check quota).",
     # a token budget per window is not money
     "Per-minute token budget exceeded. Please retry shortly.",
+    # a usage limit or quota per short window is a rate limit
+    "Usage limit exceeded: 60 requests per minute (RPM).",
 )
 STATUSES = (400, 401, 402, 403, 404, 408, 422, 429, 500, 502, 503, 529)
 POSITIONS = ("http", "chat_event", "anthropic_event", "responses_nested", "responses_failed", "json_at_200")

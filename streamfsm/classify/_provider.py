@@ -16,6 +16,7 @@ fixed order, and the markers say which piece decided:
    balance", "used all available credits", "monthly spending limit", "usage limits", "budget has been
    exceeded", ...: ``MONEY_PHRASES``): ``quota_exhausted`` under any status, over a rate-limit or overload
    code, at LOW confidence, the phrase's name in the markers (``message=money:<name>``). No wait cures these.
+   But a quota, usage or plan limit per minute or second (``SHORT_WINDOW``) is a rate limit, as for codes.
 4. The remaining specific body values (``rate_limit``, ``overloaded``, ``permission``), then the HTTP status
    (``401`` auth, ``429`` rate limit, ``529`` overloaded, ...; for an in-band error, an HTTP status its body
    carries as ``code``). A status of 200 says nothing: an Anthropic in-band ``event: error`` reaches the SDK
@@ -132,15 +133,18 @@ def _rule(words: str, kind: ProviderErrorKind, source: str, unless: tuple[str, .
 
 @dataclass(frozen=True, slots=True)
 class MoneyPhrase:
-    """Money, quota or plan-limit language in a message; ``name`` (never the text) goes into the markers."""
+    """Money, quota or plan-limit language in a message; ``name`` (never the text) goes into the markers.
+    ``limit``: a limit on use rather than money spent, so a rate limit when the message names a short window
+    (``SHORT_WINDOW``)."""
 
     name: str
     pattern: re.Pattern[str]
     source: str
+    limit: bool = False
 
 
-def _phrase(name: str, pattern: str, source: str) -> MoneyPhrase:
-    return MoneyPhrase(name, re.compile(pattern, re.IGNORECASE), source)
+def _phrase(name: str, pattern: str, source: str, *, limit: bool = False) -> MoneyPhrase:
+    return MoneyPhrase(name, re.compile(pattern, re.IGNORECASE), source, limit)
 
 
 # A budget that is not money: tokens, thinking or time run out per request or per window, and a smaller
@@ -239,6 +243,7 @@ MONEY_PHRASES: Final = (
         "current_quota",
         r"exceeded your (?:current )?quota\b",
         "OpenAI 429 insufficient_quota, Moonshot 429, Gemini 429 without per-minute details, W&B 402",
+        limit=True,
     ),
     _phrase(
         "balance",
@@ -266,11 +271,13 @@ MONEY_PHRASES: Final = (
         "usage_limit",
         r"\busage limits?\b",
         "Anthropic 400 'You have reached your specified API usage limits', Kimi 403, Claude 'usage limit'",
+        limit=True,
     ),
     _phrase(
         "plan_limit",
         r"(?:monthly|plan|subscription) (?:usage |request |token )?(?:limit|quota|allowance)",
         "monthly and plan allowances (Together 402, Kimi, coding plans)",
+        limit=True,
     ),
     _phrase("payment_required", r"payment required", "the 402 reason phrase (OpenRouter, Mistral, Cohere)"),
     _phrase(
@@ -285,6 +292,13 @@ MONEY_PHRASES: Final = (
         r"in arrears|arrearage|account is not in good standing",
         "Alibaba Model Studio Arrearage, Zhipu (English)",
     ),
+)
+# A quota, usage or plan limit per minute or second is a rate limit, as for codes (``_RATE_WINDOW_WORDS``).
+SHORT_WINDOW: Final = _phrase(
+    "short_window",
+    r"\bper[- ]?(?:minute|min|second|sec)\b|\b(?:this|a|one) (?:minute|second)\b|\b(?:rpm|tpm|rps|tps)\b"
+    r"|/ ?(?:minute|min|second|sec)\b",
+    "OpenAI, Groq 'tokens per min (TPM)', gateways' 'requests per minute' quotas and usage limits",
 )
 # A rate limit per day or month with no stated wait is a plan limit: nothing says when it lifts, and it is not
 # within any automatic retry (Gemini's per-day QuotaFailure is read the same way).
@@ -657,8 +671,8 @@ def _match(rules: tuple[WordRule, ...], f: _Fields) -> tuple[ProviderErrorKind, 
     return None
 
 
-def _money_phrase(message: str) -> str | None:
-    return next((phrase.name for phrase in MONEY_PHRASES if phrase.pattern.search(message)), None)
+def _money_phrase(message: str) -> MoneyPhrase | None:
+    return next((phrase for phrase in MONEY_PHRASES if phrase.pattern.search(message)), None)
 
 
 def _retry_in(message: str) -> float | None:
@@ -725,8 +739,12 @@ def _kind(status: int | None, f: _Fields) -> tuple[ProviderErrorKind, list[str],
         return by_status[0], status_markers, by_status[1]
     # 3. money, quota or plan-limit language: waiting does not help, whatever the status or code said
     money = _money_phrase(f.message) if f.message else None
+    if money is not None and money.limit and SHORT_WINDOW.pattern.search(f.message):
+        if specific is not None:
+            return specific[0], [*markers, specific[1]], Confidence.HIGH
+        return _P.RATE_LIMIT, [*markers, f"message={SHORT_WINDOW.name}"], Confidence.LOW
     if money is not None:
-        return _P.QUOTA_EXHAUSTED, [*markers, f"message=money:{money}"], Confidence.LOW
+        return _P.QUOTA_EXHAUSTED, [*markers, f"message=money:{money.name}"], Confidence.LOW
     if specific is not None:
         return specific[0], [*markers, specific[1]], Confidence.HIGH
     if by_status is not None:

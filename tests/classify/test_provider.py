@@ -1082,6 +1082,17 @@ def test_any_sdk_error_gives_a_kind_and_keeps_no_secret(status: int, body: objec
             K.SERVER_ERROR,
             "body.code=503",
         ),
+        # a quota or usage limit per minute is a rate limit, as a code per minute is
+        (
+            {"error": {"message": "You exceeded your quota of 60 requests per minute."}},
+            K.RATE_LIMIT,
+            "message=short_window",
+        ),
+        (
+            {"error": {"code": "overloaded_error", "message": "Usage limit (TPM) reached"}},
+            K.OVERLOADED,
+            "body.code=overloaded_error",
+        ),
         # Alibaba Model Studio's rate quota is a rate limit ("Requests rate limit exceeded, please try again")
         (
             {"error": {"code": "Throttling.RateQuota", "message": "Requests rate limit exceeded"}},
