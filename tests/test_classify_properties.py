@@ -354,6 +354,7 @@ MONEY_MESSAGES = (
     "Budget has been exceeded! Current cost: 10.2, Max budget: 10.0",  # LiteLLM proxy
     "The account associated with the API key has reached its maximum allowed monthly spending limit.",
     "You've reached your usage limit for this billing cycle.",  # Kimi 403
+    "已达到 5 小时的使用上限。您的限额将在 2026-07-05 14:21:10 重置。",  # Zhipu 1308 (coding plan)
 )
 RATE_CODES = (
     "rate_limit_exceeded",

@@ -274,6 +274,13 @@ MONEY_PHRASES: Final = (
         limit=True,
     ),
     _phrase(
+        "usage_limit",
+        r"使用上限|用量上限|(?:额度|配额)已?(?:用完|用尽|耗尽|不足)",
+        "Zhipu (GLM Coding Plan) 429 1308 '已达到 5 小时的使用上限' with type rate_limit_error",
+        limit=True,
+    ),
+    _phrase("plan_limit", r"套餐已到期", "Zhipu (GLM Coding Plan) 429 1309 '套餐已到期' (the plan expired)"),
+    _phrase(
         "plan_limit",
         r"(?:monthly|plan|subscription) (?:usage |request |token )?(?:limit|quota|allowance)",
         "monthly and plan allowances (Together 402, Kimi, coding plans)",
@@ -297,7 +304,7 @@ MONEY_PHRASES: Final = (
 SHORT_WINDOW: Final = _phrase(
     "short_window",
     r"\bper[- ]?(?:minute|min|second|sec)\b|\b(?:this|a|one) (?:minute|second)\b|\b(?:rpm|tpm|rps|tps)\b"
-    r"|/ ?(?:minute|min|second|sec)\b",
+    r"|/ ?(?:minute|min|second|sec)\b|每分钟|每秒",
     "OpenAI, Groq 'tokens per min (TPM)', gateways' 'requests per minute' quotas and usage limits",
 )
 # A rate limit per day or month with no stated wait is a plan limit: nothing says when it lifts, and it is not

@@ -1093,6 +1093,24 @@ def test_any_sdk_error_gives_a_kind_and_keeps_no_secret(status: int, body: objec
             K.OVERLOADED,
             "body.code=overloaded_error",
         ),
+        # Zhipu's coding plan: five hours' use spent, a 429 rate_limit_error (in Chinese as in English)
+        (
+            {
+                "type": "error",
+                "error": {
+                    "type": "rate_limit_error",
+                    "code": "1308",
+                    "message": "已达到 5 小时的使用上限。您的限额将在 2026-07-05 14:21:10 重置。",
+                },
+            },
+            K.QUOTA_EXHAUSTED,
+            "message=money:usage_limit",
+        ),
+        (
+            {"error": {"code": 429, "message": "每分钟配额不足 请稍后再试"}},
+            K.RATE_LIMIT,
+            "message=short_window",
+        ),
         # Alibaba Model Studio's rate quota is a rate limit ("Requests rate limit exceeded, please try again")
         (
             {"error": {"code": "Throttling.RateQuota", "message": "Requests rate limit exceeded"}},
