@@ -4,20 +4,18 @@ that a relay killed (``kill -9``, out of memory, a crash) leaves a trace of ever
 Written (one ``O_APPEND`` line each, ``JsonlSink.append_line``) to the relay's *journal log*: the audit log
 if there is one, else the error log:
 
-* ``{"schema": "streamfsm.begin/1", "begin_id", "request_id", "route", "account", "started_at", "instance":
-  {"id", "host", "pid", "process_started", "boot_id", "pid_ns"}}`` before the request goes upstream, for every
-  request that is a streaming LLM run (the tap's own test, ``stream_request``);
+* ``{"schema": "streamfsm.begin/1", "begin_id", "request_id", "route", "account", "started_at",
+  "instance": {"id", "host", "pid", "process_started", "boot_id"}}`` before the request goes upstream, for
+  every request that is a streaming LLM run (the tap's own test, ``stream_request``);
 * the run's record carries ``ids.context.relay_begin`` (the begin id) and ``ids.context.relay_instance``,
   so the begin pairs with it; in the error log, which holds only failed runs, a ``streamfsm.end/1`` line
   (``begin_id``, ``instance``) closes every begin once its exchange is over.
 
 ``read_records`` skips both schemas (they are not runs). ``interrupted(path)`` reads them back: the begins
-without an end or a record whose instance is no longer alive (the same host, and a boot since, or in the same
-pid namespace its pid gone or started at another time) are streams the relay's death cut. Their ends are not
-known (how far the stream got, whether the client saw anything), so they are not run records, never a class
-of the taxonomy: they are listed apart, by request id. A begin of an instance on another host, in another pid
-namespace (a container sharing the host's name: its pids are not ours to look up), or still alive, is not
-claimed.
+without an end or a record whose instance is no longer alive (the same host and boot, and its pid gone or
+started at another time) are streams the relay's death cut. Their ends are not known (how far the stream
+got, whether the client saw anything), so they are not run records, never a class of the taxonomy: they are
+listed apart, by request id. A begin of an instance on another host, or still alive, is not claimed.
 """
 
 from __future__ import annotations
@@ -55,14 +53,12 @@ _SHOWN: Final = 1000  # interrupted streams kept per read (the most recent)
 
 @dataclass(frozen=True, slots=True)
 class Instance:
-    """One relay process: its host, pid, and when it started (``/proc``: clock ticks since the boot); the
-    pid namespace its pid is numbered in (``/proc/self/ns/pid``)."""
+    """One relay process: its host, pid, and when it started (``/proc``: clock ticks since the boot)."""
 
     host: str
     pid: int
     process_started: str | None
     boot_id: str | None
-    pid_ns: str | None = None
 
     @property
     def id(self) -> str:
@@ -75,7 +71,6 @@ class Instance:
             "pid": self.pid,
             "process_started": self.process_started,
             "boot_id": self.boot_id,
-            "pid_ns": self.pid_ns,
         }
 
     @classmethod
@@ -85,13 +80,12 @@ class Instance:
         pid = data.get("pid")
         if not isinstance(pid, int):
             return None
-        started, boot, ns = data.get("process_started"), data.get("boot_id"), data.get("pid_ns")
+        started, boot = data.get("process_started"), data.get("boot_id")
         return cls(
             data["host"][:256],
             pid,
             started if isinstance(started, str) else None,
             boot if isinstance(boot, str) else None,
-            ns[:64] if isinstance(ns, str) else None,
         )
 
     def alive(self) -> bool | None:
@@ -100,8 +94,6 @@ class Instance:
             return None
         if self.boot_id is not None and _boot_id() is not None and self.boot_id != _boot_id():
             return False  # the machine rebooted since
-        if self.pid_ns is not None and _pid_ns() is not None and self.pid_ns != _pid_ns():
-            return None  # a container sharing this host name: the same number is another process here
         started = _process_started(self.pid)
         if self.process_started is not None and started is not None:
             return started == self.process_started
@@ -119,7 +111,7 @@ class Instance:
 def this_instance() -> Instance:
     """This process (not cached: a forked worker is another instance)."""
     pid = os.getpid()
-    return Instance(socket.gethostname(), pid, _process_started(pid), _boot_id(), _pid_ns())
+    return Instance(socket.gethostname(), pid, _process_started(pid), _boot_id())
 
 
 def _process_started(pid: int) -> str | None:
@@ -129,14 +121,6 @@ def _process_started(pid: int) -> str | None:
         return None
     fields = stat.rpartition(")")[2].split()  # the command name may hold spaces
     return fields[19] if len(fields) > 19 else None  # field 22, starttime
-
-
-@cache
-def _pid_ns() -> str | None:
-    try:
-        return os.readlink("/proc/self/ns/pid")
-    except OSError:
-        return None
 
 
 @cache
@@ -255,10 +239,10 @@ def unpaired(items: Iterable[Mapping[str, Any]]) -> list[Interrupted]:
             context = (item.get("ids") or {}).get("context") or {}
             if isinstance(context, Mapping):
                 begins.pop(str(context.get(BEGIN_KEY)), None)
-    alive: dict[Instance, bool | None] = {}
+    alive: dict[str, bool | None] = {}
     out = []
     for begin in begins.values():
-        key = begin.instance
+        key = begin.instance.id
         if key not in alive:
             alive[key] = begin.instance.alive()
         if alive[key] is False:

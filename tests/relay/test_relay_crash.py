@@ -149,24 +149,6 @@ def test_the_relay_instance_is_alive_while_its_process_runs() -> None:
     assert elsewhere.alive() is None, "another host's relay is never claimed dead"
 
 
-def test_a_relay_in_another_pid_namespace_is_never_claimed_dead() -> None:
-    """A container sharing the host's name (host networking) numbers its pids apart: its pid 7 is not ours."""
-    me = this_instance()
-    assert me.pid_ns is not None, "this test needs /proc/self/ns/pid"
-    child = subprocess.Popen([sys.executable, "-c", "pass"])
-    child.wait(WATCHDOG_S)
-    there = Instance(me.host, child.pid, me.process_started, me.boot_id, "pid:[1]")
-    begin = {
-        "schema": BEGIN_SCHEMA,
-        "begin_id": f"begin_{7:032x}",
-        "request_id": "r7",
-        "instance": there.to_json(),
-    }
-    assert Instance.from_json(begin["instance"]) == there
-    assert there.alive() is None
-    assert unpaired([begin]) == []
-
-
 def test_a_live_relay_whose_proc_entry_is_hidden_is_alive(monkeypatch: pytest.MonkeyPatch) -> None:
     """/proc mounted with hidepid: another user's /proc/<pid> is not there, yet the process runs."""
     from streamfsm.relay import _journal
