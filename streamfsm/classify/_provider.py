@@ -171,7 +171,12 @@ SPECIFIC_WORDS: Final = (
     _rule(
         "credits", _P.QUOTA_EXHAUSTED, "OpenRouter 402 insufficient credits, gateways' insufficient_credits"
     ),
-    _rule("balance", _P.QUOTA_EXHAUSTED, "DeepSeek 402 Insufficient Balance, gateways' insufficient_balance"),
+    _rule(
+        "balance",
+        _P.QUOTA_EXHAUSTED,
+        "DeepSeek 402 Insufficient Balance, gateways' insufficient_balance",
+        ("load",),  # a load balance error is a gateway's, not money
+    ),
     _rule(
         "spend limit",
         _P.QUOTA_EXHAUSTED,
@@ -216,7 +221,7 @@ SPECIFIC_WORDS: Final = (
     _rule("throttled", _P.RATE_LIMIT, "gateways' throttled"),
 )
 # A quota per short window is a rate limit, whatever it is called (Gemini per-minute quotas).
-_RATE_WINDOW_WORDS: Final = frozenset({"minute", "second", "rpm", "tpm", "rps"})
+_RATE_WINDOW_WORDS: Final = frozenset({"minute", "min", "second", "sec", "rpm", "tpm", "rps", "tps"})
 # Kinds a body value settles: the message's money words cannot overrule them.
 _FIRM: Final = frozenset(
     {_P.QUOTA_EXHAUSTED, _P.CONTEXT_OVERFLOW, _P.REQUEST_TOO_LARGE, _P.CONTENT_FILTER, _P.NOT_FOUND, _P.AUTH}

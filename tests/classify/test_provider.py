@@ -1057,6 +1057,13 @@ def test_any_sdk_error_gives_a_kind_and_keeps_no_secret(status: int, body: objec
             K.RATE_LIMIT,
             "body.code=quota_per_minute_exceeded",
         ),
+        (
+            {"error": {"code": "TokensPerMinQuotaExceeded"}},
+            K.RATE_LIMIT,
+            "body.code=TokensPerMinQuotaExceeded",
+        ),
+        # a gateway's load balance error is not money
+        ({"error": {"type": "LoadBalanceError", "code": 503}}, K.SERVER_ERROR, "body.code=503"),
         # OpenRouter's in-flight reservation is not money
         (
             {"error": {"code": "in_flight_budget_exhausted"}},
