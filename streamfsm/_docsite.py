@@ -22,7 +22,14 @@ from typing import TYPE_CHECKING, Final
 from streamfsm import _diagrams
 from streamfsm.classify import FINISHED_SAYS, Facts, FailureClass, FinishCause, diagnose, what_happened
 from streamfsm.classify._diagnose import LONGEST_AUTOMATIC_WAIT_S
-from streamfsm.classify._provider import GENERIC_WORDS, MONEY_PHRASES, PLAN_WINDOW, SPECIFIC_WORDS
+from streamfsm.classify._provider import (
+    GENERIC_WORDS,
+    MONEY_PHRASES,
+    PLAN_WINDOW,
+    SHORT_WINDOW,
+    SPECIFIC_WORDS,
+    WordRule,
+)
 from streamfsm.classify._summaries import _TITLE_BY_CLASS
 from streamfsm.machine import (
     ACTIVITY_TRANSITIONS,
@@ -478,6 +485,9 @@ def _provider_words() -> list[str]:
     def said(source: str) -> str:
         return html.escape(source, quote=False).replace("*", "\\*")
 
+    def unless(rule: WordRule) -> str:
+        return f" (not with {', '.join(f'`{w}`' for w in rule.unless)})" if rule.unless else ""
+
     return [
         "## How a provider error's kind is read { #provider-error-words }",
         "",
@@ -488,7 +498,10 @@ def _provider_words() -> list[str]:
         "",
         "| words in a code, type or status | kind | sent by |",
         "|---|---|---|",
-        *(f"| `{' '.join(r.words)}` | {r.kind.value} | {said(r.source)} |" for r in SPECIFIC_WORDS),
+        *(
+            f"| `{' '.join(r.words)}`{unless(r)} | {r.kind.value} | {said(r.source)} |"
+            for r in SPECIFIC_WORDS
+        ),
         *(f"| `{' '.join(r.words)}` (broad) | {r.kind.value} | {said(r.source)} |" for r in GENERIC_WORDS),
         "",
         "Money, quota and plan-limit language in the message decides `quota_exhausted` (never retried) under"
@@ -498,6 +511,10 @@ def _provider_words() -> list[str]:
         *(f"- `{m.name}`: `{m.pattern.pattern}` ({said(m.source)})" for m in MONEY_PHRASES),
         f"- `{PLAN_WINDOW.name}`: `{PLAN_WINDOW.pattern.pattern}`, for a rate limit with no stated wait"
         f" ({said(PLAN_WINDOW.source)})",
+        "",
+        f"A quota, usage or plan phrase ({', '.join(f'`{m.name}`' for m in MONEY_PHRASES if m.limit)}) beside"
+        f" a short window, `{SHORT_WINDOW.pattern.pattern}`, is a rate limit instead"
+        f" ({said(SHORT_WINDOW.source)}).",
         "",
         "A wait the provider states (`retry-after`, Gemini's `RetryInfo`, the reset of a rate limit whose"
         ' remaining count is 0, or words such as "try again in 9m38s") longer than'

@@ -362,8 +362,15 @@ MONEY_MESSAGES = (
     "Budget has been exceeded! Current cost: 10.2, Max budget: 10.0",  # LiteLLM proxy
     "The account associated with the API key has reached its maximum allowed monthly spending limit.",
     "You've reached your usage limit for this billing cycle.",  # Kimi 403
+    "已达到 5 小时的使用上限。您的限额将在 2026-07-05 14:21:10 重置。",  # Zhipu 1308 (coding plan)
 )
-RATE_CODES = ("rate_limit_exceeded", "too_many_requests", "RESOURCE_EXHAUSTED", "rate_limit_error")
+RATE_CODES = (
+    "rate_limit_exceeded",
+    "too_many_requests",
+    "RESOURCE_EXHAUSTED",
+    "rate_limit_error",
+    "throttling_rate_quota",  # Alibaba Model Studio Throttling.RateQuota
+)
 # Rate-limit wording that mentions billing only as a place to raise the limit (OpenAI, Groq): not money.
 RATE_MESSAGES = (
     "",
@@ -372,6 +379,10 @@ RATE_MESSAGES = (
     " https://platform.openai.com/account/billing.",
     "Too many requests. Please retry shortly.",
     "Resource has been exhausted (e.g. check quota).",
+    # a token budget per window is not money
+    "Per-minute token budget exceeded. Please retry shortly.",
+    # a usage limit or quota per short window is a rate limit
+    "Usage limit exceeded: 60 requests per minute (RPM).",
 )
 STATUSES = (400, 401, 402, 403, 404, 408, 422, 429, 500, 502, 503, 529)
 POSITIONS = ("http", "chat_event", "anthropic_event", "responses_nested", "responses_failed", "json_at_200")

@@ -16,6 +16,7 @@ fixed order, and the markers say which piece decided:
    balance", "used all available credits", "monthly spending limit", "usage limits", "budget has been
    exceeded", ...: ``MONEY_PHRASES``): ``quota_exhausted`` under any status, over a rate-limit or overload
    code, at LOW confidence, the phrase's name in the markers (``message=money:<name>``). No wait cures these.
+   But a quota, usage or plan limit per minute or second (``SHORT_WINDOW``) is a rate limit, as for codes.
 4. The remaining specific body values (``rate_limit``, ``overloaded``, ``permission``), then the HTTP status
    (``401`` auth, ``429`` rate limit, ``529`` overloaded, ...; for an in-band error, an HTTP status its body
    carries as ``code``). A status of 200 says nothing: an Anthropic in-band ``event: error`` reaches the SDK
@@ -113,33 +114,43 @@ _WEAK_STATUSES: Final = frozenset({408, 409})
 
 @dataclass(frozen=True, slots=True)
 class WordRule:
-    """Body codes, types or statuses holding all of ``words`` are ``kind``; ``source`` says who sends them."""
+    """Body codes, types or statuses holding all of ``words`` and none of ``unless`` are ``kind``; ``source``
+    says who sends them."""
 
     words: tuple[str, ...]
     kind: ProviderErrorKind
     source: str
+    unless: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
         return "_".join(self.words)
 
 
-def _rule(words: str, kind: ProviderErrorKind, source: str) -> WordRule:
-    return WordRule(tuple(words.split()), kind, source)
+def _rule(words: str, kind: ProviderErrorKind, source: str, unless: tuple[str, ...] = ()) -> WordRule:
+    return WordRule(tuple(words.split()), kind, source, unless)
 
 
 @dataclass(frozen=True, slots=True)
 class MoneyPhrase:
-    """Money, quota or plan-limit language in a message; ``name`` (never the text) goes into the markers."""
+    """Money, quota or plan-limit language in a message; ``name`` (never the text) goes into the markers.
+    ``limit``: a limit on use rather than money spent, so a rate limit when the message names a short window
+    (``SHORT_WINDOW``)."""
 
     name: str
     pattern: re.Pattern[str]
     source: str
+    limit: bool = False
 
 
-def _phrase(name: str, pattern: str, source: str) -> MoneyPhrase:
-    return MoneyPhrase(name, re.compile(pattern, re.IGNORECASE), source)
+def _phrase(name: str, pattern: str, source: str, *, limit: bool = False) -> MoneyPhrase:
+    return MoneyPhrase(name, re.compile(pattern, re.IGNORECASE), source, limit)
 
+
+# A budget that is not money: tokens, thinking or time run out per request or per window, and a smaller
+# request or a wait cures them (Anthropic thinking.budget_tokens, Gemini thinkingBudget, gateways' token
+# budgets per minute).
+NOT_MONEY_BUDGETS: Final = ("token", "tokens", "thinking", "reasoning", "time", "retry", "compute", "latency")
 
 # Body codes, types and statuses are read as words (see ``code_words``): a rule matches a value holding all
 # its words, in any order, spelling or case, so ``insufficient_quota``, ``InsufficientQuota`` and
@@ -148,15 +159,24 @@ SPECIFIC_WORDS: Final = (
     # a concurrency reservation, not money: it frees itself
     _rule("in flight", _P.RATE_LIMIT, "OpenRouter 402 in_flight_budget_exhausted"),
     # money, quota and plan limits: waiting does not cure them
+    # (not a rate quota: Alibaba Model Studio's 429 Throttling.RateQuota lifts by itself)
     _rule(
-        "quota", _P.QUOTA_EXHAUSTED, "OpenAI 429 insufficient_quota, Moonshot exceeded_current_quota_error"
+        "quota",
+        _P.QUOTA_EXHAUSTED,
+        "OpenAI 429 insufficient_quota, Moonshot exceeded_current_quota_error",
+        ("rate",),
     ),
     _rule("billing", _P.QUOTA_EXHAUSTED, "OpenAI billing_hard_limit_reached, Anthropic 402 billing_error"),
     _rule("credit", _P.QUOTA_EXHAUSTED, "OpenAI 429 credit_balance_exhausted"),
     _rule(
         "credits", _P.QUOTA_EXHAUSTED, "OpenRouter 402 insufficient credits, gateways' insufficient_credits"
     ),
-    _rule("balance", _P.QUOTA_EXHAUSTED, "DeepSeek 402 Insufficient Balance, gateways' insufficient_balance"),
+    _rule(
+        "balance",
+        _P.QUOTA_EXHAUSTED,
+        "DeepSeek 402 Insufficient Balance, gateways' insufficient_balance",
+        ("load",),  # a load balance error is a gateway's, not money
+    ),
     _rule(
         "spend limit",
         _P.QUOTA_EXHAUSTED,
@@ -166,7 +186,10 @@ SPECIFIC_WORDS: Final = (
     _rule("usage limit", _P.QUOTA_EXHAUSTED, "OpenAI 429 organization_usage_limit_exceeded"),
     _rule("payment", _P.QUOTA_EXHAUSTED, "OpenRouter, Mistral, Cohere 402 payment_required"),
     _rule(
-        "budget", _P.QUOTA_EXHAUSTED, "LiteLLM proxy budget_exceeded, OpenRouter 402 weight_exceeds_budget"
+        "budget",
+        _P.QUOTA_EXHAUSTED,
+        "LiteLLM proxy budget_exceeded, OpenRouter 402 weight_exceeds_budget",
+        NOT_MONEY_BUDGETS,
     ),
     _rule("arrearage", _P.QUOTA_EXHAUSTED, "Alibaba Model Studio (Qwen) code Arrearage"),
     # what the request must change
@@ -199,7 +222,7 @@ SPECIFIC_WORDS: Final = (
     _rule("throttled", _P.RATE_LIMIT, "gateways' throttled"),
 )
 # A quota per short window is a rate limit, whatever it is called (Gemini per-minute quotas).
-_RATE_WINDOW_WORDS: Final = frozenset({"minute", "second", "rpm", "tpm", "rps"})
+_RATE_WINDOW_WORDS: Final = frozenset({"minute", "min", "second", "sec", "rpm", "tpm", "rps", "tps"})
 # Kinds a body value settles: the message's money words cannot overrule them.
 _FIRM: Final = frozenset(
     {_P.QUOTA_EXHAUSTED, _P.CONTEXT_OVERFLOW, _P.REQUEST_TOO_LARGE, _P.CONTENT_FILTER, _P.NOT_FOUND, _P.AUTH}
@@ -224,8 +247,9 @@ GENERIC_WORDS: Final = (
 MONEY_PHRASES: Final = (
     _phrase(
         "current_quota",
-        r"exceeded your (?:current )?quota",
+        r"exceeded your (?:current )?quota\b",
         "OpenAI 429 insufficient_quota, Moonshot 429, Gemini 429 without per-minute details, W&B 402",
+        limit=True,
     ),
     _phrase(
         "balance",
@@ -235,34 +259,44 @@ MONEY_PHRASES: Final = (
     _phrase("balance", r"余额不足|欠费", "DeepSeek 402, Zhipu 1113 (Chinese docs)"),
     _phrase(
         "credits",
-        r"insufficient credits?|(?:out of|no|all available|run out of) credits?",
+        r"\binsufficient credits?\b|\b(?:out of|no|all available|run out of) credits?\b",
         "OpenRouter 402 'Insufficient credits', xAI 403/429 'used all available credits'",
     ),
     _phrase(
         "credits",
-        r"credits? (?:are |have been |has been )?(?:used up|exhausted|depleted)",
+        r"\bcredits? (?:are |have been |has been )?(?:used up|exhausted|depleted)",
         "prepaid-credit providers and gateways",
     ),
     _phrase("billing_limit", r"billing hard limit|billing limit", "OpenAI billing_hard_limit_reached"),
     _phrase(
         "spend_limit",
-        r"spend(?:ing)? (?:limit|cap)",
+        r"\bspend(?:ing)? (?:limit|cap)\b",
         "xAI 'reached its monthly spending limit', Together 402, Mistral 402, Claude 'monthly spend limit'",
     ),
     _phrase(
         "usage_limit",
-        r"usage limits?\b",
+        r"\busage limits?\b",
         "Anthropic 400 'You have reached your specified API usage limits', Kimi 403, Claude 'usage limit'",
+        limit=True,
     ),
+    _phrase(
+        "usage_limit",
+        r"使用上限|用量上限|(?:额度|配额)已?(?:用完|用尽|耗尽|不足)",
+        "Zhipu (GLM Coding Plan) 429 1308 '已达到 5 小时的使用上限' with type rate_limit_error",
+        limit=True,
+    ),
+    _phrase("plan_limit", r"套餐已到期", "Zhipu (GLM Coding Plan) 429 1309 '套餐已到期' (the plan expired)"),
     _phrase(
         "plan_limit",
         r"(?:monthly|plan|subscription) (?:usage |request |token )?(?:limit|quota|allowance)",
         "monthly and plan allowances (Together 402, Kimi, coding plans)",
+        limit=True,
     ),
     _phrase("payment_required", r"payment required", "the 402 reason phrase (OpenRouter, Mistral, Cohere)"),
     _phrase(
         "budget",
-        r"budget (?:has been |was )?(?:exceeded|reached|exhausted)|(?:exceeded|over) (?:your |the )?budget"
+        "".join(rf"(?<!{word}[ _-])" for word in NOT_MONEY_BUDGETS)
+        + r"budget (?:has been |was )?(?:exceeded|reached|exhausted)|(?:exceeded|over) (?:your |the )?budget"
         r"|max budget",
         "LiteLLM proxy 'Budget has been exceeded!', 'Max budget limit reached.'",
     ),
@@ -271,6 +305,13 @@ MONEY_PHRASES: Final = (
         r"in arrears|arrearage|account is not in good standing",
         "Alibaba Model Studio Arrearage, Zhipu (English)",
     ),
+)
+# A quota, usage or plan limit per minute or second is a rate limit, as for codes (``_RATE_WINDOW_WORDS``).
+SHORT_WINDOW: Final = _phrase(
+    "short_window",
+    r"\bper[- ]?(?:minute|min|second|sec)\b|\b(?:this|a|one) (?:minute|second)\b|\b(?:rpm|tpm|rps|tps)\b"
+    r"|/ ?(?:minute|min|second|sec)\b|每分钟|每秒",
+    "OpenAI, Groq 'tokens per min (TPM)', gateways' 'requests per minute' quotas and usage limits",
 )
 # A rate limit per day or month with no stated wait is a plan limit: nothing says when it lifts, and it is not
 # within any automatic retry (Gemini's per-day QuotaFailure is read the same way).
@@ -634,7 +675,7 @@ def _match(rules: tuple[WordRule, ...], f: _Fields) -> tuple[ProviderErrorKind, 
     said = [(label, value, code_words(value)) for label, value in f.said]
     for rule in rules:
         for label, value, held in said:
-            if held.issuperset(rule.words):
+            if held.issuperset(rule.words) and held.isdisjoint(rule.unless):
                 kind = rule.kind
                 if kind is _P.QUOTA_EXHAUSTED and held & _RATE_WINDOW_WORDS:
                     kind = _P.RATE_LIMIT  # a quota per minute is a rate limit
@@ -643,8 +684,8 @@ def _match(rules: tuple[WordRule, ...], f: _Fields) -> tuple[ProviderErrorKind, 
     return None
 
 
-def _money_phrase(message: str) -> str | None:
-    return next((phrase.name for phrase in MONEY_PHRASES if phrase.pattern.search(message)), None)
+def _money_phrase(message: str) -> MoneyPhrase | None:
+    return next((phrase for phrase in MONEY_PHRASES if phrase.pattern.search(message)), None)
 
 
 def _retry_in(message: str) -> float | None:
@@ -711,8 +752,12 @@ def _kind(status: int | None, f: _Fields) -> tuple[ProviderErrorKind, list[str],
         return by_status[0], status_markers, by_status[1]
     # 3. money, quota or plan-limit language: waiting does not help, whatever the status or code said
     money = _money_phrase(f.message) if f.message else None
+    if money is not None and money.limit and SHORT_WINDOW.pattern.search(f.message):
+        if specific is not None:
+            return specific[0], [*markers, specific[1]], Confidence.HIGH
+        return _P.RATE_LIMIT, [*markers, f"message={SHORT_WINDOW.name}"], Confidence.LOW
     if money is not None:
-        return _P.QUOTA_EXHAUSTED, [*markers, f"message=money:{money}"], Confidence.LOW
+        return _P.QUOTA_EXHAUSTED, [*markers, f"message=money:{money.name}"], Confidence.LOW
     if specific is not None:
         return specific[0], [*markers, specific[1]], Confidence.HIGH
     if by_status is not None:

@@ -94,8 +94,11 @@ class Instance:
             return None
         if self.boot_id is not None and _boot_id() is not None and self.boot_id != _boot_id():
             return False  # the machine rebooted since
-        if self.process_started is not None and _process_started(os.getpid()) is not None:
-            return _process_started(self.pid) == self.process_started
+        started = _process_started(self.pid)
+        if self.process_started is not None and started is not None:
+            return started == self.process_started
+        # Without a start time to compare (or /proc hides other users' processes, hidepid), only whether
+        # the pid exists: a reused pid then reads as alive, never a live relay as dead.
         try:
             os.kill(self.pid, 0)
         except ProcessLookupError:

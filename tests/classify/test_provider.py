@@ -1057,6 +1057,13 @@ def test_any_sdk_error_gives_a_kind_and_keeps_no_secret(status: int, body: objec
             K.RATE_LIMIT,
             "body.code=quota_per_minute_exceeded",
         ),
+        (
+            {"error": {"code": "TokensPerMinQuotaExceeded"}},
+            K.RATE_LIMIT,
+            "body.code=TokensPerMinQuotaExceeded",
+        ),
+        # a gateway's load balance error is not money
+        ({"error": {"type": "LoadBalanceError", "code": 503}}, K.SERVER_ERROR, "body.code=503"),
         # OpenRouter's in-flight reservation is not money
         (
             {"error": {"code": "in_flight_budget_exhausted"}},
@@ -1064,6 +1071,59 @@ def test_any_sdk_error_gives_a_kind_and_keeps_no_secret(status: int, body: objec
             "body.code=in_flight_budget_exhausted",
         ),
         ({"detail": "Max budget limit reached."}, K.QUOTA_EXHAUSTED, "message=money:budget"),
+        # a token, thinking or time budget is not money: the rest of the error decides
+        (
+            {"error": {"code": "rate_limit_exceeded", "message": "Per-minute token budget exceeded."}},
+            K.RATE_LIMIT,
+            "body.code=rate_limit_exceeded",
+        ),
+        ({"error": {"code": 500, "message": "Thinking budget exceeded"}}, K.SERVER_ERROR, "body.code=500"),
+        (
+            {"error": {"code": "TokenBudgetExceeded", "message": "slow down", "status": "UNAVAILABLE"}},
+            K.OVERLOADED,
+            "body.status=UNAVAILABLE",
+        ),
+        # money words are whole words: "credited" is not "credits", "spend capacity" not a "spend cap"
+        (
+            {"error": {"code": 503, "message": "No credited capacity on this node; spend capacity later"}},
+            K.SERVER_ERROR,
+            "body.code=503",
+        ),
+        # a quota or usage limit per minute is a rate limit, as a code per minute is
+        (
+            {"error": {"message": "You exceeded your quota of 60 requests per minute."}},
+            K.RATE_LIMIT,
+            "message=short_window",
+        ),
+        (
+            {"error": {"code": "overloaded_error", "message": "Usage limit (TPM) reached"}},
+            K.OVERLOADED,
+            "body.code=overloaded_error",
+        ),
+        # Zhipu's coding plan: five hours' use spent, a 429 rate_limit_error (in Chinese as in English)
+        (
+            {
+                "type": "error",
+                "error": {
+                    "type": "rate_limit_error",
+                    "code": "1308",
+                    "message": "已达到 5 小时的使用上限。您的限额将在 2026-07-05 14:21:10 重置。",
+                },
+            },
+            K.QUOTA_EXHAUSTED,
+            "message=money:usage_limit",
+        ),
+        (
+            {"error": {"code": 429, "message": "每分钟配额不足 请稍后再试"}},
+            K.RATE_LIMIT,
+            "message=short_window",
+        ),
+        # Alibaba Model Studio's rate quota is a rate limit ("Requests rate limit exceeded, please try again")
+        (
+            {"error": {"code": "Throttling.RateQuota", "message": "Requests rate limit exceeded"}},
+            K.RATE_LIMIT,
+            "body.code=Throttling.RateQuota",
+        ),
         # a daily or monthly limit with no stated wait is a plan limit (OpenRouter in-band, Cohere trial key)
         (
             {"error": {"message": "Rate limit exceeded: free-models-per-day. Add 10 credits", "code": 429}},

@@ -160,11 +160,16 @@ def test_limits_are_checked(options: dict[str, Any], message: str, tmp_path: Pat
 @given(
     limit=st.integers(1, 64),
     exchanges=st.lists(
-        st.tuples(st.lists(st.integers(1, 64), min_size=1, max_size=4), st.integers(0, 3)), max_size=12
+        st.tuples(
+            st.lists(st.integers(1, 64), min_size=1, max_size=4),
+            st.integers(0, 3),
+            st.none() | st.integers(0, 6),  # cancelled (a client gone, a shutdown) after so many ticks
+        ),
+        max_size=12,
     ),
 )
 def test_the_budget_is_never_passed_and_always_given_back(
-    backend: str, limit: int, exchanges: list[tuple[list[int], int]]
+    backend: str, limit: int, exchanges: list[tuple[list[int], int, int | None]]
 ) -> None:
     if backend == "trio":
         pytest.importorskip("trio")
@@ -188,10 +193,23 @@ def test_the_budget_is_never_passed_and_always_given_back(
         finally:
             held.release()
 
+    async def cancelled(sizes: list[int], hold_ticks: int, after: int | None) -> None:
+        async with anyio.create_task_group() as inner:
+            if after is not None:
+
+                async def cancel() -> None:
+                    for _ in range(after):
+                        await anyio.sleep(0)
+                    inner.cancel_scope.cancel()
+
+                inner.start_soon(cancel)
+            await exchange(sizes, hold_ticks)
+            inner.cancel_scope.cancel()
+
     async def main() -> None:
         async with anyio.create_task_group() as tasks:
-            for sizes, ticks in exchanges:
-                tasks.start_soon(exchange, sizes, ticks)
+            for sizes, ticks, after in exchanges:
+                tasks.start_soon(cancelled, sizes, ticks, after)
 
     anyio.run(main, backend=backend)
     assert budget.used == 0

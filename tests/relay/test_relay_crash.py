@@ -149,6 +149,25 @@ def test_the_relay_instance_is_alive_while_its_process_runs() -> None:
     assert elsewhere.alive() is None, "another host's relay is never claimed dead"
 
 
+def test_a_live_relay_whose_proc_entry_is_hidden_is_alive(monkeypatch: pytest.MonkeyPatch) -> None:
+    """/proc mounted with hidepid: another user's /proc/<pid> is not there, yet the process runs."""
+    from streamfsm.relay import _journal
+
+    me = this_instance()
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        shown = _journal._process_started
+        monkeypatch.setattr(
+            _journal, "_process_started", lambda pid: None if pid == child.pid else shown(pid)
+        )
+        hidden = Instance(me.host, child.pid, "12345", me.boot_id)
+        assert hidden.alive() is True
+    finally:
+        child.kill()
+        child.wait(WATCHDOG_S)
+    assert hidden.alive() is False, "once it has exited, the pid is gone"
+
+
 # -- pairing, as a property: any order of begins, ends and records, from relays alive, dead and elsewhere ---
 
 ME = this_instance()
