@@ -1,0 +1,575 @@
+"""The store: one row per run, the queries the errors page, ``report`` and ``diagnose`` ask, and the sink
+that keeps it."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import zlib
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, fields, replace
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Final
+
+from ..runtime._logs import OnProblem, read_records
+from ..runtime._record import RunRecord
+from ..runtime._report import SIGNATURE, field_value, iso, request_id, started
+from ..runtime._sinks import count_sink_failure
+from ._backends import Backend, connect
+
+__all__ = [
+    "DIMENSIONS",
+    "Filters",
+    "RunRow",
+    "RunsPage",
+    "Store",
+    "StoreGroup",
+    "StoreSink",
+    "Totals",
+    "Trend",
+]
+
+DIMENSIONS: Final = {
+    "summary_key": "summary_key",
+    "provider": "provider",
+    "model": "model",
+    "transport_kind": "transport_kind",
+    "class": "failure_class",
+    "route": "route",
+    "account": "account",
+    "close": "close",
+}
+"""The names runs are grouped and filtered by, and their columns."""
+SAMPLES: Final = 3
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_ROW_COLUMNS: Final = (
+    "seq, run_id, t, failure_class, summary_key, provider, model, transport_kind, route, account,"
+    " request_id, provider_request_id, close, title"
+)
+
+
+def _micros(when: datetime) -> int:
+    return (when - _EPOCH) // timedelta(microseconds=1)
+
+
+def _when(micros: int | None) -> datetime | None:
+    return None if micros is None else _EPOCH + timedelta(microseconds=micros)
+
+
+def _text(value: str | None) -> str:
+    return "" if value is None else value  # '' stands for none: equality then works on every database
+
+
+def _none(value: str) -> str | None:
+    return value or None
+
+
+def _close(record: RunRecord) -> str | None:
+    relay = record.get("relay")
+    value = relay.get("close") if isinstance(relay, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def _row(record: RunRecord) -> tuple[Any, ...]:
+    when = started(record)
+    ids = record.get("ids") or {}
+    provider_request_id = ids.get("provider_request_id")
+    return (
+        record.run_id,
+        None if when is None else _micros(when),
+        int(record.failure_class != "completed"),
+        record.failure_class,
+        record.summary_key,
+        _text(field_value(record, "provider")),
+        _text(field_value(record, "model")),
+        _text(field_value(record, "transport_kind")),
+        _text(field_value(record, "route")),
+        _text(field_value(record, "account")),
+        request_id(record),
+        provider_request_id if isinstance(provider_request_id, str) else "",
+        _text(_close(record)),
+        str(record["summary"]["title"]),
+        zlib.compress(record.to_json().encode("utf-8"), 1),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """Which runs a query looks at: started in ``[since, until)`` (either end open when None), and each
+    named value equal (None: any). ``failure_class`` is the record's ``outcome.class``."""
+
+    since: datetime | None = None
+    until: datetime | None = None
+    route: str | None = None
+    account: str | None = None
+    model: str | None = None
+    provider: str | None = None
+    failure_class: str | None = None
+    summary_key: str | None = None
+    transport_kind: str | None = None
+    close: str | None = None
+
+    def where(self, *, failed: bool | None = None) -> tuple[str, list[Any]]:
+        """The SQL condition and its parameters."""
+        conds, params = ["1 = 1"], []
+        if self.since is not None:
+            conds.append("t >= ?")
+            params.append(_micros(self.since))
+        if self.until is not None:
+            conds.append("t < ?")
+            params.append(_micros(self.until))
+        for f in fields(self):
+            if f.name in ("since", "until"):
+                continue
+            value = getattr(self, f.name)
+            if value is not None:
+                conds.append(f"{f.name} = ?")
+                params.append(value)
+        if failed is not None:
+            conds.append("failed = ?")
+            params.append(int(failed))
+        return " AND ".join(conds), params
+
+
+@dataclass(frozen=True, slots=True)
+class StoreGroup:
+    """Failed runs that share ``key`` (one value per grouping name), with every run of that key in the
+    window (``runs``) for the failure rate."""
+
+    names: tuple[str, ...]
+    key: tuple[str | None, ...]
+    failures: int
+    runs: int
+    first: datetime | None
+    last: datetime | None
+    sample_run_ids: tuple[str, ...]  # the latest first
+    sample_request_ids: tuple[str, ...]  # the same runs' request ids ("" for none)
+    title: str
+
+    @property
+    def failure_rate(self) -> float:
+        return self.failures / self.runs if self.runs else 0.0
+
+    def to_json(self, *, request_ids: bool = False) -> dict[str, Any]:
+        """As ``streamfsm report --json`` writes a group, with ``runs`` and ``failure_rate`` besides."""
+        out: dict[str, Any] = {
+            "key": dict(zip(self.names, self.key, strict=True)),
+            "count": self.failures,
+            "first_seen": iso(self.first),
+            "last_seen": iso(self.last),
+            "sample_run_ids": list(self.sample_run_ids),
+            "title": self.title,
+        }
+        if request_ids:
+            out["sample_request_ids"] = list(self.sample_request_ids)
+        out["runs"] = self.runs
+        out["failure_rate"] = round(self.failure_rate, 6)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Trend:
+    """Per time bucket of the window (oldest first): failed runs and all runs of one group's key."""
+
+    key: tuple[str | None, ...]
+    start: datetime
+    bucket: timedelta
+    failures: tuple[int, ...]
+    runs: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RunRow:
+    """One run as the store indexes it (the whole record: ``Store.record``)."""
+
+    seq: int
+    run_id: str
+    started_at: datetime | None
+    failure_class: str
+    summary_key: str
+    provider: str | None
+    model: str | None
+    transport_kind: str | None
+    route: str | None
+    account: str | None
+    request_id: str | None
+    provider_request_id: str | None
+    close: str | None
+    title: str
+
+
+@dataclass(frozen=True, slots=True)
+class RunsPage:
+    """Runs, the latest first; ``next_before``: pass it as ``before`` for the next page (None: no more)."""
+
+    runs: tuple[RunRow, ...]
+    next_before: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    """Runs and failed runs matching the filters, and runs per failure class."""
+
+    runs: int
+    failures: int
+    by_class: dict[str, int]
+
+
+def _run_row(row: Sequence[Any]) -> RunRow:
+    seq, run_id, t, klass, key, *rest, title = row
+    nullable = tuple(_none(value) for value in rest)
+    return RunRow(int(seq), run_id, _when(t), klass, key, *nullable, title)
+
+
+class Store:
+    """The run index. ``Store.open(url)``: ``sqlite:///PATH`` (or a path) or ``postgresql://...``.
+
+    Safe to share between threads of one process; any number of processes (and, on PostgreSQL, hosts) may
+    write one store. Close it when done (or use it as a context manager).
+    """
+
+    __slots__ = ("_db",)
+
+    def __init__(self, backend: Backend) -> None:
+        self._db = backend
+
+    @classmethod
+    def open(cls, url: str | os.PathLike[str]) -> Store:
+        return cls(connect(os.fspath(url)))
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Store({self._db.label!r})"
+
+    @property
+    def label(self) -> str:
+        """The store's URL without its password."""
+        return self._db.label
+
+    @property
+    def kind(self) -> str:
+        """``sqlite`` or ``postgresql``."""
+        return self._db.kind
+
+    def close(self) -> None:
+        self._db.close()
+
+    # -- writing -----------------------------------------------------------------------------------------
+
+    def add(self, records: Iterable[RunRecord]) -> int:
+        """Index ``records`` in one transaction; a run already indexed takes the later record. How many."""
+        rows = [_row(record) for record in records]
+        if rows:
+            self._db.upsert(rows)
+        return len(rows)
+
+    def add_logs(
+        self,
+        paths: Iterable[str | os.PathLike[str]],
+        *,
+        rotated: bool = True,
+        since: datetime | None = None,
+        on_problem: OnProblem | None = None,
+        batch: int = 2000,
+    ) -> int:
+        """Index every record of the JSON-lines logs ``paths`` (with their rotated siblings), skipping runs
+        started before ``since``. Runs in several logs (audit and error) are indexed once. How many read."""
+        count = 0
+        pending: list[RunRecord] = []
+        for path in paths:
+            for record in read_records(Path(path), rotated=rotated, on_problem=on_problem):
+                when = started(record)
+                if since is not None and (when is None or when < since):
+                    continue
+                pending.append(record)
+                count += 1
+                if len(pending) >= batch:
+                    self.add(pending)
+                    pending.clear()
+        self.add(pending)
+        return count
+
+    def rebuild(self, paths: Iterable[str | os.PathLike[str]], **options: Any) -> int:
+        """Empty the store, then index the logs ``paths`` (``add_logs``' options). How many read."""
+        self.clear()
+        return self.add_logs(paths, **options)
+
+    def clear(self) -> None:
+        self._db.execute("DELETE FROM runs")
+
+    def prune(self, before: datetime) -> int:
+        """Retention: forget runs started before ``before``. How many were forgotten."""
+        return self._db.execute("DELETE FROM runs WHERE t < ?", [_micros(before)])
+
+    # -- queries -----------------------------------------------------------------------------------------
+
+    def groups(
+        self,
+        filters: Filters = Filters(),
+        by: Sequence[str] = SIGNATURE,
+        *,
+        limit: int | None = None,
+        samples: int = SAMPLES,
+    ) -> list[StoreGroup]:
+        """Failed runs grouped by the values of ``by`` (names of ``DIMENSIONS``), most failures first, then
+        the latest; each with its runs in the window, first and last seen, the latest sample runs and the
+        title of its latest failure. The same groups as ``streamfsm report`` over the same records."""
+        columns = [_column(name) for name in by]
+        cols = ", ".join(columns)
+        where, params = filters.where()
+        rows = self._db.query(
+            f"SELECT {cols}, SUM(failed), COUNT(*), MIN(CASE WHEN failed = 1 THEN t END),"
+            f" MAX(CASE WHEN failed = 1 THEN t END) FROM runs WHERE {where}"
+            f" GROUP BY {cols} HAVING SUM(failed) > 0",
+            params,
+        )
+        n = len(columns)
+        oldest = -(1 << 62)
+        rows.sort(
+            key=lambda r: (-r[n], -(oldest if r[n + 3] is None else r[n + 3]), tuple(r[:n])),
+        )
+        if limit is not None:
+            rows = rows[:limit]
+        out = []
+        for row in rows:
+            key = tuple(row[:n])
+            match = " AND ".join(f"{c} = ?" for c in columns)
+            fwhere, fparams = filters.where(failed=True)
+            base = f"FROM runs WHERE {fwhere} AND {match}"
+            latest = self._db.query(
+                f"SELECT run_id, request_id {base} ORDER BY seq DESC LIMIT {int(samples)}",
+                [*fparams, *key],
+            )
+            title = self._db.query(
+                f"SELECT title {base} ORDER BY t IS NULL, t DESC, seq DESC LIMIT 1", [*fparams, *key]
+            )
+            if row[n + 3] is None:  # no run of the group says when it started: the report keeps the first
+                title = self._db.query(f"SELECT title {base} ORDER BY seq LIMIT 1", [*fparams, *key])
+            out.append(
+                StoreGroup(
+                    names=tuple(by),
+                    key=tuple(_none(value) for value in key),
+                    failures=int(row[n]),
+                    runs=int(row[n + 1]),
+                    first=_when(row[n + 2]),
+                    last=_when(row[n + 3]),
+                    sample_run_ids=tuple(r[0] for r in latest),
+                    sample_request_ids=tuple(r[1] for r in latest),
+                    title=title[0][0] if title else "",
+                )
+            )
+        return out
+
+    def trend(
+        self,
+        since: datetime,
+        until: datetime,
+        buckets: int,
+        filters: Filters = Filters(),
+        by: Sequence[str] = SIGNATURE,
+    ) -> list[Trend]:
+        """Failed and all runs per group key in ``buckets`` equal slices of ``[since, until)`` (``filters``'
+        own window is replaced), for every key with a failure in the window."""
+        if buckets < 1 or until <= since:
+            raise ValueError("a trend needs at least one bucket and until after since")
+        start, end = _micros(since), _micros(until)
+        width = -(-(end - start) // buckets)
+        columns = [_column(name) for name in by]
+        cols = ", ".join(columns)
+        where, params = replace(filters, since=since, until=until).where()
+        rows = self._db.query(
+            f"SELECT {cols}, (t - ?) / ?, SUM(failed), COUNT(*) FROM runs WHERE {where}"
+            f" GROUP BY {', '.join(str(i + 1) for i in range(len(columns) + 1))}",  # the bucket by position
+            [start, width, *params],
+        )
+        n = len(columns)
+        table: dict[tuple[str, ...], tuple[list[int], list[int]]] = {}
+        for row in rows:
+            failed, runs = table.setdefault(tuple(row[:n]), ([0] * buckets, [0] * buckets))
+            failed[int(row[n])] += int(row[n + 1])
+            runs[int(row[n])] += int(row[n + 2])
+        return [
+            Trend(
+                tuple(_none(value) for value in key),
+                since,
+                timedelta(microseconds=width),
+                tuple(failed),
+                tuple(runs),
+            )
+            for key, (failed, runs) in sorted(table.items(), key=lambda item: (-sum(item[1][0]), item[0]))
+            if any(failed)
+        ]
+
+    def runs(
+        self,
+        filters: Filters = Filters(),
+        *,
+        failed: bool | None = None,
+        limit: int = 50,
+        before: int | None = None,
+    ) -> RunsPage:
+        """Runs matching ``filters`` (``failed``: only failed or only completed ones), the latest arrival
+        first, ``limit`` a page; ``before``: the previous page's ``next_before``."""
+        where, params = filters.where(failed=failed)
+        if before is not None:
+            where += " AND seq < ?"
+            params.append(before)
+        rows = self._db.query(
+            f"SELECT {_ROW_COLUMNS} FROM runs WHERE {where} ORDER BY seq DESC LIMIT {int(limit) + 1}", params
+        )
+        page = tuple(_run_row(row) for row in rows[:limit])
+        return RunsPage(page, page[-1].seq if len(rows) > limit else None)
+
+    def totals(self, filters: Filters = Filters()) -> Totals:
+        """How many runs match ``filters``, how many failed, and how many of each class."""
+        where, params = filters.where()
+        rows = self._db.query(
+            f"SELECT failure_class, COUNT(*) FROM runs WHERE {where} GROUP BY failure_class", params
+        )
+        by_class = {klass: int(count) for klass, count in rows}
+        runs = sum(by_class.values())
+        return Totals(runs, runs - by_class.get("completed", 0), by_class)
+
+    def record(self, run_id: str) -> RunRecord | None:
+        """The record of run ``run_id``, or None."""
+        found = self._records("run_id = ?", [run_id], 1)
+        return found[0] if found else None
+
+    def find_runs(self, prefix: str, *, limit: int = 5) -> list[RunRecord]:
+        """Records whose run id starts with ``prefix`` (at most ``limit``), in run id order."""
+        return self._records("run_id >= ? AND run_id < ?", [prefix, prefix + "\U0010ffff"], limit, "run_id")
+
+    def by_request_id(self, request_id: str, *, limit: int = 20) -> list[RunRecord]:
+        """Records of the runs with this request id (``ids.context.request_id``: the id the relay gave the
+        client's request), in arrival order."""
+        return self._records("request_id = ?", [request_id], limit)
+
+    def by_provider_request_id(self, provider_request_id: str, *, limit: int = 20) -> list[RunRecord]:
+        """Records of the runs with this provider request id (``ids.provider_request_id``)."""
+        return self._records("provider_request_id = ?", [provider_request_id], limit)
+
+    def count(self) -> int:
+        """Runs indexed."""
+        return int(self._db.query("SELECT COUNT(*) FROM runs")[0][0])
+
+    def _records(self, where: str, params: list[Any], limit: int, order: str = "seq") -> list[RunRecord]:
+        rows = self._db.query(
+            f"SELECT record FROM runs WHERE {where} ORDER BY {order} LIMIT {int(limit)}", params
+        )
+        return [RunRecord(json.loads(zlib.decompress(bytes(blob)))) for (blob,) in rows]
+
+
+def _column(name: str) -> str:
+    try:
+        return DIMENSIONS[name]
+    except KeyError:
+        raise ValueError(f"not a grouping name: {name!r} (one of {', '.join(DIMENSIONS)})") from None
+
+
+# -- the sink ----------------------------------------------------------------------------------------------
+
+MAX_BACKLOG: Final = 10_000
+"""Records a ``StoreSink`` holds while its writer catches up; past it a record is dropped and counted."""
+_BATCH: Final = 500
+_PRUNE_EVERY_S: Final = 3600.0
+
+
+class StoreSink:
+    """A run record sink that indexes each record in a store, off the caller's thread.
+
+    Calling it only queues the record (the event loop never waits on the database, whose writes can wait on
+    another process's lock); a thread of its own writes what waits in one transaction per batch. At most
+    ``max_backlog`` records wait: past that, or when a write fails, records are counted in
+    ``sink_failures()`` under ``StoreSink`` and reported on ``streamfsm.sinks`` (never silently); the logs
+    stay the source of truth and ``streamfsm store rebuild`` makes the index whole again. ``retention``:
+    forget runs older than that, checked hourly. ``flush()`` waits for the backlog; ``close()`` flushes and
+    closes the store.
+    """
+
+    __slots__ = ("_cond", "_items", "_last_prune", "_limit", "_pid", "_store", "_thread", "_url", "retention")
+
+    def __init__(
+        self, url: str, *, retention: timedelta | None = None, max_backlog: int = MAX_BACKLOG
+    ) -> None:
+        if max_backlog < 1:
+            raise ValueError(f"max_backlog must be positive, not {max_backlog!r}")
+        self._url = url
+        self.retention = retention
+        self._limit = max_backlog
+        self._store = Store.open(url)  # fails now, not on the first record, for a bad URL
+        self._reset()
+
+    def _reset(self) -> None:
+        self._pid = os.getpid()
+        self._cond = threading.Condition()
+        self._items: deque[RunRecord] = deque()
+        self._thread: threading.Thread | None = None
+        self._last_prune = 0.0
+
+    def __repr__(self) -> str:
+        return f"StoreSink({self._store.label!r})"
+
+    def __call__(self, record: RunRecord) -> None:
+        if self._pid != os.getpid():  # a forked worker: a connection of its own
+            self._reset()
+            self._store = Store.open(self._url)
+        with self._cond:
+            if len(self._items) >= self._limit:
+                dropped = True
+            else:
+                dropped = False
+                self._items.append(record)
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._drain, name="streamfsm-store", daemon=False)
+                    self._thread.start()
+        if dropped:
+            count_sink_failure(
+                "StoreSink", record.run_id, f"its backlog of {self._limit} records was full; not indexed"
+            )
+
+    def flush(self, timeout: float = 10.0) -> bool:
+        """Wait until every record handed over was indexed (or counted as not); False on timeout."""
+        with self._cond:
+            return self._cond.wait_for(lambda: not self._items, timeout)
+
+    def close(self, timeout: float = 10.0) -> None:
+        self.flush(timeout)
+        self._store.close()
+
+    def _drain(self) -> None:
+        while True:
+            with self._cond:
+                if not self._items:
+                    self._thread = None
+                    self._cond.notify_all()
+                    return
+                batch = [self._items[i] for i in range(min(_BATCH, len(self._items)))]
+            try:
+                self._store.add(batch)
+            except Exception as exc:
+                for record in batch:
+                    count_sink_failure("StoreSink", record.run_id, f"raised {type(exc).__qualname__}")
+            self._maybe_prune()
+            with self._cond:
+                for _ in batch:
+                    self._items.popleft()
+                self._cond.notify_all()
+
+    def _maybe_prune(self) -> None:
+        now = time.monotonic()
+        if self.retention is None or now - self._last_prune < _PRUNE_EVERY_S:
+            return
+        self._last_prune = now
+        try:
+            self._store.prune(datetime.now(timezone.utc) - self.retention)
+        except Exception as exc:
+            count_sink_failure("StoreSink", "-", f"retention raised {type(exc).__qualname__}")
