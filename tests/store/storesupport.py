@@ -36,3 +36,16 @@ def varied(count: int, seed: int = 0, *, span: timedelta = timedelta(hours=6)) -
         context["request_id"] = f"req-{i:05d}"
         out.append(RunRecord(data))
     return out
+
+
+def write_worker(url: str, worker: int, count: int) -> None:
+    """A child process: index ``count`` records with run ids ``w<worker>-<i>`` through a ``StoreSink``."""
+    from logsupport import with_ids
+
+    from streamfsm.store import StoreSink
+
+    sink = StoreSink(url)
+    templates = [scenario() for scenario in SCENARIOS]
+    for i in range(count):
+        sink(with_ids(templates[i % len(templates)], f"w{worker}-{i:05d}"))
+    sink.close(timeout=120)
