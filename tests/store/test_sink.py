@@ -103,5 +103,5 @@ def test_two_processes_write_one_store(store_url: str) -> None:
 
 
 def test_bad_store_urls_fail_at_construction() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="not a store URL"):
         StoreSink("ftp://nowhere/runs")
