@@ -17,7 +17,7 @@ from typing import Any, Final
 
 from ..runtime._logs import OnProblem, read_records
 from ..runtime._record import RunRecord
-from ..runtime._report import SIGNATURE, field_value, iso, request_id, started
+from ..runtime._report import SIGNATURE, Group, field_value, request_id, started
 from ..runtime._sinks import count_sink_failure
 from ._backends import Backend, connect
 
@@ -154,18 +154,21 @@ class StoreGroup:
     def failure_rate(self) -> float:
         return self.failures / self.runs if self.runs else 0.0
 
+    def as_group(self) -> Group:
+        """The report's own group (what ``streamfsm report`` prints from a log)."""
+        return Group(
+            self.key,
+            self.failures,
+            self.first,
+            self.last,
+            list(reversed(self.sample_run_ids)),
+            list(reversed(self.sample_request_ids)),
+            self.title,
+        )
+
     def to_json(self, *, request_ids: bool = False) -> dict[str, Any]:
         """As ``streamfsm report --json`` writes a group, with ``runs`` and ``failure_rate`` besides."""
-        out: dict[str, Any] = {
-            "key": dict(zip(self.names, self.key, strict=True)),
-            "count": self.failures,
-            "first_seen": iso(self.first),
-            "last_seen": iso(self.last),
-            "sample_run_ids": list(self.sample_run_ids),
-            "title": self.title,
-        }
-        if request_ids:
-            out["sample_request_ids"] = list(self.sample_request_ids)
+        out = self.as_group().to_json(self.names, request_ids=request_ids)
         out["runs"] = self.runs
         out["failure_rate"] = round(self.failure_rate, 6)
         return out
