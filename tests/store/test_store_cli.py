@@ -33,9 +33,7 @@ def logs(tmp_path: Path) -> tuple[Path, Path, list[Any]]:
 
 
 @pytest.fixture
-def indexed(
-    store_url: str, logs: tuple[Path, Path, list[Any]], capsys: pytest.CaptureFixture[str]
-) -> str:
+def indexed(store_url: str, logs: tuple[Path, Path, list[Any]], capsys: pytest.CaptureFixture[str]) -> str:
     audit, errors, records = logs
     code, out, _ = _run(capsys, "store", "rebuild", "--from", str(audit), str(errors), "--store", store_url)
     assert code == 0
