@@ -40,8 +40,9 @@ def _free_port() -> int:
 
 
 @contextmanager
-def postgres_server() -> Iterator[str]:
-    """Start a server; yield its URL (``postgresql://USER@127.0.0.1:PORT/postgres``); stop and remove it."""
+def postgres_server(*, durable: bool = False) -> Iterator[str]:
+    """Start a server; yield its URL (``postgresql://USER@127.0.0.1:PORT/postgres``); stop and remove it.
+    Without ``durable``, fsync is off (tests); the benchmarks keep PostgreSQL's defaults."""
     try:
         import psycopg  # noqa: F401
     except ImportError:
@@ -74,7 +75,9 @@ def postgres_server() -> Iterator[str]:
 
     try:
         run(str(bin_dir / "initdb"), "-D", str(data), "-U", user, "--auth=trust", "-E", "UTF8", "--no-sync")
-        options = f"-h 127.0.0.1 -p {port} -k {sockets} -F -c fsync=off -c full_page_writes=off"
+        options = f"-h 127.0.0.1 -p {port} -k {sockets}"
+        if not durable:
+            options += " -F -c full_page_writes=off"
         run(str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(folder / "log"), "-o", options, "-w", "start")
         try:
             yield f"postgresql://{user}@127.0.0.1:{port}/postgres"
