@@ -223,9 +223,38 @@ class Totals:
 
 
 def _run_row(row: Sequence[Any]) -> RunRow:
-    seq, run_id, t, klass, key, *rest, title = row
-    nullable = tuple(_none(value) for value in rest)
-    return RunRow(int(seq), run_id, _when(t), klass, key, *nullable, title)
+    (
+        seq,
+        run_id,
+        t,
+        klass,
+        key,
+        provider,
+        model,
+        kind,
+        route,
+        account,
+        request,
+        provider_request,
+        close,
+        title,
+    ) = row
+    return RunRow(
+        seq=int(seq),
+        run_id=run_id,
+        started_at=_when(t),
+        failure_class=klass,
+        summary_key=key,
+        provider=_none(provider),
+        model=_none(model),
+        transport_kind=_none(kind),
+        route=_none(route),
+        account=_none(account),
+        request_id=_none(request),
+        provider_request_id=_none(provider_request),
+        close=_none(close),
+        title=title,
+    )
 
 
 class Store:
