@@ -44,6 +44,9 @@ DIMENSIONS: Final = {
     "close": "close",
 }
 """The names runs are grouped and filtered by, and their columns."""
+OUTCOME_NAMES: Final = frozenset({"summary_key", "class", "transport_kind", "close"})
+"""Names that say how a run ended: a completed run has values of its own, so a failure rate's denominator
+(all runs) leaves them out and counts the runs that share the group's other values."""
 SAMPLES: Final = 3
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _ROW_COLUMNS: Final = (
@@ -353,18 +356,19 @@ class Store:
         samples: int = SAMPLES,
     ) -> list[StoreGroup]:
         """Failed runs grouped by the values of ``by`` (names of ``DIMENSIONS``), most failures first, then
-        the latest; each with its runs in the window, first and last seen, the latest sample runs and the
-        title of its latest failure. The same groups as ``streamfsm report`` over the same records."""
+        the latest; each with first and last seen, the latest sample runs, the title of its latest failure
+        and ``runs``: every run in the window that shares the group's values other than ``OUTCOME_NAMES``
+        (by signature: the runs of its provider and model; by class: all runs). The same groups as
+        ``streamfsm report`` over the same records."""
         columns = [_column(name) for name in by]
         cols = ", ".join(columns)
-        where, params = filters.where()
+        where, params = filters.where(failed=True)
         rows = self._db.query(
-            f"SELECT {cols}, SUM(failed), COUNT(*), MIN(CASE WHEN failed = 1 THEN t END),"
-            f" MAX(CASE WHEN failed = 1 THEN t END) FROM runs WHERE {where}"
-            f" GROUP BY {cols} HAVING SUM(failed) > 0",
-            params,
+            f"SELECT {cols}, COUNT(*), 0, MIN(t), MAX(t) FROM runs WHERE {where} GROUP BY {cols}", params
         )
         n = len(columns)
+        runs = self._runs_by([name for name in by if name not in OUTCOME_NAMES], filters)
+        context = [i for i, name in enumerate(by) if name not in OUTCOME_NAMES]
         oldest = -(1 << 62)
         rows.sort(
             key=lambda r: (-r[n], -(oldest if r[n + 3] is None else r[n + 3]), tuple(r[:n])),
@@ -391,7 +395,7 @@ class Store:
                     names=tuple(by),
                     key=tuple(_none(value) for value in key),
                     failures=int(row[n]),
-                    runs=int(row[n + 1]),
+                    runs=runs.get(tuple(key[i] for i in context), 0),
                     first=_when(row[n + 2]),
                     last=_when(row[n + 3]),
                     sample_run_ids=tuple(r[0] for r in latest),
@@ -401,6 +405,15 @@ class Store:
             )
         return out
 
+    def _runs_by(self, names: Sequence[str], filters: Filters) -> dict[tuple[Any, ...], int]:
+        """All runs matching ``filters``, counted per value of ``names``."""
+        where, params = filters.where()
+        if not names:
+            return {(): int(self._db.query(f"SELECT COUNT(*) FROM runs WHERE {where}", params)[0][0])}
+        cols = ", ".join(_column(name) for name in names)
+        rows = self._db.query(f"SELECT {cols}, COUNT(*) FROM runs WHERE {where} GROUP BY {cols}", params)
+        return {tuple(row[:-1]): int(row[-1]) for row in rows}
+
     def trend(
         self,
         since: datetime,
@@ -409,37 +422,49 @@ class Store:
         filters: Filters = Filters(),
         by: Sequence[str] = SIGNATURE,
     ) -> list[Trend]:
-        """Failed and all runs per group key in ``buckets`` equal slices of ``[since, until)`` (``filters``'
-        own window is replaced), for every key with a failure in the window."""
+        """Failed runs per group key in ``buckets`` equal slices of ``[since, until)`` (``filters``' own
+        window is replaced), for every key with a failure in the window; and all runs in each slice, counted
+        as ``groups`` counts them (sharing the key's values other than ``OUTCOME_NAMES``)."""
         if buckets < 1 or until <= since:
             raise ValueError("a trend needs at least one bucket and until after since")
         start, end = _micros(since), _micros(until)
         width = -(-(end - start) // buckets)
-        columns = [_column(name) for name in by]
-        cols = ", ".join(columns)
-        where, params = replace(filters, since=since, until=until).where()
-        rows = self._db.query(
-            f"SELECT {cols}, (t - ?) / ?, SUM(failed), COUNT(*) FROM runs WHERE {where}"
-            f" GROUP BY {', '.join(str(i + 1) for i in range(len(columns) + 1))}",  # the bucket by position
-            [start, width, *params],
-        )
-        n = len(columns)
-        table: dict[tuple[str, ...], tuple[list[int], list[int]]] = {}
-        for row in rows:
-            failed, runs = table.setdefault(tuple(row[:n]), ([0] * buckets, [0] * buckets))
-            failed[int(row[n])] += int(row[n + 1])
-            runs[int(row[n])] += int(row[n + 2])
+        window = replace(filters, since=since, until=until)
+        failed = self._per_bucket(by, window, start, width, buckets, failed=True)
+        context = [i for i, name in enumerate(by) if name not in OUTCOME_NAMES]
+        runs = self._per_bucket([by[i] for i in context], window, start, width, buckets)
         return [
             Trend(
                 tuple(_none(value) for value in key),
                 since,
                 timedelta(microseconds=width),
-                tuple(failed),
-                tuple(runs),
+                tuple(counts),
+                tuple(runs[tuple(key[i] for i in context)]),
             )
-            for key, (failed, runs) in sorted(table.items(), key=lambda item: (-sum(item[1][0]), item[0]))
-            if any(failed)
+            for key, counts in sorted(failed.items(), key=lambda item: (-sum(item[1]), item[0]))
         ]
+
+    def _per_bucket(
+        self,
+        names: Sequence[str],
+        filters: Filters,
+        start: int,
+        width: int,
+        buckets: int,
+        *,
+        failed: bool | None = None,
+    ) -> dict[tuple[Any, ...], list[int]]:
+        cols = "".join(f"{_column(name)}, " for name in names)
+        where, params = filters.where(failed=failed)
+        rows = self._db.query(
+            f"SELECT {cols}(t - ?) / ?, COUNT(*) FROM runs WHERE {where}"
+            f" GROUP BY {', '.join(str(i + 1) for i in range(len(names) + 1))}",  # the bucket by position
+            [start, width, *params],
+        )
+        table: dict[tuple[Any, ...], list[int]] = {}
+        for *key, bucket, count in rows:
+            table.setdefault(tuple(key), [0] * buckets)[int(bucket)] += int(count)
+        return table
 
     def runs(
         self,

@@ -72,6 +72,23 @@ def test_rates_count_every_run_of_the_key(store_url: str) -> None:
             assert 0 < group.failure_rate == group.failures / group.runs < 1
 
 
+def test_a_signatures_rate_is_over_the_runs_of_its_provider_and_model(store_url: str) -> None:
+    records = varied(240, seed=12)
+    with Store.open(store_url) as store:
+        store.add(records)
+        groups = store.groups()
+        by_class = store.groups(by=("class",))
+    for group in groups:
+        summary_key, provider, model, _ = group.key
+        runs = [
+            r for r in records if (field_value(r, "provider"), field_value(r, "model")) == (provider, model)
+        ]
+        assert group.runs == len(runs)  # the completed runs of its provider and model too
+        assert group.failures == sum(r.summary_key == summary_key for r in runs)
+        assert group.failure_rate < 1
+    assert {g.runs for g in by_class} == {len(records)}
+
+
 def test_trend_buckets_add_up_to_the_groups(store_url: str) -> None:
     records = varied(300, seed=4)
     since, until = T0 - timedelta(hours=1), T0 + timedelta(hours=7)
