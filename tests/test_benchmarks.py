@@ -242,7 +242,7 @@ def test_store_synthetic_rows_are_whole_records() -> None:
     from streamfsm.store._backends import COLUMNS
 
     rows = list(store.synthetic_rows(50))
-    assert all(len(row) == len(COLUMNS) for row in rows)
+    assert all(len(row) == len(COLUMNS) + 1 for row in rows)  # and the record
     assert len({row[0] for row in rows}) == 50
     assert [row[1] for row in rows] == sorted(row[1] for row in rows)
     record = json.loads(zlib.decompress(rows[0][-1]))

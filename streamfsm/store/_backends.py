@@ -27,9 +27,10 @@ COLUMNS: Final = (
     "provider_request_id",
     "close",
     "title",
-    "record",  # the whole record, zlib-compressed JSON
 )
-"""The columns of ``runs`` a record fills, in insert order (``seq``, the arrival order, is the database's)."""
+"""The columns of ``runs`` a record fills, in insert order (``seq``, the arrival order, is the database's).
+A row as the store writes it is these, then the whole record (zlib-compressed JSON), which goes to a table
+of its own (``records``) so that the scans of ``runs`` stay narrow."""
 
 # Indexes for time, signature, route, account, model, provider, request id and run id. Each dimension ends in
 # ``t`` so that a filter and a time window use one index; the signature also by arrival (the latest samples).
@@ -41,26 +42,40 @@ _INDEXES: Final = (
     ("runs_account", "account, t"),
     ("runs_model", "model, t"),
     ("runs_provider", "provider, t"),
+    ("runs_provider_model", "provider, model, t, failed"),  # a signature's failure rate
     ("runs_class", "failure_class, t"),
     ("runs_request_id", "request_id"),
     ("runs_provider_request_id", "provider_request_id"),
 )
-_TEXT_COLUMNS: Final = ", ".join(f"{name} TEXT NOT NULL" for name in COLUMNS[3:-1])
+_TEXT_COLUMNS: Final = ", ".join(f"{name} TEXT NOT NULL" for name in COLUMNS[3:])
 
 
 def _schema(seq: str, blob: str) -> list[str]:
     statements = [
         f"CREATE TABLE IF NOT EXISTS runs ({seq}, run_id TEXT NOT NULL UNIQUE, t BIGINT,"
-        f" failed SMALLINT NOT NULL, {_TEXT_COLUMNS}, record {blob} NOT NULL)"
+        f" failed SMALLINT NOT NULL, {_TEXT_COLUMNS})",
+        f"CREATE TABLE IF NOT EXISTS records (run_id TEXT PRIMARY KEY, record {blob} NOT NULL)",
     ]
     statements += [f"CREATE INDEX IF NOT EXISTS {name} ON runs ({cols})" for name, cols in _INDEXES]
     return statements
 
 
+_INSERT: Final = f"INSERT INTO runs ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
 _UPSERT: Final = (
-    f"INSERT INTO runs ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
-    f" ON CONFLICT (run_id) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in COLUMNS[1:])}"
+    f"{_INSERT} ON CONFLICT (run_id) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in COLUMNS[1:])}"
 )
+_INSERT_RECORD: Final = "INSERT INTO records (run_id, record) VALUES (?, ?)"
+_UPSERT_RECORD: Final = f"{_INSERT_RECORD} ON CONFLICT (run_id) DO UPDATE SET record = excluded.record"
+
+
+def _split(rows: Iterable[Sequence[Any]]) -> tuple[list[Sequence[Any]], list[tuple[Any, Any]]]:
+    runs, records = [], []
+    for row in rows:
+        runs.append(row[:-1])
+        records.append((row[0], row[-1]))
+    return runs, records
+
+
 """A run seen again (in the audit log and the error log, or from a later record of it) keeps its place in
 arrival order and takes the later record's values."""
 
@@ -120,17 +135,21 @@ class _Sqlite:
             return self._db.execute(sql, tuple(params)).fetchall()
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run each ``;``-separated statement in one transaction; the last one's row count."""
         with self._lock, self._transaction():
-            return self._db.execute(sql, tuple(params)).rowcount
+            return [self._db.execute(one, tuple(params)).rowcount for one in sql.split(";")][-1]
 
     def upsert(self, rows: Iterable[Sequence[Any]]) -> None:
+        runs, records = _split(rows)
         with self._lock, self._transaction():
-            self._db.executemany(_UPSERT, rows)
+            self._db.executemany(_UPSERT, runs)
+            self._db.executemany(_UPSERT_RECORD, records)
 
     def load(self, rows: Iterable[Sequence[Any]]) -> None:
-        insert = f"INSERT INTO runs ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
+        runs, records = _split(rows)
         with self._lock, self._transaction():
-            self._db.executemany(insert, rows)
+            self._db.executemany(_INSERT, runs)
+            self._db.executemany(_INSERT_RECORD, records)
 
     def close(self) -> None:
         with self._lock:
@@ -165,18 +184,26 @@ class _Postgres:
             return self._db.execute(self._sql(sql), tuple(params)).fetchall()
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        with self._lock:
-            return self._db.execute(self._sql(sql), tuple(params)).rowcount
+        """Run each ``;``-separated statement in one transaction; the last one's row count."""
+        with self._lock, self._db.transaction():
+            return [self._db.execute(self._sql(one), tuple(params)).rowcount for one in sql.split(";")][-1]
 
     def upsert(self, rows: Iterable[Sequence[Any]]) -> None:
+        runs, records = _split(rows)
         with self._lock, self._db.transaction(), self._db.cursor() as cursor:
-            cursor.executemany(self._sql(_UPSERT), list(rows))
+            cursor.executemany(self._sql(_UPSERT), runs)
+            cursor.executemany(self._sql(_UPSERT_RECORD), records)
 
     def load(self, rows: Iterable[Sequence[Any]]) -> None:
-        statement = f"COPY runs ({', '.join(COLUMNS)}) FROM STDIN".encode()
-        with self._lock, self._db.transaction(), self._db.cursor() as cursor, cursor.copy(statement) as copy:
-            for row in rows:
-                copy.write_row(row)
+        runs, records = _split(rows)
+        with self._lock, self._db.transaction(), self._db.cursor() as cursor:
+            for table, columns, values in (
+                ("runs", COLUMNS, runs),
+                ("records", ("run_id", "record"), records),
+            ):
+                with cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN".encode()) as copy:
+                    for row in values:
+                        copy.write_row(row)
 
     def close(self) -> None:
         with self._lock:

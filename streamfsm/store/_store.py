@@ -339,11 +339,15 @@ class Store:
         return self.add_logs(paths, **options)
 
     def clear(self) -> None:
-        self._db.execute("DELETE FROM runs")
+        self._db.execute("DELETE FROM records; DELETE FROM runs")
 
     def prune(self, before: datetime) -> int:
         """Retention: forget runs started before ``before``. How many were forgotten."""
-        return self._db.execute("DELETE FROM runs WHERE t < ?", [_micros(before)])
+        return self._db.execute(
+            "DELETE FROM records WHERE run_id IN (SELECT run_id FROM runs WHERE t < ?);"
+            " DELETE FROM runs WHERE t < ?",
+            [_micros(before)],
+        )
 
     # -- queries -----------------------------------------------------------------------------------------
 
@@ -520,7 +524,9 @@ class Store:
 
     def _records(self, where: str, params: list[Any], limit: int, order: str = "seq") -> list[RunRecord]:
         rows = self._db.query(
-            f"SELECT record FROM runs WHERE {where} ORDER BY {order} LIMIT {int(limit)}", params
+            f"SELECT record FROM runs JOIN records USING (run_id) WHERE {where} ORDER BY {order}"
+            f" LIMIT {int(limit)}",
+            params,
         )
         return [RunRecord(json.loads(zlib.decompress(bytes(blob)))) for (blob,) in rows]
 
