@@ -18,8 +18,10 @@ Rows, wall time per query (median of ``--repeat``), target at most 300 ms at eve
 * ``report --json`` and ``diagnose --request-id``: the commands in this process, output discarded.
 
 At the smallest size, when it is at most 10k, the commands are also timed over a JSON-lines audit log of as
-many runs (today's path), the baseline. ``keeping the index``: CPU per record of ``StoreSink`` (the call and its writer thread), as a
-ratio of one ``open_stream`` run's own CPU (the section-1 OpenAI payload over an in-memory transport).
+many runs (today's path), the baseline.
+
+``keeping the index``: CPU per record of ``StoreSink`` (the call and its writer thread), as a ratio of one
+``open_stream`` run's own CPU (the section-1 OpenAI payload over an in-memory transport).
 """
 
 from __future__ import annotations

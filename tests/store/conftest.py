@@ -13,6 +13,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parents[1] / "logs"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "relay"))  # relaysupport
 
 from pgserver import Unavailable, postgres_server
 
