@@ -155,7 +155,7 @@ def _fill(url: str, count: int) -> float:
             batch = [row for _, row in zip(range(50_000), rows, strict=False)]
             if not batch:
                 break
-            store._db.load(batch)
+            store._write(batch, fresh=True)
         store._db.execute("ANALYZE")
     return time.perf_counter() - started
 

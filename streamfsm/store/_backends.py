@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from typing import Any, Final, Protocol
+from collections.abc import Callable, Sequence
+from typing import Any, Final, Protocol, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["COLUMNS", "Backend", "connect", "safe_label"]
+__all__ = ["COLUMNS", "HOURLY", "UPSERT", "UPSERT_RECORD", "Backend", "Writer", "connect", "safe_label"]
+
+_T = TypeVar("_T")
 
 COLUMNS: Final = (
     "run_id",
@@ -42,7 +43,6 @@ _INDEXES: Final = (
     ("runs_account", "account, t"),
     ("runs_model", "model, t"),
     ("runs_provider", "provider, t"),
-    ("runs_provider_model", "provider, model, t, failed"),  # a signature's failure rate
     ("runs_class", "failure_class, t"),
     ("runs_request_id", "request_id"),
     ("runs_provider_request_id", "provider_request_id"),
@@ -50,46 +50,57 @@ _INDEXES: Final = (
 _TEXT_COLUMNS: Final = ", ".join(f"{name} TEXT NOT NULL" for name in COLUMNS[3:])
 
 
+HOURLY: Final = ("summary_key", "failure_class", "provider", "model", "transport_kind")
+"""The columns of ``hourly``: runs counted per hour of their start (``hour``; -1: no start time) and per
+these values (the signature and the class), so that the errors page over a long window reads a few rows per
+hour instead of every run. Route and account are not in it (their values are many): filtering by them
+reads ``runs``."""
+
+
+_HOURLY_COLUMNS: Final = ", ".join(f"{name} TEXT NOT NULL" for name in HOURLY)
+
+
 def _schema(seq: str, blob: str) -> list[str]:
     statements = [
         f"CREATE TABLE IF NOT EXISTS runs ({seq}, run_id TEXT NOT NULL UNIQUE, t BIGINT,"
         f" failed SMALLINT NOT NULL, {_TEXT_COLUMNS})",
         f"CREATE TABLE IF NOT EXISTS records (run_id TEXT PRIMARY KEY, record {blob} NOT NULL)",
+        f"CREATE TABLE IF NOT EXISTS hourly (hour BIGINT NOT NULL, {_HOURLY_COLUMNS},"
+        f" failed SMALLINT NOT NULL, n BIGINT NOT NULL, PRIMARY KEY (hour, {', '.join(HOURLY)}))",
     ]
     statements += [f"CREATE INDEX IF NOT EXISTS {name} ON runs ({cols})" for name, cols in _INDEXES]
     return statements
 
 
 _INSERT: Final = f"INSERT INTO runs ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
-_UPSERT: Final = (
+UPSERT: Final = (
     f"{_INSERT} ON CONFLICT (run_id) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in COLUMNS[1:])}"
 )
 _INSERT_RECORD: Final = "INSERT INTO records (run_id, record) VALUES (?, ?)"
-_UPSERT_RECORD: Final = f"{_INSERT_RECORD} ON CONFLICT (run_id) DO UPDATE SET record = excluded.record"
-
-
-def _split(rows: Iterable[Sequence[Any]]) -> tuple[list[Sequence[Any]], list[tuple[Any, Any]]]:
-    runs, records = [], []
-    for row in rows:
-        runs.append(row[:-1])
-        records.append((row[0], row[-1]))
-    return runs, records
+UPSERT_RECORD: Final = f"{_INSERT_RECORD} ON CONFLICT (run_id) DO UPDATE SET record = excluded.record"
 
 
 """A run seen again (in the audit log and the error log, or from a later record of it) keeps its place in
 arrival order and takes the later record's values."""
 
 
+class Writer(Protocol):
+    """Statements inside one write transaction (``?`` placeholders)."""
+
+    def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> int: ...
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
+    def copy(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None: ...
+
+
 class Backend(Protocol):
-    """What the store needs of a database. Statements use ``?`` placeholders."""
+    """What the store needs of a database: reads, and work done in one write transaction at a time."""
 
     kind: str
     label: str
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
-    def upsert(self, rows: Iterable[Sequence[Any]]) -> None: ...
-    def load(self, rows: Iterable[Sequence[Any]]) -> None: ...
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> int: ...
+    def write(self, work: Callable[[Writer], _T]) -> _T: ...
     def close(self) -> None: ...
 
 
@@ -113,43 +124,42 @@ class _Sqlite:
         # One connection, shared by the threads of this process under a lock (the sink's writer, queries).
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
         self._lock = threading.Lock()
-        with self._lock:
-            self._db.execute("PRAGMA journal_mode=WAL")  # readers never wait for the writer
-            self._db.execute("PRAGMA synchronous=NORMAL")  # durable at checkpoints; the logs are the truth
-            with self._transaction():
-                for statement in _schema("seq INTEGER PRIMARY KEY", "BLOB"):
-                    self._db.execute(statement)
-
-    @contextmanager
-    def _transaction(self) -> Iterator[None]:
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+        self._db.execute("PRAGMA journal_mode=WAL")  # readers never wait for the writer
+        self._db.execute("PRAGMA synchronous=NORMAL")  # durable at checkpoints; the logs are the truth
+        self.write(
+            lambda db: [db.execute(statement) for statement in _schema("seq INTEGER PRIMARY KEY", "BLOB")]
+        )
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
             return self._db.execute(sql, tuple(params)).fetchall()
 
+    def write(self, work: Callable[[Writer], _T]) -> _T:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")  # take the write lock now: no upgrade deadlock later
+            try:
+                result = work(self)
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+            return result
+
+    # -- Writer, inside write() ------------------------------------------------------------------------
+
+    def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self._db.execute(sql, tuple(params)).fetchall()
+
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        """Run each ``;``-separated statement in one transaction; the last one's row count."""
-        with self._lock, self._transaction():
-            return [self._db.execute(one, tuple(params)).rowcount for one in sql.split(";")][-1]
+        return self._db.execute(sql, tuple(params)).rowcount
 
-    def upsert(self, rows: Iterable[Sequence[Any]]) -> None:
-        runs, records = _split(rows)
-        with self._lock, self._transaction():
-            self._db.executemany(_UPSERT, runs)
-            self._db.executemany(_UPSERT_RECORD, records)
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self._db.executemany(sql, rows)
 
-    def load(self, rows: Iterable[Sequence[Any]]) -> None:
-        runs, records = _split(rows)
-        with self._lock, self._transaction():
-            self._db.executemany(_INSERT, runs)
-            self._db.executemany(_INSERT_RECORD, records)
+    def copy(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        self._db.executemany(
+            f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", rows
+        )
 
     def close(self) -> None:
         with self._lock:
@@ -169,11 +179,13 @@ class _Postgres:
         self.label = label
         self._db = psycopg.connect(url, autocommit=True)
         self._lock = threading.Lock()
-        with self._lock, self._db.transaction():
-            # Several relays may create the schema at once: one at a time.
-            self._db.execute("SELECT pg_advisory_xact_lock(7461626)")
+
+        def schema(db: Writer) -> None:
+            db.execute("SELECT pg_advisory_xact_lock(7461626)")  # several relays may create it at once
             for statement in _schema("seq BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY", "BYTEA"):
-                self._db.execute(statement.encode())
+                db.execute(statement)
+
+        self.write(schema)
 
     @staticmethod
     def _sql(sql: str) -> bytes:
@@ -183,27 +195,29 @@ class _Postgres:
         with self._lock:
             return self._db.execute(self._sql(sql), tuple(params)).fetchall()
 
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        """Run each ``;``-separated statement in one transaction; the last one's row count."""
+    def write(self, work: Callable[[Writer], _T]) -> _T:
         with self._lock, self._db.transaction():
-            return [self._db.execute(self._sql(one), tuple(params)).rowcount for one in sql.split(";")][-1]
+            return work(self)
 
-    def upsert(self, rows: Iterable[Sequence[Any]]) -> None:
-        runs, records = _split(rows)
-        with self._lock, self._db.transaction(), self._db.cursor() as cursor:
-            cursor.executemany(self._sql(_UPSERT), runs)
-            cursor.executemany(self._sql(_UPSERT_RECORD), records)
+    # -- Writer, inside write() ------------------------------------------------------------------------
 
-    def load(self, rows: Iterable[Sequence[Any]]) -> None:
-        runs, records = _split(rows)
-        with self._lock, self._db.transaction(), self._db.cursor() as cursor:
-            for table, columns, values in (
-                ("runs", COLUMNS, runs),
-                ("records", ("run_id", "record"), records),
-            ):
-                with cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN".encode()) as copy:
-                    for row in values:
-                        copy.write_row(row)
+    def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self._db.execute(self._sql(sql), tuple(params)).fetchall()
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return self._db.execute(self._sql(sql), tuple(params)).rowcount
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        with self._db.cursor() as cursor:
+            cursor.executemany(self._sql(sql), rows)
+
+    def copy(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        with (
+            self._db.cursor() as cursor,
+            cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN".encode()) as copy,
+        ):
+            for row in rows:
+                copy.write_row(row)
 
     def close(self) -> None:
         with self._lock:

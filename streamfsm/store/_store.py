@@ -8,7 +8,7 @@ import os
 import threading
 import time
 import zlib
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import datetime, timedelta, timezone
@@ -19,7 +19,7 @@ from ..runtime._logs import OnProblem, read_records
 from ..runtime._record import RunRecord
 from ..runtime._report import SIGNATURE, Group, field_value, request_id, started
 from ..runtime._sinks import count_sink_failure
-from ._backends import Backend, connect
+from ._backends import COLUMNS, HOURLY, UPSERT, UPSERT_RECORD, Backend, Writer, connect
 
 __all__ = [
     "DIMENSIONS",
@@ -48,6 +48,13 @@ OUTCOME_NAMES: Final = frozenset({"summary_key", "class", "transport_kind", "clo
 """Names that say how a run ended: a completed run has values of its own, so a failure rate's denominator
 (all runs) leaves them out and counts the runs that share the group's other values."""
 SAMPLES: Final = 3
+_HOUR: Final = 3_600_000_000  # microseconds
+_TABLES: Final = ("records", "runs", "hourly")
+_COLUMN_AT: Final = {name: i for i, name in enumerate(COLUMNS)}
+_HOURLY_UPSERT: Final = (
+    f"INSERT INTO hourly (hour, {', '.join(HOURLY)}, failed, n) VALUES ({', '.join('?' * (len(HOURLY) + 3))})"
+    f" ON CONFLICT (hour, {', '.join(HOURLY)}) DO UPDATE SET n = hourly.n + excluded.n"
+)
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _ROW_COLUMNS: Final = (
     "seq, run_id, t, failure_class, summary_key, provider, model, transport_kind, route, account,"
@@ -75,6 +82,10 @@ def _close(record: RunRecord) -> str | None:
     relay = record.get("relay")
     value = relay.get("close") if isinstance(relay, dict) else None
     return value if isinstance(value, str) else None
+
+
+def _hour_key(t: int | None, *values: str) -> tuple[Any, ...]:
+    return (-1 if t is None else t // _HOUR, *values)  # -1: the record does not say when it started
 
 
 def _row(record: RunRecord) -> tuple[Any, ...]:
@@ -304,8 +315,44 @@ class Store:
         """Index ``records`` in one transaction; a run already indexed takes the later record. How many."""
         rows = [_row(record) for record in records]
         if rows:
-            self._db.upsert(rows)
+            self._write(rows, fresh=False)
         return len(rows)
+
+    def _write(self, rows: Sequence[Sequence[Any]], *, fresh: bool) -> None:
+        """Write store rows (``COLUMNS`` and the compressed record) and keep ``hourly`` counting each run
+        once. ``fresh``: the run ids are new to the store and to each other (a bulk load, in COPY)."""
+
+        def work(db: Writer) -> None:
+            seen: dict[str, tuple[Any, ...]] = {}
+            if not fresh:
+                ids = list({row[0] for row in rows})
+                for i in range(0, len(ids), 500):
+                    part = ids[i : i + 500]
+                    found = db.fetch(
+                        f"SELECT run_id, t, {', '.join(HOURLY)} FROM runs"
+                        f" WHERE run_id IN ({', '.join('?' * len(part))})",
+                        part,
+                    )
+                    seen.update((run_id, _hour_key(*old)) for run_id, *old in found)
+            delta: Counter[tuple[Any, ...]] = Counter()
+            for row in rows:
+                old = seen.get(row[0])
+                if old is not None:  # a run seen again: counted once, with its latest values
+                    delta[old] -= 1
+                seen[row[0]] = new = _hour_key(row[1], *(row[_COLUMN_AT[c]] for c in HOURLY))
+                delta[new] += 1
+            runs, records = [row[:-1] for row in rows], [(row[0], row[-1]) for row in rows]
+            if fresh:
+                db.copy("runs", COLUMNS, runs)
+                db.copy("records", ("run_id", "record"), records)
+            else:
+                db.executemany(UPSERT, runs)
+                db.executemany(UPSERT_RECORD, records)
+            # In key order, so that writers on several hosts lock the same counters in the same order.
+            changes = sorted((*key, int(key[2] != "completed"), n) for key, n in delta.items() if n)
+            db.executemany(_HOURLY_UPSERT, changes)
+
+        self._db.write(work)
 
     def add_logs(
         self,
@@ -339,15 +386,19 @@ class Store:
         return self.add_logs(paths, **options)
 
     def clear(self) -> None:
-        self._db.execute("DELETE FROM records; DELETE FROM runs")
+        self._db.write(lambda db: [db.execute(f"DELETE FROM {table}") for table in _TABLES])
 
     def prune(self, before: datetime) -> int:
-        """Retention: forget runs started before ``before``. How many were forgotten."""
-        return self._db.execute(
-            "DELETE FROM records WHERE run_id IN (SELECT run_id FROM runs WHERE t < ?);"
-            " DELETE FROM runs WHERE t < ?",
-            [_micros(before)],
-        )
+        """Retention: forget runs started before ``before``, rounded down to the hour. How many."""
+        hour = _micros(before) // _HOUR
+
+        def work(db: Writer) -> int:
+            cut = [hour * _HOUR]
+            db.execute("DELETE FROM records WHERE run_id IN (SELECT run_id FROM runs WHERE t < ?)", cut)
+            db.execute("DELETE FROM hourly WHERE hour >= 0 AND hour < ?", [hour])
+            return db.execute("DELETE FROM runs WHERE t < ?", cut)
+
+        return self._db.write(work)
 
     # -- queries -----------------------------------------------------------------------------------------
 
@@ -364,59 +415,114 @@ class Store:
         and ``runs``: every run in the window that shares the group's values other than ``OUTCOME_NAMES``
         (by signature: the runs of its provider and model; by class: all runs). The same groups as
         ``streamfsm report`` over the same records."""
-        columns = [_column(name) for name in by]
-        cols = ", ".join(columns)
-        where, params = filters.where(failed=True)
-        rows = self._db.query(
-            f"SELECT {cols}, COUNT(*), 0, MIN(t), MAX(t) FROM runs WHERE {where} GROUP BY {cols}", params
-        )
-        n = len(columns)
-        runs = self._runs_by([name for name in by if name not in OUTCOME_NAMES], filters)
+        failures = self._count(by, filters, failed=True)
         context = [i for i, name in enumerate(by) if name not in OUTCOME_NAMES]
-        oldest = -(1 << 62)
-        rows.sort(
-            key=lambda r: (-r[n], -(oldest if r[n + 3] is None else r[n + 3]), tuple(r[:n])),
-        )
-        if limit is not None:
-            rows = rows[:limit]
-        out = []
-        for row in rows:
-            key = tuple(row[:n])
-            match = " AND ".join(f"{c} = ?" for c in columns)
-            fwhere, fparams = filters.where(failed=True)
-            base = f"FROM runs WHERE {fwhere} AND {match}"
-            latest = self._db.query(
-                f"SELECT run_id, request_id {base} ORDER BY seq DESC LIMIT {int(samples)}",
-                [*fparams, *key],
-            )
-            title = self._db.query(
-                f"SELECT title {base} ORDER BY t IS NULL, t DESC, seq DESC LIMIT 1", [*fparams, *key]
-            )
-            if row[n + 3] is None:  # no run of the group says when it started: the report keeps the first
-                title = self._db.query(f"SELECT title {base} ORDER BY seq LIMIT 1", [*fparams, *key])
-            out.append(
+        runs = self._count([by[i] for i in context], filters)
+        groups = []
+        for key, count in failures.items():
+            groups.append(
                 StoreGroup(
                     names=tuple(by),
                     key=tuple(_none(value) for value in key),
-                    failures=int(row[n]),
+                    failures=count,
                     runs=runs.get(tuple(key[i] for i in context), 0),
-                    first=_when(row[n + 2]),
-                    last=_when(row[n + 3]),
-                    sample_run_ids=tuple(r[0] for r in latest),
-                    sample_request_ids=tuple(r[1] for r in latest),
-                    title=title[0][0] if title else "",
+                    **self._details(by, key, filters, samples),
                 )
             )
-        return out
+        oldest = datetime.min.replace(tzinfo=timezone.utc)
+        groups.sort(
+            key=lambda g: (-g.failures, -(g.last or oldest).timestamp(), tuple(k or "" for k in g.key))
+        )
+        return groups if limit is None else groups[:limit]
 
-    def _runs_by(self, names: Sequence[str], filters: Filters) -> dict[tuple[Any, ...], int]:
-        """All runs matching ``filters``, counted per value of ``names``."""
-        where, params = filters.where()
-        if not names:
-            return {(): int(self._db.query(f"SELECT COUNT(*) FROM runs WHERE {where}", params)[0][0])}
-        cols = ", ".join(_column(name) for name in names)
-        rows = self._db.query(f"SELECT {cols}, COUNT(*) FROM runs WHERE {where} GROUP BY {cols}", params)
-        return {tuple(row[:-1]): int(row[-1]) for row in rows}
+    def _details(
+        self, by: Sequence[str], key: tuple[Any, ...], filters: Filters, samples: int
+    ) -> dict[str, Any]:
+        """A group's first and last seen, latest samples and title, in one round trip (each part walks an
+        index from one end)."""
+        where, params = filters.where(failed=True)
+        base = f"FROM runs WHERE {where} AND {' AND '.join(f'{_column(name)} = ?' for name in by)}"
+        timed = f"{base} AND t IS NOT NULL"
+        parts = [
+            f"SELECT 0, run_id, request_id, t, seq {base} ORDER BY seq DESC LIMIT {int(samples)}",
+            f"SELECT 1, title, '', t, seq {timed} ORDER BY t DESC, seq DESC LIMIT 1",
+            f"SELECT 2, title, '', t, seq {base} ORDER BY seq LIMIT 1",
+            f"SELECT 3, '', '', t, seq {timed} ORDER BY t, seq LIMIT 1",
+        ]
+        rows = self._db.query(
+            " UNION ALL ".join(f"SELECT * FROM ({part}) AS p{i}" for i, part in enumerate(parts)),
+            [*params, *key] * len(parts),
+        )
+        found: dict[int, list[tuple[Any, ...]]] = {0: [], 1: [], 2: [], 3: []}
+        for tag, *rest in rows:
+            found[int(tag)].append(tuple(rest))
+        latest = sorted(found[0], key=lambda r: -int(r[3]))
+        last, first, earliest = found[1], found[3], found[2]
+        # The report keeps the title of the latest run; of the first in log order when none says when.
+        title = last[0][0] if last else earliest[0][0] if earliest else ""
+        return {
+            "first": _when(first[0][2]) if first else None,
+            "last": _when(last[0][2]) if last else None,
+            "sample_run_ids": tuple(r[0] for r in latest),
+            "sample_request_ids": tuple(r[1] for r in latest),
+            "title": title,
+        }
+
+    def _count(
+        self, names: Sequence[str], filters: Filters, *, failed: bool | None = None
+    ) -> Counter[tuple[Any, ...]]:
+        """Runs matching ``filters`` (and ``failed``), per value of ``names``: from ``hourly`` for the whole
+        hours of the window when every name and filter is one of its columns; from ``runs`` otherwise, and
+        for the partial hours at the window's edges."""
+        columns = [_column(name) for name in names]
+        values = {
+            f.name: getattr(filters, f.name)
+            for f in fields(filters)
+            if f.name not in ("since", "until") and getattr(filters, f.name) is not None
+        }
+        since = None if filters.since is None else _micros(filters.since)
+        until = None if filters.until is None else _micros(filters.until)
+        first = None if since is None else -(-since // _HOUR)  # the first whole hour
+        end = None if until is None else until // _HOUR  # the hour after the last whole one
+        whole = first is None or end is None or first < end
+        if not (set(columns) <= set(HOURLY) and set(values) <= set(HOURLY) and whole):
+            return self._count_runs(columns, filters, failed)
+        conds, params = ["1 = 1"], []
+        if first is not None:
+            conds.append("hour >= ?")
+            params.append(first)
+        elif end is not None:
+            conds.append("hour >= 0")  # a window leaves out runs that do not say when they started
+        if end is not None:
+            conds.append("hour < ?")
+            params.append(end)
+        for name, value in values.items():
+            conds.append(f"{name} = ?")
+            params.append(value)
+        if failed is not None:
+            conds.append("failed = ?")
+            params.append(int(failed))
+        cols = "".join(f"{c}, " for c in columns)
+        group = f" GROUP BY {', '.join(columns)}" if columns else ""
+        sql = f"SELECT {cols}SUM(n) FROM hourly WHERE {' AND '.join(conds)}{group}"
+        table: Counter[tuple[Any, ...]] = Counter()
+        for *key, n in self._db.query(sql, params):
+            if n:
+                table[tuple(key)] += int(n)
+        if since is not None and first is not None and since < first * _HOUR:
+            table.update(self._count_runs(columns, replace(filters, until=_when(first * _HOUR)), failed))
+        if until is not None and end is not None and end * _HOUR < until:
+            table.update(self._count_runs(columns, replace(filters, since=_when(end * _HOUR)), failed))
+        return +table  # without the zero counts that runs moved elsewhere leave
+
+    def _count_runs(
+        self, columns: Sequence[str], filters: Filters, failed: bool | None
+    ) -> Counter[tuple[Any, ...]]:
+        where, params = filters.where(failed=failed)
+        cols = "".join(f"{c}, " for c in columns)
+        group = f" GROUP BY {', '.join(columns)}" if columns else ""
+        rows = self._db.query(f"SELECT {cols}COUNT(*) FROM runs WHERE {where}{group}", params)
+        return +Counter({tuple(key): int(n) for *key, n in rows})
 
     def trend(
         self,
@@ -492,11 +598,7 @@ class Store:
 
     def totals(self, filters: Filters = Filters()) -> Totals:
         """How many runs match ``filters``, how many failed, and how many of each class."""
-        where, params = filters.where()
-        rows = self._db.query(
-            f"SELECT failure_class, COUNT(*) FROM runs WHERE {where} GROUP BY failure_class", params
-        )
-        by_class = {klass: int(count) for klass, count in rows}
+        by_class = {klass: count for (klass,), count in self._count(("class",), filters).items()}
         runs = sum(by_class.values())
         return Totals(runs, runs - by_class.get("completed", 0), by_class)
 
@@ -520,7 +622,7 @@ class Store:
 
     def count(self) -> int:
         """Runs indexed."""
-        return int(self._db.query("SELECT COUNT(*) FROM runs")[0][0])
+        return int(self._db.query("SELECT COALESCE(SUM(n), 0) FROM hourly")[0][0])
 
     def _records(self, where: str, params: list[Any], limit: int, order: str = "seq") -> list[RunRecord]:
         rows = self._db.query(

@@ -38,5 +38,5 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     import psycopg
 
     with psycopg.connect(url, autocommit=True) as db:
-        db.execute("DROP TABLE IF EXISTS runs, records")
+        db.execute("DROP TABLE IF EXISTS runs, records, hourly")
     return url
