@@ -3,8 +3,10 @@ report`` and ``streamfsm diagnose`` at any size.
 
 The logs stay the durable source of truth; the store is an index that can always be rebuilt from them
 (``streamfsm store rebuild --from errors.jsonl audit.jsonl --store sqlite:///runs.db``). It holds one row per
-run (a run in both the audit and the error log is one row) with the columns every query filters on, and the
-whole record (compressed) for ``diagnose``. Two databases, one schema and the same queries:
+run (a run in both the audit and the error log is one row) with the columns every query filters on, the
+whole record (compressed) for ``diagnose``, and counts per hour, signature and class (exact: a run
+written again moves its count), which the groups, rates and totals over a window read for its whole
+hours. Two databases, one schema and the same queries:
 
 * **SQLite** (standard library, WAL): ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db`` or a
   plain path. Any number of processes on one host (``streamfsm relay --workers N``).
