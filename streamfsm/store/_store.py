@@ -23,6 +23,7 @@ from ._backends import COLUMNS, HOURLY, UPSERT, UPSERT_RECORD, Backend, Writer, 
 
 __all__ = [
     "DIMENSIONS",
+    "OUTCOME_NAMES",
     "Filters",
     "RunRow",
     "RunsPage",
