@@ -415,12 +415,16 @@ class Store:
         the latest; each with first and last seen, the latest sample runs, the title of its latest failure
         and ``runs``: every run in the window that shares the group's values other than ``OUTCOME_NAMES``
         (by signature: the runs of its provider and model; by class: all runs). The same groups as
-        ``streamfsm report`` over the same records."""
+        ``streamfsm report`` over the same records. ``limit``: the first so many (each group's details
+        cost a query: give one for a view of many groups, such as by account)."""
         failures = self._count(by, filters, failed=True)
         context = [i for i, name in enumerate(by) if name not in OUTCOME_NAMES]
         runs = self._count([by[i] for i in context], filters)
+        ranked = sorted(failures.items(), key=lambda item: -item[1])
+        if limit is not None and len(ranked) > limit:  # details (a query each) only for the top and its ties
+            ranked = [item for item in ranked if item[1] >= ranked[limit - 1][1]]
         groups = []
-        for key, count in failures.items():
+        for key, count in ranked:
             groups.append(
                 StoreGroup(
                     names=tuple(by),

@@ -61,6 +61,14 @@ def test_filters_match_the_report_over_the_filtered_records(store_url: str, name
         assert totals.failures == sum(r.failure_class != "completed" for r in chosen)
 
 
+def test_a_limit_keeps_the_first_groups(store_url: str) -> None:
+    with Store.open(store_url) as store:
+        store.add(varied(300, seed=13))
+        every = store.groups(by=("account", "class"))
+        assert len(every) > 4
+        assert store.groups(by=("account", "class"), limit=4) == every[:4]
+
+
 def test_rates_count_every_run_of_the_key(store_url: str) -> None:
     records = varied(240, seed=3)
     with Store.open(store_url) as store:
