@@ -451,19 +451,21 @@ class Store:
         parts = [
             f"SELECT 0, run_id, request_id, t, seq {base} ORDER BY seq DESC LIMIT {int(samples)}",
             f"SELECT 1, title, '', t, seq {timed} ORDER BY t DESC, seq DESC LIMIT 1",
-            f"SELECT 2, title, '', t, seq {base} ORDER BY seq LIMIT 1",
             f"SELECT 3, '', '', t, seq {timed} ORDER BY t, seq LIMIT 1",
         ]
         rows = self._db.query(
             " UNION ALL ".join(f"SELECT * FROM ({part}) AS p{i}" for i, part in enumerate(parts)),
             [*params, *key] * len(parts),
         )
-        found: dict[int, list[tuple[Any, ...]]] = {0: [], 1: [], 2: [], 3: []}
+        found: dict[int, list[tuple[Any, ...]]] = {0: [], 1: [], 3: []}
         for tag, *rest in rows:
             found[int(tag)].append(tuple(rest))
         latest = sorted(found[0], key=lambda r: -int(r[3]))
-        last, first, earliest = found[1], found[3], found[2]
-        # The report keeps the title of the latest run; of the first in log order when none says when.
+        last, first = found[1], found[3]
+        # The report keeps the title of the latest run; of the first in log order when none says when (a
+        # query of its own: from the oldest run on, it would walk the whole store for a recent window).
+        oldest = f"SELECT title {base} ORDER BY seq LIMIT 1"
+        earliest = [] if last else self._db.query(oldest, [*params, *key])
         title = last[0][0] if last else earliest[0][0] if earliest else ""
         return {
             "first": _when(first[0][2]) if first else None,
