@@ -64,6 +64,7 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
         "body_budget_bytes": args.body_budget_bytes,
         "header_timeout": args.header_timeout,
         "max_client_connections": args.max_client_connections,
+        "store": args.store,
     }
 
 
@@ -97,6 +98,10 @@ def build_relay(settings: dict[str, Any]) -> Any:
         from ..otel import OtelSink
 
         sinks = (OtelSink(),)
+    if settings.get("store"):
+        from ..store import StoreSink
+
+        sinks += (StoreSink(settings["store"]),)
     options: dict[str, Any] = {}
     if settings.get("account_headers"):
         options["account_headers"] = tuple(settings["account_headers"])
@@ -192,6 +197,19 @@ def report_html(records: Any, source: str, out: str, interrupted: Any = ()) -> i
     report = {"source": source, "runs": runs, "failures": failures, "groups": listed}
     report["interrupted"] = [item.to_json() for item in interrupted]
     samples = [kept[run_id] for g in listed for run_id in g["sample_run_ids"] if run_id in kept]
+    Path(out).write_text(report_document(report, samples), encoding="utf-8")
+    print(f"streamfsm report: wrote {out}", file=sys.stderr)
+    return 0
+
+
+def report_html_from_store(store: Any, filters: Any, source: str, out: str) -> int:
+    """``report_html`` from a store's groups (``streamfsm report --store URL --html OUT``)."""
+    from ..relay import report_document
+
+    totals = store.totals(filters)
+    listed = [g.to_json(request_ids=True) for g in store.groups(filters)]
+    report = {"source": source, "runs": totals.runs, "failures": totals.failures, "groups": listed}
+    samples = [r for g in listed for run_id in g["sample_run_ids"] if (r := store.record(run_id)) is not None]
     Path(out).write_text(report_document(report, samples), encoding="utf-8")
     print(f"streamfsm report: wrote {out}", file=sys.stderr)
     return 0
@@ -304,5 +322,10 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     relay.add_argument(
         "--workers", type=positive_int, default=1, metavar="N", help="worker processes (default 1)"
+    )
+    relay.add_argument(
+        "--store",
+        metavar="URL",
+        help="also index every run in this store: sqlite:///PATH or postgresql://... (see streamfsm store)",
     )
     relay.set_defaults(run=_relay)
