@@ -758,7 +758,7 @@ _row(
         _P.BEFORE_CONNECTION,
         "rate_limit",
         _A.ASK_USER,
-        None,
+        86400.0,  # the wait the message states in words
     ),
 )
 
@@ -824,7 +824,7 @@ _row(
         _P.BEFORE_CONNECTION,
         "rate_limit",
         _A.ASK_USER,
-        None,
+        31447.0,  # "reset after 8h44m7s"
     ),
 )
 
