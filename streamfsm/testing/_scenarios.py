@@ -33,6 +33,9 @@ Writing your own scenario is writing data the same way; `run_scenario` and the p
         config={"idle_timeout": 5.0},                           # StreamConfig overrides
     )
 
+Real-world wire shapes (providers, gateways and local servers, each with its public source) are rows of
+``_realworld``, joined to the family they belong to.
+
 Formats without a shape get no scenario rather than a pretend one: Gemini sends whole function calls (no
 argument stream to cut, so its honest equivalent is a cut inside the chunk that carries the call), has no
 ``x-should-retry`` header and puts its retry delay in the body (``RetryInfo``), and reports a bad API key
@@ -49,6 +52,7 @@ from typing import Any, Final
 
 from ..classify import AbortSource, Action, FailureClass, Phase, Verdict
 from ..machine import Trigger
+from ._realworld import rows as real_world_rows
 from ._script import (
     Agent,
     End,
@@ -777,8 +781,10 @@ def _streams(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, An
             {"agent": Agent(raise_on=_T.TEXT_DELTA)},
         ),
     ]
+    out += _real_world(fmt, "stream")
     out += _finishes(fmt)
     out += _open_world(fmt)
+    out += _real_world(fmt, "finish")
     out += _not_streams(fmt)
     if fmt == "openai-chat":
         calls = tool_call_stream(fmt, [("apply_patch", PATCH_ARGS)])
@@ -849,6 +855,7 @@ def _streams(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, An
             )
         )
     out += _tool_streams(fmt)
+    out += _real_world(fmt, "tool")
     out += _in_band_errors(fmt, preamble, through_text)
     return out
 
@@ -1664,12 +1671,24 @@ def _limits(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any
     return [(slug, text, script, expect, {}) for slug, text, script, expect in rows]
 
 
+def _real_world(
+    fmt: Format, family: str
+) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
+    """The real-world shapes (``_realworld``) of ``fmt`` that join ``family``, as catalog rows."""
+    return [
+        (slug, text, script, _expect(*outcome), {})
+        for slug, text, script, outcome in real_world_rows(fmt, family)
+    ]
+
+
 def _for_format(fmt: Format) -> list[Scenario]:
     rows = _connection(fmt)
     rows += [(slug, text, script, expect, {}) for slug, text, script, expect in _http_errors(fmt)]
     rows += _streams(fmt)
     rows += _limits(fmt)
+    rows += _real_world(fmt, "error")
     rows += _content_shapes(fmt)
+    rows += _real_world(fmt, "content")
     return [
         Scenario(f"{fmt}/{slug}", script, format=fmt, description=text, **expect, **extra)
         for slug, text, script, expect, extra in rows
