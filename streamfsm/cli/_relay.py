@@ -13,7 +13,9 @@ import argparse
 import json
 import logging
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Final
 
@@ -145,7 +147,13 @@ def _relay(args: argparse.Namespace) -> int:
     try:
         if args.workers > 1:
             os.environ[_ENV] = json.dumps(settings)
-            uvicorn.run("streamfsm.cli._relay:app_from_env", factory=True, workers=args.workers, **options)
+            shared = _metrics_across_workers()
+            try:
+                app = "streamfsm.cli._relay:app_from_env"
+                uvicorn.run(app, factory=True, workers=args.workers, **options)
+            finally:
+                if shared is not None:
+                    shutil.rmtree(shared, ignore_errors=True)
         else:
             uvicorn.run(relay, **options)
     except SystemExit as exc:
@@ -154,6 +162,17 @@ def _relay(args: argparse.Namespace) -> int:
         print(f"streamfsm relay: could not serve on {host}:{port} (uvicorn said why above)", file=sys.stderr)
         return STARTUP_FAILED
     return 0
+
+
+def _metrics_across_workers() -> str | None:
+    """Each worker counts its own metrics: prometheus_client's multiprocess mode (a folder the workers share,
+    read before any metric exists) makes a scrape of any worker answer the sum over all of them. The folder
+    made here (None: the operator named one) is removed when the workers are gone."""
+    if any(os.environ.get(name) for name in ("PROMETHEUS_MULTIPROC_DIR", "prometheus_multiproc_dir")):
+        return None
+    shared = tempfile.mkdtemp(prefix="streamfsm-relay-metrics-")
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = shared
+    return shared
 
 
 def report_html(records: Any, source: str, out: str) -> int:

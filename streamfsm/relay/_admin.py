@@ -1,4 +1,6 @@
-"""``/admin/...``: the errors page (HTML for people, JSON with ``Accept: application/json``) and run pages.
+"""``/admin/...``: the errors page (HTML for people, JSON with ``Accept: application/json``), run pages, and
+``/admin/metrics``, the Prometheus metrics (``_metrics``; under an admin path so that no upstream path is
+shadowed).
 
 Authorisation: ``Authorization: Bearer <token>`` (the token the relay read from its environment variable),
 or, for a browser, the cookie that ``POST /admin/login`` sets after the token was typed into its form (a
@@ -21,6 +23,7 @@ from typing import Any, Final
 import anyio.to_thread
 
 from ._errors import RecordStore
+from ._metrics import CONTENT_TYPE, RelayMetrics
 from ._page import errors_page, run_page
 
 Scope = MutableMapping[str, Any]
@@ -33,6 +36,7 @@ _COOKIE: Final = "streamfsm_admin"
 _ERRORS: Final = "/admin/errors"
 _RUNS: Final = "/admin/errors/runs/"
 _LOGIN: Final = "/admin/login"
+_METRICS: Final = "/admin/metrics"
 _MAX_FORM: Final = 4096
 _HTML: Final = b"text/html; charset=utf-8"
 _SECURITY: Final = [
@@ -62,7 +66,7 @@ _FORWARDED: Final = frozenset({b"forwarded", b"x-forwarded-for", b"x-real-ip"})
 class Admin:
     """The ``/admin`` ASGI application of one relay."""
 
-    def __init__(self, token: str | None, store: RecordStore) -> None:
+    def __init__(self, token: str | None, store: RecordStore, metrics: RelayMetrics | None = None) -> None:
         self._token = token
         self._cookie = (
             hmac.new(token.encode(), b"streamfsm.relay.admin-cookie", hashlib.sha256).hexdigest()
@@ -70,6 +74,7 @@ class Admin:
             else None
         )
         self.store = store
+        self.metrics = metrics
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path, method = scope["path"], scope["method"]
@@ -91,6 +96,14 @@ class Admin:
             return
         if method not in ("GET", "HEAD"):
             await _respond_json(send, 405, {"error": {"type": "method_not_allowed", "message": "GET only"}})
+            return
+        if path == _METRICS:
+            if self.metrics is None:
+                why = "metrics need the metrics extra: pip install 'streamfsm[metrics]'"
+                await _respond_json(send, 404, {"error": {"type": "not_found", "message": why}})
+            else:
+                text = await anyio.to_thread.run_sync(self.metrics.exposition)
+                await _respond(send, 200, text.decode("utf-8"), CONTENT_TYPE.encode())
             return
         if path in (_ERRORS, _ERRORS + "/", "/admin", "/admin/"):
             report = await anyio.to_thread.run_sync(self.store.report)

@@ -24,6 +24,7 @@ import math
 import secrets
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -36,6 +37,7 @@ from ..runtime import AuditLog, ErrorLog, StreamConfig
 from ..tap import Rule, async_transport, context, failure_of, run_of
 from ..tap._run import TapRun
 from ._errors import RecordStore
+from ._metrics import RelayMetrics, relay_metrics
 
 __all__ = ["Relay", "RelayConfig"]
 
@@ -155,6 +157,9 @@ class Relay:
         self.store = RecordStore(config.error_log, config.memory_records)
         if config.error_log is None:
             sinks.append(self.store.add)
+        self.metrics = relay_metrics()
+        if self.metrics is not None:  # last: it counts what the sinks before it failed to take
+            sinks.append(self.metrics.record)
         self._stream_config = config.stream.replace(sinks=tuple(sinks))
         upstream = httpx.URL(config.upstream)
         self._base = upstream.copy_with(raw_path=b"/")
@@ -212,7 +217,7 @@ class Relay:
         if self._admin is None:
             from ._admin import Admin
 
-            self._admin = Admin(self.config.admin_token, self.store)
+            self._admin = Admin(self.config.admin_token, self.store, self.metrics)
         return self._admin
 
     # -- one relayed exchange -----------------------------------------------------------------------------
@@ -243,7 +248,7 @@ class Relay:
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(self._watch_client, receive, exchange, tasks.cancel_scope)
             try:
-                with context(**ids):
+                with context(**ids), _in_flight(self.metrics):
                     await self._exchange(request, send, exchange, scope)
             finally:
                 tasks.cancel_scope.cancel()
@@ -425,6 +430,10 @@ def _report(run: TapRun, events: Any, nbytes: int) -> None:
             first = False
     else:
         run.relayed_bytes(nbytes)
+
+
+def _in_flight(metrics: RelayMetrics | None) -> AbstractContextManager[None]:
+    return metrics.in_flight() if metrics is not None else nullcontext()
 
 
 def _edge(run: TapRun) -> str | None:
