@@ -78,9 +78,9 @@ def build_relay(settings: dict[str, Any]) -> Any:
             )
     sinks: tuple[Any, ...] = ()
     if settings.get("otel"):
-        from ..otel import OtelSink
+        from ..otel import OtelLogSink, OtelSink
 
-        sinks = (OtelSink(),)
+        sinks = (OtelSink(), OtelLogSink())
     options: dict[str, Any] = {}
     if settings.get("account_headers"):
         options["account_headers"] = tuple(settings["account_headers"])
@@ -235,7 +235,9 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     relay.add_argument("--audit-log", metavar="PATH", help="JSON-lines log of every run")
     relay.add_argument(
-        "--otel", action="store_true", help="also emit an OpenTelemetry span per run (otel extra)"
+        "--otel",
+        action="store_true",
+        help="also emit an OpenTelemetry span per run and a log record per failed run (otel extra)",
     )
     relay.add_argument(
         "--admin-token-env",
