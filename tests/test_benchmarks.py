@@ -215,3 +215,35 @@ def test_logs_section_counts_every_record_of_every_writer() -> None:
     assert (rows["records lost"].value, rows["lines torn"].value, rows["records doubled"].value) == (0, 0, 0)
     stall = rows["event loop's longest stall"]
     assert stall.value >= 0 and stall.baseline is not None and stall.baseline >= 0
+
+
+def test_store_rows_at_a_tiny_size() -> None:
+    from benchmarks import store
+
+    rows = store.measure((300,), ("sqlite",), repeat=1, sink_records=20)
+    _whole(rows)
+    names = {r.name for r in rows}
+    assert "sqlite 300: errors page: groups, all runs" in names
+    assert "sqlite: keeping the index, CPU per record" in names
+    assert all(r.value > 0 for r in rows), "a query did no work"
+    # the commands over a log are the baseline at the smallest size
+    assert {r.name for r in rows if r.baseline is not None} >= {
+        "sqlite 300: report --json",
+        "sqlite 300: diagnose --request-id",
+    }
+    assert _targets(rows)["sqlite 300: errors page: groups, all runs"] == store.TARGET_MS
+
+
+def test_store_synthetic_rows_are_whole_records() -> None:
+    import json
+    import zlib
+
+    from benchmarks import store
+    from streamfsm.store._backends import COLUMNS
+
+    rows = list(store.synthetic_rows(50))
+    assert all(len(row) == len(COLUMNS) + 1 for row in rows)  # and the record
+    assert len({row[0] for row in rows}) == 50
+    assert [row[1] for row in rows] == sorted(row[1] for row in rows)
+    record = json.loads(zlib.decompress(rows[0][-1]))
+    assert record["schema"].startswith("streamfsm.run/")

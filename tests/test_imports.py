@@ -36,8 +36,8 @@ def test_the_check_itself_detects_a_loaded_module() -> None:
     assert "AssertionError" in proc.stderr
 
 
-# Each room may import only the rooms before it: machine → classify → runtime → tap → (relay, frameworks).
-ROOMS = ("machine", "classify", "runtime", "tap", "relay", "frameworks")
+# Each room imports only the rooms before it: machine → classify → runtime → tap → store → relay, frameworks.
+ROOMS = ("machine", "classify", "runtime", "tap", "store", "relay", "frameworks")
 
 
 def _rooms_imported(path: Path) -> set[str]:

@@ -1,10 +1,11 @@
 """People-facing commands over run records: ``streamfsm diagnose`` and ``streamfsm report``.
 
 Both read a single record, a JSON-lines log (with its rotated siblings ``FILE.N``, unless
-``--no-rotated``), or a session export that embeds records; ``-`` reads standard input. Skipped parts of a
+``--no-rotated``), or a session export that embeds records; ``-`` reads standard input. Given a store
+(``--store URL``, see ``streamfsm.store``) instead, they query it. Skipped parts of a
 file (a torn last line, a corrupt line, a record of an unknown schema) are reported on standard error and
 the rest is used. Exit codes: 0 done, 1 the input holds no readable record (or no record matches
-``--run``), 2 bad usage.
+``--run`` / ``--request-id``), 2 bad usage.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ._common import epilog, fit_table, non_empty, table_width
 if TYPE_CHECKING:
     from ..runtime._logs import LogProblem
     from ..runtime._record import RunRecord
+    from ..runtime._report import Group
 
 __all__ = ["add_commands", "parse_since", "run_diagram_dot", "run_diagram_mermaid", "run_path"]
 
@@ -38,6 +40,8 @@ _GROUP_NOUNS: Final = {
     "provider": ("provider", "providers"),
     "model": ("model", "models"),
     "class": ("class", "classes"),
+    "route": ("route", "routes"),
+    "account": ("account", "accounts"),
 }
 _UNITS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -47,6 +51,8 @@ _GROUPINGS: Final = {
     "provider": ("provider",),
     "model": ("model",),
     "class": ("class",),
+    "route": ("route",),
+    "account": ("account",),
 }
 _VISITED_STYLE: Final = "fill:#dbeafe,stroke:#1d4ed8,stroke-width:2px"
 _FAILED_FROM_STYLE: Final = "fill:#fee2e2,stroke:#b91c1c,stroke-width:3px"
@@ -310,6 +316,8 @@ def _svg_path(args: argparse.Namespace, record: RunRecord, several: bool) -> Pat
     if args.out is not None:
         out = Path(args.out)
         return out.with_name(f"{out.stem}.{run12}{out.suffix or '.svg'}") if several else out
+    if args.file is None:  # from a store
+        return Path.cwd() / f"store.{run12}.svg"
     folder = Path.cwd() if args.file == "-" else Path(args.file).parent
     stem = "stdin" if args.file == "-" else Path(args.file).name
     return folder / f"{stem}.{run12}.svg"
@@ -462,7 +470,8 @@ def format_record(record: RunRecord) -> str:
         ("transport", _transport(transport)),
         ("exception chain", " <- ".join(_clean(c) for c in transport.get("chain") or ()) or _DASH),
         ("http status", _show(transport.get("status"))),
-        ("request id", _show(ids.get("provider_request_id"))),
+        ("request id", _show(_get(ids, "context", "request_id"))),
+        ("provider request id", _show(ids.get("provider_request_id"))),
         ("response id", _show(ids.get("response_id"))),
         ("trace id", _show(ids.get("trace_id"))),
         ("session id", _show(ids.get("session_id"))),
@@ -483,8 +492,22 @@ def format_record(record: RunRecord) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _select(records: Iterable[RunRecord], run: str | None, last: int) -> list[RunRecord]:
-    """The last ``last`` records, or the one whose run id is ``run`` (or starts with it, if unique)."""
+def _which(args: argparse.Namespace) -> tuple[str, str] | None:
+    """(id name, value) of the run id or request id asked for, or None."""
+    for dest, name in (("request_id", "request id"), ("provider_request_id", "provider request id")):
+        value = getattr(args, dest)
+        if value is not None:
+            return name, value
+    return None
+
+
+def _select(records: Iterable[RunRecord], args: argparse.Namespace) -> list[RunRecord]:
+    """The last ``--last`` records, the one whose run id is ``--run`` (or starts with it, if unique), or
+    those with the ``--request-id`` (``--provider-request-id``) asked for."""
+    run, last, which = args.run_id, args.last, _which(args)
+    if which is not None:
+        field = "request_id" if which[0] == "request id" else "provider_request_id"
+        return [r for r in records if _request_ids(r)[field] == which[1]]
     if run is None:
         return list(deque(records, maxlen=last))
     exact: RunRecord | None = None
@@ -501,27 +524,80 @@ def _select(records: Iterable[RunRecord], run: str | None, last: int) -> list[Ru
     return list(prefixed.values())
 
 
+def _request_ids(record: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "request_id": _get(record, "ids", "context", "request_id"),
+        "provider_request_id": _get(record, "ids", "provider_request_id"),
+    }
+
+
+def _source(args: argparse.Namespace, command: str) -> str:
+    """What the command reads (a store's URL without its password), or bad usage when neither is given."""
+    if args.store is not None:
+        if args.file is not None:
+            args.parser.error(f"give {'FILE' if command == 'diagnose' else 'LOG'} or --store, not both")
+        from ..store import safe_label
+
+        return safe_label(args.store)
+    if args.file is None:
+        args.parser.error(f"{'FILE' if command == 'diagnose' else 'LOG'} or --store URL is required")
+    return str(args.file)
+
+
+def _from_store(args: argparse.Namespace) -> tuple[list[RunRecord], int]:
+    """(the records asked for, runs in the store)."""
+    from ..store import Store
+
+    with Store.open(args.store) as store:
+        which = _which(args)
+        if which is not None and which[0] == "request id":
+            chosen = store.by_request_id(which[1])
+        elif which is not None:
+            chosen = store.by_provider_request_id(which[1])
+        elif args.run_id is not None:
+            exact = store.record(args.run_id)
+            chosen = [exact] if exact is not None else store.find_runs(args.run_id, limit=6)
+            if len(chosen) > 1:
+                ids = ", ".join(r.run_id for r in chosen[:5])
+                raise _UsageError(f"run id prefix {args.run_id!r} is ambiguous: {ids}, ...")
+        else:
+            latest = store.runs(limit=args.last).runs
+            chosen = [r for row in reversed(latest) if (r := store.record(row.run_id)) is not None]
+        return chosen, store.count()
+
+
 def _diagnose(args: argparse.Namespace) -> int:
-    data = _Records(args.file, rotated=args.rotated)
+    source = _source(args, "diagnose")
+    data = _Records(source, rotated=args.rotated)
     try:
-        chosen = _select(data, args.run_id, args.last)
+        if args.store is not None:
+            chosen, total = _from_store(args)
+        else:
+            chosen = _select(data, args)
+            total = data.count
     except OSError as exc:
-        return _cannot_read("diagnose", args.file, exc)
+        return _cannot_read("diagnose", source, exc)
     except _UsageError as exc:
         print(f"streamfsm diagnose: {_clean(exc)}", file=sys.stderr)
         return 2
-    if data.count == 0:
-        print(f"streamfsm diagnose: no readable run record in {_clean(args.file)}", file=sys.stderr)
+    except Exception as exc:  # the store's database refused (psycopg's and sqlite3's errors)
+        if args.store is None:
+            raise
+        print(f"streamfsm diagnose: cannot query {_clean(source)}: {type(exc).__name__}", file=sys.stderr)
+        return 1
+    if total == 0:
+        print(f"streamfsm diagnose: no readable run record in {_clean(source)}", file=sys.stderr)
         return 1
     if not chosen:
+        which = _which(args) or ("run id", args.run_id)
         print(
-            f"streamfsm diagnose: no record with run id {_clean(args.run_id)!r} in {_clean(args.file)}",
+            f"streamfsm diagnose: no record with {which[0]} {_clean(which[1])!r} in {_clean(source)}",
             file=sys.stderr,
         )
         return 1
-    if args.run_id is None and data.count > len(chosen):
+    if args.run_id is None and _which(args) is None and total > len(chosen):
         print(
-            f"streamfsm diagnose: showing the last {len(chosen)} of {data.count} records"
+            f"streamfsm diagnose: showing the last {len(chosen)} of {total} records"
             " (pick one with --run ID, or more with --last N)",
             file=sys.stderr,
         )
@@ -552,7 +628,7 @@ def _diagnose(args: argparse.Namespace) -> int:
     if args.json:
         out: dict[str, Any] = {
             "records": [r.to_dict() for r in chosen],
-            "total": data.count,
+            "total": total,
             "problems": _problems_json(data.problems),
             "problems_total": data.skipped,
         }
@@ -567,9 +643,39 @@ def _diagnose(args: argparse.Namespace) -> int:
 # -- report ------------------------------------------------------------------------------------------------
 
 
-def _report(args: argparse.Namespace) -> int:
-    from ..runtime._report import group_failures, iso, started
+def _report_store(args: argparse.Namespace, source: str) -> int:
+    """``report --store``: the same output from the store's groups (with each group's runs and failure
+    rate in ``--json``)."""
+    from ..store import Filters, Store
 
+    names = _GROUPINGS[args.by]
+    filters = Filters(since=args.since)
+    try:
+        with Store.open(args.store) as store:
+            if args.html is not None:
+                from ._relay import report_html_from_store
+
+                return report_html_from_store(store, filters, source, args.html)
+            stored = store.groups(filters, names)
+            totals = store.totals(filters)
+            count = store.count()
+    except Exception as exc:  # the database refused (psycopg's and sqlite3's errors)
+        print(f"streamfsm report: cannot query {_clean(source)}: {type(exc).__name__}", file=sys.stderr)
+        return 1
+    if count == 0:
+        print(f"streamfsm report: no run record in {_clean(source)}", file=sys.stderr)
+        return 1
+    groups = [g.as_group() for g in stored]
+    listed = [g.to_json() for g in stored]
+    return _print_report(args, source, groups, listed, (count, totals.runs, totals.failures), None)
+
+
+def _report(args: argparse.Namespace) -> int:
+    from ..runtime._report import group_failures, started
+
+    source = _source(args, "report")
+    if args.store is not None:
+        return _report_store(args, source)
     data = _Records(args.file, rotated=args.rotated)
     since: datetime | None = args.since
     chosen = (r for r in data if since is None or ((when := started(r)) is not None and when >= since))
@@ -588,23 +694,40 @@ def _report(args: argparse.Namespace) -> int:
     if data.count == 0:
         print(f"streamfsm report: no readable run record in {_clean(args.file)}", file=sys.stderr)
         return 1
+    listed = [g.to_json(names) for g in groups]
+    return _print_report(args, source, groups, listed, (data.count, runs, failures), data)
+
+
+def _print_report(
+    args: argparse.Namespace,
+    source: str,
+    groups: Sequence[Group],
+    listed: list[dict[str, Any]],
+    counts: tuple[int, int, int],
+    data: _Records | None,
+) -> int:
+    from ..runtime._report import iso
+
+    names = _GROUPINGS[args.by]
+    since: datetime | None = args.since
+    records, runs, failures = counts
     if args.json:
         out = {
-            "source": args.file,
+            "source": source,
             "by": args.by,
             "since": iso(since),
-            "records": data.count,
+            "records": records,
             "runs": runs,
             "failures": failures,
-            "groups": [g.to_json(names) for g in groups],
-            "problems": _problems_json(data.problems),
-            "problems_total": data.skipped,
+            "groups": listed,
+            "problems": _problems_json(data.problems if data is not None else ()),
+            "problems_total": data.skipped if data is not None else 0,
         }
         print(json.dumps(out, indent=2, ensure_ascii=False))
         return 0
     window = f" since {_utc(since)}" if since is not None else ""
     print(
-        f"{failures} failed of {runs} runs{window} in {_clean(args.file)}:"
+        f"{failures} failed of {runs} runs{window} in {_clean(source)}:"
         f" {len(groups)} {_GROUP_NOUNS[args.by][len(groups) != 1]}"
     )
     if not groups:
@@ -643,18 +766,32 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     diagnose.add_argument(
-        "file", metavar="FILE", help="record, JSON-lines log or session export ('-': stdin)"
+        "file", metavar="FILE", nargs="?", help="record, JSON-lines log or session export ('-': stdin)"
     )
+    _store_argument(diagnose)
+    which = diagnose.add_mutually_exclusive_group()
     # dest run_id: "run" is the handler the main parser calls
-    diagnose.add_argument(
+    which.add_argument(
         "--run",
         dest="run_id",
         type=non_empty,
         metavar="ID",
         help="the run to show (a run id or a unique prefix)",
     )
+    which.add_argument(
+        "--request-id",
+        type=non_empty,
+        metavar="ID",
+        help="the runs of this request id (the relay's id of the client's request: x-streamfsm-request-id)",
+    )
+    which.add_argument(
+        "--provider-request-id",
+        type=non_empty,
+        metavar="ID",
+        help="the runs of this provider request id (the provider's own x-request-id / request-id)",
+    )
     diagnose.add_argument(
-        "--last", metavar="N", type=_positive, default=1, help="without --run: show the last N records (1)"
+        "--last", metavar="N", type=_positive, default=1, help="without an id: show the last N records (1)"
     )
     diagnose.add_argument(
         "--diagram",
@@ -666,7 +803,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     diagnose.add_argument(
         "--no-rotated", dest="rotated", action="store_false", help="ignore FILE.1, FILE.2, …"
     )
-    diagnose.set_defaults(run=_diagnose)
+    diagnose.set_defaults(run=_diagnose, parser=diagnose)
 
     report = commands.add_parser(
         "report",
@@ -676,7 +813,10 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         epilog=epilog(_READING),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    report.add_argument("file", metavar="LOG", help="JSON-lines log, record or session export ('-': stdin)")
+    report.add_argument(
+        "file", metavar="LOG", nargs="?", help="JSON-lines log, record or session export ('-': stdin)"
+    )
+    _store_argument(report)
     report.add_argument(
         "--since",
         metavar="T",
@@ -687,7 +827,8 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--by",
         choices=tuple(_GROUPINGS),
         default="signature",
-        help="signature = summary key + provider + model + transport kind (default)",
+        help="signature = summary key + provider + model + transport kind (default); route and account"
+        " are the relay's",
     )
     report.add_argument("--json", action="store_true", help="print JSON, for machines")
     report.add_argument(
@@ -697,4 +838,12 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     report.add_argument(
         "--wide", action="store_true", help="every column, whole, however wide the terminal (as into a pipe)"
     )
-    report.set_defaults(run=_report)
+    report.set_defaults(run=_report, parser=report)
+
+
+def _store_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--store",
+        metavar="URL",
+        help="query this store instead of a file: sqlite:///PATH or postgresql://... (see streamfsm store)",
+    )

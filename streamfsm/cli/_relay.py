@@ -61,6 +61,7 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
         "max_body_bytes": args.max_body_bytes,
         "write_timeout": args.write_timeout,
         "idle_timeout": args.idle_timeout,
+        "store": args.store,
     }
 
 
@@ -81,6 +82,10 @@ def build_relay(settings: dict[str, Any]) -> Any:
         from ..otel import OtelLogSink, OtelSink
 
         sinks = (OtelSink(), OtelLogSink())
+    if settings.get("store"):
+        from ..store import StoreSink
+
+        sinks += (StoreSink(settings["store"]),)
     options: dict[str, Any] = {}
     if settings.get("account_headers"):
         options["account_headers"] = tuple(settings["account_headers"])
@@ -190,6 +195,19 @@ def report_html(records: Any, source: str, out: str) -> int:
     return 0
 
 
+def report_html_from_store(store: Any, filters: Any, source: str, out: str) -> int:
+    """``report_html`` from a store's groups (``streamfsm report --store URL --html OUT``)."""
+    from ..relay import report_document
+
+    totals = store.totals(filters)
+    listed = [g.to_json(request_ids=True) for g in store.groups(filters)]
+    report = {"source": source, "runs": totals.runs, "failures": totals.failures, "groups": listed}
+    samples = [r for g in listed for run_id in g["sample_run_ids"] if (r := store.record(run_id)) is not None]
+    Path(out).write_text(report_document(report, samples), encoding="utf-8")
+    print(f"streamfsm report: wrote {out}", file=sys.stderr)
+    return 0
+
+
 def _keeping(records: Any, kept: dict[str, Any]) -> Any:
     """Pass ``records`` on, keeping the latest few failed runs of each signature for their sections."""
     recent: dict[tuple[Any, ...], list[str]] = {}
@@ -262,5 +280,10 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     relay.add_argument(
         "--workers", type=positive_int, default=1, metavar="N", help="worker processes (default 1)"
+    )
+    relay.add_argument(
+        "--store",
+        metavar="URL",
+        help="also index every run in this store: sqlite:///PATH or postgresql://... (see streamfsm store)",
     )
     relay.set_defaults(run=_relay)

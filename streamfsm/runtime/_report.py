@@ -10,10 +10,21 @@ from typing import Any, Final
 
 from ._record import RunRecord
 
-__all__ = ["SIGNATURE", "Group", "group_failures", "iso", "started"]
+__all__ = [
+    "CONTEXT_NAMES",
+    "SIGNATURE",
+    "Group",
+    "field_value",
+    "group_failures",
+    "iso",
+    "request_id",
+    "started",
+]
 
 SIGNATURE: Final = ("summary_key", "provider", "model", "transport_kind")
 """The default grouping: runs that failed the same way, with the same provider, model and transport kind."""
+CONTEXT_NAMES: Final = ("route", "account", "request_id")
+"""Grouping names read from the record's ``ids.context`` (the relay's correlation ids)."""
 _SAMPLES: Final = 3
 
 
@@ -61,7 +72,8 @@ def started(record: Mapping[str, Any]) -> datetime | None:
     return when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
 
 
-def _value(record: RunRecord, name: str) -> str | None:
+def field_value(record: RunRecord, name: str) -> str | None:
+    """The value a grouping or filter ``name`` takes for ``record`` (None when the record has none)."""
     if name == "summary_key":
         return record.summary_key
     if name == "class":
@@ -69,12 +81,17 @@ def _value(record: RunRecord, name: str) -> str | None:
     if name == "transport_kind":
         transport = record.get("transport")
         value = transport.get("kind") if isinstance(transport, Mapping) else None
+    elif name in CONTEXT_NAMES:
+        ids = record.get("ids")
+        context = ids.get("context") if isinstance(ids, Mapping) else None
+        value = context.get(name) if isinstance(context, Mapping) else None
     else:
         value = record.get(name)
     return value if isinstance(value, str) else None
 
 
-def _request_id(record: Mapping[str, Any]) -> str:
+def request_id(record: Mapping[str, Any]) -> str:
+    """The relay's request id of the run (``ids.context.request_id``), "" for none."""
     ids = record.get("ids")
     context = ids.get("context") if isinstance(ids, Mapping) else None
     value = context.get("request_id") if isinstance(context, Mapping) else None
@@ -94,7 +111,7 @@ def group_failures(
         if record.failure_class == "completed":
             continue
         failures += 1
-        key = tuple(_value(record, name) for name in names)
+        key = tuple(field_value(record, name) for name in names)
         group = table.setdefault(key, Group(key))
         group.count += 1
         when = started(record)
@@ -107,7 +124,7 @@ def group_failures(
             group.title = str(record["summary"]["title"])
         if record.run_id not in group.samples:  # the latest in log order
             group.samples.append(record.run_id)
-            group.request_ids.append(_request_id(record))
+            group.request_ids.append(request_id(record))
             del group.samples[:-_SAMPLES]
             del group.request_ids[:-_SAMPLES]
     oldest = datetime.min.replace(tzinfo=timezone.utc)

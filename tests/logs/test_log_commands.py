@@ -78,19 +78,20 @@ def test_diagnose_explains_one_run(
         f"run {record.run_id}",
         "The stream broke partway through the answer",
         "The connection closed before the response was complete after part of the answer was shown.",
-        "class            mid_generation (mid_generation.closed_mid_body)",
-        "verdict          user_confirmed_retry, action continue_with_partial",
-        "reason           part of the answer was already shown; a retry would show it again",
-        "retry after      -",
-        "provider         openai-chat",
-        "model            gpt-4o",
-        "phase            mid_generation",
-        "edge             disconnected (generating/visible -> failed/visible)",
-        "transport        closed_mid_body, headers received, 0 bytes received",
-        "exception chain  httpx.RemoteProtocolError <- httpcore.RemoteProtocolError",
-        "http status      200",
-        f"request id       req_{record.run_id[:8]}",
-        "events           text_delta 3, headers_received 1",
+        "class                mid_generation (mid_generation.closed_mid_body)",
+        "verdict              user_confirmed_retry, action continue_with_partial",
+        "reason               part of the answer was already shown; a retry would show it again",
+        "retry after          -",
+        "provider             openai-chat",
+        "model                gpt-4o",
+        "phase                mid_generation",
+        "edge                 disconnected (generating/visible -> failed/visible)",
+        "transport            closed_mid_body, headers received, 0 bytes received",
+        "exception chain      httpx.RemoteProtocolError <- httpcore.RemoteProtocolError",
+        "http status          200",
+        "request id           -",  # the relay's id of the client's request: none, no relay
+        f"provider request id  req_{record.run_id[:8]}",
+        "events               text_delta 3, headers_received 1",
         "evidence",
         "timeline (4 entries)",
     ):
@@ -111,8 +112,8 @@ def test_diagnose_shows_the_last_run_by_default_and_says_so(
     assert code == 0
     assert out.startswith(f"run {runs['ok2'].run_id}")
     assert "The response finished" in out
-    assert "finish reason    stop" in out
-    assert "tokens           input 12, output 34" in out
+    assert "finish reason        stop" in out
+    assert "tokens               input 12, output 34" in out
     assert "showing the last 1 of 9 records" in err
 
     code, out, _ = _run(capsys, "diagnose", str(log), "--last", "3")
@@ -131,7 +132,7 @@ def test_diagnose_accepts_a_unique_run_id_prefix(
     code, out, _ = _run(capsys, "diagnose", str(log), "--run", record.run_id[:10])
     assert code == 0
     assert "You stopped the response" in out
-    assert "abort            user (stop button) at " in out
+    assert "abort                user (stop button) at " in out
 
 
 def test_diagnose_an_ambiguous_prefix_is_bad_usage(

@@ -1,0 +1,328 @@
+"""The run store at 10k, 100k and 1M runs, on SQLite and PostgreSQL: what the errors page, a run page,
+``streamfsm report`` and ``streamfsm diagnose --request-id`` cost, and what keeping the index costs a stream.
+
+    python -m benchmarks.store [--quick] [--sizes 10000 100000 1000000] [--backends sqlite postgres]
+                               [--postgres URL] [--repeat 5]
+
+Setup: the store is filled with synthetic rows (the six record shapes of the log tests, each row with its
+own run id, request id, start time over 30 days, provider, model, route and account; 20% failed; every row
+carries a real compressed record, the template's, so a lookup decodes as much as a real one), loaded in
+bulk, not through real runs. PostgreSQL: a throwaway server on loopback started from the distribution's
+packages with its default settings (tests/store/pgserver.py), unless ``--postgres`` names one.
+
+Rows, wall time per query (median of ``--repeat``), target at most 300 ms at every size:
+
+* ``errors page: groups``: ``Store.groups`` by signature over every run, and over the last 24 hours;
+* ``errors page: trend``: ``Store.trend``, 24 hourly buckets of the last 24 hours;
+* ``run page: record by run id``: ``Store.record`` of a random run;
+* ``report --json`` and ``diagnose --request-id``: the commands in this process, output discarded.
+
+At the smallest size, when it is at most 10k, the commands are also timed over a JSON-lines audit log of as
+many runs (today's path), the baseline.
+
+``keeping the index``: CPU per record of ``StoreSink`` (the call and its writer thread), as a ratio of one
+``open_stream`` run's own CPU (the section-1 OpenAI payload over an in-memory transport).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+import zlib
+from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from ._report import Row, print_table
+
+SECTION = "store: the run index at scale (SQLite and PostgreSQL)"
+TARGET_MS = 300.0
+SIZES = (10_000, 100_000, 1_000_000)
+LOG_BASELINE_MAX = 10_000
+NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
+SPAN = timedelta(days=30)
+ROUTES = tuple(f"/v1/route-{i}" for i in range(10))
+ACCOUNTS = tuple(f"acct-{i:02d}" for i in range(50))
+MODELS = ("gpt-4o", "gpt-4o-mini", "claude-sonnet", "claude-haiku")
+
+_TESTS = Path(__file__).resolve().parents[1] / "tests"
+
+
+def _support() -> None:
+    for folder in ("logs", "store"):
+        if str(_TESTS / folder) not in sys.path:
+            sys.path.insert(0, str(_TESTS / folder))
+
+
+def _templates() -> list[dict[str, Any]]:
+    _support()
+    from logsupport import SCENARIOS
+
+    return [scenario().to_dict() for scenario in SCENARIOS]
+
+
+def synthetic_rows(count: int, seed: int = 0) -> Iterator[tuple[Any, ...]]:
+    """``count`` store rows (``streamfsm.store._backends.COLUMNS``), start times rising over ``SPAN``."""
+    rng = random.Random(seed)
+    shapes = []
+    for data in _templates():
+        blob = zlib.compress(json.dumps(data, separators=(",", ":")).encode(), 1)
+        outcome = data["outcome"]
+        kind = (data.get("transport") or {}).get("kind") or ""
+        shapes.append((outcome["class"], outcome["summary_key"], kind, data["summary"]["title"], blob))
+    completed = [s for s in shapes if s[0] == "completed"]
+    failed = [s for s in shapes if s[0] != "completed"]
+    start = NOW - SPAN
+    step = SPAN / count
+    for i in range(count):
+        klass, key, kind, title, blob = rng.choice(failed) if rng.random() < 0.2 else rng.choice(completed)
+        when = start + step * i
+        yield (
+            f"run-{i:08d}",
+            int(when.timestamp() * 1_000_000),
+            int(klass != "completed"),
+            klass,
+            key,
+            "openai-chat" if i % 3 else "anthropic",
+            rng.choice(MODELS),
+            kind,
+            rng.choice(ROUTES),
+            rng.choice(ACCOUNTS),
+            f"req-{i:08d}",
+            f"preq-{i:08d}",
+            "",
+            title,
+            blob,
+        )
+
+
+def _audit_log(path: Path, count: int) -> None:
+    """The same runs as ``synthetic_rows`` (without the provider/route variety), as an audit log."""
+    templates = _templates()
+    rng = random.Random(0)
+    completed = [t for t in templates if t["outcome"]["class"] == "completed"]
+    failed = [t for t in templates if t["outcome"]["class"] != "completed"]
+    start, step = NOW - SPAN, SPAN / count
+    with open(path, "w", encoding="utf-8") as f:
+        for i in range(count):
+            data = rng.choice(failed) if rng.random() < 0.2 else rng.choice(completed)
+            data = {**data, "ids": {**data["ids"], "run_id": f"run-{i:08d}"}}
+            data["ids"]["context"] = {"request_id": f"req-{i:08d}", "route": rng.choice(ROUTES)}
+            data["started_at"] = (start + step * i).isoformat(timespec="milliseconds")
+            f.write(json.dumps(data, separators=(",", ":")) + "\n")
+
+
+def _wall_ms(fn: Callable[[], Any], repeat: int) -> float:
+    fn()  # warm-up: caches, the first page read from disk
+    samples = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - started) * 1000)
+    return statistics.median(samples)
+
+
+def _command(*argv: str) -> Callable[[], None]:
+    from streamfsm.cli import main
+
+    def run() -> None:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            code = main(list(argv))
+        if code != 0:
+            raise RuntimeError(f"streamfsm {' '.join(argv[:2])} exited {code}")
+
+    return run
+
+
+def _fill(url: str, count: int) -> float:
+    """Empty the store at ``url`` and load ``count`` synthetic rows; seconds taken."""
+    from streamfsm.store import Store
+
+    started = time.perf_counter()
+    with Store.open(url) as store:
+        store.clear()
+        rows = synthetic_rows(count)
+        while True:
+            batch = [row for _, row in zip(range(50_000), rows, strict=False)]
+            if not batch:
+                break
+            store._write(batch, fresh=True)
+        store._db.execute("ANALYZE")
+    return time.perf_counter() - started
+
+
+def _queries(url: str, count: int, repeat: int, baselines: dict[str, float]) -> list[Row]:
+    from streamfsm.store import Filters, Store
+
+    rng = random.Random(1)
+    rows = []
+    day = Filters(since=NOW - timedelta(days=1))
+    with Store.open(url) as store:
+        kind = store.kind
+        size = f"{count:,}"
+
+        def row(name: str, fn: Callable[[], Any], baseline: str | None = None) -> None:
+            value = _wall_ms(fn, repeat)
+            base = baselines.get(baseline) if baseline else None
+            rows.append(
+                Row(
+                    SECTION,
+                    f"{kind} {size}: {name}",
+                    value,
+                    "ms",
+                    baseline=base,
+                    baseline_name=f"the same from a {size}-run audit log" if base is not None else "",
+                    target=None if base is not None else TARGET_MS,
+                    note="" if base is not None else f"target: at most {TARGET_MS:.0f} ms",
+                )
+            )
+
+        row("errors page: groups, all runs", lambda: store.groups())
+        row("errors page: groups, last 24 h", lambda: store.groups(day))
+        row("errors page: trend, last 24 h", lambda: store.trend(NOW - timedelta(days=1), NOW, 24))
+        row("run page: record by run id", lambda: store.record(f"run-{rng.randrange(count):08d}"))
+    row("report --json", _command("report", "--store", url, "--json"), "report")
+    request = f"req-{count // 2:08d}"
+    row("diagnose --request-id", _command("diagnose", "--store", url, "--request-id", request), "diagnose")
+    return rows
+
+
+def _log_baselines(folder: Path, count: int, repeat: int) -> dict[str, float]:
+    log = folder / "audit.jsonl"
+    _audit_log(log, count)
+    request = f"req-{count // 2:08d}"
+    return {
+        "report": _wall_ms(_command("report", str(log), "--json"), repeat),
+        "diagnose": _wall_ms(_command("diagnose", str(log), "--request-id", request), repeat),
+    }
+
+
+def _stream_cpu(repeat: int) -> float:
+    """CPU seconds of one open_stream run of the section-1 OpenAI payload, in memory."""
+    import anyio
+    import httpx
+
+    from ._payloads import make
+    from ._transport import MemoryTransport
+    from .overhead import _ours
+
+    payload = make("openai-chat")
+    client = httpx.AsyncClient(transport=MemoryTransport(payload.chunks("bulk")))
+    run = _ours(client, "openai-chat")
+
+    async def measure() -> float:
+        await run()
+        samples = []
+        for _ in range(repeat):
+            started = time.process_time()
+            await run()
+            samples.append(time.process_time() - started)
+        return statistics.median(samples)
+
+    return anyio.run(measure)
+
+
+def _sink_cpu(url: str, records: int) -> float:
+    """CPU seconds per record of a StoreSink: the calls and the writer thread's inserts."""
+    _support()
+    from logsupport import SCENARIOS, with_ids
+
+    from streamfsm.store import StoreSink
+
+    templates = [scenario() for scenario in SCENARIOS]
+    batch = [with_ids(templates[i % len(templates)], f"sink-{i:06d}") for i in range(records)]
+    sink = StoreSink(url)
+    started = time.process_time()
+    for record in batch:
+        sink(record)
+    if not sink.flush(600):
+        raise RuntimeError("the store sink did not catch up")
+    took = time.process_time() - started
+    sink.close()
+    return took / records
+
+
+@contextlib.contextmanager
+def _postgres(given: str | None) -> Iterator[str]:
+    if given:
+        yield given
+        return
+    _support()
+    from pgserver import postgres_server
+
+    with postgres_server(durable=True) as url:
+        yield url
+
+
+def measure(
+    sizes: tuple[int, ...] = SIZES,
+    backends: tuple[str, ...] = ("sqlite", "postgres"),
+    *,
+    repeat: int = 5,
+    postgres: str | None = None,
+    sink_records: int = 2000,
+) -> list[Row]:
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
+        folder = Path(tmp)
+        urls = {}
+        if "sqlite" in backends:
+            urls["sqlite"] = f"sqlite:///{folder / 'runs.db'}"
+        if "postgres" in backends:
+            urls["postgres"] = stack.enter_context(_postgres(postgres))
+        # Today's path reads the whole log per command: measured at 10k runs at most (1M would take hours).
+        logged = min(sizes) if min(sizes) <= LOG_BASELINE_MAX else None
+        baselines = _log_baselines(folder, logged, repeat) if logged else {}
+        stream = _stream_cpu(repeat)
+        for name, url in urls.items():
+            per_record = _sink_cpu(url, sink_records)
+            rows.append(
+                Row(
+                    SECTION,
+                    f"{name}: keeping the index, CPU per record",
+                    per_record * 1e6,
+                    "us",
+                    baseline=stream * 1e6,
+                    baseline_name="one open_stream run's own CPU (section 1's OpenAI payload)",
+                    note=f"StoreSink calls and writer thread, {sink_records} records",
+                )
+            )
+            for count in sizes:
+                loaded = _fill(url, count)
+                size_baselines = baselines if count == logged else {}
+                measured = _queries(url, count, repeat, size_baselines)
+                measured[0].note = f"{count:,} synthetic runs loaded in {loaded:.1f} s; " + measured[0].note
+                rows += measured
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.store", description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="10k runs only")
+    parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), help="runs in the store")
+    parser.add_argument(
+        "--backends", nargs="+", choices=("sqlite", "postgres"), default=["sqlite", "postgres"]
+    )
+    parser.add_argument("--postgres", metavar="URL", help="an existing server (default: a throwaway one)")
+    parser.add_argument("--repeat", type=int, default=5, help="timings per query (median)")
+    args = parser.parse_args(argv)
+    sizes = (10_000,) if args.quick else tuple(args.sizes)
+    if min(sizes) < 1 or args.repeat < 1:
+        parser.error("--sizes and --repeat must be positive")
+    rows = measure(sizes, tuple(args.backends), repeat=args.repeat, postgres=args.postgres)
+    print_table(SECTION, rows)
+    return 0 if all(row.met is not False for row in rows) else 1
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    sys.exit(main())

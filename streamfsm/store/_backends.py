@@ -1,0 +1,241 @@
+"""The two databases the store runs on: SQLite from the standard library (WAL), and PostgreSQL through
+psycopg 3 (the ``store-postgres`` extra). One schema and one set of queries; only what differs lives here."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, Final, Protocol, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+__all__ = ["COLUMNS", "HOURLY", "UPSERT", "UPSERT_RECORD", "Backend", "Writer", "connect", "safe_label"]
+
+_T = TypeVar("_T")
+
+COLUMNS: Final = (
+    "run_id",
+    "t",  # when the run started, microseconds since the epoch (NULL: the record does not say)
+    "failed",  # 1 unless the run completed
+    "failure_class",
+    "summary_key",
+    "provider",
+    "model",
+    "transport_kind",
+    "route",
+    "account",
+    "request_id",
+    "provider_request_id",
+    "close",
+    "title",
+)
+"""The columns of ``runs`` a record fills, in insert order (``seq``, the arrival order, is the database's).
+A row as the store writes it is these, then the whole record (zlib-compressed JSON), which goes to a table
+of its own (``records``) so that the scans of ``runs`` stay narrow."""
+
+# Indexes for time, signature, route, account, model, provider, request id and run id. Each dimension ends in
+# ``t`` so that a filter and a time window use one index; the signature also by arrival (the latest samples).
+_INDEXES: Final = (
+    ("runs_t", "t"),
+    ("runs_signature_t", "summary_key, provider, model, transport_kind, t, failed"),
+    ("runs_signature_seq", "summary_key, provider, model, transport_kind, seq"),
+    ("runs_route", "route, t"),
+    ("runs_account", "account, t"),
+    ("runs_model", "model, t"),
+    ("runs_provider", "provider, t"),
+    ("runs_class", "failure_class, t"),
+    ("runs_request_id", "request_id"),
+    ("runs_provider_request_id", "provider_request_id"),
+)
+_TEXT_COLUMNS: Final = ", ".join(f"{name} TEXT NOT NULL" for name in COLUMNS[3:])
+
+
+HOURLY: Final = ("summary_key", "failure_class", "provider", "model", "transport_kind")
+"""The columns of ``hourly``: runs counted per hour of their start (``hour``; -1: no start time) and per
+these values (the signature and the class), so that the errors page over a long window reads a few rows per
+hour instead of every run. Route and account are not in it (their values are many): filtering by them
+reads ``runs``."""
+
+
+_HOURLY_COLUMNS: Final = ", ".join(f"{name} TEXT NOT NULL" for name in HOURLY)
+
+
+def _schema(seq: str, blob: str) -> list[str]:
+    statements = [
+        f"CREATE TABLE IF NOT EXISTS runs ({seq}, run_id TEXT NOT NULL UNIQUE, t BIGINT,"
+        f" failed SMALLINT NOT NULL, {_TEXT_COLUMNS})",
+        f"CREATE TABLE IF NOT EXISTS records (run_id TEXT PRIMARY KEY, record {blob} NOT NULL)",
+        f"CREATE TABLE IF NOT EXISTS hourly (hour BIGINT NOT NULL, {_HOURLY_COLUMNS},"
+        f" failed SMALLINT NOT NULL, n BIGINT NOT NULL, PRIMARY KEY (hour, {', '.join(HOURLY)}))",
+    ]
+    statements += [f"CREATE INDEX IF NOT EXISTS {name} ON runs ({cols})" for name, cols in _INDEXES]
+    return statements
+
+
+_INSERT: Final = f"INSERT INTO runs ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
+UPSERT: Final = (
+    f"{_INSERT} ON CONFLICT (run_id) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in COLUMNS[1:])}"
+)
+_INSERT_RECORD: Final = "INSERT INTO records (run_id, record) VALUES (?, ?)"
+UPSERT_RECORD: Final = f"{_INSERT_RECORD} ON CONFLICT (run_id) DO UPDATE SET record = excluded.record"
+
+
+"""A run seen again (in the audit log and the error log, or from a later record of it) keeps its place in
+arrival order and takes the later record's values."""
+
+
+class Writer(Protocol):
+    """Statements inside one write transaction (``?`` placeholders)."""
+
+    def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> int: ...
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
+    def copy(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None: ...
+
+
+class Backend(Protocol):
+    """What the store needs of a database: reads, and work done in one write transaction at a time."""
+
+    kind: str
+    label: str
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+    def write(self, work: Callable[[Writer], _T]) -> _T: ...
+    def close(self) -> None: ...
+
+
+def safe_label(url: str) -> str:
+    """``url`` without its password, for messages and output."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username}@{host}" if parts.username else host
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+class _Sqlite:
+    kind = "sqlite"
+
+    def __init__(self, path: str, label: str) -> None:
+        self.label = label
+        # One connection, shared by the threads of this process under a lock (the sink's writer, queries).
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
+        self._lock = threading.Lock()
+        self._db.execute("PRAGMA journal_mode=WAL")  # readers never wait for the writer
+        self._db.execute("PRAGMA synchronous=NORMAL")  # durable at checkpoints; the logs are the truth
+        self.write(
+            lambda db: [db.execute(statement) for statement in _schema("seq INTEGER PRIMARY KEY", "BLOB")]
+        )
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._db.execute(sql, tuple(params)).fetchall()
+
+    def write(self, work: Callable[[Writer], _T]) -> _T:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")  # take the write lock now: no upgrade deadlock later
+            try:
+                result = work(self)
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+            return result
+
+    # -- Writer, inside write() ------------------------------------------------------------------------
+
+    def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self._db.execute(sql, tuple(params)).fetchall()
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return self._db.execute(sql, tuple(params)).rowcount
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self._db.executemany(sql, rows)
+
+    def copy(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        self._db.executemany(
+            f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", rows
+        )
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+class _Postgres:
+    kind = "postgresql"
+
+    def __init__(self, url: str, label: str) -> None:
+        try:
+            import psycopg
+        except ImportError:
+            raise RuntimeError(
+                "a PostgreSQL store needs psycopg 3: pip install 'streamfsm[store-postgres]'"
+            ) from None
+        self.label = label
+        self._db = psycopg.connect(url, autocommit=True)
+        self._lock = threading.Lock()
+
+        def schema(db: Writer) -> None:
+            db.execute("SELECT pg_advisory_xact_lock(7461626)")  # several relays may create it at once
+            for statement in _schema("seq BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY", "BYTEA"):
+                db.execute(statement)
+
+        self.write(schema)
+
+    @staticmethod
+    def _sql(sql: str) -> bytes:
+        return sql.replace("?", "%s").encode()  # the store's statements hold no literal ? or %
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._db.execute(self._sql(sql), tuple(params)).fetchall()
+
+    def write(self, work: Callable[[Writer], _T]) -> _T:
+        with self._lock, self._db.transaction():
+            return work(self)
+
+    # -- Writer, inside write() ------------------------------------------------------------------------
+
+    def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self._db.execute(self._sql(sql), tuple(params)).fetchall()
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return self._db.execute(self._sql(sql), tuple(params)).rowcount
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        with self._db.cursor() as cursor:
+            cursor.executemany(self._sql(sql), rows)
+
+    def copy(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        with (
+            self._db.cursor() as cursor,
+            cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN".encode()) as copy,
+        ):
+            for row in rows:
+                copy.write_row(row)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def connect(url: str) -> Backend:
+    """``sqlite:///relative.db``, ``sqlite:////absolute.db``, a plain file path (SQLite), or
+    ``postgresql://user@host:port/db`` (also ``postgres://``)."""
+    label = safe_label(url)
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return _Sqlite(url, url)
+    if scheme == "sqlite":
+        path = rest[1:] if rest.startswith("/") else rest
+        if not path:
+            raise ValueError("a SQLite store URL names a file: sqlite:///path/to/store.db")
+        return _Sqlite(path, label)
+    if scheme in ("postgresql", "postgres"):
+        return _Postgres(url, label)
+    raise ValueError(f"not a store URL: {label!r} (use sqlite:///PATH or postgresql://...)")

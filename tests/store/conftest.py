@@ -1,0 +1,42 @@
+"""The store's tests run against both databases: SQLite in a temporary folder, and a throwaway PostgreSQL
+server on loopback (pgserver). Without one, the PostgreSQL half skips with the reason, except in CI
+(CI=true), where it fails."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1] / "logs"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "relay"))  # relaysupport
+
+from pgserver import Unavailable, postgres_server
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    try:
+        with postgres_server() as url:
+            yield url
+    except Unavailable as exc:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"PostgreSQL is needed in CI: {exc}")
+        pytest.skip(f"no PostgreSQL server: {exc}")
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A URL of an empty store, on each database."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'runs.db'}"
+    url: str = request.getfixturevalue("postgres_url")
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as db:
+        db.execute("DROP TABLE IF EXISTS runs, records, hourly")
+    return url

@@ -1,0 +1,62 @@
+"""``streamfsm relay --store URL``: every relayed run reaches the store, found afterwards by the request id
+the client saw (``x-streamfsm-request-id``), with the same answer as from the relay's own audit log."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+from relaysupport import RelayThread
+
+from streamfsm.cli import main
+from streamfsm.cli._relay import build_relay
+from streamfsm.store import Store, StoreSink
+from streamfsm.testing import End, Headers, Rst, Send, text_stream
+from streamfsm.testing._server import FaultServerThread
+
+BODY = json.dumps({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}], "stream": True})
+
+
+@pytest.mark.parametrize("cut", [False, True], ids=["completed", "cut"])
+def test_a_relayed_run_is_found_in_the_store_by_its_request_id(
+    store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], cut: bool
+) -> None:
+    frames = text_stream("openai-chat", ["Hel", "lo"])
+    steps = (Headers(headers=(("content-type", "text/event-stream"),)), Send(frames[0]))
+    steps += (Rst(),) if cut else (*(Send(f) for f in frames[1:]), End())
+    audit = tmp_path / "audit.jsonl"
+    with FaultServerThread(steps) as upstream:
+        relay = build_relay({"upstream": upstream.base_url, "store": store_url, "audit_log": str(audit)})
+        [sink] = [s for s in relay.config.stream.sinks if isinstance(s, StoreSink)]
+        with RelayThread(relay) as served:
+            try:
+                response = httpx.post(
+                    served.base_url + "/v1/chat/completions",
+                    content=BODY,
+                    headers={"content-type": "application/json", "x-request-id": "client-req-17"},
+                    timeout=10,
+                )
+                request_id = response.headers["x-streamfsm-request-id"]
+            except httpx.RemoteProtocolError:  # the relay cut the response, as the upstream did
+                request_id = "client-req-17"
+            assert sink.flush(10)
+    assert request_id == "client-req-17"  # the client's own plain id is the request id
+    with Store.open(store_url) as store:
+        [record] = store.by_request_id(request_id)
+    assert (record.failure_class == "completed") is not cut
+    assert (record["relay"]["close"] == "completed") is not cut
+    code, from_store, _ = _run(capsys, "diagnose", "--store", store_url, "--request-id", request_id)
+    assert code == 0
+    code, from_log, _ = _run(capsys, "diagnose", str(audit), "--request-id", request_id)
+    assert code == 0
+    assert from_store == from_log
+    assert "request id           client-req-17" in from_store
+    sink.close()
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err

@@ -1,0 +1,211 @@
+"""The store on both databases: the same groups as ``streamfsm report`` over the same records, rates, trends,
+filters, pages, lookups, rebuild from the logs (audit and error log deduplicated), retention."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from storesupport import ACCOUNTS, ROUTES, T0, varied
+
+from streamfsm.runtime._report import SIGNATURE, field_value, group_failures, started
+from streamfsm.runtime._sinks import AuditLog, ErrorLog
+from streamfsm.store import Filters, Store
+
+GROUPINGS = [SIGNATURE, ("provider",), ("model",), ("class",), ("route",), ("account",), ("route", "class")]
+
+
+def _report(records: list[Any], names: tuple[str, ...]) -> list[dict[str, Any]]:
+    groups, _, _ = group_failures(records, names)
+    return [g.to_json(names, request_ids=True) for g in groups]
+
+
+def _stored(store: Store, names: tuple[str, ...], filters: Filters | None = None) -> list[dict[str, Any]]:
+    out = []
+    for group in store.groups(filters or Filters(), names):
+        data = group.to_json(request_ids=True)
+        del data["runs"], data["failure_rate"]
+        out.append(data)
+    return out
+
+
+@pytest.mark.parametrize("names", GROUPINGS, ids="+".join)
+def test_groups_match_the_report(store_url: str, names: tuple[str, ...]) -> None:
+    records = varied(300, seed=len(names))
+    with Store.open(store_url) as store:
+        store.add(records)
+        assert _stored(store, names) == _report(records, names)
+        since = T0 + timedelta(hours=3)
+        later = [r for r in records if (when := started(r)) is not None and when >= since]
+        assert _stored(store, names, Filters(since=since)) == _report(later, names)
+
+
+@pytest.mark.parametrize("name", ["route", "account", "model", "provider", "failure_class", "summary_key"])
+def test_filters_match_the_report_over_the_filtered_records(store_url: str, name: str) -> None:
+    records = varied(200, seed=7)
+    field = "class" if name == "failure_class" else name
+    value = next(
+        v for r in records if (v := field_value(r, field)) is not None and r.failure_class != "completed"
+    )
+    chosen = [r for r in records if field_value(r, field) == value]
+    with Store.open(store_url) as store:
+        store.add(records)
+        filters = Filters(**{name: value})
+        assert _stored(store, SIGNATURE, filters) == _report(chosen, SIGNATURE)
+        totals = store.totals(filters)
+        assert totals.runs == len(chosen)
+        assert totals.failures == sum(r.failure_class != "completed" for r in chosen)
+
+
+def test_rates_count_every_run_of_the_key(store_url: str) -> None:
+    records = varied(240, seed=3)
+    with Store.open(store_url) as store:
+        store.add(records)
+        for group in store.groups(by=("route",)):
+            runs = [r for r in records if field_value(r, "route") == group.key[0]]
+            assert group.runs == len(runs)
+            assert group.failures == sum(r.failure_class != "completed" for r in runs)
+            assert 0 < group.failure_rate == group.failures / group.runs < 1
+
+
+def test_a_signatures_rate_is_over_the_runs_of_its_provider_and_model(store_url: str) -> None:
+    records = varied(240, seed=12)
+    with Store.open(store_url) as store:
+        store.add(records)
+        groups = store.groups()
+        by_class = store.groups(by=("class",))
+    for group in groups:
+        summary_key, provider, model, _ = group.key
+        runs = [
+            r for r in records if (field_value(r, "provider"), field_value(r, "model")) == (provider, model)
+        ]
+        assert group.runs == len(runs)  # the completed runs of its provider and model too
+        assert group.failures == sum(r.summary_key == summary_key for r in runs)
+        assert group.failure_rate < 1
+    assert {g.runs for g in by_class} == {len(records)}
+
+
+def test_trend_buckets_add_up_to_the_groups(store_url: str) -> None:
+    records = varied(300, seed=4)
+    since, until = T0 - timedelta(hours=1), T0 + timedelta(hours=7)
+    with Store.open(store_url) as store:
+        store.add(records)
+        trends = store.trend(since, until, 8)
+        groups = {g.key: g for g in store.groups(Filters(since=since, until=until))}
+        assert {t.key for t in trends} == set(groups)
+        for trend in trends:
+            assert len(trend.failures) == len(trend.runs) == 8
+            assert sum(trend.failures) == groups[trend.key].failures
+            assert sum(trend.runs) == groups[trend.key].runs
+            assert trend.failures[0] == 0  # nothing started in the first hour of the window
+        # one bucket of the window, counted by hand
+        bucket = (since + timedelta(hours=4), since + timedelta(hours=5))
+        key = trends[0].key
+        expected = sum(
+            1
+            for r in records
+            if r.failure_class != "completed"
+            and tuple(field_value(r, n) for n in SIGNATURE) == key
+            and bucket[0] <= started(r) < bucket[1]  # type: ignore[operator]
+        )
+        assert trends[0].failures[4] == expected
+
+
+def test_runs_page_through_every_match_once(store_url: str) -> None:
+    records = varied(130, seed=5)
+    with Store.open(store_url) as store:
+        store.add(records)
+        seen: list[str] = []
+        before = None
+        for _ in range(100):
+            page = store.runs(Filters(route=ROUTES[0]), failed=True, limit=7, before=before)
+            seen += [row.run_id for row in page.runs]
+            assert all(row.route == ROUTES[0] and row.failure_class != "completed" for row in page.runs)
+            before = page.next_before
+            if before is None:
+                break
+        expected = [
+            r.run_id
+            for r in records
+            if field_value(r, "route") == ROUTES[0] and r.failure_class != "completed"
+        ]
+        assert seen == list(reversed(expected))
+
+
+def test_lookups_return_whole_records(store_url: str) -> None:
+    records = varied(50, seed=6)
+    with Store.open(store_url) as store:
+        store.add(records)
+        assert store.record("run-00017") == records[17]
+        assert store.record("run-99999") is None
+        assert [r.run_id for r in store.find_runs("run-0001")] == [f"run-{i:05d}" for i in range(10, 15)]
+        assert store.by_request_id("req-00023") == [records[23]]
+        provider_id = records[9]["ids"]["provider_request_id"]
+        assert records[9] in store.by_provider_request_id(provider_id)
+        assert store.by_request_id("nobody") == []
+
+
+def test_rebuild_from_both_logs_counts_each_run_once(store_url: str, tmp_path: Path) -> None:
+    records = varied(120, seed=8)
+    audit, errors = (
+        AuditLog(tmp_path / "audit.jsonl", max_bytes=50_000, backups=100),
+        ErrorLog(tmp_path / "errors.jsonl"),
+    )
+    for record in records:
+        audit(record)
+        errors(record)
+    with Store.open(store_url) as store:
+        store.add(records[:5])  # stale content is replaced
+        read = store.rebuild([tmp_path / "errors.jsonl", tmp_path / "audit.jsonl"])
+        failed = sum(r.failure_class != "completed" for r in records)
+        assert read == len(records) + failed
+        assert store.count() == len(records)
+        totals = store.totals()
+        assert (totals.runs, totals.failures) == (len(records), failed)
+        assert totals.by_class == dict(Counter(r.failure_class for r in records))
+        assert _stored(store, SIGNATURE) == _report(records, SIGNATURE)
+
+
+def test_retention_forgets_older_runs(store_url: str) -> None:
+    records = varied(100, seed=9)
+    cut = T0 + timedelta(hours=3)
+    with Store.open(store_url) as store:
+        store.add(records)
+        kept = [r for r in records if started(r) >= cut]  # type: ignore[operator]
+        assert store.prune(cut) == len(records) - len(kept)
+        assert store.count() == len(kept)
+        assert _stored(store, SIGNATURE) == _report(kept, SIGNATURE)
+
+
+def test_no_password_in_the_label(store_url: str) -> None:
+    from streamfsm.store import safe_label
+
+    assert (
+        safe_label("postgresql://relay:hunter2@db.example:5432/runs")
+        == "postgresql://relay@db.example:5432/runs"
+    )
+    with Store.open(store_url) as store:
+        assert "hunter2" not in repr(store)
+
+
+def test_bad_urls_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="not a store URL"):
+        Store.open("mysql://x/y")
+    with pytest.raises(ValueError, match="names a file"):
+        Store.open("sqlite://")
+
+
+def test_groups_json_is_plain(store_url: str) -> None:
+    with Store.open(store_url) as store:
+        store.add(varied(40, seed=1))
+        text = json.dumps([g.to_json() for g in store.groups(by=("account",))])
+        groups = json.loads(text)
+        assert {g["key"]["account"] for g in groups} <= {*ACCOUNTS, None}
+        assert all(
+            g["runs"] >= g["count"] > 0 and g["failure_rate"] == round(g["count"] / g["runs"], 6)
+            for g in groups
+        )

@@ -1,0 +1,75 @@
+"""Property: over any sequence of records (any shapes, providers, models, routes, accounts, start times, some
+delivered twice, as the audit and error logs both hold a failed run), the store's groups, rates and totals
+are what ``streamfsm report`` computes from the same runs read once. On SQLite in memory (the same SQL runs
+on PostgreSQL in test_store.py)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from logsupport import SCENARIOS
+from storesupport import ACCOUNTS, MODELS, ROUTES, T0
+
+from streamfsm.runtime._record import RunRecord
+from streamfsm.runtime._report import group_failures
+from streamfsm.store import Filters, Store
+
+TEMPLATES = [scenario().to_dict() for scenario in SCENARIOS]
+
+runs = st.lists(
+    st.tuples(
+        st.integers(0, len(TEMPLATES) - 1),
+        st.sampled_from(("openai-chat", "anthropic")),
+        st.sampled_from(MODELS),
+        st.sampled_from(ROUTES),
+        st.sampled_from((*ACCOUNTS, None)),
+        st.integers(0, 600),  # minutes after T0
+        st.booleans(),  # delivered twice
+    ),
+    max_size=40,
+)
+GROUPINGS = [("summary_key", "provider", "model", "transport_kind"), ("class",), ("route", "summary_key")]
+
+
+def _record(
+    i: int, shape: int, provider: str, model: str | None, route: str, account: str | None, minute: int
+) -> RunRecord:
+    data = TEMPLATES[shape]
+    context = {"route": route, "request_id": f"req-{i}"} | ({"account": account} if account else {})
+    data = {**data, "ids": {**data["ids"], "run_id": f"run-{i:03d}", "context": context}}
+    data["provider"], data["model"] = provider, model
+    data["started_at"] = (T0 + timedelta(minutes=minute)).isoformat()
+    return RunRecord(data)
+
+
+@settings(max_examples=60, deadline=None)
+@given(runs, st.sampled_from(GROUPINGS), st.integers(0, 600))
+def test_the_store_says_what_the_report_says(
+    spec: list[tuple[int, str, str | None, str, str | None, int, bool]], names: tuple[str, ...], since: int
+) -> None:
+    records = [_record(i, *fields[:6]) for i, fields in enumerate(spec)]
+    delivered = [r for r, fields in zip(records, spec, strict=True) for _ in range(1 + fields[6])]
+    window = T0 + timedelta(minutes=since)
+    chosen = [r for r in records if r["started_at"] >= window.isoformat()]
+    with Store.open("sqlite:///:memory:") as store:
+        for record in delivered:
+            store.add([record])
+        expected, total, failures = group_failures(chosen, names)
+        got = store.groups(Filters(since=window), names)
+        assert [g.as_group() for g in got] == expected
+        totals = store.totals(Filters(since=window))
+        assert (totals.runs, totals.failures) == (total, failures)
+        for group in got:
+            context = [i for i, n in enumerate(names) if n in ("provider", "model", "route", "account")]
+            assert group.runs == sum(
+                1 for r in chosen if all(_value(r, names[i]) == group.key[i] for i in context)
+            )
+            assert 0 < group.failure_rate <= 1
+
+
+def _value(record: RunRecord, name: str) -> str | None:
+    from streamfsm.runtime._report import field_value
+
+    return field_value(record, name)
