@@ -82,10 +82,6 @@ def build_relay(settings: dict[str, Any]) -> Any:
         from ..otel import OtelLogSink, OtelSink
 
         sinks = (OtelSink(), OtelLogSink())
-    if settings.get("store"):
-        from ..store import StoreSink
-
-        sinks += (StoreSink(settings["store"]),)
     options: dict[str, Any] = {}
     if settings.get("account_headers"):
         options["account_headers"] = tuple(settings["account_headers"])
@@ -102,6 +98,7 @@ def build_relay(settings: dict[str, Any]) -> Any:
             stream=stream,
             error_log=settings.get("error_log"),
             audit_log=settings.get("audit_log"),
+            store=settings.get("store"),
             admin_token=token,
             **options,
         )
@@ -181,49 +178,44 @@ def _metrics_across_workers() -> str | None:
 
 
 def report_html(records: Any, source: str, out: str) -> int:
-    """Write the errors page of ``records`` (and a section per sample run) to ``out``; the exit status."""
-    from ..relay import report_document
-    from ..runtime._report import SIGNATURE, group_failures
+    """Write the errors page of ``records`` (and a section per sample run) to ``out``; the exit status. The
+    records are indexed in a temporary store first, so that the file shows what the relay's page shows:
+    failure rates and trends, over the records' whole time."""
+    from ..store import Filters, Store
 
-    kept: dict[str, Any] = {}
-    groups, runs, failures = group_failures(_keeping(records, kept), SIGNATURE)
-    listed = [g.to_json(SIGNATURE, request_ids=True) for g in groups]
-    report = {"source": source, "runs": runs, "failures": failures, "groups": listed}
-    samples = [kept[run_id] for g in listed for run_id in g["sample_run_ids"] if run_id in kept]
-    Path(out).write_text(report_document(report, samples), encoding="utf-8")
-    print(f"streamfsm report: wrote {out}", file=sys.stderr)
-    return 0
+    folder = tempfile.mkdtemp(prefix="streamfsm-report-")
+    try:
+        with Store.open(str(Path(folder) / "runs.db")) as store:
+            batch: list[Any] = []
+            for record in records:
+                batch.append(record)
+                if len(batch) >= 2000:
+                    store.add(batch)
+                    batch.clear()
+            store.add(batch)
+            return report_html_from_store(store, Filters(), source, out)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def report_html_from_store(store: Any, filters: Any, source: str, out: str) -> int:
-    """``report_html`` from a store's groups (``streamfsm report --store URL --html OUT``)."""
-    from ..relay import report_document
+    """``report_html`` from a store (``streamfsm report --store URL --html OUT``): the relay's errors page
+    from ``filters.since`` (the earliest run when None) until now."""
+    from datetime import datetime, timedelta, timezone
 
-    totals = store.totals(filters)
-    listed = [g.to_json(request_ids=True) for g in store.groups(filters)]
-    report = {"source": source, "runs": totals.runs, "failures": totals.failures, "groups": listed}
-    samples = [r for g in listed for run_id in g["sample_run_ids"] if (r := store.record(run_id)) is not None]
+    from ..relay import PageQuery, report_document
+    from ..relay._errors import page_report
+
+    now = datetime.now(timezone.utc)
+    since = filters.since if filters.since is not None else store.earliest()
+    if since is None or since >= now:
+        since = now - timedelta(hours=1)
+    report = page_report(store, PageQuery(since=since.isoformat()), source, now)
+    report["window"] = None  # the summary names the start, not the ISO text
+    samples = [r for g in report["groups"] for i in g["sample_run_ids"] if (r := store.record(i)) is not None]
     Path(out).write_text(report_document(report, samples), encoding="utf-8")
     print(f"streamfsm report: wrote {out}", file=sys.stderr)
     return 0
-
-
-def _keeping(records: Any, kept: dict[str, Any]) -> Any:
-    """Pass ``records`` on, keeping the latest few failed runs of each signature for their sections."""
-    recent: dict[tuple[Any, ...], list[str]] = {}
-    for record in records:
-        if record.failure_class != "completed":
-            transport = record.get("transport") or {}
-            key = (record.summary_key, record.get("provider"), record.get("model"), transport.get("kind"))
-            ids = recent.setdefault(key, [])
-            if record.run_id in ids:
-                ids.remove(record.run_id)
-            ids.append(record.run_id)
-            kept[record.run_id] = record
-            for old in ids[:-3]:
-                kept.pop(old, None)
-            del ids[:-3]
-        yield record
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

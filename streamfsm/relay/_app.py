@@ -36,7 +36,7 @@ from ..classify._redact import redact_text
 from ..runtime import AuditLog, ErrorLog, StreamConfig
 from ..tap import Rule, async_transport, context, failure_of, run_of
 from ..tap._run import TapRun
-from ._errors import RecordStore
+from ._errors import ErrorsData
 from ._metrics import RelayMetrics, relay_metrics
 
 __all__ = ["Relay", "RelayConfig"]
@@ -88,8 +88,9 @@ class RelayConfig:
     the longest wait for the client to take one write (then ``client_write_failed``). ``upstream_timeout``:
     the upstream HTTP client's connect / read / write / pool timeouts (the runs' watchdogs apply too).
     ``max_connections``: upstream connections open at once (None: unbounded). ``rules``: more paths that
-    carry a streaming LLM format (``streamfsm.tap.Rule``). ``memory_records``: failed runs kept in memory
-    for the errors page when there is no error log.
+    carry a streaming LLM format (``streamfsm.tap.Rule``). ``store``: a run store URL (``streamfsm.store``)
+    the relay indexes every run in and the errors page queries; None: a private SQLite store of this process
+    (in a temporary folder), which starts with the error and audit logs' records.
     """
 
     upstream: str
@@ -104,7 +105,7 @@ class RelayConfig:
     upstream_timeout: float = 600.0
     max_connections: int | None = None
     rules: tuple[Rule, ...] = ()
-    memory_records: int = 1000
+    store: str | None = None
 
     def __post_init__(self) -> None:
         url = httpx.URL(self.upstream)
@@ -154,9 +155,9 @@ class Relay:
             sinks.append(ErrorLog(config.error_log))
         if config.audit_log is not None:
             sinks.append(AuditLog(config.audit_log))
-        self.store = RecordStore(config.error_log, config.memory_records)
-        if config.error_log is None:
-            sinks.append(self.store.add)
+        logs = [path for path in (config.error_log, config.audit_log) if path is not None]
+        self.errors = ErrorsData(config.store, logs)
+        sinks.append(self.errors.sink)
         self.metrics = relay_metrics()
         if self.metrics is not None:  # last: it counts what the sinks before it failed to take
             sinks.append(self.metrics.record)
@@ -217,7 +218,7 @@ class Relay:
         if self._admin is None:
             from ._admin import Admin
 
-            self._admin = Admin(self.config.admin_token, self.store, self.metrics)
+            self._admin = Admin(self.config.admin_token, self.errors, self.metrics)
         return self._admin
 
     # -- one relayed exchange -----------------------------------------------------------------------------

@@ -29,7 +29,8 @@ def test_a_relayed_run_is_found_in_the_store_by_its_request_id(
     audit = tmp_path / "audit.jsonl"
     with FaultServerThread(steps) as upstream:
         relay = build_relay({"upstream": upstream.base_url, "store": store_url, "audit_log": str(audit)})
-        [sink] = [s for s in relay.config.stream.sinks if isinstance(s, StoreSink)]
+        sink = relay.errors.sink  # the relay indexes its runs in the store its errors page queries
+        assert isinstance(sink, StoreSink)
         with RelayThread(relay) as served:
             try:
                 response = httpx.post(
