@@ -3,8 +3,9 @@
 
 Several workers: ``--workers N`` starts N uvicorn worker processes, each building the relay from the
 settings this command puts in the environment (``STREAMFSM_RELAY_*``; the admin token stays in the variable
-``--admin-token-env`` names). The error and audit logs are safe for several processes (each line is appended
-under a file lock); the errors page reads the error log, so give ``--error-log`` with more than one worker.
+``--admin-token-env`` names). The error and audit logs are safe for several processes; the errors page
+queries a run store, so give ``--store`` with more than one worker (else each has a private one). The
+metrics of all workers are summed through prometheus_client's multiprocess mode.
 """
 
 from __future__ import annotations
@@ -276,6 +277,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     relay.add_argument(
         "--store",
         metavar="URL",
-        help="also index every run in this store: sqlite:///PATH or postgresql://... (see streamfsm store)",
+        help="index every run in this store, which the errors page reads: sqlite:///PATH or"
+        " postgresql://... (default: a private store per process; see streamfsm store)",
     )
     relay.set_defaults(run=_relay)

@@ -278,10 +278,7 @@ def test_a_person_filters_searches_and_follows_a_group_offline(filled: Any, tmp_
         assert [r["trend"] for r in rows] == [g["trend"]["failures"] for g in data["groups"]]
         assert all(r["bars"] == 24 and r["visible"] for r in rows)
         assert any("rid-a" in s for s in rows[0]["samples"])
-        shot = page.screenshot()
-        (tmp_path / "errors.png").write_bytes(shot)
-        if write_docs:
-            ERRORS_SHOT.write_bytes(shot)
+        (tmp_path / "errors.png").write_bytes(page.screenshot())
 
         # the filter form: the view is its URL, and the numbers are the filtered ones
         page.follow(
@@ -495,3 +492,63 @@ def test_the_command_serves_the_relay(tmp_path: Path) -> None:
             _, err = process.communicate(timeout=20)
     assert process.returncode in (0, -15), err  # uvicorn re-raises the SIGTERM it handled
     assert TOKEN.encode() not in err
+
+
+# -- records already in the logs: the page starts with them ------------------------------------------------
+
+HOSTILE = '"><img src=x onerror=alert(1)><script>alert(2)</script>'
+
+
+def spread(records: list[dict[str, Any]], hours: int = 20) -> list[dict[str, Any]]:
+    """Copies of the fixture's records over the last ``hours`` hours (failures rising towards now), one
+    with hostile strings where a record carries provider- or client-shaped text."""
+    now = datetime.now(timezone.utc)
+    failed = [r for r in records if r["outcome"]["class"] != "completed"]
+    ok = [r for r in records if r["outcome"]["class"] == "completed"]
+    out = []
+    for hour in range(hours):
+        when = now - timedelta(hours=hours - hour - 0.5)
+        picks = [*ok * 3, *failed[: 1 + hour // 5]]
+        for n, template in enumerate(picks):
+            copy = json.loads(json.dumps(template))
+            copy["ids"]["run_id"] = f"{hour:02d}{n:02d}{template['ids']['run_id'][4:]}"
+            copy["ids"]["context"]["request_id"] = f"old-{hour}-{n}"
+            copy["started_at"] = (when + timedelta(seconds=n)).isoformat(timespec="milliseconds")
+            out.append(copy)
+    out[-1]["ids"]["context"]["route"] = HOSTILE
+    out[-1]["model"] = HOSTILE
+    return out
+
+
+@needs_chromium
+def test_the_page_starts_with_the_logs_records_and_escapes_them(filled: Any, tmp_path: Path) -> None:
+    _, _, records, _ = filled
+    old = spread(records)
+    audit = tmp_path / "audit.jsonl"
+    audit.write_text("".join(json.dumps(r) + "\n" for r in old))
+    with FaultServerThread(route) as upstream, relay_to(upstream.base_url, audit_log=str(audit)) as relay:
+        data = page_json(relay)  # loopback, no token: served
+        report = report_json(audit, "--since", "24h")
+        failed = sum(r["outcome"]["class"] != "completed" for r in old)
+        assert (data["runs"], data["failures"]) == (report["runs"], report["failures"]) == (len(old), failed)
+        assert [g["count"] for g in data["groups"]] == [g["count"] for g in report["groups"]]
+        # failures rise hour by hour: the trend of the commonest signature says so
+        trend = data["groups"][0]["trend"]["failures"]
+        assert sum(trend) == data["groups"][0]["count"]
+        assert trend[-4:] > trend[4:8]
+        executable = chromium()
+        assert executable is not None
+        with Browser(executable) as browser:
+            page = browser.page()
+            page.goto(relay.base_url + "/admin/errors")
+            assert page.js("document.querySelectorAll('main script, main img').length") == 0
+            page.goto(relay.base_url + "/admin/errors?by=route")
+            assert page.js("document.querySelectorAll('main script, main img').length") == 0
+            assert HOSTILE in page.js("document.querySelector('#groups').innerText")
+            page.goto(relay.base_url + "/admin/errors")
+            rows = page.js(ROWS)
+            assert [r["trend"] for r in rows] == [g["trend"]["failures"] for g in data["groups"]]
+            shot = page.screenshot()
+            (tmp_path / "errors.png").write_bytes(shot)
+            if os.environ.get("STREAMFSM_WRITE_DOCS") == "1":
+                ERRORS_SHOT.write_bytes(shot)
