@@ -123,7 +123,8 @@ def test_metrics_are_behind_the_admin_rule(tmp_path: Path) -> None:
 
 def test_workers_answer_the_sum_over_all_of_them(tmp_path: Path) -> None:
     """Two worker processes: whichever answers a scrape, it counts every stream (the command turns on
-    multiprocess mode; without it this fails: a scrape counted 4 of 8)."""
+    multiprocess mode; without it this fails: a scrape counted 4 of 8); and with one SQLite store, whichever
+    answers the errors page shows every worker's runs (without --store: pages of 2 runs and of 6)."""
     pytest.importorskip("uvicorn")
     port = unused_port()
     audit = tmp_path / "audit.jsonl"
@@ -133,6 +134,7 @@ def test_workers_answer_the_sum_over_all_of_them(tmp_path: Path) -> None:
             [
                 *(sys.executable, "-m", "streamfsm", "relay", "--upstream", upstream.base_url),
                 *("--listen", f"127.0.0.1:{port}", "--audit-log", str(audit), "--workers", "2"),
+                *("--store", f"sqlite:///{tmp_path / 'runs.db'}"),
                 *("--admin-token-env", "RELAY_TOKEN"),
             ],
             env=env,
@@ -149,6 +151,8 @@ def test_workers_answer_the_sum_over_all_of_them(tmp_path: Path) -> None:
                 except httpx.TransportError:
                     assert time.monotonic() < deadline, "the relay did not start"
                     time.sleep(0.1)
+            for _ in range(6):  # every worker's page opened before the streams: nothing to start from
+                httpx.get(base + "/admin/errors", headers={**AUTH, "accept": "application/json"})
             for kind in ("ok",) * 6 + ("fin",) * 2:
                 post(base, kind)
             wait_lines(audit, 8)
@@ -156,6 +160,16 @@ def test_workers_answer_the_sum_over_all_of_them(tmp_path: Path) -> None:
                 seen = streams(scrape(base))
                 assert sum(seen.values()) == 8, seen
                 assert seen[("completed", "completed.finished")] == 6
+            deadline = time.monotonic() + 10
+            while True:  # each worker's store writer indexes its runs a moment after they end
+                pages = [
+                    httpx.get(base + "/admin/errors", headers={**AUTH, "accept": "application/json"}).json()
+                    for _ in range(6)
+                ]
+                if all((p["runs"], p["failures"]) == (8, 2) for p in pages):
+                    break
+                assert time.monotonic() < deadline, [(p["runs"], p["failures"]) for p in pages]
+                time.sleep(0.1)
         finally:
             process.terminate()
             _, err = process.communicate(timeout=30)
