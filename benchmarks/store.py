@@ -12,7 +12,8 @@ packages with its default settings (tests/store/pgserver.py), unless ``--postgre
 
 Rows, wall time per query (median of ``--repeat``), target at most 300 ms at every size:
 
-* ``errors page: groups``: ``Store.groups`` by signature over every run, and over the last 24 hours;
+* ``errors page: groups``: ``Store.groups`` by signature over every run, and over the last 24 hours; by
+  account (from the runs themselves: accounts are not in the hourly counts) over the last 24 hours;
 * ``errors page: trend``: ``Store.trend``, 24 hourly buckets of the last 24 hours;
 * ``run page: record by run id``: ``Store.record`` of a random run;
 * ``relay errors page``: the relay's whole page as data (totals, groups with rates, a trend per group), over
@@ -193,6 +194,7 @@ def _queries(url: str, count: int, repeat: int, baselines: dict[str, float]) -> 
         row("errors page: groups, all runs", lambda: store.groups())
         row("errors page: groups, last 24 h", lambda: store.groups(day))
         row("errors page: trend, last 24 h", lambda: store.trend(NOW - timedelta(days=1), NOW, 24))
+        row("errors page: groups by account, last 24 h", lambda: store.groups(day, ("account",)))
         row("run page: record by run id", lambda: store.record(f"run-{rng.randrange(count):08d}"))
         # the relay's whole errors page as data: totals, groups with rates, a trend per group
         last_day = PageQuery(since="24h", until=NOW.isoformat())

@@ -14,6 +14,8 @@ from datetime import datetime, timezone
 
 from ._common import epilog
 
+_RAW = argparse.RawDescriptionHelpFormatter
+
 
 def _older_than(text: str) -> datetime:
     from ._logs import parse_since
@@ -88,7 +90,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         ("rebuild", "empty the store, then index the logs (audit and error logs: each run once)"),
         ("add", "index the logs into the store as it is (a run already there takes the later record)"),
     ):
-        action = actions.add_parser(name, help=what, description=what, epilog=epilog())
+        action = actions.add_parser(name, help=what, description=what, epilog=epilog(), formatter_class=_RAW)
         action.add_argument(
             "--from", dest="logs", nargs="+", required=True, metavar="LOG", help="JSON-lines logs"
         )
@@ -105,7 +107,12 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
             "--no-rotated", dest="rotated", action="store_false", help="ignore LOG.1, LOG.2, …"
         )
         action.set_defaults(run=_index, command_name=name)
-    prune = actions.add_parser("prune", help="retention: forget runs started before a time", epilog=epilog())
+    prune = actions.add_parser(
+        "prune",
+        help="retention: forget runs started before a time (to the hour)",
+        epilog=epilog(),
+        formatter_class=_RAW,
+    )
     prune.add_argument("--store", required=True, metavar="URL", help="sqlite:///PATH or postgresql://...")
     prune.add_argument(
         "--older-than", required=True, type=_older_than, metavar="T", help="30d, 12h, or an ISO time"

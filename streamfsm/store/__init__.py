@@ -25,7 +25,8 @@ provider, failure class, summary key, transport kind and relay close kind):
 * ``Store.open(url)`` -> ``Store`` (a context manager; ``label`` is the URL without its password);
 * ``store.groups(filters, by=SIGNATURE, limit=None)`` -> ``[StoreGroup]``: failed runs grouped by the names
   of ``DIMENSIONS`` (the signature: summary key, provider, model, transport kind; or ``class``, ``route``,
-  ``account``, ...), most failures first, with ``runs`` of the same key in the window and ``failure_rate``,
+  ``account``, ...), most failures first, with ``runs`` (every run in the window sharing the group's values
+  other than ``OUTCOME_NAMES``: by signature, the runs of its provider and model) and ``failure_rate``,
   first and last seen, the latest sample run ids and their request ids, and the latest failure's title;
   ``to_json()`` is ``streamfsm report --json``'s group (plus ``runs`` and ``failure_rate``);
 * ``store.trend(since, until, buckets, filters, by)`` -> ``[Trend]``: per key, failed and all runs per
@@ -38,6 +39,11 @@ provider, failure class, summary key, transport kind and relay close kind):
 * ``store.add(records)``, ``store.add_logs(paths, since=)``, ``store.rebuild(paths)``,
   ``store.prune(before)``, ``store.count()``.
 
+Cost: grouping or filtering only by the signature's names and the class reads the hourly counts (and the
+runs of a window's partial hours); by route, account or close kind it reads the runs in the window through
+their indexes, which over all of a large store is a scan. A run indexed by two writers at the same moment
+(a sink and ``store add`` of the same log) can be counted twice until ``store rebuild``.
+
 Two ids, one name each, everywhere (records, command line, pages): the **request id** is the relay's id of
 the client's request (``ids.context.request_id``; the client's own ``x-request-id`` when it sent a plain
 one, and always returned as ``x-streamfsm-request-id``); the **provider request id** is the provider's id
@@ -47,10 +53,22 @@ of its response (``ids.provider_request_id``, from the provider's ``x-request-id
 from __future__ import annotations
 
 from ._backends import safe_label
-from ._store import DIMENSIONS, Filters, RunRow, RunsPage, Store, StoreGroup, StoreSink, Totals, Trend
+from ._store import (
+    DIMENSIONS,
+    OUTCOME_NAMES,
+    Filters,
+    RunRow,
+    RunsPage,
+    Store,
+    StoreGroup,
+    StoreSink,
+    Totals,
+    Trend,
+)
 
 __all__ = [
     "DIMENSIONS",
+    "OUTCOME_NAMES",
     "Filters",
     "RunRow",
     "RunsPage",

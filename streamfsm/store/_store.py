@@ -23,6 +23,7 @@ from ._backends import COLUMNS, HOURLY, UPSERT, UPSERT_RECORD, Backend, Writer, 
 
 __all__ = [
     "DIMENSIONS",
+    "OUTCOME_NAMES",
     "Filters",
     "RunRow",
     "RunsPage",
@@ -414,12 +415,16 @@ class Store:
         the latest; each with first and last seen, the latest sample runs, the title of its latest failure
         and ``runs``: every run in the window that shares the group's values other than ``OUTCOME_NAMES``
         (by signature: the runs of its provider and model; by class: all runs). The same groups as
-        ``streamfsm report`` over the same records."""
+        ``streamfsm report`` over the same records. ``limit``: the first so many (each group's details
+        cost a query: give one for a view of many groups, such as by account)."""
         failures = self._count(by, filters, failed=True)
         context = [i for i, name in enumerate(by) if name not in OUTCOME_NAMES]
         runs = self._count([by[i] for i in context], filters)
+        ranked = sorted(failures.items(), key=lambda item: -item[1])
+        if limit is not None and len(ranked) > limit:  # details (a query each) only for the top and its ties
+            ranked = [item for item in ranked if item[1] >= ranked[limit - 1][1]]
         groups = []
-        for key, count in failures.items():
+        for key, count in ranked:
             groups.append(
                 StoreGroup(
                     names=tuple(by),
@@ -446,19 +451,21 @@ class Store:
         parts = [
             f"SELECT 0, run_id, request_id, t, seq {base} ORDER BY seq DESC LIMIT {int(samples)}",
             f"SELECT 1, title, '', t, seq {timed} ORDER BY t DESC, seq DESC LIMIT 1",
-            f"SELECT 2, title, '', t, seq {base} ORDER BY seq LIMIT 1",
             f"SELECT 3, '', '', t, seq {timed} ORDER BY t, seq LIMIT 1",
         ]
         rows = self._db.query(
             " UNION ALL ".join(f"SELECT * FROM ({part}) AS p{i}" for i, part in enumerate(parts)),
             [*params, *key] * len(parts),
         )
-        found: dict[int, list[tuple[Any, ...]]] = {0: [], 1: [], 2: [], 3: []}
+        found: dict[int, list[tuple[Any, ...]]] = {0: [], 1: [], 3: []}
         for tag, *rest in rows:
             found[int(tag)].append(tuple(rest))
         latest = sorted(found[0], key=lambda r: -int(r[3]))
-        last, first, earliest = found[1], found[3], found[2]
-        # The report keeps the title of the latest run; of the first in log order when none says when.
+        last, first = found[1], found[3]
+        # The report keeps the title of the latest run; of the first in log order when none says when (a
+        # query of its own: from the oldest run on, it would walk the whole store for a recent window).
+        oldest = f"SELECT title {base} ORDER BY seq LIMIT 1"
+        earliest = [] if last else self._db.query(oldest, [*params, *key])
         title = last[0][0] if last else earliest[0][0] if earliest else ""
         return {
             "first": _when(first[0][2]) if first else None,

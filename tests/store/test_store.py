@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from storesupport import ACCOUNTS, ROUTES, T0, varied
 
+from streamfsm.runtime._record import RunRecord
 from streamfsm.runtime._report import SIGNATURE, field_value, group_failures, started
 from streamfsm.runtime._sinks import AuditLog, ErrorLog
 from streamfsm.store import Filters, Store
@@ -59,6 +60,27 @@ def test_filters_match_the_report_over_the_filtered_records(store_url: str, name
         totals = store.totals(filters)
         assert totals.runs == len(chosen)
         assert totals.failures == sum(r.failure_class != "completed" for r in chosen)
+
+
+def test_runs_that_do_not_say_when_they_started_group_as_in_the_report(store_url: str) -> None:
+    records = []
+    for record in varied(60, seed=14):
+        data = record.to_dict()
+        del data["started_at"]
+        records.append(RunRecord(data))
+    with Store.open(store_url) as store:
+        store.add(records)
+        assert _stored(store, SIGNATURE) == _report(records, SIGNATURE)
+        assert all(g.first is None and g.last is None for g in store.groups())
+        assert store.groups(Filters(since=T0)) == []  # a window holds only runs that say when they started
+
+
+def test_a_limit_keeps_the_first_groups(store_url: str) -> None:
+    with Store.open(store_url) as store:
+        store.add(varied(300, seed=13))
+        every = store.groups(by=("account", "class"))
+        assert len(every) > 4
+        assert store.groups(by=("account", "class"), limit=4) == every[:4]
 
 
 def test_rates_count_every_run_of_the_key(store_url: str) -> None:
