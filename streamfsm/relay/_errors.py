@@ -45,6 +45,8 @@ WINDOWS: Final = ("1h", "6h", "24h", "7d", "30d")
 DEFAULT_WINDOW: Final = "24h"
 TREND_BUCKETS: Final = 24
 PAGE_SIZE: Final = 50
+GROUP_LIMIT: Final = 100
+"""The most groups a page lists (the most failures first): a view by account may have thousands."""
 _MAX_VALUE: Final = 200
 _WINDOW_RE: Final = re.compile(r"(\d{1,5})([mhd])")
 _UNITS: Final = {"m": 60, "h": 3600, "d": 86400}
@@ -222,7 +224,7 @@ def page_report(store: Store, query: PageQuery, source: str, now: datetime | Non
     totals = store.totals(filters)
     trends = {t.key: t for t in store.trend(since, until, TREND_BUCKETS, filters, names)}
     listed = []
-    for group in store.groups(filters, names):
+    for group in store.groups(filters, names, limit=GROUP_LIMIT):
         item = group.to_json(request_ids=True)
         trend = trends.get(group.key)
         item["trend"] = {
@@ -246,6 +248,7 @@ def page_report(store: Store, query: PageQuery, source: str, now: datetime | Non
             "buckets": TREND_BUCKETS,
         },
         "groups": listed,
+        "limited": len(listed) >= GROUP_LIMIT,  # there may be more groups than listed
     }
 
 

@@ -482,7 +482,8 @@ def _summary_line(report: Mapping[str, Any]) -> str:
         where = f"since {_e(_utc(report.get('since')))}"
     else:
         where = f"in {_e(report.get('source'))}"
-    return f"{failures} failed of {runs} runs ({_rate(failures, runs)}) {where}: {groups} {noun}"
+    shown = f"the first {groups} {noun}" if report.get("limited") else f"{groups} {noun}"
+    return f"{failures} failed of {runs} runs ({_rate(failures, runs)}) {where}: {shown}"
 
 
 def _views(links: Links, by: str) -> str:

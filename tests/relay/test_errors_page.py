@@ -552,3 +552,25 @@ def test_the_page_starts_with_the_logs_records_and_escapes_them(filled: Any, tmp
             (tmp_path / "errors.png").write_bytes(shot)
             if os.environ.get("STREAMFSM_WRITE_DOCS") == "1":
                 ERRORS_SHOT.write_bytes(shot)
+
+
+def test_a_view_of_many_groups_lists_the_first_hundred(filled: Any, tmp_path: Path) -> None:
+    from streamfsm import RunRecord
+    from streamfsm.relay import Links, PageQuery, errors_page
+    from streamfsm.relay._errors import GROUP_LIMIT, page_report
+    from streamfsm.store import Store
+
+    _, _, records, _ = filled
+    template = next(r for r in records if r["outcome"]["class"] != "completed")
+    copies = []
+    for n in range(GROUP_LIMIT + 5):
+        copy = json.loads(json.dumps(template))
+        copy["ids"]["run_id"] = f"many{n:04d}{template['ids']['run_id'][8:]}"
+        copy["ids"]["context"]["account"] = f"acct_{n:04d}"
+        copies.append(RunRecord(copy))
+    with Store.open(tmp_path / "runs.db") as store:
+        store.add(copies)
+        report = page_report(store, PageQuery(by="account"), "test")
+    assert (report["failures"], len(report["groups"]), report["limited"]) == (len(copies), GROUP_LIMIT, True)
+    page = errors_page(report, Links(lambda run_id: run_id, PageQuery(by="account")))
+    assert f": the first {GROUP_LIMIT} accounts</h2>" in page
