@@ -184,7 +184,7 @@ class ErrorsData:
             for path in logs:
                 if Path(path).exists():
                     self.store.add_logs([path])
-        self.sink.flush(5.0)  # the runs that ended just before this view
+        self.sink.flush(1.0)  # the runs that ended just before this view
 
     def report(self, query: PageQuery, now: datetime | None = None) -> dict[str, Any]:
         self._ready()
