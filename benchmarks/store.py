@@ -16,6 +16,8 @@ Rows, wall time per query (median of ``--repeat``), target at most 300 ms at eve
   account (from the runs themselves: accounts are not in the hourly counts) over the last 24 hours;
 * ``errors page: trend``: ``Store.trend``, 24 hourly buckets of the last 24 hours;
 * ``run page: record by run id``: ``Store.record`` of a random run;
+* ``relay errors page``: the relay's whole page as data (totals, groups with rates, a trend per group), over
+  the last 24 hours, and over 7 days filtered by one route;
 * ``report --json`` and ``diagnose --request-id``: the commands in this process, output discarded.
 
 At the smallest size, when it is at most 10k, the commands are also timed over a JSON-lines audit log of as
@@ -162,6 +164,8 @@ def _fill(url: str, count: int) -> float:
 
 
 def _queries(url: str, count: int, repeat: int, baselines: dict[str, float]) -> list[Row]:
+    from streamfsm.relay import PageQuery
+    from streamfsm.relay._errors import page_report
     from streamfsm.store import Filters, Store
 
     rng = random.Random(1)
@@ -192,6 +196,11 @@ def _queries(url: str, count: int, repeat: int, baselines: dict[str, float]) -> 
         row("errors page: trend, last 24 h", lambda: store.trend(NOW - timedelta(days=1), NOW, 24))
         row("errors page: groups by account, last 24 h", lambda: store.groups(day, ("account",)))
         row("run page: record by run id", lambda: store.record(f"run-{rng.randrange(count):08d}"))
+        # the relay's whole errors page as data: totals, groups with rates, a trend per group
+        last_day = PageQuery(since="24h", until=NOW.isoformat())
+        row("relay errors page, last 24 h", lambda: page_report(store, last_day, "bench"))
+        week_route = PageQuery(since="7d", until=NOW.isoformat(), filters=(("route", ROUTES[0]),))
+        row("relay errors page, 7 d, one route", lambda: page_report(store, week_route, "bench"))
     row("report --json", _command("report", "--store", url, "--json"), "report")
     request = f"req-{count // 2:08d}"
     row("diagnose --request-id", _command("diagnose", "--store", url, "--request-id", request), "diagnose")

@@ -1,8 +1,8 @@
-"""OpenTelemetry export (extra ``otel``): ``from streamfsm.otel import OtelSink``.
+"""OpenTelemetry export (extra ``otel``): ``from streamfsm.otel import OtelLogSink, OtelSink``.
 
 Kept out of ``streamfsm`` and ``streamfsm.runtime`` so that importing them never loads OpenTelemetry.
 """
 
-from .runtime._otel import OtelSink
+from .runtime._otel import OtelLogSink, OtelSink
 
-__all__ = ["OtelSink"]
+__all__ = ["OtelLogSink", "OtelSink"]

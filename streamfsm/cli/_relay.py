@@ -3,8 +3,9 @@
 
 Several workers: ``--workers N`` starts N uvicorn worker processes, each building the relay from the
 settings this command puts in the environment (``STREAMFSM_RELAY_*``; the admin token stays in the variable
-``--admin-token-env`` names). The error and audit logs are safe for several processes (each line is appended
-under a file lock); the errors page reads the error log, so give ``--error-log`` with more than one worker.
+``--admin-token-env`` names). The error and audit logs are safe for several processes; the errors page
+queries a run store, so give ``--store`` with more than one worker (else each has a private one). The
+metrics of all workers are summed through prometheus_client's multiprocess mode.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ import argparse
 import json
 import logging
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Final
 
@@ -95,13 +98,9 @@ def build_relay(settings: dict[str, Any]) -> Any:
             )
     sinks: tuple[Any, ...] = ()
     if settings.get("otel"):
-        from ..otel import OtelSink
+        from ..otel import OtelLogSink, OtelSink
 
-        sinks = (OtelSink(),)
-    if settings.get("store"):
-        from ..store import StoreSink
-
-        sinks += (StoreSink(settings["store"]),)
+        sinks = (OtelSink(), OtelLogSink())
     options: dict[str, Any] = {}
     if settings.get("account_headers"):
         options["account_headers"] = tuple(settings["account_headers"])
@@ -119,6 +118,7 @@ def build_relay(settings: dict[str, Any]) -> Any:
             stream=stream,
             error_log=settings.get("error_log"),
             audit_log=settings.get("audit_log"),
+            store=settings.get("store"),
             admin_token=token,
             **options,
         )
@@ -174,7 +174,13 @@ def _relay(args: argparse.Namespace) -> int:
     try:
         if args.workers > 1:
             os.environ[_ENV] = json.dumps(settings)
-            uvicorn.run("streamfsm.cli._relay:app_from_env", factory=True, workers=args.workers, **options)
+            shared = _metrics_across_workers()
+            try:
+                app = "streamfsm.cli._relay:app_from_env"
+                uvicorn.run(app, factory=True, workers=args.workers, **options)
+            finally:
+                if shared is not None:
+                    shutil.rmtree(shared, ignore_errors=True)
         else:
             uvicorn.run(relay, **options)
     except SystemExit as exc:
@@ -185,52 +191,58 @@ def _relay(args: argparse.Namespace) -> int:
     return 0
 
 
+def _metrics_across_workers() -> str | None:
+    """Each worker counts its own metrics: prometheus_client's multiprocess mode (a folder the workers share,
+    read before any metric exists) makes a scrape of any worker answer the sum over all of them. The folder
+    made here (None: the operator named one) is removed when the workers are gone."""
+    if any(os.environ.get(name) for name in ("PROMETHEUS_MULTIPROC_DIR", "prometheus_multiproc_dir")):
+        return None
+    shared = tempfile.mkdtemp(prefix="streamfsm-relay-metrics-")
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = shared
+    return shared
+
+
 def report_html(records: Any, source: str, out: str, interrupted: Any = ()) -> int:
     """Write the errors page of ``records`` (and a section per sample run) to ``out``, with the streams a
-    relay's death cut (``interrupted``, from ``relay._journal``); the exit status."""
-    from ..relay import report_document
-    from ..runtime._report import SIGNATURE, group_failures
+    relay's death cut (``interrupted``, from ``relay._journal``); the exit status. The records are indexed
+    in a temporary store first, so that the file shows what the relay's page shows: failure rates and
+    trends, over the records' whole time."""
+    from ..store import Filters, Store
 
-    kept: dict[str, Any] = {}
-    groups, runs, failures = group_failures(_keeping(records, kept), SIGNATURE)
-    listed = [g.to_json(SIGNATURE, request_ids=True) for g in groups]
-    report = {"source": source, "runs": runs, "failures": failures, "groups": listed}
+    folder = tempfile.mkdtemp(prefix="streamfsm-report-")
+    try:
+        with Store.open(str(Path(folder) / "runs.db")) as store:
+            batch: list[Any] = []
+            for record in records:
+                batch.append(record)
+                if len(batch) >= 2000:
+                    store.add(batch)
+                    batch.clear()
+            store.add(batch)
+            return report_html_from_store(store, Filters(), source, out, interrupted)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def report_html_from_store(store: Any, filters: Any, source: str, out: str, interrupted: Any = ()) -> int:
+    """``report_html`` from a store (``streamfsm report --store URL --html OUT``): the relay's errors page
+    from ``filters.since`` (the earliest run when None) until now."""
+    from datetime import datetime, timedelta, timezone
+
+    from ..relay import PageQuery, report_document
+    from ..relay._errors import page_report
+
+    now = datetime.now(timezone.utc)
+    since = filters.since if filters.since is not None else store.earliest()
+    if since is None or since >= now:
+        since = now - timedelta(hours=1)
+    report = page_report(store, PageQuery(since=since.isoformat()), source, now)
+    report["window"] = None  # the summary names the start, not the ISO text
     report["interrupted"] = [item.to_json() for item in interrupted]
-    samples = [kept[run_id] for g in listed for run_id in g["sample_run_ids"] if run_id in kept]
+    samples = [r for g in report["groups"] for i in g["sample_run_ids"] if (r := store.record(i)) is not None]
     Path(out).write_text(report_document(report, samples), encoding="utf-8")
     print(f"streamfsm report: wrote {out}", file=sys.stderr)
     return 0
-
-
-def report_html_from_store(store: Any, filters: Any, source: str, out: str) -> int:
-    """``report_html`` from a store's groups (``streamfsm report --store URL --html OUT``)."""
-    from ..relay import report_document
-
-    totals = store.totals(filters)
-    listed = [g.to_json(request_ids=True) for g in store.groups(filters)]
-    report = {"source": source, "runs": totals.runs, "failures": totals.failures, "groups": listed}
-    samples = [r for g in listed for run_id in g["sample_run_ids"] if (r := store.record(run_id)) is not None]
-    Path(out).write_text(report_document(report, samples), encoding="utf-8")
-    print(f"streamfsm report: wrote {out}", file=sys.stderr)
-    return 0
-
-
-def _keeping(records: Any, kept: dict[str, Any]) -> Any:
-    """Pass ``records`` on, keeping the latest few failed runs of each signature for their sections."""
-    recent: dict[tuple[Any, ...], list[str]] = {}
-    for record in records:
-        if record.failure_class != "completed":
-            transport = record.get("transport") or {}
-            key = (record.summary_key, record.get("provider"), record.get("model"), transport.get("kind"))
-            ids = recent.setdefault(key, [])
-            if record.run_id in ids:
-                ids.remove(record.run_id)
-            ids.append(record.run_id)
-            kept[record.run_id] = record
-            for old in ids[:-3]:
-                kept.pop(old, None)
-            del ids[:-3]
-        yield record
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -260,7 +272,9 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     relay.add_argument("--audit-log", metavar="PATH", help="JSON-lines log of every run")
     relay.add_argument(
-        "--otel", action="store_true", help="also emit an OpenTelemetry span per run (otel extra)"
+        "--otel",
+        action="store_true",
+        help="also emit an OpenTelemetry span per run and a log record per failed run (otel extra)",
     )
     relay.add_argument(
         "--admin-token-env",
@@ -326,6 +340,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     relay.add_argument(
         "--store",
         metavar="URL",
-        help="also index every run in this store: sqlite:///PATH or postgresql://... (see streamfsm store)",
+        help="index every run in this store, which the errors page reads: sqlite:///PATH or"
+        " postgresql://... (default: a private store per process; see streamfsm store)",
     )
     relay.set_defaults(run=_relay)

@@ -5,7 +5,9 @@ streaming LLM response is read through the tap (``streamfsm.tap``), so it is a r
 relay's view of how it closed (its close kind: ``client_abort``, ``client_write_failed``, ``upstream_error``,
 ``upstream_timeout``, ``upstream_unreachable``, ``upstream_premature_close``, ``relay_shutdown`` or
 ``completed``: the terminal event reached the client), what went downstream, and the
-correlation ids (request id, route, model, an account key). ``/admin/errors`` groups the failed runs.
+correlation ids (request id, route, model, an account key). ``/admin/errors`` groups the failed runs, with
+failure rates and trends over a window, filters and search, from a run store (``streamfsm.store``), and
+lists the streams a relay's death cut; ``/admin/metrics`` serves Prometheus metrics.
 
     app = streamfsm.relay.Relay(streamfsm.relay.RelayConfig(upstream="https://api.openai.com",
                                                             error_log="errors.jsonl"))
@@ -15,17 +17,19 @@ Serving it from the command line needs the ``relay`` extra (uvicorn): ``pip inst
 """
 
 from ._app import Relay, RelayConfig, is_loopback
-from ._errors import RecordStore, group_records
-from ._page import errors_page, machine_svg, report_document, run_page
+from ._errors import ErrorsData, PageQuery
+from ._page import Links, errors_page, machine_svg, report_document, run_page, runs_page
 
 __all__ = [
-    "RecordStore",
+    "ErrorsData",
+    "Links",
+    "PageQuery",
     "Relay",
     "RelayConfig",
     "errors_page",
-    "group_records",
     "is_loopback",
     "machine_svg",
     "report_document",
     "run_page",
+    "runs_page",
 ]

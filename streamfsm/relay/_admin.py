@@ -1,4 +1,6 @@
-"""``/admin/...``: the errors page (HTML for people, JSON with ``Accept: application/json``) and run pages.
+"""``/admin/...``: the errors page (HTML for people, JSON with ``Accept: application/json``), run pages, and
+``/admin/metrics``, the Prometheus metrics (``_metrics``; under an admin path so that no upstream path is
+shadowed).
 
 Authorisation: ``Authorization: Bearer <token>`` (the token the relay read from its environment variable),
 or, for a browser, the cookie that ``POST /admin/login`` sets after the token was typed into its form (a
@@ -20,8 +22,9 @@ from typing import Any, Final
 
 import anyio.to_thread
 
-from ._errors import RecordStore
-from ._page import errors_page, run_page
+from ._errors import ErrorsData, PageQuery
+from ._metrics import CONTENT_TYPE, RelayMetrics
+from ._page import Links, errors_page, run_page, runs_page
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -32,7 +35,10 @@ log: Final = logging.getLogger("streamfsm.relay")
 _COOKIE: Final = "streamfsm_admin"
 _ERRORS: Final = "/admin/errors"
 _RUNS: Final = "/admin/errors/runs/"
+_RUN_LIST: Final = "/admin/errors/runs"
+_SEARCH: Final = "/admin/errors/search"
 _LOGIN: Final = "/admin/login"
+_METRICS: Final = "/admin/metrics"
 _MAX_FORM: Final = 4096
 _HTML: Final = b"text/html; charset=utf-8"
 _SECURITY: Final = [
@@ -62,14 +68,15 @@ _FORWARDED: Final = frozenset({b"forwarded", b"x-forwarded-for", b"x-real-ip"})
 class Admin:
     """The ``/admin`` ASGI application of one relay."""
 
-    def __init__(self, token: str | None, store: RecordStore) -> None:
+    def __init__(self, token: str | None, data: ErrorsData, metrics: RelayMetrics | None = None) -> None:
         self._token = token
         self._cookie = (
             hmac.new(token.encode(), b"streamfsm.relay.admin-cookie", hashlib.sha256).hexdigest()
             if token is not None
             else None
         )
-        self.store = store
+        self.data = data
+        self.metrics = metrics
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path, method = scope["path"], scope["method"]
@@ -92,16 +99,39 @@ class Admin:
         if method not in ("GET", "HEAD"):
             await _respond_json(send, 405, {"error": {"type": "method_not_allowed", "message": "GET only"}})
             return
-        if path in (_ERRORS, _ERRORS + "/", "/admin", "/admin/"):
-            report = await anyio.to_thread.run_sync(self.store.report)
-            if wants_json:
-                await _respond_json(send, 200, report)
+        if path == _METRICS:
+            if self.metrics is None:
+                why = "metrics need the metrics extra: pip install 'streamfsm[metrics]'"
+                await _respond_json(send, 404, {"error": {"type": "not_found", "message": why}})
             else:
-                await _respond(send, 200, errors_page(report, _run_link), _HTML)
+                text = await anyio.to_thread.run_sync(self.metrics.exposition)
+                await _respond(send, 200, text.decode("utf-8"), CONTENT_TYPE.encode())
+            return
+        if path in (_ERRORS, _ERRORS + "/", "/admin", "/admin/", _RUN_LIST, _SEARCH):
+            try:
+                query = PageQuery.parse(scope.get("query_string", b""))
+            except ValueError as exc:  # a filter the page cannot honour: said, not ignored
+                await _respond_json(send, 400, {"error": {"type": "invalid_request", "message": str(exc)}})
+                return
+            links = Links(_run_link, query)
+            if path == _SEARCH:
+                await self._search(send, query, links, wants_json)
+            elif path == _RUN_LIST:
+                runs = await anyio.to_thread.run_sync(self.data.runs, query)
+                if wants_json:
+                    await _respond_json(send, 200, runs)
+                else:
+                    await _respond(send, 200, runs_page(runs, links), _HTML)
+            else:
+                report = await anyio.to_thread.run_sync(self.data.report, query)
+                if wants_json:
+                    await _respond_json(send, 200, report)
+                else:
+                    await _respond(send, 200, errors_page(report, links), _HTML)
             return
         if path.startswith(_RUNS):
             run_id = path[len(_RUNS) :]
-            record = await anyio.to_thread.run_sync(self.store.find, run_id) if run_id else None
+            record = await anyio.to_thread.run_sync(self.data.find, run_id) if run_id else None
             if record is None:
                 await _respond_json(send, 404, {"error": {"type": "not_found", "message": "no such run"}})
             elif wants_json:
@@ -110,6 +140,18 @@ class Admin:
                 await _respond(send, 200, run_page(record, _ERRORS), _HTML)
             return
         await _respond_json(send, 404, {"error": {"type": "not_found", "message": "no such admin page"}})
+
+    async def _search(self, send: Send, query: PageQuery, links: Links, wants_json: bool) -> None:
+        """A run id or a request id: its run's page (one run), or the list of its runs (a request retried)."""
+        found = await anyio.to_thread.run_sync(self.data.search, query.q)
+        rows = [_row(record) for record in found]
+        if wants_json:
+            await _respond_json(send, 200 if found else 404, {"query": query.q, "runs": rows})
+        elif len(found) == 1:
+            await _respond(send, 303, "", _HTML, [(b"location", _run_link(found[0].run_id).encode())])
+        else:
+            page = runs_page({"runs": rows, "filters": {}}, links, f"runs found for {query.q[:80]!r}")
+            await _respond(send, 200 if found else 404, page, _HTML)
 
     def _refusal(self, scope: Scope) -> tuple[int, str] | None:
         from ._app import is_loopback
@@ -155,6 +197,25 @@ class Admin:
             _HTML,
             [(b"location", _ERRORS.encode()), (b"set-cookie", cookie.encode())],
         )
+
+
+def _row(record: Any) -> dict[str, Any]:
+    """A run's line in a list, from its record (what ``ErrorsData.runs`` gives from the store)."""
+    ids = record.get("ids") or {}
+    context = ids.get("context") or {}
+    return {
+        "run_id": record.run_id,
+        "request_id": context.get("request_id"),
+        "started_at": record.get("started_at"),
+        "summary_key": record.summary_key,
+        "class": record.failure_class,
+        "provider": record.get("provider"),
+        "model": record.get("model"),
+        "route": context.get("route"),
+        "account": context.get("account"),
+        "close": (record.get("relay") or {}).get("close"),
+        "title": (record.get("summary") or {}).get("title"),
+    }
 
 
 def _run_link(run_id: str) -> str:

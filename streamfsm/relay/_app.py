@@ -25,6 +25,7 @@ import re
 import secrets
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import unquote, unquote_to_bytes
@@ -41,9 +42,10 @@ from ..runtime._record import RelayClose
 from ..tap import Rule, async_transport, context, failure_of, run_of
 from ..tap._context import relaying
 from ..tap._run import TapRun
-from ._errors import RecordStore
+from ._errors import ErrorsData
 from ._journal import Journal
 from ._limits import RETRY_AFTER_S, BodyChunks, Budget, Held, check_limit
+from ._metrics import RelayMetrics, relay_metrics
 
 __all__ = ["IDLE_TIMEOUT_S", "Relay", "RelayConfig"]
 
@@ -102,10 +104,12 @@ class RelayConfig:
     the longest wait for the client to take one write (then ``client_write_failed``). ``upstream_timeout``:
     the upstream HTTP client's connect / read / write / pool timeouts (the runs' watchdogs apply too).
     ``max_connections``: upstream connections open at once (None: unbounded). ``rules``: more paths that
-    carry a streaming LLM format (``streamfsm.tap.Rule``). ``memory_records``: failed runs kept in memory
-    for the errors page when there is no error log. ``max_concurrent``: requests relayed at once (503 with
-    ``Retry-After`` beyond). ``body_budget_bytes``: the request bodies held at once, all requests together (a
-    request without room waits up to 5 s for it, then gets 503 with ``Retry-After``).
+    carry a streaming LLM format (``streamfsm.tap.Rule``). ``store``: a run store URL (``streamfsm.store``)
+    the relay indexes every run in and the errors page queries; None: a private SQLite store of this process
+    (in a temporary folder), which starts with the error and audit logs' records. ``max_concurrent``:
+    requests relayed at once (503 with ``Retry-After`` beyond). ``body_budget_bytes``: the request bodies
+    held at once, all requests together (a request without room waits up to 5 s for it, then gets 503 with
+    ``Retry-After``).
     """
 
     upstream: str
@@ -120,7 +124,7 @@ class RelayConfig:
     upstream_timeout: float = 600.0
     max_connections: int | None = None
     rules: tuple[Rule, ...] = ()
-    memory_records: int = 1000
+    store: str | None = None
     max_concurrent: int = 1000
     body_budget_bytes: int = 256 << 20
 
@@ -179,11 +183,12 @@ class Relay:
             sinks.append(ErrorLog(config.error_log))
         if config.audit_log is not None:
             sinks.append(AuditLog(config.audit_log))
-        self.store = RecordStore(
-            config.error_log, config.memory_records, journal=config.audit_log or config.error_log
-        )
-        if config.error_log is None:
-            sinks.append(self.store.add)
+        logs = [path for path in (config.error_log, config.audit_log) if path is not None]
+        self.errors = ErrorsData(config.store, logs, journal=config.audit_log or config.error_log)
+        sinks.append(self.errors.sink)
+        self.metrics = relay_metrics()
+        if self.metrics is not None:  # last: it counts what the sinks before it failed to take
+            sinks.append(self.metrics.record)
         self._stream_config = config.stream.replace(sinks=tuple(sinks))
         self._journal = Journal(sinks, config.rules)
         upstream = httpx.URL(config.upstream)
@@ -244,7 +249,7 @@ class Relay:
         if self._admin is None:
             from ._admin import Admin
 
-            self._admin = Admin(self.config.admin_token, self.store)
+            self._admin = Admin(self.config.admin_token, self.errors, self.metrics)
         return self._admin
 
     # -- one relayed exchange -----------------------------------------------------------------------------
@@ -312,7 +317,7 @@ class Relay:
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(self._watch_client, receive, exchange, tasks.cancel_scope)
             try:
-                with context(**ids), relaying():
+                with context(**ids), relaying(), _in_flight(self.metrics):
                     await self._exchange(request, send, exchange, scope)
             except anyio.get_cancelled_exc_class():
                 if not exchange.client_gone:  # from outside: the server's grace period for shutdown is over
@@ -562,6 +567,10 @@ def _report(run: TapRun, events: Any, nbytes: int) -> None:
             first = False
     else:
         run.relayed_bytes(nbytes)
+
+
+def _in_flight(metrics: RelayMetrics | None) -> AbstractContextManager[None]:
+    return metrics.in_flight() if metrics is not None else nullcontext()
 
 
 def _edge(run: TapRun) -> str | None:

@@ -1,89 +1,286 @@
-"""The failed runs behind the errors page: read from the error log (or kept in memory), grouped by signature
-by the same code as ``streamfsm report`` (``runtime/_report``)."""
+"""What the errors page asks, as queries of a run store (``streamfsm.store``): groups with their failure
+rates and trends over a window, filtered; runs of a group, paged; a run by run id or request id.
+
+``PageQuery`` is the page's URL query (``?by=route&since=6h&model=gpt-4o``): parsed strictly (a value the
+page cannot honour is an error, never silently ignored) and written back for every link, so that a view is
+shareable as its URL. ``ErrorsData`` answers it from a store: the relay's ``--store`` (shared by its workers
+and, on PostgreSQL, by relays on several hosts), or, without one, a private SQLite store of this process
+that starts with the records already in its error and audit logs and indexes every run after.
+"""
 
 from __future__ import annotations
 
+import re
+import shutil
+import tempfile
 import threading
-from collections import deque
-from collections.abc import Iterable, Iterator
-from typing import Any
+import urllib.parse
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Final
 
 from ..runtime import RunRecord
-from ..runtime._logs import LogProblem, read_records
-from ..runtime._report import SIGNATURE, Group, group_failures
+from ..runtime._report import SIGNATURE, iso
+from ..store import Filters, Store, StoreSink
 from ._journal import interrupted
 
-__all__ = ["SIGNATURE", "Group", "RecordStore", "group_records"]
+__all__ = ["BY", "FILTERS", "ErrorsData", "PageQuery", "page_report", "page_runs", "parse_window"]
+
+BY: Final[Mapping[str, tuple[str, ...]]] = {
+    "signature": SIGNATURE,
+    "class": ("class",),
+    "route": ("route",),
+    "account": ("account",),
+    "provider": ("provider",),
+    "model": ("model",),
+}
+"""The page's views: what failed runs are grouped by (as ``streamfsm report --by``)."""
+FILTERS: Final = ("route", "account", "model", "provider", "class", "summary_key", "transport_kind", "close")
+"""The URL's filter names (``class`` is the failure class), each a ``streamfsm.store.Filters`` field."""
+NONE: Final = "(none)"
+"""A filter value matching runs without the value (no route, no model)."""
+WINDOWS: Final = ("1h", "6h", "24h", "7d", "30d")
+DEFAULT_WINDOW: Final = "24h"
+TREND_BUCKETS: Final = 24
+PAGE_SIZE: Final = 50
+GROUP_LIMIT: Final = 100
+"""The most groups a page lists (the most failures first): a view by account may have thousands."""
+_MAX_VALUE: Final = 200
+_WINDOW_RE: Final = re.compile(r"(\d{1,5})([mhd])")
+_UNITS: Final = {"m": 60, "h": 3600, "d": 86400}
 
 
-def group_records(records: Iterable[RunRecord]) -> tuple[list[Group], int, int]:
-    """(groups by count, runs, failures): failed runs grouped by signature, as ``streamfsm report``."""
-    return group_failures(records, SIGNATURE)
+def parse_window(text: str, now: datetime) -> datetime:
+    """The start of the window ``text`` names: ``30m``, ``6h``, ``7d``, or an ISO time (UTC if no zone)."""
+    match = _WINDOW_RE.fullmatch(text)
+    if match is not None and int(match[1]) > 0:
+        return now - timedelta(seconds=int(match[1]) * _UNITS[match[2]])
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"since: expected 30m, 6h, 7d or an ISO time, not {text[:40]!r}") from None
+    when = when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
+    if when >= now:
+        raise ValueError("since: the window must start in the past")
+    return when
 
 
-class RecordStore:
-    """Where the errors page finds failed runs: the error log at ``path`` (with its rotated files), or,
-    without one, the last ``keep`` failed runs of this process (``add`` is then one of the relay's sinks);
-    and the streams a relay's death cut, from the begin lines in ``journal`` (``_journal``)."""
+def _parse_until(text: str) -> datetime:
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"until: expected an ISO time, not {text[:40]!r}") from None
+    return when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
 
-    def __init__(self, path: str | None, keep: int = 1000, *, journal: str | None = None) -> None:
-        self.path = path
+
+@dataclass(frozen=True, slots=True)
+class PageQuery:
+    """One view of the errors page, as its URL query says it."""
+
+    by: str = "signature"
+    since: str = DEFAULT_WINDOW
+    until: str = ""  # an ISO time; "" for now (a view with both ends shows the same whenever it is opened)
+    filters: tuple[tuple[str, str], ...] = ()  # (name in FILTERS, value), in FILTERS' order
+    before: int | None = None  # the runs list's page
+    q: str = ""  # a search: run id or request id
+
+    @classmethod
+    def parse(cls, query_string: str | bytes) -> PageQuery:
+        """The view ``query_string`` asks for; ValueError naming what the page cannot honour."""
+        text = query_string.decode("latin-1") if isinstance(query_string, bytes) else query_string
+        values: dict[str, str] = {}
+        for name, value in urllib.parse.parse_qsl(text, keep_blank_values=True):
+            if name in values and values[name] != value:
+                raise ValueError(f"{name} is given twice")
+            values[name] = value.strip()[: _MAX_VALUE + 1]
+        by = values.pop("by", "") or "signature"
+        if by not in BY:
+            raise ValueError(f"by: one of {', '.join(BY)}, not {by[:40]!r}")
+        since = values.pop("since", "") or DEFAULT_WINDOW
+        until = values.pop("until", "")
+        end = _parse_until(until) if until else datetime.now(timezone.utc)
+        parse_window(since, end)  # raises for a bad one
+        before_text = values.pop("before", "")
+        if before_text and not before_text.isdigit():
+            raise ValueError("before: a page position (a number)")
+        q = values.pop("q", "")
+        filters = []
+        for name in FILTERS:
+            value = values.pop(name, "")
+            if len(value) > _MAX_VALUE:
+                raise ValueError(f"{name}: longer than {_MAX_VALUE} characters")
+            if value:
+                filters.append((name, value))
+        if values:
+            raise ValueError(f"not a filter of this page: {', '.join(sorted(values))[:80]}")
+        return cls(by, since, until, tuple(filters), int(before_text) if before_text else None, q)
+
+    def filter(self, name: str) -> str:
+        return dict(self.filters).get(name, "")
+
+    def with_filters(self, **values: str | None) -> PageQuery:
+        """This view with more filters (a value of None drops that filter); back to the first page."""
+        merged = dict(self.filters)
+        for name, value in values.items():
+            if value is None:
+                merged.pop(name, None)
+            else:
+                merged[name] = value
+        ordered = tuple((name, merged[name]) for name in FILTERS if merged.get(name))
+        return replace(self, filters=ordered, before=None, q="")
+
+    def url(self, path: str, **changes: Any) -> str:
+        """``path`` with this view's query (``changes``: fields replaced first)."""
+        query = replace(self, **changes) if changes else self
+        pairs: list[tuple[str, str]] = []
+        if query.by != "signature":
+            pairs.append(("by", query.by))
+        if query.since != DEFAULT_WINDOW:
+            pairs.append(("since", query.since))
+        if query.until:
+            pairs.append(("until", query.until))
+        pairs.extend(query.filters)
+        if query.before is not None:
+            pairs.append(("before", str(query.before)))
+        if query.q:
+            pairs.append(("q", query.q))
+        return path + ("?" + urllib.parse.urlencode(pairs) if pairs else "")
+
+    def store_filters(self, now: datetime) -> Filters:
+        """The store's filters of this view (``now``: the window's end unless the view names one)."""
+        end = _parse_until(self.until) if self.until else now
+        values = {("failure_class" if n == "class" else n): ("" if v == NONE else v) for n, v in self.filters}
+        return Filters(since=parse_window(self.since, end), until=end, **values)
+
+
+def group_filters(names: Sequence[str], key: Mapping[str, Any]) -> dict[str, str]:
+    """The filters that select one group's runs (its key's values; NONE for a missing one)."""
+    return {name: (NONE if key.get(name) is None else str(key[name])) for name in names}
+
+
+class ErrorsData:
+    """The errors page's queries, over the store at ``url``, or without one over a private SQLite store (in
+    a temporary folder, removed with this object) that first indexes the records of ``logs`` and then every
+    run of this process. ``sink`` indexes each run into the store (one of the relay's sinks). ``journal``:
+    the log holding the relay's begin lines, whose streams a relay's death cut the page lists too."""
+
+    def __init__(self, url: str | None, logs: Sequence[str] = (), journal: str | None = None) -> None:
         self.journal = journal
-        self._memory: deque[RunRecord] = deque(maxlen=max(1, keep))
+        self._folder: str | None = None
+        if url is None:
+            self._folder = tempfile.mkdtemp(prefix="streamfsm-relay-store-")
+            weakref.finalize(self, shutil.rmtree, self._folder, ignore_errors=True)
+            url = str(Path(self._folder) / "runs.db")
+        self.sink = StoreSink(url)
+        self.store = Store.open(url)
+        self.source = self.store.label if self._folder is None else "this relay's runs"
+        self._backfill = list(logs) if self._folder is not None else []
         self._lock = threading.Lock()
 
-    @property
-    def source(self) -> str:
-        return self.path if self.path is not None else "memory"
+    def _ready(self) -> None:
+        """Before the first query of a private store: index what the logs already held."""
+        with self._lock:
+            logs, self._backfill = self._backfill, []
+            for path in logs:
+                if Path(path).exists():
+                    self.store.add_logs([path])
+        self.sink.flush(1.0)  # the runs that ended just before this view
 
-    def add(self, record: RunRecord) -> None:
-        if record.failure_class != "completed":
-            with self._lock:
-                self._memory.append(record)
+    def report(self, query: PageQuery, now: datetime | None = None) -> dict[str, Any]:
+        self._ready()
+        report = page_report(self.store, query, self.source, now)
+        cut = interrupted(self.journal) if self.journal is not None else []
+        report["interrupted"] = [item.to_json() for item in cut]
+        return report
 
-    def records(self, problems: list[LogProblem] | None = None) -> Iterator[RunRecord]:
-        if self.path is None:
-            with self._lock:
-                kept = list(self._memory)
-            yield from kept
-            return
-        try:
-            yield from read_records(
-                self.path, rotated=True, on_problem=(problems if problems is not None else []).append
-            )
-        except FileNotFoundError:
-            return
+    def runs(self, query: PageQuery, now: datetime | None = None) -> dict[str, Any]:
+        self._ready()
+        return page_runs(self.store, query, self.source, now)
 
     def find(self, run_id: str) -> RunRecord | None:
-        found = None
-        for record in self.records():
-            if record.run_id == run_id:
-                found = record  # the last one: a run is recorded once, but a log may be appended to twice
-        return found
+        self._ready()
+        return self.store.record(run_id)
 
-    def report(self) -> dict[str, Any]:
-        """The errors page as data: the shape of ``streamfsm report --json`` (groups by signature)."""
-        problems: list[LogProblem] = []
-        records = 0
+    def search(self, text: str) -> list[RunRecord]:
+        """The runs ``text`` names: a run id, a request id, or the start of a run id (at most a few)."""
+        self._ready()
+        text = text.strip()[:_MAX_VALUE]
+        if not text:
+            return []
+        found = self.store.record(text)
+        if found is not None:
+            return [found]
+        by_request = self.store.by_request_id(text)
+        if by_request or len(text) < 6:  # a shorter run id prefix would match too much
+            return by_request
+        return self.store.find_runs(text)
 
-        def counted() -> Iterator[RunRecord]:
-            nonlocal records
-            for record in self.records(problems):
-                records += 1
-                yield record
 
-        groups, runs, failures = group_records(counted())
-        return {
-            "source": self.source,
-            "by": "signature",
-            "since": None,
-            "records": records,
-            "runs": runs,
-            "failures": failures,
-            "groups": [g.to_json(SIGNATURE, request_ids=True) for g in groups],
-            "interrupted": [i.to_json() for i in interrupted(self.journal)] if self.journal else [],
-            "problems": [
-                {"source": p.source, "line": p.line, "kind": p.kind.value, "message": p.message}
-                for p in problems
-            ],
+def page_report(store: Store, query: PageQuery, source: str, now: datetime | None = None) -> dict[str, Any]:
+    """The errors page as data: ``streamfsm report --json``'s shape (groups with ``runs`` and
+    ``failure_rate``), with the window, the filters, and each group's trend."""
+    filters = query.store_filters(now or datetime.now(timezone.utc))
+    names = BY[query.by]
+    since, until = filters.since, filters.until
+    assert since is not None
+    assert until is not None
+    totals = store.totals(filters)
+    trends = {t.key: t for t in store.trend(since, until, TREND_BUCKETS, filters, names)}
+    listed = []
+    for group in store.groups(filters, names, limit=GROUP_LIMIT):
+        item = group.to_json(request_ids=True)
+        trend = trends.get(group.key)
+        item["trend"] = {
+            "failures": list(trend.failures) if trend else [0] * TREND_BUCKETS,
+            "runs": list(trend.runs) if trend else [0] * TREND_BUCKETS,
         }
+        listed.append(item)
+    return {
+        "source": source,
+        "by": query.by,
+        "since": iso(since),
+        "until": iso(until),
+        "window": None if query.until else query.since,  # relative ("6h") only when it ends now
+        "filters": dict(query.filters),
+        "runs": totals.runs,
+        "failures": totals.failures,
+        "failure_rate": round(totals.failures / totals.runs, 6) if totals.runs else 0.0,
+        "trend": {
+            "start": iso(since),
+            "bucket_s": round((until - since).total_seconds() / TREND_BUCKETS, 3),
+            "buckets": TREND_BUCKETS,
+        },
+        "groups": listed,
+        "limited": len(listed) >= GROUP_LIMIT,  # there may be more groups than listed
+    }
+
+
+def page_runs(store: Store, query: PageQuery, source: str, now: datetime | None = None) -> dict[str, Any]:
+    """The failed runs matching the view's filters, the latest first, one page."""
+    filters = query.store_filters(now or datetime.now(timezone.utc))
+    page = store.runs(filters, failed=True, limit=PAGE_SIZE, before=query.before)
+    return {
+        "source": source,
+        "since": iso(filters.since),
+        "filters": dict(query.filters),
+        "runs": [
+            {
+                "run_id": row.run_id,
+                "request_id": row.request_id,
+                "started_at": iso(row.started_at),
+                "summary_key": row.summary_key,
+                "class": row.failure_class,
+                "provider": row.provider,
+                "model": row.model,
+                "route": row.route,
+                "account": row.account,
+                "close": row.close,
+                "title": row.title,
+            }
+            for row in page.runs
+        ],
+        "next_before": page.next_before,
+    }

@@ -11,12 +11,26 @@ from __future__ import annotations
 import html
 import itertools
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any, Final
 
 from ..machine import ACTIVITY_TRANSITIONS, INITIAL_STATE, Activity
+from ..runtime._report import SIGNATURE
+from ._errors import BY, FILTERS, NONE, WINDOWS, PageQuery, group_filters
 
-__all__ = ["errors_page", "machine_svg", "report_document", "run_page", "run_path"]
+__all__ = [
+    "Links",
+    "errors_page",
+    "machine_svg",
+    "report_document",
+    "run_page",
+    "run_path",
+    "runs_page",
+    "trend_svg",
+]
 
 Link = Callable[[str], str]
 
@@ -48,6 +62,16 @@ a{color:var(--blue)}
 figure{margin:0;background:#fff;border:1px solid var(--line);padding:8px;overflow-x:auto}
 figcaption{color:var(--muted);font-size:13px;padding:4px 6px}
 section.run{margin-top:36px;border-top:3px solid var(--line);padding-top:12px}
+nav#views{margin:0 0 12px;font-size:14px}
+form#filters,form#search{background:#fff;border:1px solid var(--line);padding:10px 12px;margin:0 0 10px;
+font-size:13px}
+form label{margin-right:8px;white-space:nowrap}
+form input,form select,form button{font:inherit;padding:3px 6px}
+.chips{margin-top:6px}
+.chip{display:inline-block;background:#e0e7ff;border-radius:10px;padding:1px 8px;margin-right:6px}
+svg.trend{display:block}
+a.sample{white-space:nowrap}
+td.n{white-space:nowrap}
 """
 
 # -- the drawing ------------------------------------------------------------------------------------------
@@ -297,32 +321,143 @@ def _document(title: str, subtitle: str, body: str) -> str:
     )
 
 
-def _groups_table(report: Mapping[str, Any], link: Link) -> str:
+_NAME_LABELS: Final = {
+    "summary_key": "summary key",
+    "provider": "provider",
+    "model": "model",
+    "transport_kind": "transport",
+    "class": "class",
+    "route": "route",
+    "account": "account",
+    "close": "close kind",
+}
+_VIEW_NOUNS: Final = {
+    "signature": ("signature", "signatures"),
+    "class": ("class", "classes"),
+    "route": ("route", "routes"),
+    "account": ("account", "accounts"),
+    "provider": ("provider", "providers"),
+    "model": ("model", "models"),
+}
+_TREND_W: Final = 168
+_TREND_H: Final = 30
+_WINDOW_TEXT: Final = re.compile(r"\d+[mhd]")
+
+
+@dataclass(frozen=True, slots=True)
+class Links:
+    """Where the page's links go: a live relay's views (``query`` set), or anchors in one file (None)."""
+
+    run: Link
+    query: PageQuery | None = None
+    errors: str = "/admin/errors"
+    runs: str = "/admin/errors/runs"
+    search: str = "/admin/errors/search"
+
+    def view(self, **changes: Any) -> str:
+        """This view's URL (``changes``: ``PageQuery`` fields replaced), escaped for an attribute."""
+        if self.query is None:
+            return html.escape(self.errors)
+        return html.escape(self.query.url(self.errors, **changes))
+
+
+def _rate(failures: int, runs: int) -> str:
+    return f"{100 * failures / runs:.1f}%" if runs else _DASH
+
+
+def trend_svg(failures: Sequence[int], runs: Sequence[int], start: str | None, bucket_s: float) -> str:
+    """A group's trend as inline SVG: per time bucket, all runs (grey) and the failed ones (red) on one
+    scale, so the red share of each bar is the failure rate; each bar's tooltip says its numbers."""
+    width = _TREND_W / max(len(failures), 1)
+    top = max(max(runs, default=0), max(failures, default=0), 1)
+    origin = _parse_iso(start)
+    bars = []
+    for i, (failed, total) in enumerate(zip(failures, runs, strict=False)):
+        x = round(i * width, 2)
+        when = ""
+        if origin is not None:
+            when = (origin + timedelta(seconds=i * bucket_s)).strftime("%m-%d %H:%M") + ": "
+        grey = round(_TREND_H * total / top, 2)
+        red = round(_TREND_H * failed / top, 2)
+        bar_w = f"{max(width - 1, 1):.2f}"
+        bars.append(
+            f'<g><rect x="{x}" y="{_TREND_H - grey}" width="{bar_w}" height="{grey}" fill="#cbd5e1"/>'
+            f'<rect class=failed x="{x}" y="{_TREND_H - red}" width="{bar_w}" height="{red}" fill="{_RED}"/>'
+            f"<title>{when}{int(failed)} failed of {int(total)} runs</title></g>"
+        )
+    failed_data = ",".join(str(int(n)) for n in failures)
+    runs_data = ",".join(str(int(n)) for n in runs)
+    return (
+        f'<svg class=trend xmlns="http://www.w3.org/2000/svg" width="{_TREND_W}" height="{_TREND_H}"'
+        f' viewBox="0 0 {_TREND_W} {_TREND_H}" role=img aria-label="failed and all runs over the window"'
+        f' data-failures="{failed_data}" data-runs="{runs_data}">'
+        f'<line x1="0" y1="{_TREND_H - 0.5}" x2="{_TREND_W}" y2="{_TREND_H - 0.5}" stroke="{_GREY}"/>'
+        + "".join(bars)
+        + "</svg>"
+    )
+
+
+def _parse_iso(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _key_cell(names: Sequence[str], key: Mapping[str, Any], links: Links) -> str:
+    """The group's values; on a live page each one a link to the view filtered by it."""
+    parts = []
+    for name in names:
+        value = key.get(name)
+        text = f"<span class=mono>{_e(value)}</span>"
+        if links.query is not None and name in FILTERS:
+            target = links.query.with_filters(**{name: NONE if value is None else str(value)})
+            text = f'<a class=filter-by href="{html.escape(target.url(links.errors))}">{text}</a>'
+        parts.append(text)
+    return "<br>".join(parts)
+
+
+def _groups_table(report: Mapping[str, Any], links: Links) -> str:
     groups = report.get("groups") or []
     if not groups:
-        return "<p class=empty id=no-failures>No failed runs recorded.</p>"
+        return "<p class=empty id=no-failures>No failed runs in this window.</p>"
+    by = str(report.get("by") or "signature")
+    names = BY.get(by, SIGNATURE)
+    heading = "Signature" if by == "signature" else _NAME_LABELS.get(names[0], names[0]).capitalize()
+    trend = report.get("trend") or {}
     rows = [
-        "<table id=groups><thead><tr><th>Count</th><th>What happened</th><th>Signature</th>"
-        "<th>First seen (UTC)</th><th>Last seen (UTC)</th><th>Sample runs (request id)</th></tr>"
-        "</thead><tbody>"
+        "<table id=groups><thead><tr><th>Failed</th><th>Runs</th><th>Failure rate</th><th>Trend</th>"
+        f"<th>What happened</th><th>{html.escape(heading)}</th><th>Last seen (UTC)</th>"
+        "<th>Sample runs (request id)</th></tr></thead><tbody>"
     ]
     for group in groups:
         key = group["key"]
-        signature = "<br>".join(
-            f"<span class=mono>{_e(key.get(name))}</span>"
-            for name in ("summary_key", "provider", "model", "transport_kind")
-        )
+        failures, runs = int(group["count"]), int(group.get("runs") or 0)
         samples = []
         for run_id, request_id in zip(
             group["sample_run_ids"], group.get("sample_request_ids") or [""] * 3, strict=False
         ):
             text = f"{_e(run_id[:12])}" + (f" ({_e(request_id)})" if request_id else "")
-            samples.append(f'<a class="mono sample" href="{html.escape(link(run_id))}">{text}</a>')
+            samples.append(f'<a class="mono sample" href="{html.escape(links.run(run_id))}">{text}</a>')
+        if links.query is not None:
+            selected = links.query.with_filters(**group_filters(names, key))
+            target = html.escape(selected.url(links.runs))
+            samples.append(f'<a class=group-runs href="{target}">all its runs →</a>')
+        shape = group.get("trend") or {}
+        svg = trend_svg(
+            shape.get("failures") or [],
+            shape.get("runs") or [],
+            trend.get("start"),
+            float(trend.get("bucket_s") or 0),
+        )
         rows.append(
-            f'<tr class=group data-summary-key="{_e(key.get("summary_key"))}">'
-            f"<td class=n>{int(group['count'])}</td><td>{_e(group['title'])}</td><td>{signature}</td>"
-            f"<td>{_e(_utc(group['first_seen']))}</td><td>{_e(_utc(group['last_seen']))}</td>"
-            f"<td>{'<br>'.join(samples)}</td></tr>"
+            f'<tr class=group data-summary-key="{_e(key.get("summary_key"))}" data-failures="{failures}"'
+            f' data-runs="{runs}">'
+            f"<td class=n>{failures}</td><td class=n>{runs}</td><td class=n>{_rate(failures, runs)}</td>"
+            f"<td>{svg}</td><td>{_e(group['title'])}</td><td>{_key_cell(names, key, links)}</td>"
+            f"<td>{_e(_utc(group['last_seen']))}</td><td>{'<br>'.join(samples)}</td></tr>"
         )
     rows.append("</tbody></table>")
     return "".join(rows)
@@ -336,16 +471,115 @@ def _utc(iso: str | None) -> str | None:
 
 def _summary_line(report: Mapping[str, Any]) -> str:
     groups = len(report.get("groups") or [])
+    failures, runs = int(report.get("failures", 0)), int(report.get("runs", 0))
+    noun = _VIEW_NOUNS.get(str(report.get("by") or "signature"), ("group", "groups"))[groups != 1]
+    window = report.get("window")
+    if window and _WINDOW_TEXT.fullmatch(str(window)):
+        where = f"in the last {_e(window)}"
+    elif report.get("since") and report.get("until"):
+        where = f"from {_e(_utc(report.get('since')))} to {_e(_utc(report.get('until')))}"
+    elif report.get("since"):
+        where = f"since {_e(_utc(report.get('since')))}"
+    else:
+        where = f"in {_e(report.get('source'))}"
+    shown = f"the first {groups} {noun}" if report.get("limited") else f"{groups} {noun}"
+    return f"{failures} failed of {runs} runs ({_rate(failures, runs)}) {where}: {shown}"
+
+
+def _views(links: Links, by: str) -> str:
+    items = []
+    for name in BY:
+        label = f"by {_VIEW_NOUNS[name][0]}"
+        if name == by:
+            items.append(f"<b aria-current=page>{label}</b>")
+        else:
+            items.append(f'<a href="{links.view(by=name, before=None, q="")}">{label}</a>')
+    return "<nav id=views>" + " · ".join(items) + "</nav>"
+
+
+def _filter_form(links: Links) -> str:
+    query = links.query
+    assert query is not None
+    windows = list(WINDOWS) + ([query.since] if query.since not in WINDOWS else [])
+    options = "".join(
+        f"<option{' selected' if w == query.since else ''}>{html.escape(w)}</option>" for w in windows
+    )
+    inputs = "".join(
+        f'<label>{html.escape(_NAME_LABELS[name])} <input name="{name}"'
+        f' value="{html.escape(query.filter(name))}" size=14 autocomplete=off></label> '
+        for name in ("route", "account", "model", "provider", "class")
+    )
+    hidden = f'<input type=hidden name=by value="{html.escape(query.by)}">' if query.by != "signature" else ""
+    if query.until:
+        hidden += f'<input type=hidden name=until value="{html.escape(query.until)}">'
+    chips = []  # filters a group's link set: kept, shown, each removable
+    for name in ("summary_key", "transport_kind", "close"):
+        value = query.filter(name)
+        if value:
+            hidden += f'<input type=hidden name="{name}" value="{html.escape(value)}">'
+            drop = html.escape(query.with_filters(**{name: None}).url(links.errors))
+            chips.append(
+                f"<span class=chip>{_NAME_LABELS[name]}: <span class=mono>{_e(value)}</span>"
+                f' <a href="{drop}" title="remove">&times;</a></span>'
+            )
     return (
-        f"{int(report.get('failures', 0))} failed of {int(report.get('runs', 0))} runs in"
-        f" {_e(report.get('source'))}: {groups} signature{'s' if groups != 1 else ''}"
+        f'<form id=filters method=get action="{links.errors}">{hidden}'
+        f"<label>window <select name=since>{options}</select></label> {inputs}"
+        f'<button type=submit>Apply</button> <a id=clear href="{links.errors}">clear</a>'
+        + (f"<div class=chips>{''.join(chips)}</div>" if chips else "")
+        + f'</form><form id=search method=get action="{links.search}"><label>Find a stream '
+        '<input name=q size=40 placeholder="request id or run id" autocomplete=off></label>'
+        " <button type=submit>Find</button></form>"
     )
 
 
-def errors_page(report: Mapping[str, Any], link: Link) -> str:
-    """The errors page: failed runs grouped by signature; ``link(run_id)`` is each sample run's URL."""
-    body = f"<h2 id=summary>{_summary_line(report)}</h2>" + _interrupted(report) + _groups_table(report, link)
-    return _document("streamfsm relay: errors", "failed streams, grouped by signature", body)
+def errors_page(report: Mapping[str, Any], links: Links) -> str:
+    """The errors page: failed runs grouped by the view's names, with failure rates and trends over the
+    window, the view's filters and search (``links.query``), and a link from each group to its runs."""
+    by = str(report.get("by") or "signature")
+    body = (
+        _views(links, by)
+        + _filter_form(links)
+        + f"<h2 id=summary>{_summary_line(report)}</h2>"
+        + _interrupted(report)
+        + _groups_table(report, links)
+    )
+    subtitle = f"failed streams by {_VIEW_NOUNS[by][0]}, from {_e(report.get('source'))}"
+    return _document("streamfsm relay: errors", subtitle, body)
+
+
+def runs_page(data: Mapping[str, Any], links: Links, what: str = "failed runs") -> str:
+    """A list of runs (a group's, or a search's), the latest first, with the next page's link."""
+    query = links.query
+    runs = data.get("runs") or []
+    chips = ", ".join(
+        f"{html.escape(_NAME_LABELS.get(n, n))} <span class=mono>{_e(v)}</span>"
+        for n, v in (data.get("filters") or {}).items()
+    )
+    head = f"<h2 id=summary>{len(runs)} {html.escape(what)}" + (f" where {chips}" if chips else "") + "</h2>"
+    body = f'<p><a id=back href="{links.view(before=None)}">← the errors</a></p>' + head
+    if not runs:
+        return _document("streamfsm relay: runs", html.escape(what), body + "<p class=empty>No runs.</p>")
+    rows = [
+        "<table id=runs><thead><tr><th>Started (UTC)</th><th>Run</th><th>Request id</th>"
+        "<th>What happened</th><th>Summary key</th><th>Route</th><th>Account</th><th>Model</th>"
+        "<th>Close kind</th></tr></thead><tbody>"
+    ]
+    for run in runs:
+        link = html.escape(links.run(run["run_id"]))
+        rows.append(
+            f'<tr class=run data-run-id="{_e(run["run_id"])}"><td>{_e(_utc(run.get("started_at")))}</td>'
+            f'<td><a class=mono href="{link}">{_e(run["run_id"][:12])}</a></td>'
+            f"<td class=mono>{_e(run.get('request_id'))}</td><td>{_e(run.get('title'))}</td>"
+            f"<td class=mono>{_e(run.get('summary_key'))}</td><td class=mono>{_e(run.get('route'))}</td>"
+            f"<td class=mono>{_e(run.get('account'))}</td><td class=mono>{_e(run.get('model'))}</td>"
+            f"<td class=mono>{_e(run.get('close'))}</td></tr>"
+        )
+    rows.append("</tbody></table>")
+    if query is not None and data.get("next_before") is not None:
+        older = html.escape(query.url(links.runs, before=int(data["next_before"])))
+        rows.append(f'<p><a id=older href="{older}">older runs →</a></p>')
+    return _document("streamfsm relay: runs", html.escape(what), body + "".join(rows))
 
 
 def _interrupted(report: Mapping[str, Any]) -> str:
@@ -464,15 +698,18 @@ def run_page(record: Mapping[str, Any], back: str) -> str:
 
 
 def report_document(report: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> str:
-    """The errors page and every sample run's page, as one self-contained file (links are anchors)."""
+    """The errors page (with rates and trends when the report has them) and every sample run's page, as one
+    self-contained file (links are anchors)."""
     sections = "".join(
         f'<section class=run id="run-{html.escape(str(_get(r, "ids", "run_id")))}">{_run_body(r)}</section>'
         for r in records
     )
     body = (
-        f"<h2 id=summary>{_summary_line(report)}</h2>" + _interrupted(report) + _groups_table(report, _anchor)
+        f"<h2 id=summary>{_summary_line(report)}</h2>"
+        + _interrupted(report)
+        + _groups_table(report, Links(_anchor))
+        + sections
     )
-    body += sections
     return _document("streamfsm report: errors", "failed streams, grouped by signature", body)
 
 

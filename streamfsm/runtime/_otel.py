@@ -1,4 +1,5 @@
-"""OpenTelemetry export of finished runs: one GenAI client span, the timeline as span events, and metrics.
+"""OpenTelemetry export of finished runs: one GenAI client span, the timeline as span events, and metrics;
+and, for a fleet's failures, one log record per failed run (``OtelLogSink``).
 
 ``OtelSink`` is a run-record sink (``StreamConfig(sinks=(OtelSink(),))``). Everything it emits is read from
 the record alone, which is already redacted: no prompt, output, key or header value reaches a collector that
@@ -26,6 +27,10 @@ github.com/open-telemetry/semantic-conventions-genai (``docs/gen-ai/gen-ai-spans
   ``gen_ai.client.token.usage`` (histogram, ``{token}``, ``gen_ai.token.type`` = ``input`` / ``output``),
   each with the conventions' advisory bucket boundaries.
 
+* log record (``OtelLogSink``, failed runs only): the event ``gen_ai.client.inference.operation.details``
+  (``gen-ai-events.md``), with the span's attributes (``error.type`` always set) and none of its opt-in
+  content attributes (``gen_ai.input.messages``, ``gen_ai.output.messages``, ...), which a record never holds.
+
 The conventions repository's development draft (``client-inference.md``) renames the metrics to
 ``gen_ai.client.inference.*``; we follow the published names until that lands in a release.
 
@@ -45,7 +50,8 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 try:
-    from opentelemetry import metrics, trace
+    from opentelemetry import _logs, metrics, trace
+    from opentelemetry._logs import SeverityNumber
     from opentelemetry.trace import SpanKind, Status, StatusCode
     from opentelemetry.util.types import AttributeValue
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
@@ -57,7 +63,7 @@ from .. import __version__
 from ..classify._redact import MASK
 from ._sinks import count_sink_failure
 
-__all__ = ["OtelSink"]
+__all__ = ["OtelLogSink", "OtelSink"]
 
 OPERATION: Final = "chat"
 PROVIDER_NAMES: Final[Mapping[str, str]] = {
@@ -72,6 +78,8 @@ DURATION: Final = "gen_ai.client.operation.duration"
 TIME_TO_FIRST_CHUNK: Final = "gen_ai.client.operation.time_to_first_chunk"
 TOKEN_USAGE: Final = "gen_ai.client.token.usage"
 RUNS: Final = "streamfsm.runs"
+# The GenAI event for one inference operation (gen-ai-events.md); its content attributes are opt-in.
+OPERATION_DETAILS: Final = "gen_ai.client.inference.operation.details"
 _SECONDS_BUCKETS: Final = tuple(0.01 * 2**i for i in range(14))  # 0.01, 0.02, 0.04, ... 81.92
 _TOKEN_BUCKETS: Final = tuple(float(4**i) for i in range(14))  # 1, 4, 16, ... 67108864
 
@@ -217,13 +225,10 @@ class OtelSink:
         outcome = _section(record, "outcome")
         retry = _section(record, "retry")
         timings = _section(record, "timings")
-        known_class = _str(outcome.get("class"))
-        klass = known_class or "unknown"
+        klass = _str(outcome.get("class")) or "unknown"
         # A local abort (the user pressed stop, the app cancelled) is a choice, not an error: it is counted
         # by class below but leaves the span status unset and carries no error.type.
-        failed = klass not in ("completed", "local_abort")
-        # error.type: our stable summary key, else the class, else the conventions' fallback ``_OTHER``.
-        error_type = (_str(outcome.get("summary_key")) or known_class or "_OTHER") if failed else None
+        error_type = _error_type(record)
 
         common = self._common(record)
         total_s = _seconds(timings.get("total_s")) or 0.0
@@ -327,6 +332,70 @@ class OtelSink:
         _put(attrs, "streamfsm.abort.source", _str(abort.get("source")))
         _put(attrs, "streamfsm.timeline.omitted", _int(_section(record, "timeline").get("omitted")))
         return attrs
+
+
+def _error_type(record: Mapping[str, Any]) -> str | None:
+    """``error.type`` of a run that failed (our summary key, else the class, else ``_OTHER``); None for a
+    finished run or a local abort (someone chose to stop: not an error)."""
+    outcome = _section(record, "outcome")
+    known_class = _str(outcome.get("class"))
+    if (known_class or "unknown") in ("completed", "local_abort"):
+        return None
+    return _str(outcome.get("summary_key")) or known_class or "_OTHER"
+
+
+class OtelLogSink:
+    """A run-record sink that emits one OpenTelemetry log record per **failed** run, the GenAI event
+    ``gen_ai.client.inference.operation.details``, so that a fleet's failures reach an OpenTelemetry
+    Collector (and from it any backend) beside or without the spans.
+
+    The record: severity ``WARN``, body the run's plain summary, timestamp the run's end, the attributes
+    of the run's span (``OtelSink``: GenAI conventions and ``streamfsm.*``) plus the correlation context
+    (``streamfsm.context.request_id``, ``.route``, ``.account``, ...). Finished runs and local aborts emit
+    nothing. ``logger_provider`` defaults to the global one; give it a ``BatchLogRecordProcessor`` so
+    that exporting happens off the thread that ends the run. Per run, never per event; never raises.
+    """
+
+    __slots__ = ("_logger",)
+
+    def __init__(self, logger_provider: _logs.LoggerProvider | None = None) -> None:
+        self._logger = _logs.get_logger("streamfsm", __version__, logger_provider=logger_provider)
+
+    def __repr__(self) -> str:
+        return "OtelLogSink()"
+
+    def __call__(self, record: Mapping[str, Any]) -> None:
+        try:
+            self._emit(record)
+        except Exception as exc:
+            what = f"raised {type(exc).__name__}; the record did not reach it"
+            count_sink_failure("OtelLogSink", _run_id(record), what)
+
+    def _emit(self, record: Mapping[str, Any]) -> None:
+        error_type = _error_type(record)
+        if error_type is None:
+            return
+        attrs: _Attrs = {**OtelSink._common(record), **OtelSink._span_attributes(record)}
+        attrs["error.type"] = error_type
+        timings = _section(record, "timings")
+        _put(attrs, "gen_ai.response.time_to_first_chunk", _seconds(timings.get("to_first_progress_s")))
+        context = _section(_section(record, "ids"), "context")
+        for key, value in list(context.items())[:16]:  # capture keeps it small already
+            if isinstance(key, str):
+                _put(attrs, f"streamfsm.context.{key}", _str(value))
+        total_s = _seconds(timings.get("total_s")) or 0.0
+        now_ns = time.time_ns()
+        end_ns = _start_ns(record, total_s, now_ns) + round(total_s * _NS)
+        title = _str(_section(record, "summary").get("title"))
+        self._logger.emit(
+            timestamp=end_ns,
+            observed_timestamp=now_ns,
+            severity_number=SeverityNumber.WARN,
+            severity_text="WARN",
+            body=title or error_type,
+            attributes=attrs,
+            event_name=OPERATION_DETAILS,
+        )
 
 
 def _events(record: Mapping[str, Any]) -> list[tuple[str, _Attrs, float]]:

@@ -9,7 +9,7 @@ import threading
 import time
 import zlib
 from collections import Counter, deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -81,7 +81,7 @@ def _none(value: str) -> str | None:
 
 def _close(record: RunRecord) -> str | None:
     relay = record.get("relay")
-    value = relay.get("close") if isinstance(relay, dict) else None
+    value = relay.get("close") if isinstance(relay, Mapping) else None  # a record's sections are read-only
     return value if isinstance(value, str) else None
 
 
@@ -626,6 +626,10 @@ class Store:
     def by_provider_request_id(self, provider_request_id: str, *, limit: int = 20) -> list[RunRecord]:
         """Records of the runs with this provider request id (``ids.provider_request_id``)."""
         return self._records("provider_request_id = ?", [provider_request_id], limit)
+
+    def earliest(self) -> datetime | None:
+        """When the earliest indexed run started (None: no run says when)."""
+        return _when(self._db.query("SELECT MIN(t) FROM runs")[0][0])
 
     def count(self) -> int:
         """Runs indexed."""

@@ -17,6 +17,9 @@ from typing import Any
 
 import pytest
 from opentelemetry import trace
+from opentelemetry._logs import SeverityNumber
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
@@ -26,7 +29,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 import streamfsm
 from streamfsm import RunRecord, StreamConfig, StreamFailed
-from streamfsm.otel import OtelSink
+from streamfsm.otel import OtelLogSink, OtelSink
 from streamfsm.runtime import SCHEMA
 from streamfsm.testing import FORMATS, text_stream
 from streamfsm.testing._script import End, Fin, Headers, Send, Sleep, Step
@@ -416,7 +419,7 @@ CHECK = "import sys; assert not [m for m in sys.modules if m.split('.')[0] == 'o
     [
         ("import streamfsm, streamfsm.runtime", False),
         ("import streamfsm; streamfsm.open_stream; streamfsm.RunRecord", False),
-        ("from streamfsm.otel import OtelSink", True),  # the check itself can fail
+        ("from streamfsm.otel import OtelLogSink, OtelSink", True),  # the check itself can fail
     ],
 )
 def test_only_streamfsm_otel_imports_opentelemetry(statement: str, loads: bool) -> None:
@@ -508,3 +511,122 @@ async def test_a_record_the_sdk_refuses_is_counted_not_raised(
     )
     assert "SECRET" not in caplog.text
     caplog.clear()
+
+
+# -- log records for failed runs (OtelLogSink) -------------------------------------------------------------
+
+
+@dataclass
+class Logs:
+    sink: OtelLogSink
+    exported: InMemoryLogRecordExporter
+
+    def records(self) -> list[Any]:
+        return [item.log_record for item in self.exported.get_finished_logs()]
+
+
+@pytest.fixture
+def logs(caplog: pytest.LogCaptureFixture) -> Iterator[Logs]:
+    exported = InMemoryLogRecordExporter()
+    provider = LoggerProvider()
+    provider.add_log_record_processor(SimpleLogRecordProcessor(exported))
+    caplog.set_level(logging.WARNING, logger="streamfsm")
+    yield Logs(OtelLogSink(provider), exported)
+    dropped = [r.getMessage() for r in caplog.records if "OtelLogSink" in r.getMessage()]
+    assert not dropped, dropped
+    provider.shutdown()
+
+
+@pytest.mark.anyio
+async def test_a_failed_run_is_one_genai_event_log_record(logs: Logs, otel: Otel) -> None:
+    tracer = otel.tracer_provider.get_tracer("app")
+    before = time.time_ns()
+    with tracer.start_as_current_span("agent step") as parent:
+        failure = await failed_run("anthropic", logs.sink)
+    after = time.time_ns()
+    record = failure.record
+    (log,) = logs.records()
+    assert log.event_name == "gen_ai.client.inference.operation.details"
+    assert (log.severity_number, log.severity_text) == (SeverityNumber.WARN, "WARN")
+    assert log.body == record["summary"]["title"]
+    assert before <= log.timestamp <= after + 1_000_000  # the run's end (its start keeps milliseconds)
+    # the caller's trace: a collector can join the record to the spans
+    assert log.trace_id == parent.get_span_context().trace_id
+    attrs = dict(log.attributes or {})
+    common = common_attributes(record, "anthropic")
+    assert {k: attrs[k] for k in common} == common
+    assert {
+        "error.type": "mid_generation.closed_mid_body",
+        "gen_ai.request.stream": True,
+        "gen_ai.response.id": record["ids"]["response_id"],
+        "gen_ai.response.time_to_first_chunk": record["timings"]["to_first_progress_s"],
+        "streamfsm.class": "mid_generation",
+        "streamfsm.summary_key": "mid_generation.closed_mid_body",
+        "streamfsm.verdict": record["retry"]["verdict"],
+        "streamfsm.run_id": record.run_id,
+        "streamfsm.provider_request_id": "req_otel_123",
+    }.items() <= attrs.items()
+    # no content: the conventions' opt-in content attributes are never set, and no value is the prompt
+    assert not {"gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions"} & set(attrs)
+    assert all(v != "hi" for v in attrs.values())
+
+
+@pytest.mark.anyio
+async def test_finished_runs_and_user_aborts_emit_no_log_record(logs: Logs) -> None:
+    await finished_run("openai-chat", logs.sink)
+    assert logs.records() == []
+    aborted = {"outcome": {"class": "local_abort", "summary_key": "local_abort.user"}, "ids": {"run_id": "r"}}
+    logs.sink(aborted)
+    assert logs.records() == []
+
+
+def test_the_relays_correlation_ids_are_attributes(logs: Logs) -> None:
+    record = {
+        "provider": "openai-chat",
+        "model": "gpt-4o-mini",
+        "outcome": {"class": "provider_error", "summary_key": "provider_error.rate_limited"},
+        "summary": {"title": "The provider is rate limiting"},
+        "ids": {
+            "run_id": "run_1",
+            "context": {"request_id": "rid-7", "route": "/v1/chat/completions", "account": "acct_0f"},
+        },
+    }
+    logs.sink(record)
+    (log,) = logs.records()
+    attrs = dict(log.attributes or {})
+    assert attrs["streamfsm.context.request_id"] == "rid-7"
+    assert attrs["streamfsm.context.route"] == "/v1/chat/completions"
+    assert attrs["streamfsm.context.account"] == "acct_0f"
+    assert attrs["error.type"] == "provider_error.rate_limited"
+    assert log.body == "The provider is rate limiting"
+
+
+def test_a_log_record_the_sdk_refuses_is_counted_not_raised(logs: Logs) -> None:
+    class Refusing:
+        def emit(self, *args: Any, **kwargs: Any) -> None:
+            raise RuntimeError("exporter down")
+
+    before = streamfsm.sink_failures().get("OtelLogSink", 0)
+    logs.sink._logger = Refusing()  # type: ignore[assignment]
+    logs.sink({"outcome": {"class": "mid_generation"}, "ids": {"run_id": "run_2"}})
+    assert streamfsm.sink_failures()["OtelLogSink"] == before + 1
+
+
+def test_the_collector_example_is_a_consistent_configuration() -> None:
+    """The docs' collector configuration, as far as it can be checked without a collector: it parses, every
+    pipeline names components that are defined (what ``otelcol validate`` checks first), the logs pipeline
+    takes OTLP, the memory limiter comes first, and the guide's exporter sends to its OTLP/HTTP port."""
+    yaml = pytest.importorskip("yaml")
+    config = yaml.safe_load((ROOT / "docs" / "examples" / "otel-collector.yaml").read_text())
+    pipelines = config["service"]["pipelines"]
+    assert {"logs", "traces", "metrics"} <= set(pipelines)
+    for name, pipeline in pipelines.items():
+        for kind in ("receivers", "processors", "exporters"):
+            for component in pipeline.get(kind, []):
+                assert component in config[kind], f"{name}: {kind} {component} is not defined"
+        assert pipeline["processors"][0] == "memory_limiter", name
+    assert "otlp" in pipelines["logs"]["receivers"]
+    http_port = config["receivers"]["otlp"]["protocols"]["http"]["endpoint"].rpartition(":")[2]
+    guide = (ROOT / "docs" / "guides" / "records.md").read_text()
+    assert "examples/otel-collector.yaml" in guide
+    assert f":{http_port}/v1/logs" in guide

@@ -169,6 +169,12 @@ class Page:
             raise CdpError(f"navigating to {url}: {result['errorText']}")
         self.browser.wait_event("Page.loadEventFired", self.session, since)
 
+    def follow(self, expression: str) -> None:
+        """Run ``expression`` (a click on a link, a form's submit) and wait for the page it loads."""
+        since = len(self.browser.events)
+        self.js(expression)
+        self.browser.wait_event("Page.loadEventFired", self.session, since)
+
     def js(self, expression: str) -> Any:
         result = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True})
         if "exceptionDetails" in result:

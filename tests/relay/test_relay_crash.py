@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from relayprocess import relay_process
 
-from streamfsm.relay import RecordStore, errors_page
+from streamfsm.relay import ErrorsData, Links, PageQuery, errors_page
 from streamfsm.relay._journal import (
     BEGIN_KEY,
     BEGIN_SCHEMA,
@@ -124,10 +124,10 @@ def test_every_stream_in_flight_when_the_relay_is_killed_is_accounted_for(logs: 
     assert one.returncode == 0, one.stderr
     assert "live-7" in one.stdout and "how far" in one.stdout
 
-    store = RecordStore(str(errors), journal=str(journal))
-    page = store.report()
+    data = ErrorsData(None, [str(errors)], journal=str(journal))
+    page = data.report(PageQuery())
     assert {item["request_id"] for item in page["interrupted"]} == live
-    html = errors_page(page, lambda run_id: f"/admin/runs/{run_id}")
+    html = errors_page(page, Links(lambda run_id: f"/admin/runs/{run_id}", PageQuery()))
     assert f"{LIVE} streams cut by the relay's death" in html
     assert all(f">{rid}<" in html for rid in live)
     for path in (errors, audit):

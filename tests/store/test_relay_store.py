@@ -3,6 +3,7 @@ the client saw (``x-streamfsm-request-id``), with the same answer as from the re
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -29,7 +30,8 @@ def test_a_relayed_run_is_found_in_the_store_by_its_request_id(
     audit = tmp_path / "audit.jsonl"
     with FaultServerThread(steps) as upstream:
         relay = build_relay({"upstream": upstream.base_url, "store": store_url, "audit_log": str(audit)})
-        [sink] = [s for s in relay.config.stream.sinks if isinstance(s, StoreSink)]
+        sink = relay.errors.sink  # the relay indexes its runs in the store its errors page queries
+        assert isinstance(sink, StoreSink)
         with RelayThread(relay) as served:
             try:
                 response = httpx.post(
@@ -60,3 +62,36 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
     code = main(list(argv))
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def test_two_relays_writing_one_store_show_on_one_errors_page(store_url: str) -> None:
+    """Two relays (on two hosts, as far as the store can tell) index into one store: either's errors page
+    counts both relays' runs, and finds a stream sent through the other by its request id."""
+    from relaysupport import relay_to
+
+    frames = text_stream("openai-chat", ["Hel", "lo"])
+    steps = (Headers(headers=(("content-type", "text/event-stream"),)), Send(frames[0]), Rst())
+    headers = {"content-type": "application/json", "accept": "application/json"}
+    with FaultServerThread(steps) as upstream:
+        with (
+            relay_to(upstream.base_url, store=store_url) as one,
+            relay_to(upstream.base_url, store=store_url) as two,
+        ):
+            for served, rid in ((one, "via-one"), (two, "via-two"), (two, "via-two-again")):
+                with contextlib.suppress(httpx.RemoteProtocolError):  # the relay cut it, as upstream did
+                    httpx.post(
+                        served.base_url + "/v1/chat/completions",
+                        content=BODY,
+                        headers={**headers, "x-request-id": rid},
+                        timeout=10,
+                    )
+            for served in (one, two):
+                assert served.relay.errors.sink.flush(10)
+            page = httpx.get(one.base_url + "/admin/errors", headers=headers, timeout=10).json()
+            found = httpx.get(
+                one.base_url + "/admin/errors/search?q=via-two-again", headers=headers, timeout=10
+            ).json()
+    assert (page["runs"], page["failures"]) == (3, 3)
+    assert page["groups"][0]["count"] == 3
+    assert set(page["groups"][0]["sample_request_ids"]) == {"via-one", "via-two", "via-two-again"}
+    assert [r["request_id"] for r in found["runs"]] == ["via-two-again"]
