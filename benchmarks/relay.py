@@ -263,7 +263,9 @@ def measure(
             for kind in kinds if i % 2 == 0 else reversed(kinds):
                 runs[kind].append(load_round(*relays[kind], streams, deltas, steps, interval_ms))
         time.sleep(0.2)
-        recorded = len(audit.read_text().splitlines()) - warm if audit.exists() else 0
+        # run records only: the relay also writes a begin line per stream
+        lines = audit.read_text().splitlines() if audit.exists() else []
+        recorded = sum('"schema": "streamfsm.run/' in line for line in lines) - warm
     per = {k: [r["cpu_s"] / max(r["events"], 1) * 1e6 for r in runs[k]] for k in kinds}
     rate = {k: statistics.median(r["events"] / r["wall_s"] for r in runs[k]) for k in kinds}
     completed = {k: sum(r["completed"] for r in runs[k]) for k in kinds}
