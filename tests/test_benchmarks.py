@@ -240,3 +240,17 @@ def test_logs_section_counts_every_record_of_every_writer() -> None:
     assert (rows["records lost"].value, rows["lines torn"].value, rows["records doubled"].value) == (0, 0, 0)
     stall = rows["event loop's longest stall"]
     assert stall.value >= 0 and stall.baseline is not None and stall.baseline >= 0
+
+
+def test_records_section_reads_against_the_json_floor() -> None:
+    from benchmarks import records
+
+    rows = records.measure(12, rounds=1)
+    assert [row.name for row in rows] == [
+        "json.loads per line (floor), CPU per record",
+        "read_records, CPU per record",
+        "streamfsm report, CPU per record",
+        "streamfsm diagnose (the last record), CPU per record",
+    ]
+    assert all(row.value > 0 for row in rows)
+    assert rows[0].baseline is None and all(row.baseline == rows[0].value for row in rows[1:])
