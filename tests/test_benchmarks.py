@@ -224,7 +224,10 @@ def test_relay_section_records_every_stream() -> None:
 
     rows = {row.name: row for row in relay.measure(12, deltas=6, steps=2, interval_ms=5, rounds=2)}
     assert rows["completed streams"].value == rows["completed streams"].baseline == 24
-    assert rows["streams recorded (audit log)"].value == 24
+    assert rows["streams recorded (audit log)"].value == 48  # the long rounds and the fit's short ones
+    for name in ("CPU per stream (fit)", "CPU per event (fit)"):
+        assert "added by streamfsm" in rows[name].note
+        assert (rows[name].baseline is not None) == rows["CPU per relayed event (median)"].extra["valid"]
     cpu = rows["CPU per relayed event (median)"]
     assert cpu.value > 0 and cpu.target == (1.3 if cpu.extra["valid"] else None)
     assert "min / median / max over 2 rounds" in cpu.note
