@@ -387,11 +387,12 @@ class _Leaving:
     watchdog's deadline is counted again from then, so that only the upstream's connect and first byte are
     timed against ``connect_timeout``, not the wait for a pooled connection or a busy event loop."""
 
-    __slots__ = ("edge", "inner", "run", "scope")
+    __slots__ = ("edge", "extensions", "inner", "run", "scope")
 
-    def __init__(self, run: TapRun, inner: Any) -> None:
+    def __init__(self, run: TapRun, extensions: dict[str, Any]) -> None:
         self.run = run
-        self.inner = inner
+        self.inner = extensions.get("trace")
+        self.extensions = {**extensions, "trace": self}  # the request's while it is sent
         self.scope: anyio.CancelScope | None = None
         self.edge: Trigger | None = None  # set once the deadline moved
 
@@ -400,6 +401,11 @@ class _Leaving:
         if self.edge is None and scope is not None and (name in _LEAVING or name.endswith(_HEADERS_LEAVING)):
             deadline, self.edge = self.run._connect_deadline(time.monotonic())
             scope.deadline = loop_time(deadline)
+            # Done: httpcore looks the hook up at each step, so the steps after this one go untraced.
+            if self.inner is None:
+                del self.extensions["trace"]
+            else:
+                self.extensions["trace"] = self.inner
         if self.inner is not None:
             await self.inner(name, info)
 
@@ -413,12 +419,12 @@ class _AsyncTap(_Tap):
         run._scope_class = plain_scope_class()
         response: Any = None
         extensions = request.extensions
-        leaving = _Leaving(run, extensions.get("trace"))
+        leaving = _Leaving(run, extensions)
         if isinstance(self._inner, self._library.AsyncHTTPTransport):
             # Its pool says when the request leaves: the connect watchdog starts then (the pool's own
             # timeout bounds the wait before).
             deadline, edge = run._total_deadline, Trigger.TOTAL_TIMEOUT
-            request.extensions = {**extensions, "trace": leaving}
+            request.extensions = leaving.extensions
         else:  # a transport of the caller's: counted from the run's start
             deadline, edge = run._connect_deadline()
         try:
