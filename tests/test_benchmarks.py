@@ -257,3 +257,16 @@ def test_records_section_reads_against_the_json_floor() -> None:
     ]
     assert all(row.value > 0 for row in rows)
     assert rows[0].baseline is None and all(row.baseline == rows[0].value for row in rows[1:])
+
+
+def test_relay_layers_rows_at_a_tiny_size() -> None:
+    from benchmarks import relay_layers
+
+    rows = relay_layers.measure(5, rounds=1)
+    assert [row.name for row in rows] == [
+        "httpx client, in-memory upstream (floor)",
+        "+ the tap (run and record, no sink)",
+        "+ the relay's ASGI exchange, no log",
+        "+ the audit log and the begin line",
+    ]
+    assert all(row.value > 0 for row in rows)
