@@ -17,7 +17,10 @@ its last):
   baseline's own rounds spread wider than ``MAX_BASELINE_SPREAD``;
 * throughput: events per second of wall time, all streams together (median);
 * completed: streams whose client got the whole body (``[DONE]`` at its end), and, for the streamfsm
-  relay, records in its audit log: every stream must be recorded.
+  relay, records in its audit log: every stream must be recorded;
+* CPU per stream and per event, apart: each round also runs the same streams with ``short_deltas`` (1)
+  deltas each, and a line through the two points (median CPU per stream against events per stream) gives
+  each relay's cost per stream (the intercept) and per event (the slope), and what streamfsm adds to each.
 
 The plain relay (``plain_app``) does what any pass-through proxy must: read the body, forward the request
 with the hop-by-hop headers dropped, stream ``aiter_raw()`` chunks back. The streamfsm relay adds the run
@@ -240,8 +243,26 @@ def _spread(values: list[float]) -> str:
     return f"{min(values):.1f} / {statistics.median(values):.1f} / {max(values):.1f}"
 
 
+def _fit(short: list[dict[str, Any]], long: list[dict[str, Any]], streams: int) -> tuple[float, float]:
+    """(CPU per stream, CPU per event) in µs, from the median rounds at two event counts per stream: CPU per
+    stream = a + b x events per stream, through the two points."""
+    points = []
+    for rounds in (short, long):
+        cpu = statistics.median(r["cpu_s"] for r in rounds) / streams * 1e6
+        points.append((statistics.median(r["events"] for r in rounds) / streams, cpu))
+    (e1, c1), (e2, c2) = points
+    per_event = (c2 - c1) / (e2 - e1) if e2 != e1 else 0.0
+    return c1 - per_event * e1, per_event
+
+
 def measure(
-    streams: int = 1000, *, deltas: int = 200, steps: int = 20, interval_ms: int = 50, rounds: int = 3
+    streams: int = 1000,
+    *,
+    deltas: int = 200,
+    steps: int = 20,
+    interval_ms: int = 50,
+    rounds: int = 3,
+    short_deltas: int = 1,
 ) -> list[Row]:
     """Both relays run side by side for the whole measurement, each warmed by a round of its own first;
     then ``rounds`` rounds, each contender once per round, the order alternating. The ratio is of the
@@ -253,6 +274,7 @@ def measure(
     raise_fd_limit(1 << 16)
     kinds = ("plain", "streamfsm")
     runs: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kinds}
+    shorts: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kinds}  # the fit's second point
     with provider() as url, tempfile.TemporaryDirectory() as folder, ExitStack() as stack:
         audit = Path(folder) / "audit.jsonl"
         relays = {kind: stack.enter_context(relay_process(kind, url, str(audit))) for kind in kinds}
@@ -262,14 +284,20 @@ def measure(
         for i in range(rounds):
             for kind in kinds if i % 2 == 0 else reversed(kinds):
                 runs[kind].append(load_round(*relays[kind], streams, deltas, steps, interval_ms))
+                shorts[kind].append(load_round(*relays[kind], streams, short_deltas, 1, interval_ms))
         time.sleep(0.2)
-        # run records only: the relay also writes a begin line per stream
+        # Run records only: the audit log also holds the relay's begin lines (one per stream).
         lines = audit.read_text().splitlines() if audit.exists() else []
-        recorded = sum('"schema": "streamfsm.run/' in line for line in lines) - warm
+        recorded = sum(str(json.loads(line).get("schema")).startswith("streamfsm.run/") for line in lines)
+        recorded -= warm
     per = {k: [r["cpu_s"] / max(r["events"], 1) * 1e6 for r in runs[k]] for k in kinds}
     rate = {k: statistics.median(r["events"] / r["wall_s"] for r in runs[k]) for k in kinds}
     completed = {k: sum(r["completed"] for r in runs[k]) for k in kinds}
+    fit = {k: _fit(shorts[k], runs[k], streams) for k in kinds}
+    short_done = {k: sum(r["completed"] for r in shorts[k]) for k in kinds}
     problems = []
+    if short_done["plain"] != short_done["streamfsm"]:
+        problems.append(f"short rounds: completed {short_done['streamfsm']} against {short_done['plain']}")
     if completed["plain"] != completed["streamfsm"]:
         problems.append(
             f"completed {completed['streamfsm']} streams against the baseline's {completed['plain']}"
@@ -285,8 +313,11 @@ def measure(
     )
     if problems:
         note = f"ratio INVALID (target {TARGET}x): " + "; ".join(problems) + ". " + note
-    extra = {"rounds": runs, "streams": streams, "deltas": deltas, "valid": not problems}
-    total = streams * rounds
+    extra = {"rounds": runs, "short_rounds": shorts, "streams": streams, "deltas": deltas}
+    extra["valid"] = not problems
+    fit_note = f"two-point fit over {short_deltas} and {deltas} deltas per stream, medians of {rounds} rounds"
+    added = (fit["streamfsm"][0] - fit["plain"][0], fit["streamfsm"][1] - fit["plain"][1])
+    total = streams * rounds * 2  # the long and the short rounds
     return [
         Row(
             SECTION,
@@ -320,6 +351,26 @@ def measure(
             note=f"{rounds} rounds of {streams}",
         ),
         Row(SECTION, "streams recorded (audit log)", recorded, "records", total, "streams", 1.0, "higher"),
+        Row(
+            SECTION,
+            "CPU per stream (fit)",
+            fit["streamfsm"][0],
+            "us",
+            None if problems else fit["plain"][0],
+            "plain httpx relay",
+            note=f"{fit_note}; added by streamfsm {added[0]:,.0f} us per stream (target 1,000)",
+            extra={"added_us": added[0], "plain_us": fit["plain"][0]},
+        ),
+        Row(
+            SECTION,
+            "CPU per event (fit)",
+            fit["streamfsm"][1],
+            "us",
+            None if problems else fit["plain"][1],
+            "plain httpx relay",
+            note=f"{fit_note}; added by streamfsm {added[1]:.1f} us per event",
+            extra={"added_us": added[1], "plain_us": fit["plain"][1]},
+        ),
     ]
 
 

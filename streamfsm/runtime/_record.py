@@ -559,19 +559,23 @@ class RunRecord(Mapping[str, Any]):
     __slots__ = ("_data", "_views")
 
     def __init__(self, data: Mapping[str, Any]) -> None:
+        self._check_schema(data)
+        self._data: dict[str, Any] = _plain(data)  # a copy: the caller keeps its own
+        self._views: dict[str, Any] = {}
+
+    @staticmethod
+    def _check_schema(data: Mapping[str, Any]) -> None:
         schema = data.get("schema")
         if schema not in READABLE_SCHEMAS:
             raise ValueError(
                 f"unreadable run record schema {schema!r}; this version reads {sorted(READABLE_SCHEMAS)}"
             )
-        self._data: dict[str, Any] = _plain(data)  # a copy: the caller keeps its own
-        self._views: dict[str, Any] = {}
 
     @classmethod
     def _adopt(cls, data: dict[str, Any]) -> RunRecord:
         """A record over ``data`` without copying it: for data built for this record alone, which nothing
-        else holds or changes (``Recorder.finish``). Sealing a run then costs no copy; views are made when
-        read."""
+        else holds or changes (``Recorder.finish``; a record just parsed by ``from_json`` or the log reader).
+        Sealing or reading a run then costs no copy; views are made when read."""
         record = cls.__new__(cls)
         record._data = data
         record._views = {}
@@ -586,7 +590,8 @@ class RunRecord(Mapping[str, Any]):
         data = json.loads(text)
         if not isinstance(data, dict):
             raise ValueError("a run record is a JSON object")
-        return cls(data)
+        cls._check_schema(data)
+        return cls._adopt(data)  # parsed here: nothing else holds it, so no copy
 
     def __getitem__(self, key: str) -> Any:
         views = self._views

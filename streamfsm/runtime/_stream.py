@@ -393,8 +393,11 @@ class Run:
 
     # -- connecting -------------------------------------------------------------------------------------
 
-    def _connect_deadline(self) -> tuple[float, Trigger]:
-        connect = _deadline(self._rec.start, self.config.connect_timeout)
+    def _connect_deadline(self, since: float | None = None) -> tuple[float, Trigger]:
+        """The connect watchdog's deadline and edge, counted from ``since`` (``time.monotonic()``; default the
+        run's start). Counted again from when the request begins to leave (the first connect or header
+        write), the time the client's own pool or loop held it back is not blamed on the upstream."""
+        connect = _deadline(self._rec.start if since is None else since, self.config.connect_timeout)
         total = self._total_deadline
         return (connect, Trigger.CONNECT_TIMEOUT) if connect <= total else (total, Trigger.TOTAL_TIMEOUT)
 

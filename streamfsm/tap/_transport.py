@@ -376,6 +376,40 @@ class _AsyncTapStream(_StreamBase):
                 pass
 
 
+# The HTTP library's first step of sending a request (httpcore's trace names): a new connection's connect, or
+# the request's headers on a connection it reuses. Before it, the request waited in our own pool or loop.
+_LEAVING: Final = ("connection.connect_tcp.started", "connection.connect_unix.started")
+_HEADERS_LEAVING: Final = ".send_request_headers.started"  # http11. / http2.
+
+
+class _Leaving:
+    """httpcore's trace hook (beside any the caller set): when the request begins to leave, the connect
+    watchdog's deadline is counted again from then, so that only the upstream's connect and first byte are
+    timed against ``connect_timeout``, not the wait for a pooled connection or a busy event loop."""
+
+    __slots__ = ("edge", "extensions", "inner", "run", "scope")
+
+    def __init__(self, run: TapRun, extensions: dict[str, Any]) -> None:
+        self.run = run
+        self.inner = extensions.get("trace")
+        self.extensions = {**extensions, "trace": self}  # the request's while it is sent
+        self.scope: anyio.CancelScope | None = None
+        self.edge: Trigger | None = None  # set once the deadline moved
+
+    async def __call__(self, name: str, info: Any) -> None:
+        scope = self.scope
+        if self.edge is None and scope is not None and (name in _LEAVING or name.endswith(_HEADERS_LEAVING)):
+            deadline, self.edge = self.run._connect_deadline(time.monotonic())
+            scope.deadline = loop_time(deadline)
+            # Done: httpcore looks the hook up at each step, so the steps after this one go untraced.
+            if self.inner is None:
+                del self.extensions["trace"]
+            else:
+                self.extensions["trace"] = self.inner
+        if self.inner is not None:
+            await self.inner(name, info)
+
+
 class _AsyncTap(_Tap):
     async def handle_async_request(self, request: Any) -> Any:
         started = self._run_for(request, TapRun)
@@ -383,17 +417,28 @@ class _AsyncTap(_Tap):
             return await self._inner.handle_async_request(request)
         run, key = started
         run._scope_class = plain_scope_class()
-        deadline, edge = run._connect_deadline()
         response: Any = None
+        extensions = request.extensions
+        leaving = _Leaving(run, extensions)
+        if isinstance(self._inner, self._library.AsyncHTTPTransport):
+            # Its pool says when the request leaves: the connect watchdog starts then (the pool's own
+            # timeout bounds the wait before).
+            deadline, edge = run._total_deadline, Trigger.TOTAL_TIMEOUT
+            request.extensions = leaving.extensions
+        else:  # a transport of the caller's: counted from the run's start
+            deadline, edge = run._connect_deadline()
         try:
             with anyio.CancelScope(deadline=loop_time(deadline)) as scope:
+                leaving.scope = scope
                 try:
                     response = await self._inner.handle_async_request(request)
                 except Exception as exc:
                     if scope.cancel_called:
-                        raise self._timeout(run.timed_out(edge), request) from exc
+                        raise self._timeout(run.timed_out(leaving.edge or edge), request) from exc
                     attach(exc, run.connect_failed(exc))
                     raise
+                finally:
+                    request.extensions = extensions  # the response keeps its request: not the run
         except BaseException as exc:
             if not run._done:
                 run.stopped(exc)
@@ -402,7 +447,7 @@ class _AsyncTap(_Tap):
             remember(run, request)
             raise
         if response is None:  # the connect watchdog fired
-            failure = run.timed_out(edge)
+            failure = run.timed_out(leaving.edge or edge)
             run.end()
             self._chains.ended(key, run)
             remember(run, request)

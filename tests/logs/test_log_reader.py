@@ -22,6 +22,7 @@ from logsupport import (
 
 import streamfsm
 import streamfsm.runtime._logs as logs
+import streamfsm.runtime._record as record_module
 from streamfsm.runtime._logs import LogProblem, LogReadWarning, ProblemKind, log_files, read_records
 from streamfsm.runtime._record import RunRecord
 from streamfsm.runtime._sinks import AuditLog
@@ -58,6 +59,34 @@ def test_a_json_lines_log(tmp_path: Path, records: list[RunRecord]) -> None:
     got, problems = _read(path)
     assert got == records
     assert problems == []
+
+
+def test_a_record_read_from_a_log_is_adopted_not_copied_and_stays_read_only(
+    tmp_path: Path, records: list[RunRecord], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "audit.jsonl"
+    path.write_bytes(_jsonl(records))
+    copies = 0
+    real_plain = record_module._plain
+
+    def counted(value: Any) -> Any:
+        nonlocal copies
+        copies += 1
+        return real_plain(value)
+
+    monkeypatch.setattr(record_module, "_plain", counted)
+    first = list(read_records(path))
+    second = list(read_records(path))
+    single = RunRecord.from_json(records[1].to_json())
+    assert copies == 0
+    # Adopted data is the reader's own: two reads share nothing, and no reader can change a record.
+    assert first == second == records
+    with pytest.raises(TypeError):
+        first[1]["outcome"]["class"] = "completed"  # type: ignore[index]
+    exported = first[1].to_dict()
+    exported["outcome"]["class"] = "completed"
+    assert first[1]["outcome"]["class"] == second[1]["outcome"]["class"] == "mid_generation"
+    assert single["outcome"]["class"] == "mid_generation"
 
 
 @pytest.mark.parametrize("indent", [None, 2])

@@ -6,6 +6,7 @@ request. The resident memory under 20 concurrent 30 MiB bodies is measured by ``
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
@@ -16,10 +17,12 @@ import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from relaysupport import relay_to
+from relaysupport import relay_to, wait_lines
 
 from streamfsm.relay import RelayConfig
 from streamfsm.relay._limits import Budget, Held
+from streamfsm.runtime import StreamConfig
+from streamfsm.testing import BODIES, text_stream
 from streamfsm.testing._script import End, Headers, Send, Sleep
 from streamfsm.testing._server import FaultServerThread
 
@@ -137,6 +140,32 @@ def test_requests_beyond_max_concurrent_are_refused_503() -> None:
     assert sum(isinstance(a, httpx.Response) and a.status_code == 200 for a in answers) == 2
     assert sum(busy(a) for a in answers) == 3
     assert upstream.requests_seen == 2
+
+
+def test_overload_is_answered_503_before_upstream_and_a_pool_wait_is_not_blamed_on_it(tmp_path: Path) -> None:
+    """The relay is the bottleneck (one upstream connection, two requests admitted): beyond ``max_concurrent``
+    a request gets 503 and never goes upstream; an admitted one that waits for the pooled connection longer
+    than ``connect_timeout`` still completes (the watchdog counts from when the request leaves), and no
+    record blames the upstream."""
+    frames = text_stream("openai-chat", ["a", "b", "c", "d"])
+    steps = (Headers(), *(s for f in frames for s in (Send(f), Sleep(0.2))), End())
+    body = json.dumps({**BODIES["openai-chat"], "stream": True}).encode()
+    audit = tmp_path / "audit.jsonl"
+    options: dict[str, Any] = {"max_concurrent": 2, "max_connections": 1, "audit_log": str(audit)}
+    with (
+        FaultServerThread(steps) as upstream,
+        relay_to(upstream.base_url, stream=StreamConfig(connect_timeout=0.5), **options) as relay,
+    ):
+        answers = post_all(relay.base_url + "/v1/chat/completions", [body] * 5)
+        assert settles(lambda: relay.relay._in_flight == 0)
+    whole = [a for a in answers if isinstance(a, httpx.Response) and a.status_code == 200]
+    assert len(whole) == 2 and all(a.text.rstrip().endswith("data: [DONE]") for a in whole)
+    assert sum(busy(a) for a in answers) == 3
+    assert upstream.requests_seen == 2
+    records = wait_lines(audit, 2)
+    assert [(r["outcome"]["class"], r["watchdog"]["fired"], r["relay"]["close"]) for r in records] == [
+        ("completed", None, "completed")
+    ] * 2
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,166 @@
+"""The relay's cost per stream, layer by layer, in one process and without sockets: each layer added in turn
+in front of the same in-memory upstream (an ``httpx.MockTransport`` streaming one short OpenAI chat answer).
+
+    python -m benchmarks.relay_layers [--streams 3000] [--rounds 3]
+
+Layers, each measured alone, CPU per stream (median of interleaved rounds):
+
+1. ``httpx`` client over the in-memory upstream, the body read raw (the floor: what any relay pays);
+2. the same client through the tap (the run, its record, no sink);
+3. the whole relay as an ASGI application (request checks, body read, journal, disconnect listener, the
+   write deadlines, the downstream accounting), without logs;
+4. the same with the audit log (a JSON line per stream, the begin line beside it).
+
+The sockets, the ASGI server and the event loop's waits are left out: ``benchmarks.relay`` measures the
+whole; this says which layer of streamfsm's own the per-stream cost is in.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from ._report import Row, print_table
+
+SECTION = "relay layers: CPU per short stream in one process, no sockets"
+_PATH = "/v1/chat/completions"
+
+
+def _contenders(folder: Path) -> dict[str, Callable[[], Awaitable[None]]]:
+    import anyio
+    import httpx
+
+    from streamfsm.relay import Relay, RelayConfig
+    from streamfsm.runtime import StreamConfig
+    from streamfsm.tap import async_transport
+    from streamfsm.testing import text_stream
+
+    frames = text_stream("openai-chat", ["hello"])
+    body = json.dumps(
+        {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+    )
+    content = body.encode()
+
+    class Answer(httpx.AsyncByteStream):
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            for frame in frames:
+                yield frame
+
+    def upstream(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=Answer())
+
+    def client(tapped: bool, config: StreamConfig) -> httpx.AsyncClient:
+        inner = httpx.MockTransport(upstream)
+        transport = async_transport(inner, http="httpx", config=config) if tapped else inner
+        return httpx.AsyncClient(transport=transport, timeout=600)
+
+    def direct(http: httpx.AsyncClient) -> Callable[[], Awaitable[None]]:
+        async def one() -> None:
+            request = httpx.Request("POST", "http://upstream.test" + _PATH, content=content)
+            response = await http.send(request, stream=True)
+            async for _ in response.aiter_raw():
+                pass
+            await response.aclose()
+
+        return one
+
+    def relayed(audit: str | None) -> Callable[[], Awaitable[None]]:
+        relay = Relay(RelayConfig(upstream="http://upstream.test", audit_log=audit))
+        relay._client = client(True, relay._stream_config)
+        scope = {
+            "type": "http",
+            "method": "POST",
+            "path": _PATH,
+            "raw_path": _PATH.encode(),
+            "query_string": b"",
+            "headers": [
+                (b"host", b"relay.test"),
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(content)).encode()),
+                (b"authorization", b"Bearer sk-bench"),
+            ],
+        }
+
+        async def one() -> None:
+            messages = [{"type": "http.request", "body": content, "more_body": False}]
+
+            async def receive() -> dict[str, Any]:
+                if messages:
+                    return messages.pop()
+                await anyio.sleep_forever()  # the client stays: the listener waits until the exchange ends
+                raise AssertionError
+
+            async def send(message: Any) -> None:
+                pass
+
+            await relay(scope, receive, send)
+
+        return one
+
+    return {
+        "httpx client, in-memory upstream (floor)": direct(client(False, StreamConfig())),
+        "+ the tap (run and record, no sink)": direct(client(True, StreamConfig())),
+        "+ the relay's ASGI exchange, no log": relayed(None),
+        "+ the audit log and the begin line": relayed(str(folder / "audit.jsonl")),
+    }
+
+
+def measure(streams: int = 3000, rounds: int = 3) -> list[Row]:
+    import anyio
+
+    samples: dict[str, list[float]] = {}
+
+    async def main(folder: Path) -> None:
+        contenders = _contenders(folder)
+        for name, one in contenders.items():  # warm
+            samples[name] = []
+            for _ in range(max(10, streams // 10)):
+                await one()
+        for _ in range(rounds):  # interleaved: every layer sees the same window of the machine
+            for name, one in contenders.items():
+                start = time.process_time()
+                for _ in range(streams):
+                    await one()
+                samples[name].append((time.process_time() - start) / streams * 1e6)
+
+    with tempfile.TemporaryDirectory() as folder:
+        anyio.run(main, Path(folder))
+    floor_name = next(iter(samples))
+    base = statistics.median(samples[floor_name])
+    rows = []
+    previous = base
+    for name, values in samples.items():
+        median = statistics.median(values)
+        added = "" if name == floor_name else f"; this layer adds {median - previous:,.0f} µs"
+        rows.append(
+            Row(
+                SECTION,
+                name,
+                median,
+                "µs",
+                baseline=None if name == floor_name else base,
+                baseline_name="" if name == floor_name else "the floor",
+                note=f"min {min(values):,.0f} / max {max(values):,.0f} µs, {rounds}x{streams}{added}",
+            )
+        )
+        previous = median
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.relay_layers", description=__doc__)
+    parser.add_argument("--streams", type=int, default=3000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args(argv)
+    print_table(SECTION, measure(args.streams, args.rounds))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
