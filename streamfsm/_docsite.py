@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Final
 
 from streamfsm import _diagrams
 from streamfsm.classify import FINISHED_SAYS, Facts, FailureClass, FinishCause, diagnose, what_happened
-from streamfsm.classify._diagnose import LONGEST_AUTOMATIC_WAIT_S
 from streamfsm.classify._provider import (
     GENERIC_WORDS,
     MONEY_PHRASES,
@@ -31,6 +30,7 @@ from streamfsm.classify._provider import (
     WordRule,
 )
 from streamfsm.classify._summaries import _TITLE_BY_CLASS
+from streamfsm.classify._taxonomy import LONGEST_AUTOMATIC_WAIT_S
 from streamfsm.machine import (
     ACTIVITY_TRANSITIONS,
     FAILURE_TRIGGERS,

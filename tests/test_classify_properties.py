@@ -29,12 +29,12 @@ from streamfsm.classify import (
     failure_class,
     what_happened,
 )
-from streamfsm.classify._diagnose import LONGEST_AUTOMATIC_WAIT_S
 from streamfsm.classify._provider import (
     provider_error_from_document,
     provider_error_from_event,
     provider_error_from_http,
 )
+from streamfsm.classify._taxonomy import LONGEST_AUTOMATIC_WAIT_S
 from streamfsm.machine import (
     NON_TERMINAL_ACTIVITIES,
     TIMEOUT_TRIGGERS,

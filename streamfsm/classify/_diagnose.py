@@ -25,6 +25,7 @@ from ._finish import shown_reason
 from ._summaries import summarize
 from ._taxonomy import (
     JSON_COMPLETION,
+    LONGEST_AUTOMATIC_WAIT_S,
     AbortSource,
     Action,
     Confidence,
@@ -96,11 +97,6 @@ _REJECTED_REASON: Final = {
 _BACKOFF: Final = frozenset(
     {ProviderErrorKind.RATE_LIMIT, ProviderErrorKind.OVERLOADED, ProviderErrorKind.SERVER_ERROR}
 )
-LONGEST_AUTOMATIC_WAIT_S: Final = 60.0
-"""The longest provider-stated wait an automatic retry sits out. Past it the limit is an hourly, daily or
-plan window rather than a transient fault, so the verdict asks first. The official openai and anthropic SDKs
-honour a retry-after of at most 60 s; ``RetryPolicy.max_provider_delay_s`` defaults to this value and bounds
-how long ``retrying()`` waits at all, confirmed or not."""
 _EDGE_CONFIDENCE: Final = {
     # Edges the runtime raises from its own typed facts need no corroboration.
     Trigger.LOCAL_ABORT,

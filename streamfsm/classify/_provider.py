@@ -16,7 +16,9 @@ fixed order, and the markers say which piece decided:
    balance", "used all available credits", "monthly spending limit", "usage limits", "budget has been
    exceeded", ...: ``MONEY_PHRASES``): ``quota_exhausted`` under any status, over a rate-limit or overload
    code, at LOW confidence, the phrase's name in the markers (``message=money:<name>``). No wait cures these.
-   But a quota, usage or plan limit per minute or second (``SHORT_WINDOW``) is a rate limit, as for codes.
+   But a quota, usage or plan limit per minute or second (``SHORT_WINDOW``), or one whose stated wait is
+   within ``LONGEST_AUTOMATIC_WAIT_S`` (Gemini's per-minute quota with a ``RetryInfo`` of seconds), is a
+   rate limit, as for codes.
 4. The remaining specific body values (``rate_limit``, ``overloaded``, ``permission``), then the HTTP status
    (``401`` auth, ``429`` rate limit, ``529`` overloaded, ...; for an in-band error, an HTTP status its body
    carries as ``code``). A status of 200 says nothing: an Anthropic in-band ``event: error`` reaches the SDK
@@ -42,7 +44,7 @@ fixed order, and the markers say which piece decided:
 The wait (``retry_after_s``): ``retry-after-ms`` / ``retry-after``, else Gemini's ``RetryInfo``, else the
 reset of a rate limit whose remaining count is 0 (``x-ratelimit-reset-*``, ``anthropic-ratelimit-*-reset``),
 else a wait stated in the message ("Please try again in 9m38.016s", "resets in 5 hours"). Whether a wait that
-long may be automatic is the verdict's business (``_diagnose.LONGEST_AUTOMATIC_WAIT_S``). A rate limit per
+long may be automatic is the verdict's business (``LONGEST_AUTOMATIC_WAIT_S``). A rate limit per
 day or month with no stated wait at all ("1000 API calls / month", "free-models-per-day") is a plan limit:
 ``quota_exhausted``, LOW, ``message=money:plan_window``.
 
@@ -70,7 +72,7 @@ from email.utils import parsedate_to_datetime
 from typing import Final
 
 from ._redact import redact_text
-from ._taxonomy import Confidence, ProviderError, ProviderErrorKind
+from ._taxonomy import LONGEST_AUTOMATIC_WAIT_S, Confidence, ProviderError, ProviderErrorKind
 
 __all__ = [
     "parse_retry_after",
@@ -718,8 +720,10 @@ def _status_kind(status: int | None) -> tuple[ProviderErrorKind, Confidence] | N
     return None
 
 
-def _decide(status: int | None, f: _Fields) -> tuple[ProviderErrorKind, list[str], Confidence]:
-    kind, markers, confidence = _kind(status, f)
+def _decide(
+    status: int | None, f: _Fields, wait_s: float | None
+) -> tuple[ProviderErrorKind, list[str], Confidence]:
+    kind, markers, confidence = _kind(status, f, wait_s)
     # 4. which size, or which limit, told in words
     if kind is _P.RATE_LIMIT:
         return _rate_or_size(status, f, markers, confidence)
@@ -732,8 +736,10 @@ def _decide(status: int | None, f: _Fields) -> tuple[ProviderErrorKind, list[str
     return kind, markers, confidence
 
 
-def _kind(status: int | None, f: _Fields) -> tuple[ProviderErrorKind, list[str], Confidence]:
-    """Rules 1 to 4 of the module docstring."""
+def _kind(
+    status: int | None, f: _Fields, wait_s: float | None
+) -> tuple[ProviderErrorKind, list[str], Confidence]:
+    """Rules 1 to 4 of the module docstring. ``wait_s``: the wait the provider stated, if any."""
     markers: list[str] = [] if status is None else [f"status={status}"]
     # 1. a specific body value
     if f.quota_kind is not None:
@@ -752,10 +758,16 @@ def _kind(status: int | None, f: _Fields) -> tuple[ProviderErrorKind, list[str],
         return by_status[0], status_markers, by_status[1]
     # 3. money, quota or plan-limit language: waiting does not help, whatever the status or code said
     money = _money_phrase(f.message) if f.message else None
-    if money is not None and money.limit and SHORT_WINDOW.pattern.search(f.message):
-        if specific is not None:
-            return specific[0], [*markers, specific[1]], Confidence.HIGH
-        return _P.RATE_LIMIT, [*markers, f"message={SHORT_WINDOW.name}"], Confidence.LOW
+    if money is not None and money.limit:
+        # A limit on use that resets within a minute, by its words or by the wait the provider stated
+        # (Gemini's per-minute "exceeded your current quota" with a RetryInfo of seconds), is a rate limit.
+        short = "message=" + SHORT_WINDOW.name if SHORT_WINDOW.pattern.search(f.message) else None
+        if short is None and wait_s is not None and wait_s <= LONGEST_AUTOMATIC_WAIT_S:
+            short = "stated_wait=short"
+        if short is not None:
+            if specific is not None:
+                return specific[0], [*markers, specific[1]], Confidence.HIGH
+            return _P.RATE_LIMIT, [*markers, short], Confidence.LOW
     if money is not None:
         return _P.QUOTA_EXHAUSTED, [*markers, f"message=money:{money.name}"], Confidence.LOW
     if specific is not None:
@@ -798,22 +810,21 @@ def _build(
     if status is not None and (type(status) is not int or not 100 <= status <= 599):
         status = None  # not an HTTP status: never let garbage decide (or reach a record)
     fields = _fields(payload)
-    kind, markers, confidence = _decide(status, fields)
     lowered = _lower_headers(headers)
     retry = _retry_after(lowered, None, RETRY_AFTER_CAP_S)
     retry_after_s: float | None = None
+    wait_marker: str | None = None
     if retry is not None:
-        retry_after_s = retry[0]
-        markers.append(retry[1])
+        retry_after_s, wait_marker = retry
     elif fields.retry_delay_s is not None:
-        retry_after_s = min(fields.retry_delay_s, RETRY_AFTER_CAP_S)
-        markers.append("body.retry_delay")
+        retry_after_s, wait_marker = min(fields.retry_delay_s, RETRY_AFTER_CAP_S), "body.retry_delay"
     elif (reset := _exhausted_reset(lowered, time.time())) is not None:
-        retry_after_s = min(reset[0], RETRY_AFTER_CAP_S)
-        markers.append(reset[1])
+        retry_after_s, wait_marker = min(reset[0], RETRY_AFTER_CAP_S), reset[1]
     elif (said := _retry_in(fields.message)) is not None:
-        retry_after_s = min(said, RETRY_AFTER_CAP_S)
-        markers.append("message=retry_in")
+        retry_after_s, wait_marker = min(said, RETRY_AFTER_CAP_S), "message=retry_in"
+    kind, markers, confidence = _decide(status, fields, retry_after_s)
+    if wait_marker is not None:
+        markers.append(wait_marker)
     if kind is _P.RATE_LIMIT and retry_after_s is None and PLAN_WINDOW.pattern.search(fields.message):
         kind, confidence = _P.QUOTA_EXHAUSTED, Confidence.LOW
         markers.append(f"message=money:{PLAN_WINDOW.name}")

@@ -213,3 +213,10 @@ class Diagnosis:
     possibly_delivered: bool = False  # the request was sent, so the provider may have done (and billed) it
     confidence: Confidence = Confidence.HIGH
     evidence: tuple[str, ...] = field(default=())
+
+
+LONGEST_AUTOMATIC_WAIT_S: Final = 60.0
+"""The longest provider-stated wait an automatic retry sits out. Past it the limit is an hourly, daily or
+plan window rather than a transient fault, so the verdict asks first. The official openai and anthropic SDKs
+honour a retry-after of at most 60 s; ``RetryPolicy.max_provider_delay_s`` defaults to this value and bounds
+how long ``retrying()`` waits at all, confirmed or not."""

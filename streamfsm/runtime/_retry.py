@@ -102,8 +102,9 @@ from typing import Any, Final, Literal, NamedTuple, TypeAlias, TypeVar
 import anyio
 
 from ..classify import AbortSource, Action, Diagnosis, Verdict
-from ..classify._diagnose import LONGEST_AUTOMATIC_WAIT_S, MAX_EVIDENCE
+from ..classify._diagnose import MAX_EVIDENCE
 from ..classify._summaries import _VERDICT_LEAD
+from ..classify._taxonomy import LONGEST_AUTOMATIC_WAIT_S
 from ..machine import State
 from ._adapters._continue import Continuation, ContinueStyle, Rewrite
 from ._adapters._resume import ResumeRefusal

@@ -1241,3 +1241,24 @@ def test_llama_cpp_context_size_errors_are_context_overflow() -> None:
     )
     assert by_words.kind is K.CONTEXT_OVERFLOW
     assert by_words.confidence is Confidence.LOW
+
+
+def test_a_quota_that_resets_within_a_minute_is_a_rate_limit() -> None:
+    # Gemini's per-minute limit, its QuotaFailure details stripped by a proxy: the words say "quota", the
+    # RetryInfo says seconds. OpenAI's insufficient_quota (no wait cures it) stays quota_exhausted.
+    words = {"code": 429, "message": "You exceeded your current quota.", "status": "RESOURCE_EXHAUSTED"}
+    retry = {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "2s"}
+    got = provider_error_from_http(429, {}, {"error": {**words, "details": [retry]}})
+    assert (got.kind, got.retry_after_s) == (K.RATE_LIMIT, 2.0)
+    no_wait = provider_error_from_http(429, {}, {"error": words})
+    assert no_wait.kind is K.QUOTA_EXHAUSTED
+    far = {**retry, "retryDelay": "7200s"}
+    assert provider_error_from_http(429, {}, {"error": {**words, "details": [far]}}).kind is K.QUOTA_EXHAUSTED
+    openai = {
+        "error": {
+            "message": "You exceeded your current quota, please check your plan and billing details.",
+            "type": "insufficient_quota",
+            "code": "insufficient_quota",
+        }
+    }
+    assert provider_error_from_http(429, {"retry-after": "20"}, openai).kind is K.QUOTA_EXHAUSTED
