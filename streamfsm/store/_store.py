@@ -511,7 +511,8 @@ class Store:
         whole = first is None or end is None or first < end
         if not (set(columns) <= set(HOURLY) and set(values) <= set(HOURLY) and whole):
             return self._count_runs(columns, filters, failed)
-        conds, params = ["1 = 1"], []
+        conds: list[str] = ["1 = 1"]
+        params: list[Any] = []
         if first is not None:
             conds.append("hour >= ?")
             params.append(first)
