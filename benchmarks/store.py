@@ -16,8 +16,10 @@ Rows, wall time per query (median of ``--repeat``), target at most 300 ms at eve
   account (from the runs themselves: accounts are not in the hourly counts) over the last 24 hours;
 * ``errors page: trend``: ``Store.trend``, 24 hourly buckets of the last 24 hours;
 * ``run page: record by run id``: ``Store.record`` of a random run;
-* ``relay errors page``: the relay's whole page as data (totals, groups with rates, a trend per group), over
-  the last 24 hours, and over 7 days filtered by one route;
+* ``relay errors page``: the relay's whole page as data (``page_report``: totals, groups with rates, a trend
+  per group) by signature, class, route and account over 24 hours, 7 days and 30 days, and by signature over
+  7 days filtered by one account, model, provider, class or route; ``relay runs page`` (``page_runs``: one
+  page of failed runs) over 24 hours, 30 days, and 7 days of one route;
 * ``report --json`` and ``diagnose --request-id``: the commands in this process, output discarded.
 
 At the smallest size, when it is at most 10k, the commands are also timed over a JSON-lines audit log of as
@@ -56,6 +58,13 @@ SPAN = timedelta(days=30)
 ROUTES = tuple(f"/v1/route-{i}" for i in range(10))
 ACCOUNTS = tuple(f"acct-{i:02d}" for i in range(50))
 MODELS = ("gpt-4o", "gpt-4o-mini", "claude-sonnet", "claude-haiku")
+PAGE_WINDOWS = ("24h", "7d", "30d")
+PAGE_FILTERS = (
+    ("account", ACCOUNTS[0]),
+    ("model", MODELS[0]),
+    ("provider", "anthropic"),
+    ("class", "mid_generation"),
+)
 
 _TESTS = Path(__file__).resolve().parents[1] / "tests"
 
@@ -159,13 +168,15 @@ def _fill(url: str, count: int) -> float:
             if not batch:
                 break
             store._write(batch, fresh=True)
-        store._db.execute("ANALYZE")
+        # what a store that has run a while has: statistics, and on PostgreSQL a visibility map
+        # (autovacuum's), without which an index-only scan still reads every row
+        store._db.execute("VACUUM ANALYZE" if store.kind == "postgresql" else "ANALYZE")
     return time.perf_counter() - started
 
 
 def _queries(url: str, count: int, repeat: int, baselines: dict[str, float]) -> list[Row]:
     from streamfsm.relay import PageQuery
-    from streamfsm.relay._errors import page_report
+    from streamfsm.relay._errors import page_report, page_runs
     from streamfsm.store import Filters, Store
 
     rng = random.Random(1)
@@ -196,11 +207,20 @@ def _queries(url: str, count: int, repeat: int, baselines: dict[str, float]) -> 
         row("errors page: trend, last 24 h", lambda: store.trend(NOW - timedelta(days=1), NOW, 24))
         row("errors page: groups by account, last 24 h", lambda: store.groups(day, ("account",)))
         row("run page: record by run id", lambda: store.record(f"run-{rng.randrange(count):08d}"))
-        # the relay's whole errors page as data: totals, groups with rates, a trend per group
-        last_day = PageQuery(since="24h", until=NOW.isoformat())
-        row("relay errors page, last 24 h", lambda: page_report(store, last_day, "bench"))
-        week_route = PageQuery(since="7d", until=NOW.isoformat(), filters=(("route", ROUTES[0]),))
-        row("relay errors page, 7 d, one route", lambda: page_report(store, week_route, "bench"))
+        # the relay's pages as data, as it asks the store for them: page_report (totals, groups with rates, a
+        # trend per group) per view and window, filtered; page_runs (the failed runs, the latest first)
+        end = NOW.isoformat()
+        for by in ("signature", "class", "route", "account"):
+            for window in PAGE_WINDOWS:
+                view = PageQuery(by=by, since=window, until=end)
+                row(f"relay errors page by {by}, {window}", lambda v=view: page_report(store, v, "bench"))
+        for name, value in (*PAGE_FILTERS, ("route", ROUTES[0])):
+            view = PageQuery(since="7d", until=end, filters=((name, value),))
+            row(f"relay errors page, 7d, one {name}", lambda v=view: page_report(store, v, "bench"))
+        for window, filters in (("24h", ()), ("30d", ()), ("7d", (("route", ROUTES[0]),))):
+            view = PageQuery(since=window, until=end, filters=filters)
+            label = f"relay runs page, {window}" + (", one route" if filters else "")
+            row(label, lambda v=view: page_runs(store, v, "bench"))
     row("report --json", _command("report", "--store", url, "--json"), "report")
     request = f"req-{count // 2:08d}"
     row("diagnose --request-id", _command("diagnose", "--store", url, "--request-id", request), "diagnose")

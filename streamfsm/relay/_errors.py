@@ -228,9 +228,10 @@ def page_report(store: Store, query: PageQuery, source: str, now: datetime | Non
     assert since is not None
     assert until is not None
     totals = store.totals(filters)
-    trends = {t.key: t for t in store.trend(since, until, TREND_BUCKETS, filters, names)}
+    counted = store.trend(since, until, TREND_BUCKETS, filters, names)
+    trends = {t.key: t for t in counted}
     listed = []
-    for group in store.groups(filters, names, limit=GROUP_LIMIT):
+    for group in store.groups(filters, names, limit=GROUP_LIMIT, counted=counted):
         item = group.to_json(request_ids=True)
         trend = trends.get(group.key)
         item["trend"] = {

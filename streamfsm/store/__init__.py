@@ -23,12 +23,14 @@ The query API (what the errors page, ``/metrics`` and exporters build on); every
 provider, failure class, summary key, transport kind and relay close kind):
 
 * ``Store.open(url)`` -> ``Store`` (a context manager; ``label`` is the URL without its password);
-* ``store.groups(filters, by=SIGNATURE, limit=None)`` -> ``[StoreGroup]``: failed runs grouped by the names
-  of ``DIMENSIONS`` (the signature: summary key, provider, model, transport kind; or ``class``, ``route``,
-  ``account``, ...), most failures first, with ``runs`` (every run in the window sharing the group's values
-  other than ``OUTCOME_NAMES``: by signature, the runs of its provider and model) and ``failure_rate``,
-  first and last seen, the latest sample run ids and their request ids, and the latest failure's title;
-  ``to_json()`` is ``streamfsm report --json``'s group (plus ``runs`` and ``failure_rate``);
+* ``store.groups(filters, by=SIGNATURE, limit=None, counted=None)`` -> ``[StoreGroup]``: failed runs
+  grouped by the names of ``DIMENSIONS`` (the signature: summary key, provider, model, transport kind; or
+  ``class``, ``route``, ``account``, ...), most failures first, with ``runs`` (every run in the window
+  sharing the group's values other than ``OUTCOME_NAMES``: by signature, the runs of its provider and
+  model) and ``failure_rate``, first and last seen, the latest sample run ids and their request ids, and the
+  latest failure's title; ``to_json()`` is ``streamfsm report --json``'s group (plus ``runs`` and
+  ``failure_rate``); ``counted``: the ``trend`` of the same filters and ``by``, whose sums then stand for
+  two counting queries;
 * ``store.trend(since, until, buckets, filters, by)`` -> ``[Trend]``: per key, failed and all runs per
   equal time bucket;
 * ``store.runs(filters, failed=None, limit=50, before=None)`` -> ``RunsPage`` of ``RunRow`` (the latest

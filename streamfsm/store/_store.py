@@ -128,14 +128,19 @@ class Filters:
     transport_kind: str | None = None
     close: str | None = None
 
-    def where(self, *, failed: bool | None = None) -> tuple[str, list[Any]]:
-        """The SQL condition and its parameters."""
+    def where(self, *, failed: bool | None = None, by_arrival: bool = False) -> tuple[str, list[Any]]:
+        """The SQL condition and its parameters. ``by_arrival``: for a query of the latest runs (``ORDER BY
+        seq DESC LIMIT n``), the window is written ``+t``, which no index serves, so that the database walks
+        an index by arrival from the end and stops after n, instead of reading and sorting the whole window
+        through a time index (1M runs, a month: 7 ms against 0.03 ms per group on SQLite). For SQLite only
+        (``Store``)."""
         conds, params = ["1 = 1"], []
+        t = "+t" if by_arrival else "t"
         if self.since is not None:
-            conds.append("t >= ?")
+            conds.append(f"{t} >= ?")
             params.append(_micros(self.since))
         if self.until is not None:
-            conds.append("t < ?")
+            conds.append(f"{t} < ?")
             params.append(_micros(self.until))
         for f in fields(self):
             if f.name in ("since", "until"):
@@ -279,10 +284,13 @@ class Store:
     write one store. Close it when done (or use it as a context manager).
     """
 
-    __slots__ = ("_db",)
+    __slots__ = ("_by_arrival", "_db")
 
     def __init__(self, backend: Backend) -> None:
         self._db = backend
+        # SQLite's planner takes a time range over an order it can walk; PostgreSQL's weighs the window by
+        # its statistics and does better with it on the index (a ``+t`` there reads a signature's whole life).
+        self._by_arrival = backend.kind == "sqlite"
 
     @classmethod
     def open(cls, url: str | os.PathLike[str]) -> Store:
@@ -410,16 +418,26 @@ class Store:
         *,
         limit: int | None = None,
         samples: int = SAMPLES,
+        counted: Sequence[Trend] | None = None,
     ) -> list[StoreGroup]:
         """Failed runs grouped by the values of ``by`` (names of ``DIMENSIONS``), most failures first, then
         the latest; each with first and last seen, the latest sample runs, the title of its latest failure
         and ``runs``: every run in the window that shares the group's values other than ``OUTCOME_NAMES``
         (by signature: the runs of its provider and model; by class: all runs). The same groups as
         ``streamfsm report`` over the same records. ``limit``: the first so many (each group's details
-        cost a query: give one for a view of many groups, such as by account)."""
-        failures = self._count(by, filters, failed=True)
+        cost a query: give one for a view of many groups, such as by account). ``counted``: ``trend`` over
+        the same filters, window and ``by`` (the errors page asks for both): its sums are the counts, which
+        then cost no query of their own (over a month of runs by route, two scans of the window)."""
         context = [i for i, name in enumerate(by) if name not in OUTCOME_NAMES]
-        runs = self._count([by[i] for i in context], filters)
+        if counted is None:
+            failures = self._count(by, filters, failed=True)
+            runs = self._count([by[i] for i in context], filters)
+        else:
+            failures, runs = Counter(), Counter()
+            for trend in counted:
+                key = tuple(_text(value) for value in trend.key)
+                failures[key] = sum(trend.failures)
+                runs[tuple(key[i] for i in context)] = sum(trend.runs)
         ranked = sorted(failures.items(), key=lambda item: -item[1])
         if limit is not None and len(ranked) > limit:  # details (a query each) only for the top and its ties
             ranked = [item for item in ranked if item[1] >= ranked[limit - 1][1]]
@@ -446,10 +464,13 @@ class Store:
         """A group's first and last seen, latest samples and title, in one round trip (each part walks an
         index from one end)."""
         where, params = filters.where(failed=True)
-        base = f"FROM runs WHERE {where} AND {' AND '.join(f'{_column(name)} = ?' for name in by)}"
+        group = " AND ".join(f"{_column(name)} = ?" for name in by)
+        base = f"FROM runs WHERE {where} AND {group}"
+        arrival, _ = filters.where(failed=True, by_arrival=self._by_arrival)
         timed = f"{base} AND t IS NOT NULL"
         parts = [
-            f"SELECT 0, run_id, request_id, t, seq {base} ORDER BY seq DESC LIMIT {int(samples)}",
+            f"SELECT 0, run_id, request_id, t, seq FROM runs WHERE {arrival} AND {group}"
+            f" ORDER BY seq DESC LIMIT {int(samples)}",
             f"SELECT 1, title, '', t, seq {timed} ORDER BY t DESC, seq DESC LIMIT 1",
             f"SELECT 3, '', '', t, seq {timed} ORDER BY t, seq LIMIT 1",
         ]
@@ -482,11 +503,7 @@ class Store:
         hours of the window when every name and filter is one of its columns; from ``runs`` otherwise, and
         for the partial hours at the window's edges."""
         columns = [_column(name) for name in names]
-        values = {
-            f.name: getattr(filters, f.name)
-            for f in fields(filters)
-            if f.name not in ("since", "until") and getattr(filters, f.name) is not None
-        }
+        values = _values(filters)
         since = None if filters.since is None else _micros(filters.since)
         until = None if filters.until is None else _micros(filters.until)
         first = None if since is None else -(-since // _HOUR)  # the first whole hour
@@ -494,7 +511,8 @@ class Store:
         whole = first is None or end is None or first < end
         if not (set(columns) <= set(HOURLY) and set(values) <= set(HOURLY) and whole):
             return self._count_runs(columns, filters, failed)
-        conds, params = ["1 = 1"], []
+        conds: list[str] = ["1 = 1"]
+        params: list[Any] = []
         if first is not None:
             conds.append("hour >= ?")
             params.append(first)
@@ -547,9 +565,16 @@ class Store:
         start, end = _micros(since), _micros(until)
         width = -(-(end - start) // buckets)
         window = replace(filters, since=since, until=until)
-        failed = self._per_bucket(by, window, start, width, buckets, failed=True)
         context = [i for i, name in enumerate(by) if name not in OUTCOME_NAMES]
-        runs = self._per_bucket([by[i] for i in context], window, start, width, buckets)
+        failed: dict[tuple[Any, ...], list[int]] = {}
+        runs: dict[tuple[Any, ...], list[int]] = {}
+        # One scan for both: the context's values are among the key's, so all runs add up from its rows.
+        for (*key, is_failed), counts in self._per_bucket(by, window, start, width, buckets).items():
+            if is_failed:
+                failed[tuple(key)] = counts
+            total = runs.setdefault(tuple(key[i] for i in context), [0] * buckets)
+            for i, n in enumerate(counts):
+                total[i] += n
         return [
             Trend(
                 tuple(_none(value) for value in key),
@@ -562,25 +587,62 @@ class Store:
         ]
 
     def _per_bucket(
-        self,
-        names: Sequence[str],
-        filters: Filters,
-        start: int,
-        width: int,
-        buckets: int,
-        *,
-        failed: bool | None = None,
+        self, names: Sequence[str], filters: Filters, start: int, width: int, buckets: int
     ) -> dict[tuple[Any, ...], list[int]]:
-        cols = "".join(f"{_column(name)}, " for name in names)
-        where, params = filters.where(failed=failed)
-        rows = self._db.query(
-            f"SELECT {cols}(t - ?) / ?, COUNT(*) FROM runs WHERE {where}"
-            f" GROUP BY {', '.join(str(i + 1) for i in range(len(names) + 1))}",  # the bucket by position
-            [start, width, *params],
-        )
+        """Runs per value of ``names`` and ``failed`` (the key's last part), per bucket: from ``hourly`` for
+        the hours inside one bucket when every name and filter is one of its columns (as ``_count``), from
+        ``runs`` for the others."""
+        columns = [_column(name) for name in names]
+        values = _values(filters)
+        end = start + width * buckets if filters.until is None else _micros(filters.until)
         table: dict[tuple[Any, ...], list[int]] = {}
-        for *key, bucket, count in rows:
-            table.setdefault(tuple(key), [0] * buckets)[int(bucket)] += int(count)
+
+        def add(rows: list[tuple[Any, ...]]) -> None:
+            for *key, bucket, count in rows:
+                table.setdefault(tuple(key), [0] * buckets)[int(bucket)] += int(count)
+
+        cols = "".join(f"{c}, " for c in columns)
+        group = f" GROUP BY {', '.join(str(i + 1) for i in range(len(names) + 2))}"  # the bucket by position
+        where, params = filters.where()
+        if not (set(columns) <= set(HOURLY) and set(values) <= set(HOURLY)):
+            add(
+                self._db.query(
+                    f"SELECT {cols}failed, (t - ?) / ?, COUNT(*) FROM runs WHERE {where}{group}",
+                    [start, width, *params],
+                )
+            )
+            return table
+        edges = {start + width * i for i in range(buckets)} | {end}
+        split = sorted({edge // _HOUR for edge in edges if edge % _HOUR})  # hours that two buckets share
+        first, last = -(-start // _HOUR), end // _HOUR
+        conds = ["hour >= ?", "hour < ?", *(f"{name} = ?" for name in values)]
+        hourly_params: list[Any] = [start, width, first, last, *values.values()]
+        if split:
+            conds.append(f"hour NOT IN ({', '.join('?' * len(split))})")
+            hourly_params += split
+        add(
+            self._db.query(
+                f"SELECT {cols}failed, (hour * {_HOUR} - ?) / ?, SUM(n) FROM hourly"
+                f" WHERE {' AND '.join(conds)}{group}",
+                hourly_params,
+            )
+        )
+        # the rest from runs: the shared hours, and the window's partial hours at either end
+        if first < last:
+            ranges = [(hour * _HOUR, hour * _HOUR + _HOUR) for hour in split if first <= hour < last]
+            ranges += [(start, first * _HOUR), (last * _HOUR, end)]
+        else:  # no whole hour
+            ranges = [(start, end)]
+        ranges = [(a, b) for a, b in ranges if a < b]
+        if ranges:
+            either = " OR ".join("(t >= ? AND t < ?)" for _ in ranges)
+            add(
+                self._db.query(
+                    f"SELECT {cols}failed, (t - ?) / ?, COUNT(*) FROM runs"
+                    f" WHERE {where} AND ({either}){group}",
+                    [start, width, *params, *(edge for pair in ranges for edge in pair)],
+                )
+            )
         return table
 
     def runs(
@@ -593,7 +655,7 @@ class Store:
     ) -> RunsPage:
         """Runs matching ``filters`` (``failed``: only failed or only completed ones), the latest arrival
         first, ``limit`` a page; ``before``: the previous page's ``next_before``."""
-        where, params = filters.where(failed=failed)
+        where, params = filters.where(failed=failed, by_arrival=self._by_arrival)
         if before is not None:
             where += " AND seq < ?"
             params.append(before)
@@ -642,6 +704,15 @@ class Store:
             params,
         )
         return [RunRecord(json.loads(zlib.decompress(bytes(blob)))) for (blob,) in rows]
+
+
+def _values(filters: Filters) -> dict[str, str]:
+    """The filters' named values (columns of ``runs``), without the window."""
+    return {
+        f.name: getattr(filters, f.name)
+        for f in fields(filters)
+        if f.name not in ("since", "until") and getattr(filters, f.name) is not None
+    }
 
 
 def _column(name: str) -> str:

@@ -5,7 +5,7 @@ on PostgreSQL in test_store.py)."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -73,3 +73,56 @@ def _value(record: RunRecord, name: str) -> str | None:
     from streamfsm.runtime._report import field_value
 
     return field_value(record, name)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    runs,
+    st.sampled_from([*GROUPINGS, ("provider",)]),
+    st.integers(-90, 600),  # the window's start, minutes after T0 (hours, buckets and window rarely align)
+    st.integers(1, 59) | st.integers(120, 900),  # its length in minutes: within an hour, or over whole hours
+    st.integers(1, 30),
+    st.sampled_from((None, *MODELS)),
+)
+def test_the_trend_counts_each_bucket_as_the_runs_say(
+    spec: list[tuple[int, str, str | None, str, str | None, int, bool]],
+    names: tuple[str, ...],
+    start: int,
+    length: int,
+    buckets: int,
+    model: str | None,
+) -> None:
+    """Per bucket, failed runs per key and all runs of its context, counted from the records by hand; and
+    the groups counted from that trend (as the errors page asks) are the groups counted on their own."""
+    records = [_record(i, *fields[:6]) for i, fields in enumerate(spec)]
+    since = T0 + timedelta(minutes=start, seconds=7)
+    until = since + timedelta(minutes=length)
+    filters = Filters(since=since, until=until, model=model)
+    with Store.open("sqlite:///:memory:") as store:
+        store.add(records)
+        trends = store.trend(since, until, buckets, filters, names)
+        chosen = [
+            r
+            for r in records
+            if since.isoformat() <= r["started_at"] < until.isoformat()
+            and model in (None, _value(r, "model"))
+        ]
+        context = [i for i, n in enumerate(names) if n in ("provider", "model", "route", "account")]
+        width = trends[0].bucket if trends else (until - since) / buckets
+        expected: dict[tuple[str | None, ...], list[int]] = {}
+        for r in chosen:
+            if r.failure_class != "completed":
+                key = tuple(_value(r, n) for n in names)
+                when = datetime.fromisoformat(r["started_at"])
+                expected.setdefault(key, [0] * buckets)[(when - since) // width] += 1
+        assert {t.key: list(t.failures) for t in trends} == expected
+        for trend in trends:
+            for i in range(buckets):
+                low, high = since + width * i, min(until, since + width * (i + 1))
+                assert trend.runs[i] == sum(
+                    1
+                    for r in chosen
+                    if low.isoformat() <= r["started_at"] < high.isoformat()
+                    and all(_value(r, names[c]) == trend.key[c] for c in context)
+                )
+        assert store.groups(filters, names, counted=trends) == store.groups(filters, names)
