@@ -148,8 +148,9 @@ def _steady(frames: list[bytes], gap: float) -> tuple[Any, ...]:
 
 @pytest.mark.anyio
 async def test_a_stream_that_keeps_producing_outlives_many_idle_timeouts_and_then_a_stall_fires() -> None:
-    # 30 deltas 0.05 s apart under a 0.2 s idle timeout: 1.5 s of stream, over seven idle timeouts long.
-    config = StreamConfig(idle_timeout=0.2)
+    # 30 deltas 0.05 s apart under a 0.5 s idle timeout (room for a loaded CI): 1.5 s of stream, three idle
+    # timeouts long.
+    config = StreamConfig(idle_timeout=0.5)
     async with FaultServer((*_steady(text_stream("openai-chat", ["a"] * 30), 0.05), End())) as server:
         with anyio.fail_after(10):
             async with streamfsm.open_stream(

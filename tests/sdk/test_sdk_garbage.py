@@ -35,7 +35,7 @@ ENDINGS: dict[str, Callable[[str, list[bytes]], tuple[Any, ...]]] = {
 }
 NEVER_OPENS = ("http-500", "closed-before-headers")
 # The stalled runs end by their watchdog, before or after the first output, whichever the cut leaves.
-CONFIG = StreamConfig(first_token_timeout=0.1, idle_timeout=0.1, total_timeout=10)
+CONFIG = StreamConfig(first_token_timeout=0.5, idle_timeout=0.5, total_timeout=10)  # room for a loaded CI
 
 
 def _held_back(fmt: str, frames: list[bytes]) -> tuple[Any, ...]:

@@ -53,7 +53,7 @@ def test_a_tapped_stream_leaves_nothing_to_the_collector(fmt: str, ending: str) 
     # The SDK client is cyclic itself (client and resources refer to each other), and holds the tap's
     # transport: it is made outside what is measured. Each stream, however it ends, must not be.
     records: list[streamfsm.RunRecord] = []
-    config = StreamConfig(first_token_timeout=0.2, idle_timeout=0.2, sinks=(records.append,))
+    config = StreamConfig(first_token_timeout=0.5, idle_timeout=0.5, sinks=(records.append,))
     with FaultServerThread(_steps(fmt, ending)) as server:
         client = sdk_client(fmt, server.base_url, streamfsm.http_client(http=HTTP, config=config), sync=True)
         try:
