@@ -25,6 +25,7 @@ from ..runtime._events import StreamEvent
 from ..runtime._record import RelayClose
 from ..runtime._stream import Run
 from ..runtime._sync_reads import SyncReads
+from ..runtime._whole import WholeBody
 from ._notes import Witness, detached
 
 _EOF_EDGE: Final = Trigger.EOF_WITHOUT_TERMINAL.value
@@ -100,9 +101,12 @@ class TapRun(Run):
             # The response says whether the call streams: an event stream does, and so does the answer to a
             # request that asked for one (a JSON document there is the stream's failure, as it always was).
             rec.request["streaming"] = self.streams = self.asks_stream is True or _event_stream(headers)
-            if not self.streams:
-                return
-            self._read_wire(self._adapter)
+            if self.streams:
+                self._read_wire(self._adapter)
+            else:  # one JSON answer, read whole by the same adapter
+                wire = self._wire = WholeBody(self._adapter, rec)
+                self._frames_of, self._feed = wire.frames, self._adapter.feed
+                rec.delta_keys = self._adapter.delta_keys
             if decoder is not None:
                 self._decoder, wire_frames = decoder, self._frames_of
                 self._frames_of = lambda chunk: wire_frames(as_bytes(decoder.decode(chunk)))

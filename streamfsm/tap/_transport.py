@@ -202,14 +202,10 @@ class _Tap:
         return error
 
     def _tapped(self, response: Any, run: TapRun, request: Any) -> bool:
-        """The response's headers arrived: whether its body is the run's to read (not a redirect, nor a
-        whole JSON answer)."""
+        """The response's headers arrived: whether its body is the run's to read (not a redirect)."""
         if _redirect(response, run):
             return False
         run.connected(response.status_code, response.headers, content_decoder(response))
-        if run.streams is False:  # a whole JSON answer: not read as a run yet
-            run.discard()
-            return False
         run._socket = socket_of(response)  # what arrived is looked at before a watchdog fires
         remember(run, response, request)
         return True

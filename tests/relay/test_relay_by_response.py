@@ -13,7 +13,8 @@ from runsupport import validate_record
 
 from streamfsm import RunRecord
 from streamfsm.testing import text_stream
-from streamfsm.testing._script import Fin, Headers, Send
+from streamfsm.testing._answers import whole_answer
+from streamfsm.testing._script import Fin, Headers, Send, Status
 from streamfsm.testing._server import FaultServerThread
 
 openai = pytest.importorskip("openai")
@@ -53,3 +54,35 @@ def test_a_5_mib_streaming_request_cut_upstream_leaves_one_record(tmp_path: Path
     record = the_record(tmp_path)
     assert record["outcome"]["summary_key"] == "mid_generation.closed_mid_body"
     assert (record["model"], record["request"]["streaming"]) == ("gpt-4o-mini", True)
+
+
+JSON = (("content-type", "application/json"),)
+
+
+@pytest.mark.parametrize(
+    ("ending", "summary", "close"),
+    [
+        ("whole", "completed.finished", "completed"),
+        ("cut", "early_stream.closed_mid_body", "upstream_premature_close"),
+        ("error", "provider_error.overloaded", "upstream_error"),
+    ],
+)
+def test_a_5_mib_non_streaming_request_leaves_one_record_with_its_close_kind(
+    tmp_path: Path, ending: str, summary: str, close: str
+) -> None:
+    body = whole_answer("openai-chat")
+    steps: tuple[Any, ...] = {
+        "whole": (Status(200, headers=JSON, body=body),),
+        "cut": (Headers(headers=JSON), Send(body[:40]), Fin()),
+        "error": (
+            Status(529, headers=JSON, body=b'{"error": {"type": "overloaded_error", "message": "x"}}'),
+        ),
+    }[ending]
+    logs = {"audit_log": str(tmp_path / "audit.jsonl")}
+    with FaultServerThread(steps) as upstream, relay_to(upstream.base_url, **logs) as relay:
+        error = chat(relay.base_url, stream=False)
+    assert (error is None) == (ending == "whole")
+    record = the_record(tmp_path)
+    assert record["outcome"]["summary_key"] == summary
+    assert (record["model"], record["request"]["streaming"]) == ("gpt-4o-mini", False)
+    assert record["relay"]["close"] == close
