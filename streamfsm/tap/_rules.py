@@ -68,7 +68,9 @@ class LlmRequest:
 def format_of(rules: tuple[Rule, ...], method: str, path: str, query: Mapping[str, str]) -> str | None:
     """The wire format of the LLM call this request is (by its method, path and query alone), or None."""
     provider = next((rule.provider for rule in rules if rule.matches(path)), None)
-    if method == "POST" or (method == "GET" and query.get("stream", "").lower() == "true"):
+    if method == "POST" and _RESPONSE_ITEM.search(path) is None:
+        return provider
+    if method == "GET" and query.get("stream", "").lower() == "true":
         return provider
     return None
 
@@ -115,6 +117,9 @@ def _look(content: bytes) -> tuple[dict[str, Any], bool | None]:
 
 
 _EDGE_BYTES: Final = 64 * 1024
+# A POST under a response's own path (``/responses/input_tokens``, ``/responses/{id}/cancel``) generates
+# nothing: only ``POST /responses`` does; the path is the re-attaching GET's.
+_RESPONSE_ITEM: Final = re.compile(r"/responses/[^/]+$")
 # A JSON string value cannot hold an unescaped quote, so these match keys, not text inside a message.
 _MODEL: Final = re.compile(rb'"model"\s*:\s*"([^"\\]{1,256})"')
 _STREAM: Final = re.compile(rb'"stream"\s*:\s*(true|false)\b')

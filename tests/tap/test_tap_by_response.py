@@ -89,3 +89,5 @@ def test_the_bounded_look_finds_the_model_and_the_mode_without_parsing_a_large_b
     gemini = llm_request(DEFAULT_RULES, "POST", "/v1beta/models/g:generateContent", {}, large)
     assert gemini is not None and gemini.streams is False
     assert llm_request(DEFAULT_RULES, "GET", "/v1/chat/completions", {}, None) is None
+    assert llm_request(DEFAULT_RULES, "POST", "/v1/responses/input_tokens", {}, small) is None
+    assert llm_request(DEFAULT_RULES, "GET", "/v1/responses/resp_1", {"stream": "true"}, None) is not None
