@@ -4,6 +4,7 @@ over a tapped httpx client) against loopback faults."""
 
 from __future__ import annotations
 
+import gzip
 from typing import Any
 
 import anthropic
@@ -153,12 +154,50 @@ async def test_a_gemini_generate_content_call_is_a_run_too() -> None:
     assert record["stream_events"]["tool_call"] == 1
 
 
-def test_a_sync_client_records_a_whole_answer_and_a_cut() -> None:
+@pytest.mark.parametrize(
+    ("ending", "summary"),
+    [
+        ("gzip", "completed.finished"),
+        ("cut", "early_stream.closed_mid_body"),
+        ("truncated", "early_stream.eof_without_terminal"),
+    ],
+)
+async def test_a_gemini_answer_encoded_cut_or_truncated(ending: str, summary: str) -> None:
+    body = whole_answer("gemini")
+    steps: tuple[Any, ...] = {
+        "gzip": (Status(200, headers=(*JSON, ("content-encoding", "gzip")), body=gzip.compress(body)),),
+        "cut": (Headers(headers=JSON), Send(body[:30]), Fin()),
+        "truncated": (Headers(headers=JSON), Send(body[:-1]), End()),
+    }[ending]
     records: list[Any] = []
     config = StreamConfig(sinks=(records.append,))
+    error: Exception | None = None
+    async with FaultServer(steps) as server:
+        async with streamfsm.async_http_client(http=HTTP, config=config) as http:
+            url = server.base_url + "/v1beta/models/gemini-2.5-flash:generateContent"
+            try:
+                await http.post(url, json={"contents": []})
+            except Exception as exc:
+                error = exc
+    assert (error is not None) == (ending == "cut")
+    assert error is None or streamfsm.failure_of(error) is not None
+    (record,) = records
+    validate_record(record)
+    assert key(record) == summary
+    if ending == "gzip":
+        assert record["tokens"]["output"] == 7
+
+
+def test_a_sync_client_records_a_whole_answer_a_cut_and_a_stall() -> None:
+    records: list[Any] = []
+    config = StreamConfig(sinks=(records.append,), first_token_timeout=0.5)
     body = whole_answer("openai-chat")
     errors: list[BaseException | None] = []
-    for steps in ((Status(200, headers=JSON, body=body),), (Headers(headers=JSON), Send(body[:40]), Fin())):
+    for steps in (
+        (Status(200, headers=JSON, body=body),),
+        (Headers(headers=JSON), Send(body[:40]), Fin()),
+        (Headers(headers=JSON), Send(body[:40]), Stall()),
+    ):
         with FaultServerThread(steps) as server:
             client = openai.OpenAI(
                 base_url=server.base_url + "/v1",
@@ -171,11 +210,16 @@ def test_a_sync_client_records_a_whole_answer_and_a_cut() -> None:
                     model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}]
                 )
                 errors.append(None)
-            except openai.APIConnectionError as exc:
+            except openai.APIConnectionError as exc:  # APITimeoutError is one
                 errors.append(exc)
             finally:
                 client.close()
-    assert [key(r) for r in records] == ["completed.finished", "early_stream.closed_mid_body"]
-    assert errors[0] is None
-    failure = streamfsm.failure_of(errors[1])  # type: ignore[arg-type]
-    assert failure is not None and failure.record is records[1]
+    assert [key(r) for r in records] == [
+        "completed.finished",
+        "early_stream.closed_mid_body",
+        "watchdog.first_token_timeout",
+    ]
+    assert errors[0] is None and isinstance(errors[2], openai.APITimeoutError)
+    for error, record in zip(errors[1:], records[1:], strict=True):
+        failure = streamfsm.failure_of(error)  # type: ignore[arg-type]
+        assert failure is not None and failure.record is record
