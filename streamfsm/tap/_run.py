@@ -36,8 +36,8 @@ def _event_stream(headers: Mapping[str, str]) -> bool:
 
 
 class TapRun(Run):
-    """One streaming LLM response watched by the tap (async reads: the loop's watchdog cancels a read's
-    scope when its deadline passes)."""
+    """One LLM call watched by the tap, streaming or one whole JSON answer (async reads: the loop's watchdog
+    cancels a read's scope when its deadline passes)."""
 
     def __init__(
         self,

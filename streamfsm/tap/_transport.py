@@ -1,10 +1,12 @@
 """The tap: httpx / httpx2 transports that hand the SDK every byte unchanged and drive a run from the same
 bytes, as the SDK reads them.
 
-The tap wraps an inner transport of the same library. A request that asks for a streaming LLM response
-(``_rules``) starts a ``TapRun``; the response's byte stream is replaced by one that reads the inner stream
-and feeds each chunk, as it is, to the run on its way to the SDK: no extra read, no buffering, the same
-chunks. Everything else passes through untouched.
+The tap wraps an inner transport of the same library. A request on a format's path (``_rules``: an LLM
+call, whatever its body's size; the body is never copied) starts a ``TapRun``; its response says whether the
+call streams (``TapRun.connected``), and the response's byte stream is replaced by one that reads the inner
+stream and feeds each chunk, as it is, to the run on its way to the SDK: no extra read, no buffering, the
+same chunks (a non-streaming answer is read whole by the run at its end). Everything else passes through
+untouched.
 
 What the SDK sees differs only where streamfsm adds something:
 
