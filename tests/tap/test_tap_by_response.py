@@ -15,13 +15,14 @@ import streamfsm
 from streamfsm import StreamConfig
 from streamfsm.tap import default_library
 from streamfsm.tap._rules import DEFAULT_RULES, llm_request
-from streamfsm.testing import text_stream
+from streamfsm.testing import text_stream, whole_answer
 from streamfsm.testing._script import Fin, Headers, Send, unused_port
 from streamfsm.testing._server import FaultServer
 
 HTTP = default_library()
 BOUND_S = 30.0
 BIG = 5 << 20  # a long prompt or a base64 image: over the 1 MiB the tap once parsed
+JSON = (("content-type", "application/json"),)
 pytestmark = pytest.mark.anyio
 
 
@@ -64,6 +65,20 @@ async def test_a_large_streaming_request_cut_mid_stream_leaves_one_record(size: 
     assert record["outcome"]["summary_key"] == "mid_generation.closed_mid_body"
     assert record["model"] == "gpt-4o-mini"
     assert record["request"]["streaming"] is True
+    failure = streamfsm.failure_of(error)
+    assert failure is not None and failure.record is record
+
+
+async def test_a_large_non_streaming_request_cut_mid_body_leaves_one_record() -> None:
+    body = whole_answer("openai-chat")
+    records: list[Any] = []
+    async with FaultServer((Headers(headers=JSON), Send(body[:40]), Fin())) as server:
+        error = await chat(server.base_url, records, stream=False)
+    assert isinstance(error, openai.APIConnectionError)
+    (record,) = records
+    validate_record(record)
+    assert record["outcome"]["summary_key"] == "early_stream.closed_mid_body"
+    assert (record["model"], record["request"]["streaming"]) == ("gpt-4o-mini", False)
     failure = streamfsm.failure_of(error)
     assert failure is not None and failure.record is record
 
