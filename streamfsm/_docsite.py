@@ -433,6 +433,8 @@ def _taxonomy() -> str:
     keys[FailureClass.COMPLETED] |= {c.value for c in FinishCause}
     examples: dict[str, list[Scenario]] = {}
     for scenario in catalog():
+        if not scenario.streaming:
+            continue  # a non-streaming call: its class has a streaming example of its own
         key = _scenario_key(scenario)
         if key is not None and scenario.expected_class is not None and scenario.expected_cause is not None:
             keys[scenario.expected_class].add(scenario.expected_cause)

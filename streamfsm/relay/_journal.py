@@ -6,7 +6,7 @@ if there is one, else the error log:
 
 * ``{"schema": "streamfsm.begin/1", "begin_id", "request_id", "route", "account", "started_at",
   "instance": {"id", "host", "pid", "process_started", "boot_id"}}`` before the request goes upstream, for
-  every request that is a streaming LLM run (the tap's own test, ``stream_request``);
+  every request that is an LLM run (the tap's own test by path, ``format_of``);
 * the run's record carries ``ids.context.relay_begin`` (the begin id) and ``ids.context.relay_instance``,
   so the begin pairs with it; in the error log, which holds only failed runs, a ``streamfsm.end/1`` line
   (``begin_id``, ``instance``) closes every begin once its exchange is over.
@@ -39,7 +39,7 @@ import httpx
 from ..runtime._logs import log_files
 from ..runtime._sinks import AuditLog, ErrorLog, JsonlSink
 from ..tap import Rule
-from ..tap._rules import check_rules, stream_request
+from ..tap._rules import check_rules, format_of
 
 __all__ = ["BEGIN_SCHEMA", "END_SCHEMA", "Instance", "Interrupted", "Journal", "interrupted"]
 
@@ -159,9 +159,7 @@ class Journal:
         must carry (none without a journal, for a request that is no run, or when the write failed: a
         begin that was not written is not claimed)."""
         url = request.url
-        if self._log is None or not stream_request(
-            self._rules, request.method, url.path, url.params, request.content
-        ):
+        if self._log is None or not format_of(self._rules, request.method, url.path, url.params):
             return {}
         instance = self._instance
         if instance is None or instance.pid != os.getpid():

@@ -117,7 +117,9 @@ def _seconds(start: float, at: float | None) -> float | None:
 
 
 def request_shape(body: Mapping[str, Any]) -> dict[str, Any]:
-    """The shape of a request, never its content: streaming, tool count, tool choice, allow-listed options."""
+    """The shape of a request, never its content: streaming, tool count, tool choice, allow-listed options.
+    ``streaming`` is True here; the tap sets what its response said (False: a whole JSON answer), or None when
+    no response told and the request could not be read for it."""
     tools = body.get("tools")
     choice = body.get("tool_choice")
     if isinstance(choice, Mapping):

@@ -1,5 +1,6 @@
-"""Transparent mode: every stream an SDK or agent framework reads goes through the machine, with no change
-to the agent's code. Hand the SDK a client from here; the SDK's objects and exceptions stay its own.
+"""Transparent mode: every LLM call an SDK or agent framework makes (streaming or not) goes through the
+machine, with no change to the agent's code. Hand the SDK a client from here; the SDK's objects and
+exceptions stay its own.
 
     client = openai.AsyncOpenAI(http_client=streamfsm.async_http_client(config=config))
     ...
@@ -63,10 +64,11 @@ def async_transport(
     rules: Iterable[Rule] = (),
     strict_eof: bool = False,
 ) -> Any:
-    """An async transport of ``http`` ("httpx" or "httpx2"; see ``default_library``) that taps every streaming
-    LLM response. ``inner``: the transport that does the IO (default: the library's ``AsyncHTTPTransport()``).
-    ``config``: watchdogs, bounds and sinks of every run; ``rules``: extra ``Rule``s for paths the defaults do
-    not know; ``strict_eof``: fail the read of a stream that ended without its terminal event."""
+    """An async transport of ``http`` ("httpx" or "httpx2"; see ``default_library``) that taps every LLM call
+    (streaming or not). ``inner``: the transport that does the IO (default: the library's
+    ``AsyncHTTPTransport()``). ``config``: watchdogs, bounds and sinks of every run; ``rules``: extra
+    ``Rule``s for paths the defaults do not know; ``strict_eof``: fail the read of a stream that ended
+    without its terminal event."""
     return _tap(True, inner, http, config, rules, strict_eof)
 
 
@@ -90,7 +92,7 @@ def async_http_client(
     strict_eof: bool = False,
     **client_kwargs: Any,
 ) -> Any:
-    """A ready ``httpx.AsyncClient`` (or ``httpx2.AsyncClient``) whose every streaming LLM response is tapped:
+    """A ready ``httpx.AsyncClient`` (or ``httpx2.AsyncClient``) whose every LLM call is tapped:
     ``AsyncOpenAI(http_client=streamfsm.async_http_client())``. ``client_kwargs`` go to the client
     (``timeout``, ``headers``, ...), those of the connection (``verify``, ``http2``, ``limits``, ``proxy``,
     ...) to its transport, and ``transport=`` replaces the inner transport."""

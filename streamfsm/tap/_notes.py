@@ -61,7 +61,7 @@ def remember(run: Any, *exchange: Any) -> None:
 
 def run_of(response: Any) -> Any:
     """The tap's run (a ``TapRun``) watching ``response``, an ``httpx`` / ``httpx2`` response the tap
-    returned; None when the tap did not start a run for it (not a streaming LLM request). For code that
+    returned; None when the tap did not start a run for it (not an LLM call). For code that
     relays the stream downstream itself (``streamfsm.relay``): it reports what it wrote with
     ``run.relayed()`` and why it stopped with ``run.abort()`` / ``run.stopped()``."""
     try:

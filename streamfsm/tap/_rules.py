@@ -1,4 +1,5 @@
-"""Which requests carry a streaming LLM response, and in which wire format."""
+"""Which requests are LLM calls, and in which wire format: decided by the path (the rules), never by the
+body; whether a call streams is decided by its response (``TapRun.connected``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any, Final
 
 from ..runtime._adapters import PROVIDERS
 
-_MAX_BODY: Final = 1 << 20  # a larger request body is not parsed: its run has no model or request shape
+_MAX_BODY: Final = 1 << 20  # a larger request body is not parsed, only looked at (``_look``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +42,7 @@ DEFAULT_RULES: Final = (
     Rule(r"/responses(/[^/]+)?$", "openai-responses"),  # also GET /responses/{id}?stream=true (resume)
     Rule(r"/messages$", "anthropic"),
     Rule(r":streamGenerateContent$", "gemini"),
+    Rule(r":generateContent$", "gemini"),  # the non-streaming call
 )
 
 
@@ -53,32 +55,71 @@ def check_rules(rules: Iterable[Rule]) -> tuple[Rule, ...]:
     return own + DEFAULT_RULES
 
 
-def stream_request(
-    rules: tuple[Rule, ...], method: str, path: str, query: Mapping[str, str], content: bytes | None
-) -> tuple[str, dict[str, Any]] | None:
-    """(format, request body) when this request asks for a streaming LLM response, else None.
+@dataclass(frozen=True, slots=True)
+class LlmRequest:
+    """A request on a format's path: an LLM call. Whether it streams is the response's to say (its content
+    type); ``streams`` is what the request asks for, where a bounded look can tell (None: it cannot)."""
 
-    A POST streams when its JSON body says ``"stream": true`` (Gemini: the ``streamGenerateContent`` path
-    alone says it); a GET streams when its query says ``stream=true`` (re-attaching to a Responses stream).
-    """
+    provider: str
+    body: dict[str, Any]  # what the record keeps from the request: its model, its shape (``request_shape``)
+    streams: bool | None
+
+
+def format_of(rules: tuple[Rule, ...], method: str, path: str, query: Mapping[str, str]) -> str | None:
+    """The wire format of the LLM call this request is (by its method, path and query alone), or None."""
     provider = next((rule.provider for rule in rules if rule.matches(path)), None)
-    if provider is None:
-        return None
-    if method == "GET":
-        return (provider, {}) if query.get("stream", "").lower() == "true" else None
-    if method != "POST":
-        return None
-    body = _json_body(content)
-    if provider == "gemini" or body.get("stream") is True:
-        return provider, body
+    if method == "POST" and _RESPONSE_ITEM.search(path) is None:
+        return provider
+    if method == "GET" and query.get("stream", "").lower() == "true":
+        return provider
     return None
 
 
-def _json_body(content: bytes | None) -> dict[str, Any]:
-    if not content or len(content) > _MAX_BODY:
-        return {}
-    try:
-        body = json.loads(content)
-    except (ValueError, RecursionError):
-        return {}
-    return body if isinstance(body, dict) else {}
+def llm_request(
+    rules: tuple[Rule, ...], method: str, path: str, query: Mapping[str, str], content: bytes | None
+) -> LlmRequest | None:
+    """The LLM call this request is, or None. A POST on a format's path is one, whatever its size; a GET is
+    one when its query says ``stream=true`` (re-attaching to a Responses stream). The body is never copied:
+    see ``_look``."""
+    provider = format_of(rules, method, path, query)
+    if provider is None:
+        return None
+    if method == "GET":
+        return LlmRequest(provider, {}, True)
+    body, streams = _look(content or b"")
+    if provider == "gemini":  # the method in the path says it, not the body
+        streams = True if "streamGenerateContent" in path else False if "generateContent" in path else None
+    return LlmRequest(provider, body, streams)
+
+
+def _look(content: bytes) -> tuple[dict[str, Any], bool | None]:
+    """What the record wants from a request body, by a bounded look: a body up to ``_MAX_BODY`` is parsed;
+    a larger one (a long prompt, a base64 image) is not, and only its first and last ``_EDGE_BYTES`` are
+    searched for a top-level-looking ``"model": "..."`` and ``"stream": true|false`` (the SDKs put the model
+    and the options around the messages). Its tools and options are then not known."""
+    if len(content) <= _MAX_BODY:
+        try:
+            body = json.loads(content) if content else {}
+        except (ValueError, RecursionError):
+            body = {}
+        body = body if isinstance(body, dict) else {}
+        return body, body.get("stream") is True  # absent: the formats' default, not streaming
+    found: dict[str, Any] = {}
+    streams: bool | None = None
+    for start, end in ((0, _EDGE_BYTES), (len(content) - _EDGE_BYTES, len(content))):
+        model = _MODEL.search(content, start, end)
+        if model is not None and "model" not in found:
+            found["model"] = model.group(1).decode("utf-8", "replace")
+        stream = _STREAM.search(content, start, end)
+        if stream is not None and streams is None:
+            streams = stream.group(1) == b"true"
+    return found, streams
+
+
+_EDGE_BYTES: Final = 64 * 1024
+# A POST under a response's own path (``/responses/input_tokens``, ``/responses/{id}/cancel``) generates
+# nothing: only ``POST /responses`` does; the path is the re-attaching GET's.
+_RESPONSE_ITEM: Final = re.compile(r"/responses/[^/]+$")
+# A JSON string value cannot hold an unescaped quote, so these match keys, not text inside a message.
+_MODEL: Final = re.compile(rb'"model"\s*:\s*"([^"\\]{1,256})"')
+_STREAM: Final = re.compile(rb'"stream"\s*:\s*(true|false)\b')

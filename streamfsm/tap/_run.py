@@ -25,17 +25,29 @@ from ..runtime._events import StreamEvent
 from ..runtime._record import RelayClose
 from ..runtime._stream import Run
 from ..runtime._sync_reads import SyncReads
+from ..runtime._whole import WholeBody
 from ._notes import Witness, detached
 
 _EOF_EDGE: Final = Trigger.EOF_WITHOUT_TERMINAL.value
 
 
+def _event_stream(headers: Mapping[str, str]) -> bool:
+    return str(headers.get("content-type", "")).lstrip().lower().startswith("text/event-stream")
+
+
 class TapRun(Run):
-    """One streaming LLM response watched by the tap (async reads: the loop's watchdog cancels a read's
-    scope when its deadline passes)."""
+    """One LLM call watched by the tap, streaming or one whole JSON answer (async reads: the loop's watchdog
+    cancels a read's scope when its deadline passes)."""
 
     def __init__(
-        self, provider: str, *, body: Mapping[str, Any], url: str, config: StreamConfig, ids: Ids
+        self,
+        provider: str,
+        *,
+        body: Mapping[str, Any],
+        url: str,
+        config: StreamConfig,
+        ids: Ids,
+        asks_stream: bool | None = True,
     ) -> None:
         adapter = adapter_for(provider)
         model = body.get("model")
@@ -49,6 +61,9 @@ class TapRun(Run):
             ids=ids,
         )
         self._adapter = adapter
+        # What the request asked for, where a bounded look could tell; the response decides (``connected``).
+        self.asks_stream = asks_stream
+        self._rec.request["streaming"] = asks_stream
         self._pending = deque(maxlen=0)  # the SDK reads the bytes; nobody reads our events
         self._entered = True
         self._error_body: bytearray | None = None  # an HTTP error's body, while the SDK reads it
@@ -58,6 +73,7 @@ class TapRun(Run):
         self._decoder: Any = None
         self._cancel_means: tuple[AbortSource, str, RelayClose] | None = None
         self.failure: StreamFailed | None = None
+        self.streams: bool | None = None  # once a 2xx response said it
         self._witness = Witness()  # for failure_of, when a framework raises an exception of its own
 
     # -- what the transport reports -------------------------------------------------------------------
@@ -82,7 +98,15 @@ class TapRun(Run):
         rec.request_sent = True
         rec.response_headers(status, headers)
         if 200 <= status < 300:
-            self._read_wire(self._adapter)
+            # The response says whether the call streams: an event stream does, and so does the answer to a
+            # request that asked for one (a JSON document there is the stream's failure, as it always was).
+            rec.request["streaming"] = self.streams = self.asks_stream is True or _event_stream(headers)
+            if self.streams:
+                self._read_wire(self._adapter)
+            else:  # one JSON answer, read whole by the same adapter
+                wire = self._wire = WholeBody(self._adapter, rec)
+                self._frames_of, self._feed = wire.frames, self._adapter.feed
+                rec.delta_keys = self._adapter.delta_keys
             if decoder is not None:
                 self._decoder, wire_frames = decoder, self._frames_of
                 self._frames_of = lambda chunk: wire_frames(as_bytes(decoder.decode(chunk)))

@@ -1,10 +1,12 @@
 """The tap: httpx / httpx2 transports that hand the SDK every byte unchanged and drive a run from the same
 bytes, as the SDK reads them.
 
-The tap wraps an inner transport of the same library. A request that asks for a streaming LLM response
-(``_rules``) starts a ``TapRun``; the response's byte stream is replaced by one that reads the inner stream
-and feeds each chunk, as it is, to the run on its way to the SDK: no extra read, no buffering, the same
-chunks. Everything else passes through untouched.
+The tap wraps an inner transport of the same library. A request on a format's path (``_rules``: an LLM
+call, whatever its body's size; the body is never copied) starts a ``TapRun``; its response says whether the
+call streams (``TapRun.connected``), and the response's byte stream is replaced by one that reads the inner
+stream and feeds each chunk, as it is, to the run on its way to the SDK: no extra read, no buffering, the
+same chunks (a non-streaming answer is read whole by the run at its end). Everything else passes through
+untouched.
 
 What the SDK sees differs only where streamfsm adds something:
 
@@ -46,7 +48,7 @@ from ..runtime._sync_reads import Interrupted, socket_of
 from ..runtime._watchdog import loop_time, plain_scope_class
 from ._context import current_ids, relayed
 from ._notes import attach, remember
-from ._rules import Rule, check_rules, stream_request
+from ._rules import Rule, check_rules, llm_request
 from ._run import SyncTapRun, TapRun
 
 LIBRARIES: Final = ("httpx", "httpx2")
@@ -84,9 +86,11 @@ class _Chains:
 
     def ids(self, request: Any, content: bytes) -> tuple[Ids, bytes]:
         base = current_ids() or Ids()
-        key = hashlib.blake2b(
-            b"%s %s\n%s" % (request.method.encode(), str(request.url).encode(), content), digest_size=16
-        ).digest()
+        digest = hashlib.blake2b(
+            b"%s %s\n" % (request.method.encode(), str(request.url).encode()), digest_size=16
+        )
+        digest.update(content)  # hashed where it lies: a large body is not copied
+        key = digest.digest()
         try:
             counted = int(request.headers.get(_RETRY_COUNT, "0")) > 0
         except ValueError:
@@ -172,12 +176,18 @@ class _Tap:
                 return None
             content = request.read()
         url = request.url
-        found = stream_request(self._rules, request.method, url.path, url.params, content)
-        if found is None:
+        call = llm_request(self._rules, request.method, url.path, url.params, content)
+        if call is None:
             return None
-        provider, body = found
         ids, key = self._chains.ids(request, content)
-        run = cls(provider, body=body, url=str(url), config=self._config, ids=ids)
+        run = cls(
+            call.provider,
+            body=call.body,
+            url=str(url),
+            config=self._config,
+            ids=ids,
+            asks_stream=call.streams,
+        )
         if relayed():
             run.relayed_bytes(0)
         run.begin()
@@ -193,10 +203,14 @@ class _Tap:
         attach(error, failure)
         return error
 
-    def _tapped(self, response: Any, run: TapRun, request: Any) -> None:
+    def _tapped(self, response: Any, run: TapRun, request: Any) -> bool:
+        """The response's headers arrived: whether its body is the run's to read (not a redirect)."""
+        if _redirect(response, run):
+            return False
         run.connected(response.status_code, response.headers, content_decoder(response))
         run._socket = socket_of(response)  # what arrived is looked at before a watchdog fires
         remember(run, response, request)
+        return True
 
 
 class _StreamBase:
@@ -420,7 +434,11 @@ class _AsyncTap(_Tap):
         response: Any = None
         extensions = request.extensions
         leaving = _Leaving(run, extensions)
-        if isinstance(self._inner, self._library.AsyncHTTPTransport):
+        if not run.asks_stream:
+            # A call not known to stream: its headers may come only once the whole answer is generated, so
+            # the connect watchdog (request to headers) does not apply; the total deadline does.
+            deadline, edge = run._total_deadline, Trigger.TOTAL_TIMEOUT
+        elif isinstance(self._inner, self._library.AsyncHTTPTransport):
             # Its pool says when the request leaves: the connect watchdog starts then (the pool's own
             # timeout bounds the wait before).
             deadline, edge = run._total_deadline, Trigger.TOTAL_TIMEOUT
@@ -452,9 +470,8 @@ class _AsyncTap(_Tap):
             self._chains.ended(key, run)
             remember(run, request)
             raise self._timeout(failure, request)
-        if _redirect(response, run):
+        if not self._tapped(response, run, request):
             return response
-        self._tapped(response, run, request)
         response.stream = self._streams.stream(response.stream, run, self, request, key)
         return response
 
@@ -526,7 +543,10 @@ class _SyncTap(_Tap):
             return self._inner.handle_request(request)
         run, key = started
         assert isinstance(run, SyncTapRun)
-        deadline, edge = run._connect_deadline()
+        # A call not known to stream waits for its headers as long as the total deadline allows (see async).
+        deadline, edge = (
+            run._connect_deadline() if run.asks_stream else (run._total_deadline, Trigger.TOTAL_TIMEOUT)
+        )
         timeouts = request.extensions.get("timeout")
         capped = _capped(timeouts, deadline - time.monotonic())
         if capped is not None:
@@ -549,9 +569,8 @@ class _SyncTap(_Tap):
                 run.end()
                 self._chains.ended(key, run)
                 remember(run, request)
-        if _redirect(response, run):
+        if not self._tapped(response, run, request):
             return response
-        self._tapped(response, run, request)
         run._response = response  # without an HTTP/1.1 socket to shut, the watchdog closes the response
         response.stream = self._streams.sync_stream(response.stream, run, self, request, key)
         return response

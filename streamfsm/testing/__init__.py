@@ -13,6 +13,7 @@ realistic wire streams for the four provider formats.
   Hypothesis strategies.
 """
 
+from ._answers import whole_answer
 from ._background import BackgroundResponses, Cut, refusal_body
 from ._harness import (
     BODIES,
@@ -136,4 +137,5 @@ __all__ = [
     "text_stream",
     "tool_call_stream",
     "unused_port",
+    "whole_answer",
 ]

@@ -408,9 +408,18 @@ def _sdk_class(sdk: str, module: Any) -> Any:
 _API_KEYS: Final = {"openai": "sk-test", "anthropic": "sk-ant-test"}
 
 
-def _sdk_call(sdk: str, fmt: str, client: Any) -> Any:
-    """The SDK's streaming call for ``fmt``, not yet awaited (``wrap()`` takes it as it is)."""
+def _sdk_call(sdk: str, fmt: str, client: Any, *, streaming: bool = True) -> Any:
+    """The SDK's streaming call for ``fmt`` (or its non-streaming one), not yet awaited (``wrap()`` takes it
+    as it is)."""
     body = dict(BODIES[fmt])
+    if not streaming:
+        if fmt == "anthropic":
+            return client.messages.create(**body)
+        return (
+            client.chat.completions.create(**body)
+            if fmt == "openai-chat"
+            else client.responses.create(**body)
+        )
     if sdk == "openai" and fmt == "openai-chat":
         return client.chat.completions.create(**body, stream=True, stream_options={"include_usage": True})
     if sdk == "openai" and fmt == "openai-responses":
@@ -556,6 +565,9 @@ async def _tap_run(
             role = _SdkRole(scenario.agent, outside, fmt)
             stream: Any = None
             try:
+                if not scenario.streaming:  # one JSON answer: the SDK's call returns it whole
+                    await _sdk_call(sdk, fmt, client, streaming=False)
+                    return
                 stream = await _sdk_call(sdk, fmt, client)
                 async for item in stream:
                     if role.on_item(item):
@@ -639,6 +651,8 @@ async def run_scenario(
     else:
         url = scenario_url(base_url, scenario.name)
     tapped = _tap_sdk(sdk)
+    if not scenario.streaming and tapped is None:
+        raise ValueError(f"scenario {scenario.name!r} is a non-streaming call: only a tap path plays it")
     if sdk is not None:
         if fmt not in SDK_FORMATS.get(_speaker(sdk), ()):
             raise ValueError(f"the {_speaker(sdk)} SDK does not speak {fmt} (scenario {scenario.name!r})")
@@ -828,12 +842,15 @@ def _paths(sdk: str | Sequence[str | None] | None) -> list[str | None]:
 def plan(
     scenarios: Iterable[Scenario], sdk: str | Sequence[str | None] | None = None
 ) -> list[tuple[Scenario, str | None]]:
-    """The (scenario, path) pairs `run_catalog` plays: every scenario through the runtime (``None``) and
-    through each SDK path (``wrap()`` or tap) whose SDK speaks its format."""
+    """The (scenario, path) pairs `run_catalog` plays: every streaming scenario through the runtime (``None``)
+    and through each SDK path (``wrap()`` or tap) whose SDK speaks its format; a non-streaming one through
+    the tap paths only."""
     jobs: list[tuple[Scenario, str | None]] = []
     paths = _paths(sdk)
     for path in paths:
         for scenario in scenarios:
+            if not scenario.streaming and _tap_sdk(path) is None:
+                continue  # a non-streaming call: only a tap path plays it
             if path is None or scenario.format in SDK_FORMATS.get(_speaker(path), ()):
                 jobs.append((scenario, path))
     return jobs

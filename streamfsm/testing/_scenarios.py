@@ -52,6 +52,7 @@ from typing import Any, Final
 
 from ..classify import AbortSource, Action, FailureClass, Phase, Verdict
 from ..machine import Trigger
+from ._answers import whole_answer
 from ._realworld import rows as real_world_rows
 from ._script import (
     Agent,
@@ -1671,6 +1672,65 @@ def _limits(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any
     return [(slug, text, script, expect, {}) for slug, text, script, expect in rows]
 
 
+_SDK_SPOKEN: Final = (
+    "openai-chat",
+    "openai-responses",
+    "anthropic",
+)  # the non-streaming calls a tap path plays
+
+
+def _whole_calls(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
+    """Non-streaming calls (``streaming=False``): one JSON answer, whole, cut, stalled, truncated or an error.
+    Nothing reaches anyone before the body is whole, so every failure is safe to retry."""
+    if fmt not in _SDK_SPOKEN:
+        return []
+    body = whole_answer(fmt, "Hello", tools=[("read_file", '{"path": "a.txt"}')])
+    overloaded = (
+        _anthropic_error("overloaded_error", "Overloaded")
+        if fmt == "anthropic"
+        else _openai_error("The server is overloaded.", "server_error", None)
+    )
+    whole = {"streaming": False}
+    return [
+        (
+            "whole/clean-end",
+            "a non-streaming call's whole JSON answer (text and a tool call): completed",
+            (Status(200, JSON_HEADERS, body),),
+            COMPLETED,
+            whole,
+        ),
+        (
+            "whole/cut-mid-body",
+            "a non-streaming answer cut mid-JSON (FIN): nothing was handed out, safe to retry",
+            (Headers(headers=JSON_HEADERS), Send(body[:40]), Fin()),
+            _safe(_C.EARLY_STREAM, _T.DISCONNECTED, _P.EARLY_STREAM, "closed_mid_body"),
+            whole,
+        ),
+        (
+            "whole/stall",
+            "a non-streaming answer that stops arriving: the first-token watchdog fires (its first event is"
+            " the whole body)",
+            (Headers(headers=JSON_HEADERS), Send(body[:40]), Stall()),
+            _safe(_C.WATCHDOG, _T.FIRST_TOKEN_TIMEOUT, _P.EARLY_STREAM, "first_token_timeout"),
+            {**whole, "config": {"first_token_timeout": WATCHDOG_S}},
+        ),
+        (
+            "whole/provider-error",
+            "a non-streaming call answered 529 with the provider's overloaded error",
+            (Status(529, JSON_HEADERS, overloaded),),
+            _http("overloaded", _V.SAFE_AUTO_RETRY, _A.RETRY_AFTER_BACKOFF),
+            whole,
+        ),
+        (
+            "whole/truncated-body",
+            "a non-streaming answer whose JSON stops at a clean end of the body: no answer, never completed",
+            (Headers(headers=JSON_HEADERS), Send(body[:-3]), End()),
+            _safe(_C.EARLY_STREAM, _T.EOF_WITHOUT_TERMINAL, _P.EARLY_STREAM, "eof_without_terminal"),
+            whole,
+        ),
+    ]
+
+
 def _real_world(
     fmt: Format, family: str
 ) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
@@ -1689,6 +1749,7 @@ def _for_format(fmt: Format) -> list[Scenario]:
     rows += _real_world(fmt, "error")
     rows += _content_shapes(fmt)
     rows += _real_world(fmt, "content")
+    rows += _whole_calls(fmt)
     return [
         Scenario(f"{fmt}/{slug}", script, format=fmt, description=text, **expect, **extra)
         for slug, text, script, expect, extra in rows

@@ -261,6 +261,8 @@ class Scenario:
     * ``config``: `StreamConfig` overrides for this scenario, e.g. ``{"idle_timeout": 0.3}``.
     * ``agent``: the agent's part (`Agent`): tool effects, abort, cancellation.
     * ``no_listener``: connect to a port nobody listens on ("connection refused"); the script is not played.
+    * ``streaming``: False for a non-streaming call (the script answers one JSON body): only the tap's SDK
+      paths play it, as the SDK's non-streaming call (``open_stream`` and ``wrap()`` always stream).
     """
 
     name: str
@@ -279,6 +281,7 @@ class Scenario:
     config: Mapping[str, object] = field(default_factory=dict, hash=False)
     agent: Agent = field(default_factory=Agent)
     no_listener: bool = False
+    streaming: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:

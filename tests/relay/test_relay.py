@@ -349,11 +349,11 @@ def test_no_credential_reaches_any_log_line(tmp_path: Path, caplog: pytest.LogCa
                 httpx.post(
                     relay.base_url + "/v1/chat/completions?key=qs-PLANTED-secret", json=body, headers=headers
                 )
-        with pytest.raises(httpx.RemoteProtocolError):  # not JSON: no run, but relayed (and cut) all the same
+        with pytest.raises(httpx.RemoteProtocolError):  # not JSON: a run all the same (the path decides)
             httpx.post(relay.base_url + "/v1/chat/completions", content=b"x", headers={"x-api-key": SECRET})
         httpx.get(relay.base_url + "/admin/errors", headers={"authorization": f"Bearer {SECRET}"})
         httpx.get(relay.base_url + "/admin/errors", headers={"authorization": f"Bearer {token}x"})
-        wait_lines(tmp_path / "audit.jsonl", 2)
+        wait_lines(tmp_path / "audit.jsonl", 3)
     written = [record.getMessage() for record in caplog.records]
     written += [repr(getattr(record, "streamfsm", "")) for record in caplog.records]
     written += (tmp_path / "audit.jsonl").read_text().splitlines()
@@ -364,7 +364,8 @@ def test_no_credential_reaches_any_log_line(tmp_path: Path, caplog: pytest.LogCa
             assert secret not in line
     records = run_lines(tmp_path / "audit.jsonl")
     accounts = {record["ids"]["context"]["account"] for record in records}
-    assert len(accounts) == 2, "two credentials, two accounts (the first present header names it)"
+    assert len(accounts) == 3, "three credentials, three accounts (the first present header names it)"
+    assert records[2]["request"]["streaming"] is True  # the event stream said so
 
 
 def test_the_client_request_id_rides_along_and_a_missing_one_is_made(tmp_path: Path) -> None:

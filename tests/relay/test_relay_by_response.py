@@ -1,0 +1,88 @@
+"""The relay sends upstream through the tap, so the tap's decision is its own: a request of any size on a
+format's path is a run, streaming or not (the response says which). The real ``openai`` SDK through the
+relay, in front of loopback faults."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from relaysupport import relay_to, wait_lines
+from runsupport import validate_record
+
+from streamfsm import RunRecord
+from streamfsm.testing import text_stream
+from streamfsm.testing._answers import whole_answer
+from streamfsm.testing._script import Fin, Headers, Send, Status
+from streamfsm.testing._server import FaultServerThread
+
+openai = pytest.importorskip("openai")
+
+BIG = 5 << 20
+
+
+def chat(base_url: str, *, stream: bool) -> BaseException | None:
+    client = openai.OpenAI(base_url=f"{base_url}/v1", api_key="sk-test-0", max_retries=0, timeout=30.0)
+    try:
+        answer = client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": "x" * BIG}], stream=stream
+        )
+        if stream:
+            for _ in answer:
+                pass
+    except openai.APIError as exc:
+        return exc
+    finally:
+        client.close()
+    return None
+
+
+def the_record(tmp_path: Path) -> dict[str, Any]:
+    (record,) = wait_lines(tmp_path / "audit.jsonl", 1)
+    validate_record(RunRecord.from_dict(record))  # type: ignore[arg-type]
+    return record
+
+
+def test_a_5_mib_streaming_request_cut_upstream_leaves_one_record(tmp_path: Path) -> None:
+    frames = text_stream("openai-chat", ["Hello", " wor", "ld"])
+    steps = (Headers(), *(Send(f) for f in frames[:-3]), Fin())
+    logs = {"audit_log": str(tmp_path / "audit.jsonl")}
+    with FaultServerThread(steps) as upstream, relay_to(upstream.base_url, **logs) as relay:
+        error = chat(relay.base_url, stream=True)
+    assert error is not None
+    record = the_record(tmp_path)
+    assert record["outcome"]["summary_key"] == "mid_generation.closed_mid_body"
+    assert (record["model"], record["request"]["streaming"]) == ("gpt-4o-mini", True)
+
+
+JSON = (("content-type", "application/json"),)
+
+
+@pytest.mark.parametrize(
+    ("ending", "summary", "close"),
+    [
+        ("whole", "completed.finished", "completed"),
+        ("cut", "early_stream.closed_mid_body", "upstream_premature_close"),
+        ("error", "provider_error.overloaded", "upstream_error"),
+    ],
+)
+def test_a_5_mib_non_streaming_request_leaves_one_record_with_its_close_kind(
+    tmp_path: Path, ending: str, summary: str, close: str
+) -> None:
+    body = whole_answer("openai-chat")
+    steps: tuple[Any, ...] = {
+        "whole": (Status(200, headers=JSON, body=body),),
+        "cut": (Headers(headers=JSON), Send(body[:40]), Fin()),
+        "error": (
+            Status(529, headers=JSON, body=b'{"error": {"type": "overloaded_error", "message": "x"}}'),
+        ),
+    }[ending]
+    logs = {"audit_log": str(tmp_path / "audit.jsonl")}
+    with FaultServerThread(steps) as upstream, relay_to(upstream.base_url, **logs) as relay:
+        error = chat(relay.base_url, stream=False)
+    assert (error is None) == (ending == "whole")
+    record = the_record(tmp_path)
+    assert record["outcome"]["summary_key"] == summary
+    assert (record["model"], record["request"]["streaming"]) == ("gpt-4o-mini", False)
+    assert record["relay"]["close"] == close
