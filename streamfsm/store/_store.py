@@ -728,6 +728,7 @@ MAX_BACKLOG: Final = 10_000
 """Records a ``StoreSink`` holds while its writer catches up; past it a record is dropped and counted."""
 _BATCH: Final = 500
 _PRUNE_EVERY_S: Final = 3600.0
+_LINGER_S: Final = 0.5  # an idle writer thread waits this long for more records before it ends
 
 
 class StoreSink:
@@ -778,6 +779,8 @@ class StoreSink:
                 if self._thread is None:
                     self._thread = threading.Thread(target=self._drain, name="streamfsm-store", daemon=False)
                     self._thread.start()
+                else:
+                    self._cond.notify_all()  # a lingering writer
         if dropped:
             count_sink_failure(
                 "StoreSink", record.run_id, f"its backlog of {self._limit} records was full; not indexed"
@@ -795,6 +798,11 @@ class StoreSink:
     def _drain(self) -> None:
         while True:
             with self._cond:
+                if not self._items:
+                    self._cond.notify_all()
+                    # Linger a while for the next record: a thread started per record (one stream at a
+                    # time) cost more than the record's indexing.
+                    self._cond.wait_for(lambda: self._items, _LINGER_S)
                 if not self._items:
                     self._thread = None
                     self._cond.notify_all()
