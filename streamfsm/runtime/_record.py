@@ -496,6 +496,7 @@ class RelayClose(enum.Enum):
     UPSTREAM_UNREACHABLE = "upstream_unreachable"  # no response headers came: the client got a 502
     UPSTREAM_PREMATURE_CLOSE = "upstream_premature_close"
     RELAY_SHUTDOWN = "relay_shutdown"  # the proxy itself went away mid-stream
+    OVERLOADED = "overloaded"  # the proxy refused it (503, a limit of its own full) before it went upstream
 
 
 # The close kind from the outcome alone (a proxy says RELAY_SHUTDOWN, or a finished run's terminal that never

@@ -146,7 +146,8 @@ def test_overload_is_answered_503_before_upstream_and_a_pool_wait_is_not_blamed_
     """The relay is the bottleneck (one upstream connection, two requests admitted): beyond ``max_concurrent``
     a request gets 503 and never goes upstream; an admitted one that waits for the pooled connection longer
     than ``connect_timeout`` still completes (the watchdog counts from when the request leaves), and no
-    record blames the upstream."""
+    record blames the upstream: each refused request is recorded, closed ``overloaded`` before anything
+    went upstream, with the limit that refused it; no stream is cut mid-way."""
     frames = text_stream("openai-chat", ["a", "b", "c", "d"])
     steps = (Headers(), *(s for f in frames for s in (Send(f), Sleep(0.2))), End())
     body = json.dumps({**BODIES["openai-chat"], "stream": True}).encode()
@@ -162,10 +163,18 @@ def test_overload_is_answered_503_before_upstream_and_a_pool_wait_is_not_blamed_
     assert len(whole) == 2 and all(a.text.rstrip().endswith("data: [DONE]") for a in whole)
     assert sum(busy(a) for a in answers) == 3
     assert upstream.requests_seen == 2
-    records = wait_lines(audit, 2)
-    assert [(r["outcome"]["class"], r["watchdog"]["fired"], r["relay"]["close"]) for r in records] == [
+    records = wait_lines(audit, 5)
+    served = [r for r in records if r["relay"]["close"] != "overloaded"]
+    assert [(r["outcome"]["class"], r["watchdog"]["fired"], r["relay"]["close"]) for r in served] == [
         ("completed", None, "completed")
     ] * 2
+    refused = [r for r in records if r["relay"]["close"] == "overloaded"]
+    assert [
+        (r["relay"]["limit"], r["relay"]["bytes_written"], r["transport"]["request_sent"]) for r in refused
+    ] == [("max_concurrent", 0, False)] * 3
+    assert {r["ids"]["context"]["request_id"] for r in refused} == {
+        a.json()["error"]["request_id"] for a in answers if busy(a)
+    }
 
 
 @pytest.mark.parametrize(
