@@ -33,7 +33,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -42,13 +41,13 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+from ._provider import provider, raise_fd_limit, serving
 from ._report import Row, print_table
 
 SECTION = "relay: 1,000 concurrent streams through streamfsm relay vs a plain httpx relay"
 SHARD = 50
 TARGET = 1.3
 MAX_BASELINE_SPREAD = 1.5  # the baseline's slowest round over its fastest: past it, a ratio says nothing
-_ROOT = Path(__file__).resolve().parents[1]
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -194,37 +193,9 @@ async def _load(base_url: str, streams: int, deltas: int, steps: int, interval_m
 @contextmanager
 def relay_process(kind: str, provider_url: str, audit: str) -> Iterator[tuple[str, int]]:
     """A relay of ``kind`` in a process of its own: (its base URL, its pid), until the block ends."""
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "benchmarks.relay",
-            "--serve",
-            kind,
-            "--upstream",
-            provider_url,
-            "--audit",
-            audit,
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=_ROOT,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        if not line.strip().isdigit():
-            raise RuntimeError(f"the {kind} relay did not start")
-        yield f"http://127.0.0.1:{int(line)}", proc.pid
-    finally:
-        assert proc.stdin is not None
-        proc.stdin.close()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    args = ("--serve", kind, "--upstream", provider_url, "--audit", audit)
+    with serving("benchmarks.relay", *args, what=f"the {kind} relay", stop_wait_s=30) as (port, pid):
+        yield f"http://127.0.0.1:{port}", pid
 
 
 def load_round(
@@ -268,9 +239,6 @@ def measure(
     then ``rounds`` rounds, each contender once per round, the order alternating. The ratio is of the
     medians, and it is refused (no baseline, the reason in the note) when the two did not complete the same
     streams or the baseline's own rounds spread wider than ``MAX_BASELINE_SPREAD``."""
-    from ._provider import raise_fd_limit
-    from .concurrency import provider
-
     raise_fd_limit(1 << 16)
     kinds = ("plain", "streamfsm")
     runs: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kinds}
