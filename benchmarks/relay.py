@@ -5,7 +5,8 @@ written with httpx alone, in the same run, on the same uvicorn.
 
 Setup: four processes. The fault provider (``benchmarks._provider``) streams OpenAI chat deltas; both relays
 run side by side for the whole measurement, each in its own process under uvicorn (h11, one worker) with the
-same upstream pool (one httpx pool, no connection limit, 100 kept alive); the clients (httpx, one pool per
+same upstream pools (``streamfsm.relay._pool.ShardedPool``: 16 httpx pools taking the requests in
+turn, no connection limit, 100 kept alive in all); the clients (httpx, one pool per
 ``SHARD`` streams) run in this process. Each relay is warmed by a round of its own (a tenth of the streams),
 then each takes ``--rounds`` rounds (3), one per contender per round, the order alternating. Measured in the
 relay process only (``/proc/<pid>/stat``: user + system CPU from before a round's first request to after
@@ -60,12 +61,10 @@ def plain_app(upstream: str) -> Any:
 
     hop = {b"connection", b"keep-alive", b"te", b"trailer", b"transfer-encoding", b"upgrade", b"host"}
     hop |= {b"content-length", b"proxy-authorization", b"proxy-connection"}
-    client = httpx.AsyncClient(
-        base_url=upstream,
-        timeout=600,
-        limits=httpx.Limits(max_connections=None, max_keepalive_connections=100),
-        trust_env=False,
-    )
+    from streamfsm.relay._pool import ShardedPool  # httpx pools alone: the streamfsm relay's arrangement
+
+    pool = ShardedPool(max_connections=None, max_keepalive_connections=100)
+    client = httpx.AsyncClient(base_url=upstream, timeout=600, transport=pool, trust_env=False)
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":

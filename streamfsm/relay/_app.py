@@ -47,6 +47,7 @@ from ._errors import ErrorsData
 from ._journal import Journal
 from ._limits import RETRY_AFTER_S, BodyChunks, Budget, Held, check_limit
 from ._metrics import RelayMetrics, relay_metrics
+from ._pool import ShardedPool
 
 __all__ = ["IDLE_TIMEOUT_S", "Relay", "RelayConfig"]
 
@@ -208,10 +209,7 @@ class Relay:
     def _upstream(self) -> httpx.AsyncClient:
         if self._client is None:
             config = self.config
-            inner = httpx.AsyncHTTPTransport(
-                limits=httpx.Limits(max_connections=config.max_connections, max_keepalive_connections=100),
-                trust_env=False,
-            )
+            inner = ShardedPool(max_connections=config.max_connections, max_keepalive_connections=100)
             tap = async_transport(inner, http="httpx", config=self._stream_config, rules=config.rules)
             self._client = httpx.AsyncClient(
                 transport=tap, timeout=httpx.Timeout(config.upstream_timeout), trust_env=False

@@ -21,6 +21,7 @@ from relaysupport import relay_to, wait_lines
 
 from streamfsm.relay import RelayConfig
 from streamfsm.relay._limits import Budget, Held
+from streamfsm.relay._pool import ShardedPool
 from streamfsm.runtime import StreamConfig
 from streamfsm.testing import BODIES, text_stream
 from streamfsm.testing._script import End, Headers, Send, Sleep
@@ -252,3 +253,27 @@ def test_the_budget_is_never_passed_and_always_given_back(
     anyio.run(main, backend=backend)
     assert budget.used == 0
     assert peak <= limit
+
+
+# -- the upstream pools: the configured limits are the totals ------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    max_connections=st.none() | st.integers(1, 5000),
+    keepalive=st.integers(0, 500),
+    shards=st.integers(1, 64),
+)
+def test_the_pools_limits_add_up_to_the_configured_totals(
+    max_connections: int | None, keepalive: int, shards: int
+) -> None:
+    pool = ShardedPool(max_connections=max_connections, max_keepalive_connections=keepalive, shards=shards)
+    limits = [inner._pool._max_connections for inner in pool.pools]
+    kept = [inner._pool._max_keepalive_connections for inner in pool.pools]
+    if max_connections is None:
+        assert len(pool.pools) == shards
+    else:
+        assert sum(limits) == max_connections and min(limits) >= 1
+    assert sum(min(k, c) for k, c in zip(kept, limits, strict=True)) == min(
+        keepalive, max_connections or keepalive
+    )
