@@ -98,11 +98,15 @@ def streamfsm_app(upstream: str, audit: str) -> Any:
     return Relay(RelayConfig(upstream=upstream, audit_log=audit))
 
 
-def serve(kind: str, upstream: str, audit: str) -> None:
+def serve(kind: str, upstream: str, audit: str, shards: int | None = None) -> None:
     import asyncio
 
     import uvicorn
 
+    from streamfsm.relay import _pool
+
+    if shards is not None:  # both relays' upstream pools (--shards 1: one httpx pool, as before)
+        _pool.SHARDS = shards
     from ._provider import raise_fd_limit
 
     raise_fd_limit(1 << 16)
@@ -190,9 +194,12 @@ async def _load(base_url: str, streams: int, deltas: int, steps: int, interval_m
 
 
 @contextmanager
-def relay_process(kind: str, provider_url: str, audit: str) -> Iterator[tuple[str, int]]:
+def relay_process(
+    kind: str, provider_url: str, audit: str, shards: int | None = None
+) -> Iterator[tuple[str, int]]:
     """A relay of ``kind`` in a process of its own: (its base URL, its pid), until the block ends."""
     args = ("--serve", kind, "--upstream", provider_url, "--audit", audit)
+    args += ("--shards", str(shards)) if shards is not None else ()
     with serving("benchmarks.relay", *args, what=f"the {kind} relay", stop_wait_s=30) as (port, pid):
         yield f"http://127.0.0.1:{port}", pid
 
@@ -233,6 +240,7 @@ def measure(
     interval_ms: int = 50,
     rounds: int = 3,
     short_deltas: int = 1,
+    shards: int | None = None,
 ) -> list[Row]:
     """Both relays run side by side for the whole measurement, each warmed by a round of its own first;
     then ``rounds`` rounds, each contender once per round, the order alternating. The ratio is of the
@@ -244,7 +252,7 @@ def measure(
     shorts: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kinds}  # the fit's second point
     with provider() as url, tempfile.TemporaryDirectory() as folder, ExitStack() as stack:
         audit = Path(folder) / "audit.jsonl"
-        relays = {kind: stack.enter_context(relay_process(kind, url, str(audit))) for kind in kinds}
+        relays = {kind: stack.enter_context(relay_process(kind, url, str(audit), shards)) for kind in kinds}
         warm = max(1, streams // 10)
         for kind in kinds:
             load_round(*relays[kind], warm, deltas, steps, interval_ms)
@@ -347,19 +355,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--streams", type=int, default=None)
     parser.add_argument("--rounds", type=int, default=3, help="rounds per contender (default 3)")
     parser.add_argument("--json", metavar="PATH")
+    parser.add_argument("--shards", type=int, default=None, help="upstream pools per relay (16; 1: one)")
     parser.add_argument("--serve", choices=("plain", "streamfsm"), help=argparse.SUPPRESS)
     parser.add_argument("--upstream", help=argparse.SUPPRESS)
     parser.add_argument("--audit", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:
-        serve(args.serve, args.upstream, args.audit)
+        serve(args.serve, args.upstream, args.audit, args.shards)
         return 0
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
     if args.quick:
-        rows = measure(args.streams or 100, deltas=40, steps=8, interval_ms=20, rounds=args.rounds)
+        rows = measure(
+            args.streams or 100, deltas=40, steps=8, interval_ms=20, rounds=args.rounds, shards=args.shards
+        )
     else:
-        rows = measure(args.streams or 1000, rounds=args.rounds)
+        rows = measure(args.streams or 1000, rounds=args.rounds, shards=args.shards)
     print_table(SECTION, rows)
     if args.json:
         Path(args.json).write_text(json.dumps([r.to_json() for r in rows], indent=2, default=str))

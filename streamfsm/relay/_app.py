@@ -47,7 +47,7 @@ from ._errors import ErrorsData
 from ._journal import Journal
 from ._limits import RETRY_AFTER_S, BodyChunks, Budget, Held, check_limit
 from ._metrics import RelayMetrics, relay_metrics
-from ._pool import ShardedPool
+from ._pool import ShardedPool, UpstreamClient
 
 __all__ = ["IDLE_TIMEOUT_S", "Relay", "RelayConfig"]
 
@@ -203,6 +203,7 @@ class Relay:
         self._in_flight = 0
         self._rules = check_rules(config.rules)
         self._routes: dict[str, str] = {}  # a request path -> its redacted form (the record's route)
+        self._urls: dict[bytes, httpx.URL] = {}  # a request target -> the upstream URL
 
     # -- lifecycle ----------------------------------------------------------------------------------------
 
@@ -211,7 +212,7 @@ class Relay:
             config = self.config
             inner = ShardedPool(max_connections=config.max_connections, max_keepalive_connections=100)
             tap = async_transport(inner, http="httpx", config=self._stream_config, rules=config.rules)
-            self._client = httpx.AsyncClient(
+            self._client = UpstreamClient(
                 transport=tap, timeout=httpx.Timeout(config.upstream_timeout), trust_env=False
             )
         return self._client
@@ -335,12 +336,12 @@ class Relay:
             return
         ids = self._ids(exchange.request_id, path, headers)
         target = self._prefix + raw_path + (b"?" + scope["query_string"] if scope["query_string"] else b"")
-        request = httpx.Request(
-            scope["method"],
-            self._base.copy_with(raw_path=target),
-            headers=_forwarded(headers),
-            content=body,
-        )
+        url = self._urls.get(target)
+        if url is None:  # once per path and query: parsing a URL per stream was a visible cost
+            if len(self._urls) >= _ROUTES_KEPT:
+                self._urls.clear()
+            url = self._urls[target] = self._base.copy_with(raw_path=target)
+        request = httpx.Request(scope["method"], url, headers=_forwarded(headers), content=body)
         request.stream = BodyChunks(body)
         begun = self._journal.begin(ids, request)  # a killed relay leaves a trace of this stream
         ids.update(begun)
@@ -433,8 +434,9 @@ class Relay:
         try:
             await self._stream(response, send, exchange)
         finally:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(5.0):
-                await response.aclose()
+            if not response.is_closed:  # read to its end, httpx closed it already: no scopes to pay for
+                with anyio.CancelScope(shield=True), anyio.move_on_after(5.0):
+                    await response.aclose()
 
     async def _stream(self, response: httpx.Response, send: Send, exchange: _Exchange) -> None:
         run: TapRun | None = run_of(response)

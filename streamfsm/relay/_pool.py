@@ -13,7 +13,7 @@ from typing import Final
 
 import httpx
 
-__all__ = ["SHARDS", "ShardedPool"]
+__all__ = ["SHARDS", "ShardedPool", "UpstreamClient"]
 
 SHARDS: Final = 16  # 1,000 streams: about 60 connections per pool
 
@@ -27,9 +27,10 @@ class ShardedPool(httpx.AsyncHTTPTransport):
     when a request leaves (httpcore's trace): the connect watchdog counts from then, not from a pool wait."""
 
     def __init__(
-        self, *, max_connections: int | None, max_keepalive_connections: int, shards: int = SHARDS
+        self, *, max_connections: int | None, max_keepalive_connections: int, shards: int | None = None
     ) -> None:
         # No super().__init__(): the pools below do the IO.
+        shards = SHARDS if shards is None else shards
         count = shards if max_connections is None else max(1, min(shards, max_connections))
         self.pools = [
             httpx.AsyncHTTPTransport(
@@ -60,3 +61,22 @@ class ShardedPool(httpx.AsyncHTTPTransport):
 def _share(total: int, count: int, index: int) -> int:
     """Pool ``index``'s part of ``total`` split between ``count`` pools (the parts add up to ``total``)."""
     return total // count + (1 if index < total % count else 0)
+
+
+class _NoCookies(httpx.Cookies):
+    def extract_cookies(self, response: httpx.Response) -> None:
+        pass
+
+
+class UpstreamClient(httpx.AsyncClient):
+    """The relay's client: it keeps no cookies. An upstream's ``Set-Cookie`` goes to the client that asked,
+    never into a jar shared by every client of the relay (httpx parsed each response's cookies into it: a
+    visible part of a short stream's cost)."""
+
+    @property
+    def cookies(self) -> httpx.Cookies:
+        return _NoCookies()
+
+    @cookies.setter
+    def cookies(self, cookies: object) -> None:
+        pass
