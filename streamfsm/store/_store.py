@@ -729,6 +729,7 @@ MAX_BACKLOG: Final = 10_000
 _BATCH: Final = 500
 _PRUNE_EVERY_S: Final = 3600.0
 _LINGER_S: Final = 0.5  # an idle writer thread waits this long for more records before it ends
+_GATHER_S: Final = 0.05  # a writer that has records waits this long for more to write with them
 
 
 class StoreSink:
@@ -807,6 +808,10 @@ class StoreSink:
                     self._thread = None
                     self._cond.notify_all()
                     return
+                gather = len(self._items) < _BATCH
+            if gather:  # let a batch gather: one transaction per record cost more than the record itself
+                time.sleep(_GATHER_S)
+            with self._cond:
                 batch = [self._items[i] for i in range(min(_BATCH, len(self._items)))]
             try:
                 self._store.add(batch)

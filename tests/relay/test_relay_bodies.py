@@ -178,6 +178,26 @@ def test_overload_is_answered_503_before_upstream_and_a_pool_wait_is_not_blamed_
     }
 
 
+def test_a_refusal_for_the_body_budget_is_recorded_with_its_limit(tmp_path: Path) -> None:
+    frames = text_stream("openai-chat", ["a", "b"])
+    steps = (Headers(), *(s for f in frames for s in (Send(f), Sleep(0.5))), End())
+    body = json.dumps({**BODIES["openai-chat"], "stream": True, "pad": "p" * (2 * MIB - 4096)}).encode()
+    audit = tmp_path / "audit.jsonl"
+    options: dict[str, Any] = {"max_body_bytes": 2 * MIB, "body_budget_bytes": 3 * MIB}
+    with (
+        FaultServerThread(steps, max_body=8 * MIB) as upstream,
+        relay_to(upstream.base_url, audit_log=str(audit), body_timeout=2.0, **options) as relay,
+    ):
+        answers = post_all(relay.base_url + "/v1/chat/completions", [body] * 4)
+        assert settles(lambda: relay.relay._in_flight == 0)
+    refused = sum(busy(a) for a in answers)
+    served = sum(isinstance(a, httpx.Response) and a.status_code == 200 for a in answers)
+    assert refused and served + refused == 4 and upstream.requests_seen == served
+    records = wait_lines(audit, 4)
+    closes = sorted((r["relay"]["close"], r["relay"].get("limit")) for r in records)
+    assert closes == sorted([("completed", None)] * served + [("overloaded", "body_budget_bytes")] * refused)
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
