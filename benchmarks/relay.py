@@ -95,7 +95,8 @@ def plain_app(upstream: str) -> Any:
 def streamfsm_app(upstream: str, audit: str) -> Any:
     from streamfsm.relay import Relay, RelayConfig
 
-    return Relay(RelayConfig(upstream=upstream, audit_log=audit))
+    # Admits what the plain relay admits (its default max_concurrent, 1,000, would answer 503 beyond it).
+    return Relay(RelayConfig(upstream=upstream, audit_log=audit, max_concurrent=100_000))
 
 
 def serve(kind: str, upstream: str, audit: str, shards: int | None = None) -> None:

@@ -181,9 +181,9 @@ def test_overload_is_answered_503_before_upstream_and_a_pool_wait_is_not_blamed_
 def test_a_refusal_for_the_body_budget_is_recorded_with_its_limit(tmp_path: Path) -> None:
     frames = text_stream("openai-chat", ["a", "b"])
     steps = (Headers(), *(s for f in frames for s in (Send(f), Sleep(0.5))), End())
-    body = json.dumps({**BODIES["openai-chat"], "stream": True, "pad": "p" * (2 * MIB - 4096)}).encode()
+    body = json.dumps({**BODIES["openai-chat"], "stream": True, "pad": "p" * 200_000}).encode()
     audit = tmp_path / "audit.jsonl"
-    options: dict[str, Any] = {"max_body_bytes": 2 * MIB, "body_budget_bytes": 3 * MIB}
+    options: dict[str, Any] = {"max_body_bytes": 256 * 1024, "body_budget_bytes": 300 * 1024}
     with (
         FaultServerThread(steps, max_body=8 * MIB) as upstream,
         relay_to(upstream.base_url, audit_log=str(audit), body_timeout=2.0, **options) as relay,
