@@ -18,15 +18,55 @@ the client leaves). Scripts are built once per distinct path.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import resource
+import subprocess
 import sys
-from typing import Any
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Final
 
 from streamfsm.testing import FaultServerThread, Request, text_stream
 from streamfsm.testing._script import End, Headers, Keepalive, Send, Sleep, Stall
 
 from ._payloads import _words
+
+_ROOT: Final = Path(__file__).resolve().parents[1]
+
+
+@contextlib.contextmanager
+def serving(module: str, *args: str, what: str, stop_wait_s: float = 15.0) -> Iterator[tuple[int, int]]:
+    """``python -m <module> <args>`` in a process of its own that prints its port and serves until its stdin
+    closes: (the port, the pid) until the block ends."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", module, *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=_ROOT,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        if not line.strip().isdigit():
+            raise RuntimeError(f"{what} did not start")
+        yield int(line), proc.pid
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        try:
+            proc.wait(stop_wait_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@contextlib.contextmanager
+def provider() -> Iterator[str]:
+    """Start the provider process; yields its base URL; stops it on exit."""
+    with serving("benchmarks._provider", what="the provider process") as (port, _pid):
+        yield f"http://127.0.0.1:{port}"
 
 
 def raise_fd_limit(wanted: int) -> int:

@@ -64,6 +64,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ._provider import provider
 from ._report import Row, print_table
 
 SECTION_3 = "3. concurrency (loopback, fault provider in its own process)"
@@ -398,32 +399,6 @@ def run_child(cfg: Config) -> Result:
 
 
 # -- the parent side -----------------------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def provider() -> Iterator[str]:
-    """Start the provider process; yields its base URL; stops it on exit."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "benchmarks._provider"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=_ROOT,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        if not line.strip().isdigit():
-            raise RuntimeError("the provider process did not start")
-        yield f"http://127.0.0.1:{int(line)}"
-    finally:
-        assert proc.stdin is not None
-        proc.stdin.close()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def measure_one(cfg: Config, base_url: str) -> Result:

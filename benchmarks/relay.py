@@ -5,7 +5,8 @@ written with httpx alone, in the same run, on the same uvicorn.
 
 Setup: four processes. The fault provider (``benchmarks._provider``) streams OpenAI chat deltas; both relays
 run side by side for the whole measurement, each in its own process under uvicorn (h11, one worker) with the
-same upstream pool (one httpx pool, no connection limit, 100 kept alive); the clients (httpx, one pool per
+same upstream pools (``streamfsm.relay._pool.ShardedPool``: 16 httpx pools taking the requests in
+turn, no connection limit, 100 kept alive in all); the clients (httpx, one pool per
 ``SHARD`` streams) run in this process. Each relay is warmed by a round of its own (a tenth of the streams),
 then each takes ``--rounds`` rounds (3), one per contender per round, the order alternating. Measured in the
 relay process only (``/proc/<pid>/stat``: user + system CPU from before a round's first request to after
@@ -33,7 +34,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -42,13 +42,13 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+from ._provider import provider, raise_fd_limit, serving
 from ._report import Row, print_table
 
 SECTION = "relay: 1,000 concurrent streams through streamfsm relay vs a plain httpx relay"
 SHARD = 50
 TARGET = 1.3
 MAX_BASELINE_SPREAD = 1.5  # the baseline's slowest round over its fastest: past it, a ratio says nothing
-_ROOT = Path(__file__).resolve().parents[1]
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -61,12 +61,10 @@ def plain_app(upstream: str) -> Any:
 
     hop = {b"connection", b"keep-alive", b"te", b"trailer", b"transfer-encoding", b"upgrade", b"host"}
     hop |= {b"content-length", b"proxy-authorization", b"proxy-connection"}
-    client = httpx.AsyncClient(
-        base_url=upstream,
-        timeout=600,
-        limits=httpx.Limits(max_connections=None, max_keepalive_connections=100),
-        trust_env=False,
-    )
+    from streamfsm.relay._pool import ShardedPool  # httpx pools alone: the streamfsm relay's arrangement
+
+    pool = ShardedPool(max_connections=None, max_keepalive_connections=100)
+    client = httpx.AsyncClient(base_url=upstream, timeout=600, transport=pool, trust_env=False)
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -97,14 +95,19 @@ def plain_app(upstream: str) -> Any:
 def streamfsm_app(upstream: str, audit: str) -> Any:
     from streamfsm.relay import Relay, RelayConfig
 
-    return Relay(RelayConfig(upstream=upstream, audit_log=audit))
+    # Admits what the plain relay admits (its default max_concurrent, 1,000, would answer 503 beyond it).
+    return Relay(RelayConfig(upstream=upstream, audit_log=audit, max_concurrent=100_000))
 
 
-def serve(kind: str, upstream: str, audit: str) -> None:
+def serve(kind: str, upstream: str, audit: str, shards: int | None = None) -> None:
     import asyncio
 
     import uvicorn
 
+    from streamfsm.relay import _pool
+
+    if shards is not None:  # both relays' upstream pools (--shards 1: one httpx pool, as before)
+        _pool.SHARDS = shards
     from ._provider import raise_fd_limit
 
     raise_fd_limit(1 << 16)
@@ -192,39 +195,14 @@ async def _load(base_url: str, streams: int, deltas: int, steps: int, interval_m
 
 
 @contextmanager
-def relay_process(kind: str, provider_url: str, audit: str) -> Iterator[tuple[str, int]]:
+def relay_process(
+    kind: str, provider_url: str, audit: str, shards: int | None = None
+) -> Iterator[tuple[str, int]]:
     """A relay of ``kind`` in a process of its own: (its base URL, its pid), until the block ends."""
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "benchmarks.relay",
-            "--serve",
-            kind,
-            "--upstream",
-            provider_url,
-            "--audit",
-            audit,
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=_ROOT,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        if not line.strip().isdigit():
-            raise RuntimeError(f"the {kind} relay did not start")
-        yield f"http://127.0.0.1:{int(line)}", proc.pid
-    finally:
-        assert proc.stdin is not None
-        proc.stdin.close()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    args = ("--serve", kind, "--upstream", provider_url, "--audit", audit)
+    args += ("--shards", str(shards)) if shards is not None else ()
+    with serving("benchmarks.relay", *args, what=f"the {kind} relay", stop_wait_s=30) as (port, pid):
+        yield f"http://127.0.0.1:{port}", pid
 
 
 def load_round(
@@ -263,21 +241,19 @@ def measure(
     interval_ms: int = 50,
     rounds: int = 3,
     short_deltas: int = 1,
+    shards: int | None = None,
 ) -> list[Row]:
     """Both relays run side by side for the whole measurement, each warmed by a round of its own first;
     then ``rounds`` rounds, each contender once per round, the order alternating. The ratio is of the
     medians, and it is refused (no baseline, the reason in the note) when the two did not complete the same
     streams or the baseline's own rounds spread wider than ``MAX_BASELINE_SPREAD``."""
-    from ._provider import raise_fd_limit
-    from .concurrency import provider
-
     raise_fd_limit(1 << 16)
     kinds = ("plain", "streamfsm")
     runs: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kinds}
     shorts: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kinds}  # the fit's second point
     with provider() as url, tempfile.TemporaryDirectory() as folder, ExitStack() as stack:
         audit = Path(folder) / "audit.jsonl"
-        relays = {kind: stack.enter_context(relay_process(kind, url, str(audit))) for kind in kinds}
+        relays = {kind: stack.enter_context(relay_process(kind, url, str(audit), shards)) for kind in kinds}
         warm = max(1, streams // 10)
         for kind in kinds:
             load_round(*relays[kind], warm, deltas, steps, interval_ms)
@@ -380,19 +356,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--streams", type=int, default=None)
     parser.add_argument("--rounds", type=int, default=3, help="rounds per contender (default 3)")
     parser.add_argument("--json", metavar="PATH")
+    parser.add_argument("--shards", type=int, default=None, help="upstream pools per relay (16; 1: one)")
     parser.add_argument("--serve", choices=("plain", "streamfsm"), help=argparse.SUPPRESS)
     parser.add_argument("--upstream", help=argparse.SUPPRESS)
     parser.add_argument("--audit", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:
-        serve(args.serve, args.upstream, args.audit)
+        serve(args.serve, args.upstream, args.audit, args.shards)
         return 0
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
     if args.quick:
-        rows = measure(args.streams or 100, deltas=40, steps=8, interval_ms=20, rounds=args.rounds)
+        rows = measure(
+            args.streams or 100, deltas=40, steps=8, interval_ms=20, rounds=args.rounds, shards=args.shards
+        )
     else:
-        rows = measure(args.streams or 1000, rounds=args.rounds)
+        rows = measure(args.streams or 1000, rounds=args.rounds, shards=args.shards)
     print_table(SECTION, rows)
     if args.json:
         Path(args.json).write_text(json.dumps([r.to_json() for r in rows], indent=2, default=str))

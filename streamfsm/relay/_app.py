@@ -37,15 +37,17 @@ import httpx
 from .._http_logs import redact_http_logs
 from ..classify import AbortSource
 from ..classify._redact import redact_text, redact_url
-from ..runtime import AuditLog, ErrorLog, Finish, StreamConfig
+from ..runtime import AuditLog, ErrorLog, Finish, Ids, StreamConfig
 from ..runtime._record import RelayClose
 from ..tap import Rule, async_transport, context, failure_of, run_of
 from ..tap._context import relaying
+from ..tap._rules import check_rules
 from ..tap._run import TapRun
 from ._errors import ErrorsData
 from ._journal import Journal
 from ._limits import RETRY_AFTER_S, BodyChunks, Budget, Held, check_limit
 from ._metrics import RelayMetrics, relay_metrics
+from ._pool import ShardedPool, UpstreamClient
 
 __all__ = ["IDLE_TIMEOUT_S", "Relay", "RelayConfig"]
 
@@ -86,6 +88,7 @@ IDLE_TIMEOUT_S: Final = 90.0  # well inside the SDKs' 600 s read timeout
 _SHUTDOWN_WRITE_S: Final = 1.0  # for the client to take the relay's last words
 _ENCODED_SEPARATOR: Final = re.compile(rb"%(2f|5c)", re.IGNORECASE)  # "/" and "\\"
 _DECODINGS: Final = 4
+_ROUTES_KEPT: Final = 1024  # redacted paths kept; past it the cache starts afresh
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,18 +201,18 @@ class Relay:
         self._admin: Any = None
         self._bodies = Budget(config.body_budget_bytes)
         self._in_flight = 0
+        self._rules = check_rules(config.rules)
+        self._routes: dict[str, str] = {}  # a request path -> its redacted form (the record's route)
+        self._urls: dict[bytes, httpx.URL] = {}  # a request target -> the upstream URL
 
     # -- lifecycle ----------------------------------------------------------------------------------------
 
     def _upstream(self) -> httpx.AsyncClient:
         if self._client is None:
             config = self.config
-            inner = httpx.AsyncHTTPTransport(
-                limits=httpx.Limits(max_connections=config.max_connections, max_keepalive_connections=100),
-                trust_env=False,
-            )
+            inner = ShardedPool(max_connections=config.max_connections, max_keepalive_connections=100)
             tap = async_transport(inner, http="httpx", config=self._stream_config, rules=config.rules)
-            self._client = httpx.AsyncClient(
+            self._client = UpstreamClient(
                 transport=tap, timeout=httpx.Timeout(config.upstream_timeout), trust_env=False
             )
         return self._client
@@ -257,7 +260,8 @@ class Relay:
     async def _relay(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self._in_flight >= self.config.max_concurrent:
             why = f"the relay is relaying {self.config.max_concurrent} requests already (max_concurrent)"
-            await self._busy(send, _request_id(scope["headers"]), scope, why)
+            headers = scope["headers"]
+            await self._busy(send, _request_id(headers), scope, headers, why, "max_concurrent")
             return
         self._in_flight += 1
         held = Held(self._bodies)
@@ -267,16 +271,47 @@ class Relay:
             held.release()
             self._in_flight -= 1
 
-    async def _busy(self, send: Send, request_id: str, scope: Scope, why: str) -> None:
+    async def _busy(
+        self,
+        send: Send,
+        request_id: str,
+        scope: Scope,
+        headers: Iterable[tuple[bytes, bytes]],
+        why: str,
+        limit: str,
+    ) -> None:
+        """503 with ``Retry-After``: ``limit`` (one of the relay's) is full. A request on an LLM format's path
+        is recorded as a run closed ``overloaded`` (its body is not read: it may not have asked to stream)."""
+        path = scope["path"]
         log.warning(
-            "refused %s %s: 503 %s [request_id=%s]",
-            scope["method"],
-            redact_text(scope["path"], limit=200),
-            why,
-            request_id,
+            "refused %s %s: 503 %s [request_id=%s]", scope["method"], self._route(path), why, request_id
         )
+        provider = next((rule.provider for rule in self._rules if rule.matches(path)), None)
+        if provider is not None and scope["method"] in ("POST", "GET"):
+            ids = self._ids(request_id, path, headers)
+            raw_path: bytes = scope.get("raw_path") or path.encode("utf-8")
+            url = str(self._base.copy_with(raw_path=self._prefix + raw_path))
+            run = TapRun(provider, body={}, url=url, config=self._stream_config, ids=Ids(context=ids))
+            run.refused(why, limit)
         retry = [(b"retry-after", str(RETRY_AFTER_S).encode())]
         await _answer(send, 503, request_id, "overloaded", why, retry)
+
+    def _route(self, path: str) -> str:
+        """The record's route: ``path`` redacted, once per path (an API has few; per stream it was a cost)."""
+        route = self._routes.get(path)
+        if route is None:
+            if len(self._routes) >= _ROUTES_KEPT:
+                self._routes.clear()
+            route = self._routes[path] = redact_text(path, limit=200)
+        return route
+
+    def _ids(self, request_id: str, path: str, headers: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
+        """The correlation ids of a request's record (``ids.context``)."""
+        ids = {"request_id": request_id, "route": self._route(path)}
+        account = _account(headers, self.config.account_headers)
+        if account is not None:
+            ids["account"] = account
+        return ids
 
     async def _relay_admitted(self, scope: Scope, receive: Receive, send: Send, held: Held) -> None:
         headers: list[tuple[bytes, bytes]] = list(scope["headers"])
@@ -299,18 +334,14 @@ class Relay:
         body = await self._body(scope, receive, send, exchange, headers, held)
         if body is None:
             return
-        route = redact_text(path, limit=200)
-        ids = {"request_id": exchange.request_id, "route": route}
-        account = _account(headers, self.config.account_headers)
-        if account is not None:
-            ids["account"] = account
+        ids = self._ids(exchange.request_id, path, headers)
         target = self._prefix + raw_path + (b"?" + scope["query_string"] if scope["query_string"] else b"")
-        request = httpx.Request(
-            scope["method"],
-            self._base.copy_with(raw_path=target),
-            headers=_forwarded(headers),
-            content=body,
-        )
+        url = self._urls.get(target)
+        if url is None:  # once per path and query: parsing a URL per stream was a visible cost
+            if len(self._urls) >= _ROUTES_KEPT:
+                self._urls.clear()
+            url = self._urls[target] = self._base.copy_with(raw_path=target)
+        request = httpx.Request(scope["method"], url, headers=_forwarded(headers), content=body)
         request.stream = BodyChunks(body)
         begun = self._journal.begin(ids, request)  # a killed relay leaves a trace of this stream
         ids.update(begun)
@@ -350,7 +381,7 @@ class Relay:
             f"the request bodies in flight are at the relay's budget ({self.config.body_budget_bytes} bytes)"
         )
         if declared is not None and declared.isdigit() and not await held.grow(int(declared), room_until):
-            await self._busy(send, exchange.request_id, scope, no_room)
+            await self._busy(send, exchange.request_id, scope, headers, no_room, "body_budget_bytes")
             return None
         buffer = bytearray()  # one growing buffer: many small chunks would scatter over the heap
         size = 0
@@ -366,7 +397,7 @@ class Relay:
                     await self._refuse(send, exchange, scope, 413, f"the request body is over {limit} bytes")
                     return None
                 if size > held.amount and not await held.grow(size, room_until):
-                    await self._busy(send, exchange.request_id, scope, no_room)
+                    await self._busy(send, exchange.request_id, scope, headers, no_room, "body_budget_bytes")
                     return None
                 buffer += chunk
                 if not message.get("more_body", False):
@@ -403,8 +434,9 @@ class Relay:
         try:
             await self._stream(response, send, exchange)
         finally:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(5.0):
-                await response.aclose()
+            if not response.is_closed:  # read to its end, httpx closed it already: no scopes to pay for
+                with anyio.CancelScope(shield=True), anyio.move_on_after(5.0):
+                    await response.aclose()
 
     async def _stream(self, response: httpx.Response, send: Send, exchange: _Exchange) -> None:
         run: TapRun | None = run_of(response)
@@ -415,25 +447,34 @@ class Relay:
         write_timeout = self.config.write_timeout
         if run is not None:
             run.cancel_means(AbortSource.APP, _SHUTDOWN, RelayClose.RELAY_SHUTDOWN)
+        # One deadline for the whole stream, armed around each write and disarmed for each read (a scope
+        # per write cost a scope and a loop timer each).
+        writes = anyio.CancelScope()
         try:
-            with anyio.fail_after(write_timeout):
+            with writes:
+                writes.deadline = anyio.current_time() + write_timeout
                 await send(start)
-            exchange.started, exchange.sse = True, _is_sse(response)
-            if run is not None:
-                run.relayed_bytes(0)
-            async for chunk in response.aiter_raw():
-                if exchange.client_gone:
-                    break
-                with anyio.fail_after(write_timeout):
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                writes.deadline = math.inf
+                exchange.started, exchange.sse = True, _is_sse(response)
                 if run is not None:
-                    if events and any(isinstance(event, Finish) for event in events):
-                        # The server writes into a connection it may already know is gone (uvicorn: silently):
-                        # let a disconnect it saw reach us before the terminal counts as delivered.
-                        await anyio.lowlevel.checkpoint()
-                        if exchange.client_gone:
-                            break
-                    _report(run, events, len(chunk))
+                    run.relayed_bytes(0)
+                async for chunk in response.aiter_raw():
+                    if exchange.client_gone:
+                        break
+                    writes.deadline = anyio.current_time() + write_timeout
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    writes.deadline = math.inf
+                    if run is not None:
+                        if events and any(isinstance(event, Finish) for event in events):
+                            # The server writes into a connection it may already know is gone (uvicorn:
+                            # silently): let a disconnect it saw reach us before the terminal counts as
+                            # delivered.
+                            await anyio.lowlevel.checkpoint()
+                            if exchange.client_gone:
+                                break
+                        _report(run, events, len(chunk))
+            if writes.cancelled_caught:
+                raise TimeoutError
         except anyio.get_cancelled_exc_class():
             if run is not None and not run.diagnosis and not exchange.client_gone:  # cancelled in a write
                 run.abort(_SHUTDOWN, source=AbortSource.APP)
@@ -527,7 +568,7 @@ class Relay:
         log.warning(
             "refused %s %s: %d %s [request_id=%s]",
             scope["method"],
-            redact_text(scope["path"], limit=200),
+            self._route(scope["path"]),
             status,
             why,
             exchange.request_id,
@@ -545,7 +586,7 @@ class Relay:
         log.warning(
             "%s %s: %s (%s) [request_id=%s run_id=%s]",
             scope["method"],
-            redact_text(scope["path"], limit=200),
+            self._route(scope["path"]),
             why,
             title,
             exchange.request_id,

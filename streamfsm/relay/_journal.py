@@ -20,12 +20,13 @@ listed apart, by request id. A begin of an instance on another host, or still al
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
+import secrets
 import socket
 import time
-import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import suppress
 from dataclasses import dataclass
@@ -153,6 +154,10 @@ class Journal:
         self._ends = isinstance(self._log, ErrorLog)
         self._rules = check_rules(rules)
         self._instance: Instance | None = None
+        # Begin ids: a random half per journal, a counter for the other (a uuid4 per stream read the
+        # system's random source every time).
+        self._id_prefix = secrets.token_hex(8)
+        self._counter = itertools.count()
 
     def begin(self, ids: Mapping[str, str], request: httpx.Request) -> dict[str, str]:
         """Write the begin line of ``request`` if it is a run, with these correlation ids; the ids its record
@@ -164,7 +169,8 @@ class Journal:
         instance = self._instance
         if instance is None or instance.pid != os.getpid():
             instance = self._instance = this_instance()
-        begin_id = f"begin_{uuid.uuid4().hex}"
+            self._id_prefix = secrets.token_hex(8)  # a forked worker: ids of its own
+        begin_id = f"begin_{self._id_prefix}{next(self._counter):016x}"
         line = {
             "schema": BEGIN_SCHEMA,
             "begin_id": begin_id,

@@ -8,6 +8,7 @@ capture; everything that leaves a record is already safe.
 from __future__ import annotations
 
 import enum
+import functools
 import json
 import re
 import time
@@ -157,7 +158,23 @@ def _field_names(counts: Mapping[str, int]) -> dict[str, int]:
 
 def _context(ids: Ids) -> dict[str, str]:
     items = list(ids.context.items())[:_MAX_CONTEXT_ITEMS]
-    return {redact_text(str(k), limit=64): redact_text(str(v), limit=128) for k, v in items}
+    return {_redacted_key(str(k)): redact_text(str(v), limit=128) for k, v in items}
+
+
+# What every run of a route repeats (the URL, the model, the context's keys) is redacted once: per run, the
+# redaction was a visible part of a relayed stream's cost. Bounded; the values of ``ids.context`` (request
+# ids, mostly unique) are not cached.
+_redacted_url: Final = functools.lru_cache(maxsize=1024)(redact_url)
+
+
+@functools.lru_cache(maxsize=256)
+def _redacted_model(model: str) -> str:
+    return redact_text(model, limit=128)
+
+
+@functools.lru_cache(maxsize=256)
+def _redacted_key(key: str) -> str:
+    return redact_text(key, limit=64)
 
 
 def _attempts(ids: Ids) -> list[dict[str, Any]]:
@@ -229,9 +246,9 @@ class Recorder:
         self.start = time.monotonic()
         self.started_wall = time.time()
         self.provider = provider
-        self.model = redact_text(model, limit=128) if model else None
+        self.model = _redacted_model(model) if model else None
         self.request = request_shape(body)
-        self.url = redact_url(url)
+        self.url = _redacted_url(url)
         self.ids = ids
         self.config = config
         self.run_id = run_id
@@ -498,6 +515,7 @@ class RelayClose(enum.Enum):
     UPSTREAM_UNREACHABLE = "upstream_unreachable"  # no response headers came: the client got a 502
     UPSTREAM_PREMATURE_CLOSE = "upstream_premature_close"
     RELAY_SHUTDOWN = "relay_shutdown"  # the proxy itself went away mid-stream
+    OVERLOADED = "overloaded"  # the proxy refused it (503, a limit of its own full) before it went upstream
 
 
 # The close kind from the outcome alone (a proxy says RELAY_SHUTDOWN, or a finished run's terminal that never

@@ -728,6 +728,8 @@ MAX_BACKLOG: Final = 10_000
 """Records a ``StoreSink`` holds while its writer catches up; past it a record is dropped and counted."""
 _BATCH: Final = 500
 _PRUNE_EVERY_S: Final = 3600.0
+_LINGER_S: Final = 0.5  # an idle writer thread waits this long for more records before it ends
+_GATHER_S: Final = 0.05  # a writer that has records waits this long for more to write with them
 
 
 class StoreSink:
@@ -778,6 +780,8 @@ class StoreSink:
                 if self._thread is None:
                     self._thread = threading.Thread(target=self._drain, name="streamfsm-store", daemon=False)
                     self._thread.start()
+                else:
+                    self._cond.notify_all()  # a lingering writer
         if dropped:
             count_sink_failure(
                 "StoreSink", record.run_id, f"its backlog of {self._limit} records was full; not indexed"
@@ -796,9 +800,18 @@ class StoreSink:
         while True:
             with self._cond:
                 if not self._items:
+                    self._cond.notify_all()
+                    # Linger a while for the next record: a thread started per record (one stream at a
+                    # time) cost more than the record's indexing.
+                    self._cond.wait_for(lambda: self._items, _LINGER_S)
+                if not self._items:
                     self._thread = None
                     self._cond.notify_all()
                     return
+                gather = len(self._items) < _BATCH
+            if gather:  # let a batch gather: one transaction per record cost more than the record itself
+                time.sleep(_GATHER_S)
+            with self._cond:
                 batch = [self._items[i] for i in range(min(_BATCH, len(self._items)))]
             try:
                 self._store.add(batch)

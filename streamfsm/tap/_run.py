@@ -216,6 +216,18 @@ class TapRun(Run):
         whose terminal event never reached the client, the relay shutting down."""
         self._rec.relay_close = close
 
+    def refused(self, reason: str, limit: str) -> None:
+        """A relay refused the request before it went upstream (503: ``limit``, one of its own, was full):
+        the run ends now as the relay's own abort, with the close kind ``overloaded`` and the limit named in
+        the ``relay`` section, and its record goes to the sinks."""
+        rec = self._rec
+        rec.relayed(None, 0, False)
+        assert rec.relay is not None
+        rec.relay["limit"] = limit
+        rec.relay_close = RelayClose.OVERLOADED
+        self.failure = self._finalize_failure(Trigger.LOCAL_ABORT, self._abort_facts(AbortSource.APP, reason))
+        self.end()
+
     def relayed_bytes(self, nbytes: int) -> None:
         """A relay wrote ``nbytes`` downstream that carried no consumer event of their own (the rest of a
         frame, a keepalive comment, ``data: [DONE]``, an error body; 0: the response started downstream):

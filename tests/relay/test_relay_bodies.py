@@ -21,6 +21,7 @@ from relaysupport import relay_to, wait_lines
 
 from streamfsm.relay import RelayConfig
 from streamfsm.relay._limits import Budget, Held
+from streamfsm.relay._pool import ShardedPool
 from streamfsm.runtime import StreamConfig
 from streamfsm.testing import BODIES, text_stream
 from streamfsm.testing._script import End, Headers, Send, Sleep
@@ -146,7 +147,8 @@ def test_overload_is_answered_503_before_upstream_and_a_pool_wait_is_not_blamed_
     """The relay is the bottleneck (one upstream connection, two requests admitted): beyond ``max_concurrent``
     a request gets 503 and never goes upstream; an admitted one that waits for the pooled connection longer
     than ``connect_timeout`` still completes (the watchdog counts from when the request leaves), and no
-    record blames the upstream."""
+    record blames the upstream: each refused request is recorded, closed ``overloaded`` before anything
+    went upstream, with the limit that refused it; no stream is cut mid-way."""
     frames = text_stream("openai-chat", ["a", "b", "c", "d"])
     steps = (Headers(), *(s for f in frames for s in (Send(f), Sleep(0.2))), End())
     body = json.dumps({**BODIES["openai-chat"], "stream": True}).encode()
@@ -162,10 +164,38 @@ def test_overload_is_answered_503_before_upstream_and_a_pool_wait_is_not_blamed_
     assert len(whole) == 2 and all(a.text.rstrip().endswith("data: [DONE]") for a in whole)
     assert sum(busy(a) for a in answers) == 3
     assert upstream.requests_seen == 2
-    records = wait_lines(audit, 2)
-    assert [(r["outcome"]["class"], r["watchdog"]["fired"], r["relay"]["close"]) for r in records] == [
+    records = wait_lines(audit, 5)
+    served = [r for r in records if r["relay"]["close"] != "overloaded"]
+    assert [(r["outcome"]["class"], r["watchdog"]["fired"], r["relay"]["close"]) for r in served] == [
         ("completed", None, "completed")
     ] * 2
+    refused = [r for r in records if r["relay"]["close"] == "overloaded"]
+    assert [
+        (r["relay"]["limit"], r["relay"]["bytes_written"], r["transport"]["request_sent"]) for r in refused
+    ] == [("max_concurrent", 0, False)] * 3
+    assert {r["ids"]["context"]["request_id"] for r in refused} == {
+        a.json()["error"]["request_id"] for a in answers if busy(a)
+    }
+
+
+def test_a_refusal_for_the_body_budget_is_recorded_with_its_limit(tmp_path: Path) -> None:
+    frames = text_stream("openai-chat", ["a", "b"])
+    steps = (Headers(), *(s for f in frames for s in (Send(f), Sleep(0.5))), End())
+    body = json.dumps({**BODIES["openai-chat"], "stream": True, "pad": "p" * 200_000}).encode()
+    audit = tmp_path / "audit.jsonl"
+    options: dict[str, Any] = {"max_body_bytes": 256 * 1024, "body_budget_bytes": 300 * 1024}
+    with (
+        FaultServerThread(steps, max_body=8 * MIB) as upstream,
+        relay_to(upstream.base_url, audit_log=str(audit), body_timeout=2.0, **options) as relay,
+    ):
+        answers = post_all(relay.base_url + "/v1/chat/completions", [body] * 4)
+        assert settles(lambda: relay.relay._in_flight == 0)
+    refused = sum(busy(a) for a in answers)
+    served = sum(isinstance(a, httpx.Response) and a.status_code == 200 for a in answers)
+    assert refused and served + refused == 4 and upstream.requests_seen == served
+    records = wait_lines(audit, 4)
+    closes = sorted((r["relay"]["close"], r["relay"].get("limit")) for r in records)
+    assert closes == sorted([("completed", None)] * served + [("overloaded", "body_budget_bytes")] * refused)
 
 
 @pytest.mark.parametrize(
@@ -243,3 +273,27 @@ def test_the_budget_is_never_passed_and_always_given_back(
     anyio.run(main, backend=backend)
     assert budget.used == 0
     assert peak <= limit
+
+
+# -- the upstream pools: the configured limits are the totals ------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    max_connections=st.none() | st.integers(1, 5000),
+    keepalive=st.integers(0, 500),
+    shards=st.integers(1, 64),
+)
+def test_the_pools_limits_add_up_to_the_configured_totals(
+    max_connections: int | None, keepalive: int, shards: int
+) -> None:
+    pool = ShardedPool(max_connections=max_connections, max_keepalive_connections=keepalive, shards=shards)
+    limits = [inner._pool._max_connections for inner in pool.pools]
+    kept = [inner._pool._max_keepalive_connections for inner in pool.pools]
+    if max_connections is None:
+        assert len(pool.pools) == shards
+    else:
+        assert sum(limits) == max_connections and min(limits) >= 1
+    assert sum(min(k, c) for k, c in zip(kept, limits, strict=True)) == min(
+        keepalive, max_connections or keepalive
+    )
