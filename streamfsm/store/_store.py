@@ -19,7 +19,7 @@ from ..runtime._logs import OnProblem, read_records
 from ..runtime._record import RunRecord
 from ..runtime._report import SIGNATURE, Group, field_value, request_id, started
 from ..runtime._sinks import count_sink_failure
-from ._backends import COLUMNS, HOURLY, UPSERT, UPSERT_RECORD, Backend, Writer, connect
+from ._backends import COLUMNS, COUNTS, HOUR, UPSERT, UPSERT_RECORD, Backend, Writer, connect, counts_upsert
 
 __all__ = [
     "DIMENSIONS",
@@ -49,13 +49,12 @@ OUTCOME_NAMES: Final = frozenset({"summary_key", "class", "transport_kind", "clo
 """Names that say how a run ended: a completed run has values of its own, so a failure rate's denominator
 (all runs) leaves them out and counts the runs that share the group's other values."""
 SAMPLES: Final = 3
-_HOUR: Final = 3_600_000_000  # microseconds
-_TABLES: Final = ("records", "runs", "hourly")
+_HOUR: Final = HOUR
+_TABLES: Final = ("records", "runs", *COUNTS)
 _COLUMN_AT: Final = {name: i for i, name in enumerate(COLUMNS)}
-_HOURLY_UPSERT: Final = (
-    f"INSERT INTO hourly (hour, {', '.join(HOURLY)}, failed, n) VALUES ({', '.join('?' * (len(HOURLY) + 3))})"
-    f" ON CONFLICT (hour, {', '.join(HOURLY)}) DO UPDATE SET n = hourly.n + excluded.n"
-)
+_COUNTED: Final = tuple(dict.fromkeys(c for columns in COUNTS.values() for c in columns))
+"""The columns of ``runs`` that some table of counts counts by."""
+_UPSERTS: Final = {table: counts_upsert(table) for table in COUNTS}
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _ROW_COLUMNS: Final = (
     "seq, run_id, t, failure_class, summary_key, provider, model, transport_kind, route, account,"
@@ -85,8 +84,10 @@ def _close(record: RunRecord) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _hour_key(t: int | None, *values: str) -> tuple[Any, ...]:
-    return (-1 if t is None else t // _HOUR, *values)  # -1: the record does not say when it started
+def _count_keys(t: int | None, failed: int, values: Mapping[str, str]) -> list[tuple[Any, ...]]:
+    """Where a run counts: per table of counts, (table, hour, its columns' values..., failed)."""
+    hour = -1 if t is None else t // _HOUR  # -1: the record does not say when it started
+    return [(table, hour, *(values[c] for c in columns), failed) for table, columns in COUNTS.items()]
 
 
 def _row(record: RunRecord) -> tuple[Any, ...]:
@@ -284,10 +285,13 @@ class Store:
     write one store. Close it when done (or use it as a context manager).
     """
 
-    __slots__ = ("_by_arrival", "_db")
+    __slots__ = ("_by_arrival", "_counts", "_db")
 
-    def __init__(self, backend: Backend) -> None:
+    def __init__(self, backend: Backend, *, counts: bool = True) -> None:
+        """``counts=False``: every query counts the runs themselves, never the tables of counts (the
+        reference the counts are tested against)."""
         self._db = backend
+        self._counts = COUNTS if counts else {}
         # SQLite's planner takes a time range over an order it can walk; PostgreSQL's weighs the window by
         # its statistics and does better with it on the index (a ``+t`` there reads a signature's whole life).
         self._by_arrival = backend.kind == "sqlite"
@@ -328,28 +332,30 @@ class Store:
         return len(rows)
 
     def _write(self, rows: Sequence[Sequence[Any]], *, fresh: bool) -> None:
-        """Write store rows (``COLUMNS`` and the compressed record) and keep ``hourly`` counting each run
-        once. ``fresh``: the run ids are new to the store and to each other (a bulk load, in COPY)."""
+        """Write store rows (``COLUMNS`` and the compressed record) and keep the tables of counts counting
+        each run once (a run is one row, by run id: one seen again moves its counts to its latest values).
+        ``fresh``: the run ids are new to the store and to each other (a bulk load, in COPY)."""
 
         def work(db: Writer) -> None:
-            seen: dict[str, tuple[Any, ...]] = {}
+            seen: dict[str, list[tuple[Any, ...]]] = {}
             if not fresh:
                 ids = list({row[0] for row in rows})
                 for i in range(0, len(ids), 500):
                     part = ids[i : i + 500]
                     found = db.fetch(
-                        f"SELECT run_id, t, {', '.join(HOURLY)} FROM runs"
+                        f"SELECT run_id, t, failed, {', '.join(_COUNTED)} FROM runs"
                         f" WHERE run_id IN ({', '.join('?' * len(part))})",
                         part,
                     )
-                    seen.update((run_id, _hour_key(*old)) for run_id, *old in found)
+                    for run_id, t, failed, *values in found:
+                        seen[run_id] = _count_keys(t, failed, dict(zip(_COUNTED, values, strict=True)))
             delta: Counter[tuple[Any, ...]] = Counter()
             for row in rows:
                 old = seen.get(row[0])
                 if old is not None:  # a run seen again: counted once, with its latest values
-                    delta[old] -= 1
-                seen[row[0]] = new = _hour_key(row[1], *(row[_COLUMN_AT[c]] for c in HOURLY))
-                delta[new] += 1
+                    delta.subtract(old)
+                seen[row[0]] = new = _count_keys(row[1], row[2], {c: row[_COLUMN_AT[c]] for c in _COUNTED})
+                delta.update(new)
             runs, records = [row[:-1] for row in rows], [(row[0], row[-1]) for row in rows]
             if fresh:
                 db.copy("runs", COLUMNS, runs)
@@ -358,8 +364,11 @@ class Store:
                 db.executemany(UPSERT, runs)
                 db.executemany(UPSERT_RECORD, records)
             # In key order, so that writers on several hosts lock the same counters in the same order.
-            changes = sorted((*key, int(key[2] != "completed"), n) for key, n in delta.items() if n)
-            db.executemany(_HOURLY_UPSERT, changes)
+            changes = sorted((*key, n) for key, n in delta.items() if n)
+            for table in COUNTS:
+                counted = [change[1:] for change in changes if change[0] == table]
+                if counted:
+                    db.executemany(_UPSERTS[table], counted)
 
         self._db.write(work)
 
@@ -404,7 +413,8 @@ class Store:
         def work(db: Writer) -> int:
             cut = [hour * _HOUR]
             db.execute("DELETE FROM records WHERE run_id IN (SELECT run_id FROM runs WHERE t < ?)", cut)
-            db.execute("DELETE FROM hourly WHERE hour >= 0 AND hour < ?", [hour])
+            for table in COUNTS:
+                db.execute(f"DELETE FROM {table} WHERE hour >= 0 AND hour < ?", [hour])
             return db.execute("DELETE FROM runs WHERE t < ?", cut)
 
         return self._db.write(work)
@@ -499,9 +509,9 @@ class Store:
     def _count(
         self, names: Sequence[str], filters: Filters, *, failed: bool | None = None
     ) -> Counter[tuple[Any, ...]]:
-        """Runs matching ``filters`` (and ``failed``), per value of ``names``: from ``hourly`` for the whole
-        hours of the window when every name and filter is one of its columns; from ``runs`` otherwise, and
-        for the partial hours at the window's edges."""
+        """Runs matching ``filters`` (and ``failed``), per value of ``names``: from a table of counts for the
+        whole hours of the window when one counts by every name and filter; from ``runs`` otherwise, and for
+        the partial hours at the window's edges (through the time index: at most two hours of runs)."""
         columns = [_column(name) for name in names]
         values = _values(filters)
         since = None if filters.since is None else _micros(filters.since)
@@ -509,7 +519,8 @@ class Store:
         first = None if since is None else -(-since // _HOUR)  # the first whole hour
         end = None if until is None else until // _HOUR  # the hour after the last whole one
         whole = first is None or end is None or first < end
-        if not (set(columns) <= set(HOURLY) and set(values) <= set(HOURLY) and whole):
+        counts = self._counts_table(columns, values)
+        if counts is None or not whole:
             return self._count_runs(columns, filters, failed)
         conds: list[str] = ["1 = 1"]
         params: list[Any] = []
@@ -529,7 +540,7 @@ class Store:
             params.append(int(failed))
         cols = "".join(f"{c}, " for c in columns)
         group = f" GROUP BY {', '.join(columns)}" if columns else ""
-        sql = f"SELECT {cols}SUM(n) FROM hourly WHERE {' AND '.join(conds)}{group}"
+        sql = f"SELECT {cols}SUM(n) FROM {counts} WHERE {' AND '.join(conds)}{group}"
         table: Counter[tuple[Any, ...]] = Counter()
         for *key, n in self._db.query(sql, params):
             if n:
@@ -539,6 +550,12 @@ class Store:
         if until is not None and end is not None and end * _HOUR < until:
             table.update(self._count_runs(columns, replace(filters, since=_when(end * _HOUR)), failed))
         return +table  # without the zero counts that runs moved elsewhere leave
+
+    def _counts_table(self, columns: Sequence[str], values: Mapping[str, str]) -> str | None:
+        """The table of counts that counts by every one of ``columns`` and filtered ``values`` (None: the
+        runs must be counted)."""
+        wanted = {*columns, *values}
+        return next((table for table, counted in self._counts.items() if wanted <= set(counted)), None)
 
     def _count_runs(
         self, columns: Sequence[str], filters: Filters, failed: bool | None
@@ -589,9 +606,9 @@ class Store:
     def _per_bucket(
         self, names: Sequence[str], filters: Filters, start: int, width: int, buckets: int
     ) -> dict[tuple[Any, ...], list[int]]:
-        """Runs per value of ``names`` and ``failed`` (the key's last part), per bucket: from ``hourly`` for
-        the hours inside one bucket when every name and filter is one of its columns (as ``_count``), from
-        ``runs`` for the others."""
+        """Runs per value of ``names`` and ``failed`` (the key's last part), per bucket: from a table of
+        counts for the hours inside one bucket when one counts by every name and filter (as ``_count``),
+        from ``runs`` for the others."""
         columns = [_column(name) for name in names]
         values = _values(filters)
         end = start + width * buckets if filters.until is None else _micros(filters.until)
@@ -604,7 +621,8 @@ class Store:
         cols = "".join(f"{c}, " for c in columns)
         group = f" GROUP BY {', '.join(str(i + 1) for i in range(len(names) + 2))}"  # the bucket by position
         where, params = filters.where()
-        if not (set(columns) <= set(HOURLY) and set(values) <= set(HOURLY)):
+        counts = self._counts_table(columns, values)
+        if counts is None:
             add(
                 self._db.query(
                     f"SELECT {cols}failed, (t - ?) / ?, COUNT(*) FROM runs WHERE {where}{group}",
@@ -616,15 +634,15 @@ class Store:
         split = sorted({edge // _HOUR for edge in edges if edge % _HOUR})  # hours that two buckets share
         first, last = -(-start // _HOUR), end // _HOUR
         conds = ["hour >= ?", "hour < ?", *(f"{name} = ?" for name in values)]
-        hourly_params: list[Any] = [start, width, first, last, *values.values()]
+        counted_params: list[Any] = [start, width, first, last, *values.values()]
         if split:
             conds.append(f"hour NOT IN ({', '.join('?' * len(split))})")
-            hourly_params += split
+            counted_params += split
         add(
             self._db.query(
-                f"SELECT {cols}failed, (hour * {_HOUR} - ?) / ?, SUM(n) FROM hourly"
+                f"SELECT {cols}failed, (hour * {_HOUR} - ?) / ?, SUM(n) FROM {counts}"
                 f" WHERE {' AND '.join(conds)}{group}",
-                hourly_params,
+                counted_params,
             )
         )
         # the rest from runs: the shared hours, and the window's partial hours at either end
