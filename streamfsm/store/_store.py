@@ -4,10 +4,9 @@ keeps it."""
 from __future__ import annotations
 
 import os
-import threading
 import time
 import zlib
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any, Final
 from ..runtime._logs import OnProblem, read_records
 from ..runtime._record import RunRecord
 from ..runtime._report import field_value, request_id, started
-from ..runtime._sinks import count_sink_failure
+from ..runtime._sinks import _Backlog, count_sink_failure
 from ._backends import (
     COLUMNS,
     COUNTS,
@@ -251,7 +250,7 @@ class StoreSink:
     closes the store.
     """
 
-    __slots__ = ("_cond", "_items", "_last_prune", "_limit", "_pid", "_store", "_thread", "_url", "retention")
+    __slots__ = ("_backlog", "_last_prune", "_pid", "_store", "_url", "retention")
 
     def __init__(
         self, url: str, *, retention: timedelta | None = None, max_backlog: int = MAX_BACKLOG
@@ -260,65 +259,33 @@ class StoreSink:
             raise ValueError(f"max_backlog must be positive, not {max_backlog!r}")
         self._url = url
         self.retention = retention
-        self._limit = max_backlog
         self._store = Store.open(url)  # fails now, not on the first record, for a bad URL
-        self._reset()
-
-    def _reset(self) -> None:
         self._pid = os.getpid()
-        self._cond = threading.Condition()
-        self._items: deque[RunRecord] = deque()
-        self._thread: threading.Thread | None = None
         self._last_prune = 0.0
+        self._backlog: _Backlog[RunRecord] = _Backlog("StoreSink", self._index, max_backlog, batch=_BATCH)
 
     def __repr__(self) -> str:
         return f"StoreSink({self._store.label!r})"
 
     def __call__(self, record: RunRecord) -> None:
-        if self._pid != os.getpid():  # a forked worker: a connection of its own
-            self._reset()
+        if self._pid != os.getpid():  # a forked worker: a connection of its own (the backlog renews itself)
+            self._pid, self._last_prune = os.getpid(), 0.0
             self._store = Store.open(self._url)
-        with self._cond:
-            if len(self._items) >= self._limit:
-                dropped = True
-            else:
-                dropped = False
-                self._items.append(record)
-                if self._thread is None:
-                    self._thread = threading.Thread(target=self._drain, name="streamfsm-store", daemon=False)
-                    self._thread.start()
-        if dropped:
-            count_sink_failure(
-                "StoreSink", record.run_id, f"its backlog of {self._limit} records was full; not indexed"
-            )
+        self._backlog.submit(record, record.run_id)
 
     def flush(self, timeout: float = 10.0) -> bool:
         """Wait until every record handed over was indexed (or counted as not); False on timeout."""
-        with self._cond:
-            return self._cond.wait_for(lambda: not self._items, timeout)
+        return self._backlog.flush(timeout)
 
     def close(self, timeout: float = 10.0) -> None:
         self.flush(timeout)
         self._store.close()
 
-    def _drain(self) -> None:
-        while True:
-            with self._cond:
-                if not self._items:
-                    self._thread = None
-                    self._cond.notify_all()
-                    return
-                batch = [self._items[i] for i in range(min(_BATCH, len(self._items)))]
-            try:
-                self._store.add(batch)
-            except Exception as exc:
-                for record in batch:
-                    count_sink_failure("StoreSink", record.run_id, f"raised {type(exc).__qualname__}")
+    def _index(self, batch: list[RunRecord]) -> None:
+        try:
+            self._store.add(batch)
+        finally:
             self._maybe_prune()
-            with self._cond:
-                for _ in batch:
-                    self._items.popleft()
-                self._cond.notify_all()
 
     def _maybe_prune(self) -> None:
         now = time.monotonic()
