@@ -13,14 +13,12 @@ __all__ = [
     "COLUMNS",
     "COUNTS",
     "HOUR",
-    "HOURLY",
     "UPSERT",
     "UPSERT_RECORD",
     "Backend",
     "Writer",
     "connect",
     "counts_upsert",
-    "hour_of",
     "safe_label",
 ]
 
@@ -86,7 +84,7 @@ account have tables of their own: with the signature's columns their rows would 
 HOUR: Final = 3_600_000_000  # microseconds
 
 
-def hour_of(t: str) -> str:
+def _hour_of(t: str) -> str:
     """SQL for the hour of start time ``t`` as Python's ``t // HOUR`` (-1 when NULL); integer division
     truncates toward zero on both databases."""
     return f"CASE WHEN {t} IS NULL THEN -1 WHEN {t} >= 0 THEN {t} / {HOUR} ELSE ({t} + 1) / {HOUR} - 1 END"
@@ -135,8 +133,8 @@ def _create(db: Writer, seq: str, blob: str) -> None:
         if not db.fetch(f"SELECT 1 FROM {table} LIMIT 1"):
             names = ", ".join(columns)
             db.execute(
-                f"INSERT INTO {table} (hour, {names}, failed, n) SELECT {hour_of('t')} AS hour, {names},"
-                f" failed, COUNT(*) FROM runs GROUP BY {hour_of('t')}, {names}, failed"
+                f"INSERT INTO {table} (hour, {names}, failed, n) SELECT {_hour_of('t')} AS hour, {names},"
+                f" failed, COUNT(*) FROM runs GROUP BY {_hour_of('t')}, {names}, failed"
             )
 
 
