@@ -13,7 +13,7 @@ packages with its default settings (tests/store/pgserver.py), unless ``--postgre
 Rows, wall time per query (median of ``--repeat``), target at most 300 ms at every size:
 
 * ``errors page: groups``: ``Store.groups`` by signature over every run, and over the last 24 hours; by
-  account (from the runs themselves: accounts are not in the hourly counts) over the last 24 hours;
+  account over the last 24 hours;
 * ``errors page: trend``: ``Store.trend``, 24 hourly buckets of the last 24 hours;
 * ``run page: record by run id``: ``Store.record`` of a random run;
 * ``relay errors page``: the relay's whole page as data (``page_report``: totals, groups with rates, a trend
@@ -26,7 +26,8 @@ At the smallest size, when it is at most 10k, the commands are also timed over a
 many runs (today's path), the baseline.
 
 ``keeping the index``: CPU per record of ``StoreSink`` (the call and its writer thread), as a ratio of one
-``open_stream`` run's own CPU (the section-1 OpenAI payload over an in-memory transport).
+``open_stream`` run's own CPU (the section-1 OpenAI payload over an in-memory transport); and of that, what
+keeping the hourly counts per route and per account costs (the sink with them against the sink without).
 """
 
 from __future__ import annotations
@@ -262,7 +263,7 @@ def _stream_cpu(repeat: int) -> float:
     return anyio.run(measure)
 
 
-def _sink_cpu(url: str, records: int) -> float:
+def _sink_cpu(url: str, records: int, prefix: str = "sink") -> float:
     """CPU seconds per record of a StoreSink: the calls and the writer thread's inserts."""
     _support()
     from logsupport import SCENARIOS, with_ids
@@ -270,7 +271,7 @@ def _sink_cpu(url: str, records: int) -> float:
     from streamfsm.store import StoreSink
 
     templates = [scenario() for scenario in SCENARIOS]
-    batch = [with_ids(templates[i % len(templates)], f"sink-{i:06d}") for i in range(records)]
+    batch = [with_ids(templates[i % len(templates)], f"{prefix}-{i:06d}") for i in range(records)]
     sink = StoreSink(url)
     started = time.process_time()
     for record in batch:
@@ -280,6 +281,30 @@ def _sink_cpu(url: str, records: int) -> float:
     took = time.process_time() - started
     sink.close()
     return took / records
+
+
+@contextlib.contextmanager
+def _counting_only(*tables: str) -> Iterator[None]:
+    """The store's writes keep only these tables of counts (what keeping the others costs, by difference)."""
+    from streamfsm.store import _store
+
+    kept = _store.COUNTS
+    _store.COUNTS = {table: kept[table] for table in tables}  # type: ignore[misc]
+    try:
+        yield
+    finally:
+        _store.COUNTS = kept  # type: ignore[misc]
+
+
+def _counts_cpu(url: str, records: int, rounds: int = 3) -> tuple[float, float]:
+    """CPU seconds per record of a StoreSink with the route and account counts and without them:
+    interleaved rounds (fresh run ids each), the medians."""
+    every, signature_only = [], []
+    for i in range(rounds):
+        every.append(_sink_cpu(url, records, f"counts-{i}"))
+        with _counting_only("hourly"):
+            signature_only.append(_sink_cpu(url, records, f"hourly-{i}"))
+    return statistics.median(every), statistics.median(signature_only)
 
 
 @contextlib.contextmanager
@@ -325,6 +350,18 @@ def measure(
                     baseline=stream * 1e6,
                     baseline_name="one open_stream run's own CPU (section 1's OpenAI payload)",
                     note=f"StoreSink calls and writer thread, {sink_records} records",
+                )
+            )
+            with_counts, without = _counts_cpu(url, sink_records)
+            rows.append(
+                Row(
+                    SECTION,
+                    f"{name}: keeping the index with the route and account counts, CPU per record",
+                    with_counts * 1e6,
+                    "us",
+                    baseline=without * 1e6,
+                    baseline_name="the same without them (the signature and class counts only)",
+                    note=f"median of 3 interleaved rounds of {sink_records} records each",
                 )
             )
             for count in sizes:

@@ -232,18 +232,45 @@ _Item = TypeVar("_Item")
 
 
 class _Backlog(Generic[_Item]):
-    """Items worked through in order by a thread of their own, started on demand and gone once idle.
+    """Items worked through in order by a thread of their own, started on demand and gone once idle;
+    ``work`` takes up to ``batch`` of them at a time (a failure counts each of them).
 
     Not a daemon: interpreter exit waits for it, which is how a process flushes what it queued. Each item's
     work is bounded by its owner (a user sink), so that wait is bounded too.
     """
 
-    __slots__ = ("_cond", "_items", "_limit", "_name", "_pid", "_thread", "_work")
+    __slots__ = (
+        "_batch",
+        "_cond",
+        "_gather",
+        "_items",
+        "_limit",
+        "_linger",
+        "_name",
+        "_pid",
+        "_thread",
+        "_work",
+    )
 
-    def __init__(self, name: str, work: Callable[[_Item], None], limit: int) -> None:
+    def __init__(
+        self,
+        name: str,
+        work: Callable[[list[_Item]], None],
+        limit: int,
+        *,
+        batch: int = 1,
+        linger: float = 0.0,
+        gather: float = 0.0,
+    ) -> None:
+        """``linger``: how long an idle thread waits for the next item before it ends (a thread started per
+        item, one stream at a time, can cost more than the item's work); ``gather``: how long a short batch
+        waits to fill (one transaction per record cost more than the record itself)."""
         self._name = name
         self._work = work
         self._limit = limit
+        self._batch = batch
+        self._linger = linger
+        self._gather = gather
         self._pid = os.getpid()
         self._cond = threading.Condition()
         self._items: deque[tuple[_Item, str]] = deque()  # (item, run_id); the head is being worked on
@@ -272,6 +299,8 @@ class _Backlog(Generic[_Item]):
                         self._items.pop()
                         self._thread = None
                         full = True
+                else:
+                    self._cond.notify_all()  # a lingering thread
         if full:
             count_sink_failure(
                 self._name, run_id, f"its backlog of {self._limit} records was full; the record was dropped"
@@ -289,17 +318,27 @@ class _Backlog(Generic[_Item]):
     def _drain(self) -> None:
         while True:
             with self._cond:
+                if not self._items and self._linger:
+                    self._cond.notify_all()  # a flush sees the backlog empty while the thread lingers
+                    self._cond.wait_for(lambda: self._items, self._linger)
                 if not self._items:
                     self._thread = None
                     self._cond.notify_all()
                     return
-                item, run_id = self._items[0]
-            try:
-                self._work(item)
-            except Exception as exc:
-                _report(self._name, exc, run_id, "")
+                short = len(self._items) < self._batch
+            if short and self._gather:
+                time.sleep(self._gather)
             with self._cond:
-                self._items.popleft()
+                taken = [self._items[i] for i in range(min(self._batch, len(self._items)))]
+            try:
+                self._work([item for item, _ in taken])
+            except Exception as exc:
+                for _, run_id in taken:
+                    _report(self._name, exc, run_id, "")
+            with self._cond:
+                for _ in taken:
+                    self._items.popleft()
+                self._cond.notify_all()  # a flush waiting on a long backlog sees it shrink
 
 
 class BackgroundSink:
@@ -332,8 +371,9 @@ class BackgroundSink:
         """Wait up to ``timeout`` seconds until every record handed over was delivered or dropped."""
         return self._backlog.flush(timeout)
 
-    def _call(self, record: RunRecord) -> None:
-        _call_sink(self.sink, record)  # reports and counts its failures under the wrapped sink's name
+    def _call(self, records: list[RunRecord]) -> None:
+        for record in records:  # one: the default batch
+            _call_sink(self.sink, record)  # reports and counts its failures under the wrapped sink's name
 
 
 # -- the JSON-lines logs -----------------------------------------------------------------------------------

@@ -4,9 +4,9 @@ report`` and ``streamfsm diagnose`` at any size.
 The logs stay the durable source of truth; the store is an index that can always be rebuilt from them
 (``streamfsm store rebuild --from errors.jsonl audit.jsonl --store sqlite:///runs.db``). It holds one row per
 run (a run in both the audit and the error log is one row) with the columns every query filters on, the
-whole record (compressed) for ``diagnose``, and counts per hour, signature and class (exact: a run
-written again moves its count), which the groups, rates and totals over a window read for its whole
-hours. Two databases, one schema and the same queries:
+whole record (compressed) for ``diagnose``, and counts per hour: per signature and class, per route, per
+account (exact: a run written again moves its counts), which the groups, rates, trends and totals over a
+window read for its whole hours. Two databases, one schema and the same queries:
 
 * **SQLite** (standard library, WAL): ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db`` or a
   plain path. Any number of processes on one host (``streamfsm relay --workers N``).
@@ -41,10 +41,13 @@ provider, failure class, summary key, transport kind and relay close kind):
 * ``store.add(records)``, ``store.add_logs(paths, since=)``, ``store.rebuild(paths)``,
   ``store.prune(before)``, ``store.count()``.
 
-Cost: grouping or filtering only by the signature's names and the class reads the hourly counts (and the
-runs of a window's partial hours); by route, account or close kind it reads the runs in the window through
-their indexes, which over all of a large store is a scan. A run indexed by two writers at the same moment
-(a sink and ``store add`` of the same log) can be counted twice until ``store rebuild``.
+Cost: grouping or filtering only by the signature's names and the class, or only by route, or only by
+account, reads the hourly counts (and the runs of a window's partial hours, and of hours that two trend
+buckets share); any other mix (by signature of one route, by account of one model, by close kind) reads
+the runs in the window through their indexes, which over all of a large store is a scan. A store of an
+earlier version gets its route and account counts, counted from its runs, when first opened. A run
+indexed by two writers at the same moment (a sink and ``store add`` of the same log) can be counted twice
+until ``store rebuild``.
 
 Two ids, one name each, everywhere (records, command line, pages): the **request id** is the relay's id of
 the client's request (``ids.context.request_id``; the client's own ``x-request-id`` when it sent a plain
@@ -54,30 +57,5 @@ of its response (``ids.provider_request_id``, from the provider's ``x-request-id
 
 from __future__ import annotations
 
-from ._backends import safe_label
-from ._store import (
-    DIMENSIONS,
-    OUTCOME_NAMES,
-    Filters,
-    RunRow,
-    RunsPage,
-    Store,
-    StoreGroup,
-    StoreSink,
-    Totals,
-    Trend,
-)
-
-__all__ = [
-    "DIMENSIONS",
-    "OUTCOME_NAMES",
-    "Filters",
-    "RunRow",
-    "RunsPage",
-    "Store",
-    "StoreGroup",
-    "StoreSink",
-    "Totals",
-    "Trend",
-    "safe_label",
-]
+from ._store import *  # noqa: F403 (the package's names are _store's, listed once there)
+from ._store import __all__ as __all__

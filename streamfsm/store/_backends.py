@@ -9,7 +9,18 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final, Protocol, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["COLUMNS", "HOURLY", "UPSERT", "UPSERT_RECORD", "Backend", "Writer", "connect", "safe_label"]
+__all__ = [
+    "COLUMNS",
+    "COUNTS",
+    "HOUR",
+    "UPSERT",
+    "UPSERT_RECORD",
+    "Backend",
+    "Writer",
+    "connect",
+    "counts_upsert",
+    "safe_label",
+]
 
 _T = TypeVar("_T")
 
@@ -35,11 +46,11 @@ of its own (``records``) so that the scans of ``runs`` stay narrow."""
 
 # Indexes for time, signature, route, account, model, provider, request id and run id. Each dimension ends in
 # ``t`` so that a filter and a time window use one index; the signature also by arrival (the latest samples).
-# The time, route and account indexes carry every grouped column after ``t`` (``_COVERED``): a window, alone
-# or with a route or account (which ``hourly`` does not count), is then counted from the index alone; without
-# them each of its runs costs a table lookup (1M runs, 7 days of one route: 505 ms for the page, 90% lookups).
-# Model, provider and class are counted in ``hourly``; they, route and account also have an index by arrival
-# (``seq``), which the latest runs of a filter or a group walk from the end (``Filters.where(by_arrival)``).
+# The time, route and account indexes carry every grouped column after ``t`` (``_COVERED``): what the counts
+# tables do not answer (a window's partial hours; a route or an account with the signature) is then counted
+# from the index alone; without them each run costs a table lookup (1M runs, 7 days of one route: 505 ms for
+# the page, 90% lookups). Model, provider, class, route and account also have an index by arrival (``seq``),
+# which the latest runs of a filter or a group walk from the end (``Filters.where(by_arrival)``).
 _COVERED: Final = "failed, failure_class, summary_key, provider, model, transport_kind, route, account, close"
 _INDEXES: Final = (
     ("runs_t_covering", f"t, {_COVERED}"),
@@ -63,11 +74,35 @@ _TEXT_COLUMNS: Final = ", ".join(f"{name} TEXT NOT NULL" for name in COLUMNS[3:]
 HOURLY: Final = ("summary_key", "failure_class", "provider", "model", "transport_kind")
 """The columns of ``hourly``: runs counted per hour of their start (``hour``; -1: no start time) and per
 these values (the signature and the class), so that the errors page over a long window reads a few rows per
-hour instead of every run. Route and account are not in it (their values are many): filtering by them
-reads ``runs``."""
+hour instead of every run."""
+
+COUNTS: Final = {"hourly": HOURLY, "hourly_route": ("route",), "hourly_account": ("account",)}
+"""The tables of hourly counts and the columns each counts by (besides ``hour`` and ``failed``). Route and
+account have tables of their own: with the signature's columns their rows would be as many as the runs."""
 
 
-_HOURLY_COLUMNS: Final = ", ".join(f"{name} TEXT NOT NULL" for name in HOURLY)
+HOUR: Final = 3_600_000_000  # microseconds
+
+
+def _hour_of(t: str) -> str:
+    """SQL for the hour of start time ``t`` as Python's ``t // HOUR`` (-1 when NULL); integer division
+    truncates toward zero on both databases."""
+    return f"CASE WHEN {t} IS NULL THEN -1 WHEN {t} >= 0 THEN {t} / {HOUR} ELSE ({t} + 1) / {HOUR} - 1 END"
+
+
+def _counts_key(columns: Sequence[str]) -> tuple[str, ...]:
+    # ``failed`` follows from the class: in the key only where the class is not
+    return ("hour", *columns) if "failure_class" in columns else ("hour", *columns, "failed")
+
+
+def counts_upsert(table: str) -> str:
+    """The statement that adds ``n`` to one row of counts table ``table``: (hour, columns..., failed, n)."""
+    columns = COUNTS[table]
+    return (
+        f"INSERT INTO {table} (hour, {', '.join(columns)}, failed, n)"
+        f" VALUES ({', '.join('?' * (len(columns) + 3))})"
+        f" ON CONFLICT ({', '.join(_counts_key(columns))}) DO UPDATE SET n = {table}.n + excluded.n"
+    )
 
 
 def _schema(seq: str, blob: str) -> list[str]:
@@ -75,12 +110,32 @@ def _schema(seq: str, blob: str) -> list[str]:
         f"CREATE TABLE IF NOT EXISTS runs ({seq}, run_id TEXT NOT NULL UNIQUE, t BIGINT,"
         f" failed SMALLINT NOT NULL, {_TEXT_COLUMNS})",
         f"CREATE TABLE IF NOT EXISTS records (run_id TEXT PRIMARY KEY, record {blob} NOT NULL)",
-        f"CREATE TABLE IF NOT EXISTS hourly (hour BIGINT NOT NULL, {_HOURLY_COLUMNS},"
-        f" failed SMALLINT NOT NULL, n BIGINT NOT NULL, PRIMARY KEY (hour, {', '.join(HOURLY)}))",
     ]
+    for table, columns in COUNTS.items():
+        text = "".join(f"{name} TEXT NOT NULL, " for name in columns)
+        statements.append(
+            f"CREATE TABLE IF NOT EXISTS {table} (hour BIGINT NOT NULL, {text}failed SMALLINT NOT NULL,"
+            f" n BIGINT NOT NULL, PRIMARY KEY ({', '.join(_counts_key(columns))}))"
+        )
     statements += [f"CREATE INDEX IF NOT EXISTS {name} ON runs ({cols})" for name, cols in _INDEXES]
     statements += [f"DROP INDEX IF EXISTS {name}" for name in _REPLACED]
     return statements
+
+
+def _create(db: Writer, seq: str, blob: str) -> None:
+    """The schema, and counts tables that a store of an earlier version lacked, counted from its runs (a
+    table of counts is empty only while ``runs`` is: both change in one transaction)."""
+    for statement in _schema(seq, blob):
+        db.execute(statement)
+    if not db.fetch("SELECT 1 FROM runs LIMIT 1"):
+        return
+    for table, columns in COUNTS.items():
+        if not db.fetch(f"SELECT 1 FROM {table} LIMIT 1"):
+            names = ", ".join(columns)
+            db.execute(
+                f"INSERT INTO {table} (hour, {names}, failed, n) SELECT {_hour_of('t')} AS hour, {names},"
+                f" failed, COUNT(*) FROM runs GROUP BY {_hour_of('t')}, {names}, failed"
+            )
 
 
 _INSERT: Final = f"INSERT INTO runs ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
@@ -137,9 +192,7 @@ class _Sqlite:
         self._lock = threading.Lock()
         self._db.execute("PRAGMA journal_mode=WAL")  # readers never wait for the writer
         self._db.execute("PRAGMA synchronous=NORMAL")  # durable at checkpoints; the logs are the truth
-        self.write(
-            lambda db: [db.execute(statement) for statement in _schema("seq INTEGER PRIMARY KEY", "BLOB")]
-        )
+        self.write(lambda db: _create(db, "seq INTEGER PRIMARY KEY", "BLOB"))
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
@@ -194,8 +247,7 @@ class _Postgres:
 
         def schema(db: Writer) -> None:
             db.execute("SELECT pg_advisory_xact_lock(7461626)")  # several relays may create it at once
-            for statement in _schema("seq BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY", "BYTEA"):
-                db.execute(statement)
+            _create(db, "seq BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY", "BYTEA")
 
         self.write(schema)
 

@@ -1,25 +1,45 @@
-"""The store: one row per run, the queries the errors page, ``report`` and ``diagnose`` ask, and the sink
-that keeps it."""
+"""The store: one row per run and its hourly counts, written (its queries: ``_queries``), and the sink that
+keeps it."""
 
 from __future__ import annotations
 
-import json
 import os
-import threading
 import time
 import zlib
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Final
 
 from ..runtime._logs import OnProblem, read_records
 from ..runtime._record import RunRecord
-from ..runtime._report import SIGNATURE, Group, field_value, request_id, started
-from ..runtime._sinks import count_sink_failure
-from ._backends import COLUMNS, HOURLY, UPSERT, UPSERT_RECORD, Backend, Writer, connect
+from ..runtime._report import field_value, request_id, started
+from ..runtime._sinks import _Backlog, count_sink_failure
+from ._backends import (
+    COLUMNS,
+    COUNTS,
+    HOUR,
+    UPSERT,
+    UPSERT_RECORD,
+    Writer,
+    connect,
+    counts_upsert,
+    safe_label,
+)
+from ._queries import (
+    DIMENSIONS,
+    OUTCOME_NAMES,
+    Filters,
+    Queries,
+    RunRow,
+    RunsPage,
+    StoreGroup,
+    Totals,
+    Trend,
+    _micros,
+    _text,
+)
 
 __all__ = [
     "DIMENSIONS",
@@ -32,51 +52,14 @@ __all__ = [
     "StoreSink",
     "Totals",
     "Trend",
+    "safe_label",
 ]
 
-DIMENSIONS: Final = {
-    "summary_key": "summary_key",
-    "provider": "provider",
-    "model": "model",
-    "transport_kind": "transport_kind",
-    "class": "failure_class",
-    "route": "route",
-    "account": "account",
-    "close": "close",
-}
-"""The names runs are grouped and filtered by, and their columns."""
-OUTCOME_NAMES: Final = frozenset({"summary_key", "class", "transport_kind", "close"})
-"""Names that say how a run ended: a completed run has values of its own, so a failure rate's denominator
-(all runs) leaves them out and counts the runs that share the group's other values."""
-SAMPLES: Final = 3
-_HOUR: Final = 3_600_000_000  # microseconds
-_TABLES: Final = ("records", "runs", "hourly")
+_TABLES: Final = ("records", "runs", *COUNTS)
 _COLUMN_AT: Final = {name: i for i, name in enumerate(COLUMNS)}
-_HOURLY_UPSERT: Final = (
-    f"INSERT INTO hourly (hour, {', '.join(HOURLY)}, failed, n) VALUES ({', '.join('?' * (len(HOURLY) + 3))})"
-    f" ON CONFLICT (hour, {', '.join(HOURLY)}) DO UPDATE SET n = hourly.n + excluded.n"
-)
-_EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
-_ROW_COLUMNS: Final = (
-    "seq, run_id, t, failure_class, summary_key, provider, model, transport_kind, route, account,"
-    " request_id, provider_request_id, close, title"
-)
-
-
-def _micros(when: datetime) -> int:
-    return (when - _EPOCH) // timedelta(microseconds=1)
-
-
-def _when(micros: int | None) -> datetime | None:
-    return None if micros is None else _EPOCH + timedelta(microseconds=micros)
-
-
-def _text(value: str | None) -> str:
-    return "" if value is None else value  # '' stands for none: equality then works on every database
-
-
-def _none(value: str) -> str | None:
-    return value or None
+_COUNTED: Final = tuple(dict.fromkeys(c for columns in COUNTS.values() for c in columns))
+"""The columns of ``runs`` that some table of counts counts by."""
+_UPSERTS: Final = {table: counts_upsert(table) for table in COUNTS}
 
 
 def _close(record: RunRecord) -> str | None:
@@ -85,8 +68,10 @@ def _close(record: RunRecord) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _hour_key(t: int | None, *values: str) -> tuple[Any, ...]:
-    return (-1 if t is None else t // _HOUR, *values)  # -1: the record does not say when it started
+def _count_keys(t: int | None, failed: int, values: Mapping[str, str]) -> list[tuple[Any, ...]]:
+    """Where a run counts: per table of counts, (table, hour, its columns' values..., failed)."""
+    hour = -1 if t is None else t // HOUR  # -1: the record does not say when it started
+    return [(table, hour, *(values[c] for c in columns), failed) for table, columns in COUNTS.items()]
 
 
 def _row(record: RunRecord) -> tuple[Any, ...]:
@@ -112,185 +97,14 @@ def _row(record: RunRecord) -> tuple[Any, ...]:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Filters:
-    """Which runs a query looks at: started in ``[since, until)`` (either end open when None), and each
-    named value equal (None: any). ``failure_class`` is the record's ``outcome.class``."""
-
-    since: datetime | None = None
-    until: datetime | None = None
-    route: str | None = None
-    account: str | None = None
-    model: str | None = None
-    provider: str | None = None
-    failure_class: str | None = None
-    summary_key: str | None = None
-    transport_kind: str | None = None
-    close: str | None = None
-
-    def where(self, *, failed: bool | None = None, by_arrival: bool = False) -> tuple[str, list[Any]]:
-        """The SQL condition and its parameters. ``by_arrival``: for a query of the latest runs (``ORDER BY
-        seq DESC LIMIT n``), the window is written ``+t``, which no index serves, so that the database walks
-        an index by arrival from the end and stops after n, instead of reading and sorting the whole window
-        through a time index (1M runs, a month: 7 ms against 0.03 ms per group on SQLite). For SQLite only
-        (``Store``)."""
-        conds, params = ["1 = 1"], []
-        t = "+t" if by_arrival else "t"
-        if self.since is not None:
-            conds.append(f"{t} >= ?")
-            params.append(_micros(self.since))
-        if self.until is not None:
-            conds.append(f"{t} < ?")
-            params.append(_micros(self.until))
-        for f in fields(self):
-            if f.name in ("since", "until"):
-                continue
-            value = getattr(self, f.name)
-            if value is not None:
-                conds.append(f"{f.name} = ?")
-                params.append(value)
-        if failed is not None:
-            conds.append("failed = ?")
-            params.append(int(failed))
-        return " AND ".join(conds), params
-
-
-@dataclass(frozen=True, slots=True)
-class StoreGroup:
-    """Failed runs that share ``key`` (one value per grouping name), with every run of that key in the
-    window (``runs``) for the failure rate."""
-
-    names: tuple[str, ...]
-    key: tuple[str | None, ...]
-    failures: int
-    runs: int
-    first: datetime | None
-    last: datetime | None
-    sample_run_ids: tuple[str, ...]  # the latest first
-    sample_request_ids: tuple[str, ...]  # the same runs' request ids ("" for none)
-    title: str
-
-    @property
-    def failure_rate(self) -> float:
-        return self.failures / self.runs if self.runs else 0.0
-
-    def as_group(self) -> Group:
-        """The report's own group (what ``streamfsm report`` prints from a log)."""
-        return Group(
-            self.key,
-            self.failures,
-            self.first,
-            self.last,
-            list(reversed(self.sample_run_ids)),
-            list(reversed(self.sample_request_ids)),
-            self.title,
-        )
-
-    def to_json(self, *, request_ids: bool = False) -> dict[str, Any]:
-        """As ``streamfsm report --json`` writes a group, with ``runs`` and ``failure_rate`` besides."""
-        out = self.as_group().to_json(self.names, request_ids=request_ids)
-        out["runs"] = self.runs
-        out["failure_rate"] = round(self.failure_rate, 6)
-        return out
-
-
-@dataclass(frozen=True, slots=True)
-class Trend:
-    """Per time bucket of the window (oldest first): failed runs and all runs of one group's key."""
-
-    key: tuple[str | None, ...]
-    start: datetime
-    bucket: timedelta
-    failures: tuple[int, ...]
-    runs: tuple[int, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class RunRow:
-    """One run as the store indexes it (the whole record: ``Store.record``)."""
-
-    seq: int
-    run_id: str
-    started_at: datetime | None
-    failure_class: str
-    summary_key: str
-    provider: str | None
-    model: str | None
-    transport_kind: str | None
-    route: str | None
-    account: str | None
-    request_id: str | None
-    provider_request_id: str | None
-    close: str | None
-    title: str
-
-
-@dataclass(frozen=True, slots=True)
-class RunsPage:
-    """Runs, the latest first; ``next_before``: pass it as ``before`` for the next page (None: no more)."""
-
-    runs: tuple[RunRow, ...]
-    next_before: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class Totals:
-    """Runs and failed runs matching the filters, and runs per failure class."""
-
-    runs: int
-    failures: int
-    by_class: dict[str, int]
-
-
-def _run_row(row: Sequence[Any]) -> RunRow:
-    (
-        seq,
-        run_id,
-        t,
-        klass,
-        key,
-        provider,
-        model,
-        kind,
-        route,
-        account,
-        request,
-        provider_request,
-        close,
-        title,
-    ) = row
-    return RunRow(
-        seq=int(seq),
-        run_id=run_id,
-        started_at=_when(t),
-        failure_class=klass,
-        summary_key=key,
-        provider=_none(provider),
-        model=_none(model),
-        transport_kind=_none(kind),
-        route=_none(route),
-        account=_none(account),
-        request_id=_none(request),
-        provider_request_id=_none(provider_request),
-        close=_none(close),
-        title=title,
-    )
-
-
-class Store:
+class Store(Queries):
     """The run index. ``Store.open(url)``: ``sqlite:///PATH`` (or a path) or ``postgresql://...``.
 
     Safe to share between threads of one process; any number of processes (and, on PostgreSQL, hosts) may
     write one store. Close it when done (or use it as a context manager).
     """
 
-    __slots__ = ("_by_arrival", "_db")
-
-    def __init__(self, backend: Backend) -> None:
-        self._db = backend
-        # SQLite's planner takes a time range over an order it can walk; PostgreSQL's weighs the window by
-        # its statistics and does better with it on the index (a ``+t`` there reads a signature's whole life).
-        self._by_arrival = backend.kind == "sqlite"
+    __slots__ = ()
 
     @classmethod
     def open(cls, url: str | os.PathLike[str]) -> Store:
@@ -328,28 +142,30 @@ class Store:
         return len(rows)
 
     def _write(self, rows: Sequence[Sequence[Any]], *, fresh: bool) -> None:
-        """Write store rows (``COLUMNS`` and the compressed record) and keep ``hourly`` counting each run
-        once. ``fresh``: the run ids are new to the store and to each other (a bulk load, in COPY)."""
+        """Write store rows (``COLUMNS`` and the compressed record) and keep the tables of counts counting
+        each run once (a run is one row, by run id: one seen again moves its counts to its latest values).
+        ``fresh``: the run ids are new to the store and to each other (a bulk load, in COPY)."""
 
         def work(db: Writer) -> None:
-            seen: dict[str, tuple[Any, ...]] = {}
+            seen: dict[str, list[tuple[Any, ...]]] = {}
             if not fresh:
                 ids = list({row[0] for row in rows})
                 for i in range(0, len(ids), 500):
                     part = ids[i : i + 500]
                     found = db.fetch(
-                        f"SELECT run_id, t, {', '.join(HOURLY)} FROM runs"
+                        f"SELECT run_id, t, failed, {', '.join(_COUNTED)} FROM runs"
                         f" WHERE run_id IN ({', '.join('?' * len(part))})",
                         part,
                     )
-                    seen.update((run_id, _hour_key(*old)) for run_id, *old in found)
+                    for run_id, t, failed, *values in found:
+                        seen[run_id] = _count_keys(t, failed, dict(zip(_COUNTED, values, strict=True)))
             delta: Counter[tuple[Any, ...]] = Counter()
             for row in rows:
                 old = seen.get(row[0])
                 if old is not None:  # a run seen again: counted once, with its latest values
-                    delta[old] -= 1
-                seen[row[0]] = new = _hour_key(row[1], *(row[_COLUMN_AT[c]] for c in HOURLY))
-                delta[new] += 1
+                    delta.subtract(old)
+                seen[row[0]] = new = _count_keys(row[1], row[2], {c: row[_COLUMN_AT[c]] for c in _COUNTED})
+                delta.update(new)
             runs, records = [row[:-1] for row in rows], [(row[0], row[-1]) for row in rows]
             if fresh:
                 db.copy("runs", COLUMNS, runs)
@@ -358,8 +174,11 @@ class Store:
                 db.executemany(UPSERT, runs)
                 db.executemany(UPSERT_RECORD, records)
             # In key order, so that writers on several hosts lock the same counters in the same order.
-            changes = sorted((*key, int(key[2] != "completed"), n) for key, n in delta.items() if n)
-            db.executemany(_HOURLY_UPSERT, changes)
+            changes = sorted((*key, n) for key, n in delta.items() if n)
+            for table in COUNTS:
+                counted = [change[1:] for change in changes if change[0] == table]
+                if counted:
+                    db.executemany(_UPSERTS[table], counted)
 
         self._db.write(work)
 
@@ -399,327 +218,16 @@ class Store:
 
     def prune(self, before: datetime) -> int:
         """Retention: forget runs started before ``before``, rounded down to the hour. How many."""
-        hour = _micros(before) // _HOUR
+        hour = _micros(before) // HOUR
 
         def work(db: Writer) -> int:
-            cut = [hour * _HOUR]
+            cut = [hour * HOUR]
             db.execute("DELETE FROM records WHERE run_id IN (SELECT run_id FROM runs WHERE t < ?)", cut)
-            db.execute("DELETE FROM hourly WHERE hour >= 0 AND hour < ?", [hour])
+            for table in COUNTS:
+                db.execute(f"DELETE FROM {table} WHERE hour >= 0 AND hour < ?", [hour])
             return db.execute("DELETE FROM runs WHERE t < ?", cut)
 
         return self._db.write(work)
-
-    # -- queries -----------------------------------------------------------------------------------------
-
-    def groups(
-        self,
-        filters: Filters = Filters(),
-        by: Sequence[str] = SIGNATURE,
-        *,
-        limit: int | None = None,
-        samples: int = SAMPLES,
-        counted: Sequence[Trend] | None = None,
-    ) -> list[StoreGroup]:
-        """Failed runs grouped by the values of ``by`` (names of ``DIMENSIONS``), most failures first, then
-        the latest; each with first and last seen, the latest sample runs, the title of its latest failure
-        and ``runs``: every run in the window that shares the group's values other than ``OUTCOME_NAMES``
-        (by signature: the runs of its provider and model; by class: all runs). The same groups as
-        ``streamfsm report`` over the same records. ``limit``: the first so many (each group's details
-        cost a query: give one for a view of many groups, such as by account). ``counted``: ``trend`` over
-        the same filters, window and ``by`` (the errors page asks for both): its sums are the counts, which
-        then cost no query of their own (over a month of runs by route, two scans of the window)."""
-        context = [i for i, name in enumerate(by) if name not in OUTCOME_NAMES]
-        if counted is None:
-            failures = self._count(by, filters, failed=True)
-            runs = self._count([by[i] for i in context], filters)
-        else:
-            failures, runs = Counter(), Counter()
-            for trend in counted:
-                key = tuple(_text(value) for value in trend.key)
-                failures[key] = sum(trend.failures)
-                runs[tuple(key[i] for i in context)] = sum(trend.runs)
-        ranked = sorted(failures.items(), key=lambda item: -item[1])
-        if limit is not None and len(ranked) > limit:  # details (a query each) only for the top and its ties
-            ranked = [item for item in ranked if item[1] >= ranked[limit - 1][1]]
-        groups = []
-        for key, count in ranked:
-            groups.append(
-                StoreGroup(
-                    names=tuple(by),
-                    key=tuple(_none(value) for value in key),
-                    failures=count,
-                    runs=runs.get(tuple(key[i] for i in context), 0),
-                    **self._details(by, key, filters, samples),
-                )
-            )
-        oldest = datetime.min.replace(tzinfo=timezone.utc)
-        groups.sort(
-            key=lambda g: (-g.failures, -(g.last or oldest).timestamp(), tuple(k or "" for k in g.key))
-        )
-        return groups if limit is None else groups[:limit]
-
-    def _details(
-        self, by: Sequence[str], key: tuple[Any, ...], filters: Filters, samples: int
-    ) -> dict[str, Any]:
-        """A group's first and last seen, latest samples and title, in one round trip (each part walks an
-        index from one end)."""
-        where, params = filters.where(failed=True)
-        group = " AND ".join(f"{_column(name)} = ?" for name in by)
-        base = f"FROM runs WHERE {where} AND {group}"
-        arrival, _ = filters.where(failed=True, by_arrival=self._by_arrival)
-        timed = f"{base} AND t IS NOT NULL"
-        parts = [
-            f"SELECT 0, run_id, request_id, t, seq FROM runs WHERE {arrival} AND {group}"
-            f" ORDER BY seq DESC LIMIT {int(samples)}",
-            f"SELECT 1, title, '', t, seq {timed} ORDER BY t DESC, seq DESC LIMIT 1",
-            f"SELECT 3, '', '', t, seq {timed} ORDER BY t, seq LIMIT 1",
-        ]
-        rows = self._db.query(
-            " UNION ALL ".join(f"SELECT * FROM ({part}) AS p{i}" for i, part in enumerate(parts)),
-            [*params, *key] * len(parts),
-        )
-        found: dict[int, list[tuple[Any, ...]]] = {0: [], 1: [], 3: []}
-        for tag, *rest in rows:
-            found[int(tag)].append(tuple(rest))
-        latest = sorted(found[0], key=lambda r: -int(r[3]))
-        last, first = found[1], found[3]
-        # The report keeps the title of the latest run; of the first in log order when none says when (a
-        # query of its own: from the oldest run on, it would walk the whole store for a recent window).
-        oldest = f"SELECT title {base} ORDER BY seq LIMIT 1"
-        earliest = [] if last else self._db.query(oldest, [*params, *key])
-        title = last[0][0] if last else earliest[0][0] if earliest else ""
-        return {
-            "first": _when(first[0][2]) if first else None,
-            "last": _when(last[0][2]) if last else None,
-            "sample_run_ids": tuple(r[0] for r in latest),
-            "sample_request_ids": tuple(r[1] for r in latest),
-            "title": title,
-        }
-
-    def _count(
-        self, names: Sequence[str], filters: Filters, *, failed: bool | None = None
-    ) -> Counter[tuple[Any, ...]]:
-        """Runs matching ``filters`` (and ``failed``), per value of ``names``: from ``hourly`` for the whole
-        hours of the window when every name and filter is one of its columns; from ``runs`` otherwise, and
-        for the partial hours at the window's edges."""
-        columns = [_column(name) for name in names]
-        values = _values(filters)
-        since = None if filters.since is None else _micros(filters.since)
-        until = None if filters.until is None else _micros(filters.until)
-        first = None if since is None else -(-since // _HOUR)  # the first whole hour
-        end = None if until is None else until // _HOUR  # the hour after the last whole one
-        whole = first is None or end is None or first < end
-        if not (set(columns) <= set(HOURLY) and set(values) <= set(HOURLY) and whole):
-            return self._count_runs(columns, filters, failed)
-        conds: list[str] = ["1 = 1"]
-        params: list[Any] = []
-        if first is not None:
-            conds.append("hour >= ?")
-            params.append(first)
-        elif end is not None:
-            conds.append("hour >= 0")  # a window leaves out runs that do not say when they started
-        if end is not None:
-            conds.append("hour < ?")
-            params.append(end)
-        for name, value in values.items():
-            conds.append(f"{name} = ?")
-            params.append(value)
-        if failed is not None:
-            conds.append("failed = ?")
-            params.append(int(failed))
-        cols = "".join(f"{c}, " for c in columns)
-        group = f" GROUP BY {', '.join(columns)}" if columns else ""
-        sql = f"SELECT {cols}SUM(n) FROM hourly WHERE {' AND '.join(conds)}{group}"
-        table: Counter[tuple[Any, ...]] = Counter()
-        for *key, n in self._db.query(sql, params):
-            if n:
-                table[tuple(key)] += int(n)
-        if since is not None and first is not None and since < first * _HOUR:
-            table.update(self._count_runs(columns, replace(filters, until=_when(first * _HOUR)), failed))
-        if until is not None and end is not None and end * _HOUR < until:
-            table.update(self._count_runs(columns, replace(filters, since=_when(end * _HOUR)), failed))
-        return +table  # without the zero counts that runs moved elsewhere leave
-
-    def _count_runs(
-        self, columns: Sequence[str], filters: Filters, failed: bool | None
-    ) -> Counter[tuple[Any, ...]]:
-        where, params = filters.where(failed=failed)
-        cols = "".join(f"{c}, " for c in columns)
-        group = f" GROUP BY {', '.join(columns)}" if columns else ""
-        rows = self._db.query(f"SELECT {cols}COUNT(*) FROM runs WHERE {where}{group}", params)
-        return +Counter({tuple(key): int(n) for *key, n in rows})
-
-    def trend(
-        self,
-        since: datetime,
-        until: datetime,
-        buckets: int,
-        filters: Filters = Filters(),
-        by: Sequence[str] = SIGNATURE,
-    ) -> list[Trend]:
-        """Failed runs per group key in ``buckets`` equal slices of ``[since, until)`` (``filters``' own
-        window is replaced), for every key with a failure in the window; and all runs in each slice, counted
-        as ``groups`` counts them (sharing the key's values other than ``OUTCOME_NAMES``)."""
-        if buckets < 1 or until <= since:
-            raise ValueError("a trend needs at least one bucket and until after since")
-        start, end = _micros(since), _micros(until)
-        width = -(-(end - start) // buckets)
-        window = replace(filters, since=since, until=until)
-        context = [i for i, name in enumerate(by) if name not in OUTCOME_NAMES]
-        failed: dict[tuple[Any, ...], list[int]] = {}
-        runs: dict[tuple[Any, ...], list[int]] = {}
-        # One scan for both: the context's values are among the key's, so all runs add up from its rows.
-        for (*key, is_failed), counts in self._per_bucket(by, window, start, width, buckets).items():
-            if is_failed:
-                failed[tuple(key)] = counts
-            total = runs.setdefault(tuple(key[i] for i in context), [0] * buckets)
-            for i, n in enumerate(counts):
-                total[i] += n
-        return [
-            Trend(
-                tuple(_none(value) for value in key),
-                since,
-                timedelta(microseconds=width),
-                tuple(counts),
-                tuple(runs[tuple(key[i] for i in context)]),
-            )
-            for key, counts in sorted(failed.items(), key=lambda item: (-sum(item[1]), item[0]))
-        ]
-
-    def _per_bucket(
-        self, names: Sequence[str], filters: Filters, start: int, width: int, buckets: int
-    ) -> dict[tuple[Any, ...], list[int]]:
-        """Runs per value of ``names`` and ``failed`` (the key's last part), per bucket: from ``hourly`` for
-        the hours inside one bucket when every name and filter is one of its columns (as ``_count``), from
-        ``runs`` for the others."""
-        columns = [_column(name) for name in names]
-        values = _values(filters)
-        end = start + width * buckets if filters.until is None else _micros(filters.until)
-        table: dict[tuple[Any, ...], list[int]] = {}
-
-        def add(rows: list[tuple[Any, ...]]) -> None:
-            for *key, bucket, count in rows:
-                table.setdefault(tuple(key), [0] * buckets)[int(bucket)] += int(count)
-
-        cols = "".join(f"{c}, " for c in columns)
-        group = f" GROUP BY {', '.join(str(i + 1) for i in range(len(names) + 2))}"  # the bucket by position
-        where, params = filters.where()
-        if not (set(columns) <= set(HOURLY) and set(values) <= set(HOURLY)):
-            add(
-                self._db.query(
-                    f"SELECT {cols}failed, (t - ?) / ?, COUNT(*) FROM runs WHERE {where}{group}",
-                    [start, width, *params],
-                )
-            )
-            return table
-        edges = {start + width * i for i in range(buckets)} | {end}
-        split = sorted({edge // _HOUR for edge in edges if edge % _HOUR})  # hours that two buckets share
-        first, last = -(-start // _HOUR), end // _HOUR
-        conds = ["hour >= ?", "hour < ?", *(f"{name} = ?" for name in values)]
-        hourly_params: list[Any] = [start, width, first, last, *values.values()]
-        if split:
-            conds.append(f"hour NOT IN ({', '.join('?' * len(split))})")
-            hourly_params += split
-        add(
-            self._db.query(
-                f"SELECT {cols}failed, (hour * {_HOUR} - ?) / ?, SUM(n) FROM hourly"
-                f" WHERE {' AND '.join(conds)}{group}",
-                hourly_params,
-            )
-        )
-        # the rest from runs: the shared hours, and the window's partial hours at either end
-        if first < last:
-            ranges = [(hour * _HOUR, hour * _HOUR + _HOUR) for hour in split if first <= hour < last]
-            ranges += [(start, first * _HOUR), (last * _HOUR, end)]
-        else:  # no whole hour
-            ranges = [(start, end)]
-        ranges = [(a, b) for a, b in ranges if a < b]
-        if ranges:
-            either = " OR ".join("(t >= ? AND t < ?)" for _ in ranges)
-            add(
-                self._db.query(
-                    f"SELECT {cols}failed, (t - ?) / ?, COUNT(*) FROM runs"
-                    f" WHERE {where} AND ({either}){group}",
-                    [start, width, *params, *(edge for pair in ranges for edge in pair)],
-                )
-            )
-        return table
-
-    def runs(
-        self,
-        filters: Filters = Filters(),
-        *,
-        failed: bool | None = None,
-        limit: int = 50,
-        before: int | None = None,
-    ) -> RunsPage:
-        """Runs matching ``filters`` (``failed``: only failed or only completed ones), the latest arrival
-        first, ``limit`` a page; ``before``: the previous page's ``next_before``."""
-        where, params = filters.where(failed=failed, by_arrival=self._by_arrival)
-        if before is not None:
-            where += " AND seq < ?"
-            params.append(before)
-        rows = self._db.query(
-            f"SELECT {_ROW_COLUMNS} FROM runs WHERE {where} ORDER BY seq DESC LIMIT {int(limit) + 1}", params
-        )
-        page = tuple(_run_row(row) for row in rows[:limit])
-        return RunsPage(page, page[-1].seq if len(rows) > limit else None)
-
-    def totals(self, filters: Filters = Filters()) -> Totals:
-        """How many runs match ``filters``, how many failed, and how many of each class."""
-        by_class = {klass: count for (klass,), count in self._count(("class",), filters).items()}
-        runs = sum(by_class.values())
-        return Totals(runs, runs - by_class.get("completed", 0), by_class)
-
-    def record(self, run_id: str) -> RunRecord | None:
-        """The record of run ``run_id``, or None."""
-        found = self._records("run_id = ?", [run_id], 1)
-        return found[0] if found else None
-
-    def find_runs(self, prefix: str, *, limit: int = 5) -> list[RunRecord]:
-        """Records whose run id starts with ``prefix`` (at most ``limit``), in run id order."""
-        return self._records("run_id >= ? AND run_id < ?", [prefix, prefix + "\U0010ffff"], limit, "run_id")
-
-    def by_request_id(self, request_id: str, *, limit: int = 20) -> list[RunRecord]:
-        """Records of the runs with this request id (``ids.context.request_id``: the id the relay gave the
-        client's request), in arrival order."""
-        return self._records("request_id = ?", [request_id], limit)
-
-    def by_provider_request_id(self, provider_request_id: str, *, limit: int = 20) -> list[RunRecord]:
-        """Records of the runs with this provider request id (``ids.provider_request_id``)."""
-        return self._records("provider_request_id = ?", [provider_request_id], limit)
-
-    def earliest(self) -> datetime | None:
-        """When the earliest indexed run started (None: no run says when)."""
-        return _when(self._db.query("SELECT MIN(t) FROM runs")[0][0])
-
-    def count(self) -> int:
-        """Runs indexed."""
-        return int(self._db.query("SELECT COALESCE(SUM(n), 0) FROM hourly")[0][0])
-
-    def _records(self, where: str, params: list[Any], limit: int, order: str = "seq") -> list[RunRecord]:
-        rows = self._db.query(
-            f"SELECT record FROM runs JOIN records USING (run_id) WHERE {where} ORDER BY {order}"
-            f" LIMIT {int(limit)}",
-            params,
-        )
-        return [RunRecord(json.loads(zlib.decompress(bytes(blob)))) for (blob,) in rows]
-
-
-def _values(filters: Filters) -> dict[str, str]:
-    """The filters' named values (columns of ``runs``), without the window."""
-    return {
-        f.name: getattr(filters, f.name)
-        for f in fields(filters)
-        if f.name not in ("since", "until") and getattr(filters, f.name) is not None
-    }
-
-
-def _column(name: str) -> str:
-    try:
-        return DIMENSIONS[name]
-    except KeyError:
-        raise ValueError(f"not a grouping name: {name!r} (one of {', '.join(DIMENSIONS)})") from None
 
 
 # -- the sink ----------------------------------------------------------------------------------------------
@@ -727,9 +235,9 @@ def _column(name: str) -> str:
 MAX_BACKLOG: Final = 10_000
 """Records a ``StoreSink`` holds while its writer catches up; past it a record is dropped and counted."""
 _BATCH: Final = 500
+_LINGER_S: Final = 0.5  # a relay indexes one stream's record at a time: keep the writer for the next one
+_GATHER_S: Final = 0.05  # let a batch gather: one transaction per record cost ~450 us of a relayed stream
 _PRUNE_EVERY_S: Final = 3600.0
-_LINGER_S: Final = 0.5  # an idle writer thread waits this long for more records before it ends
-_GATHER_S: Final = 0.05  # a writer that has records waits this long for more to write with them
 
 
 class StoreSink:
@@ -744,7 +252,7 @@ class StoreSink:
     closes the store.
     """
 
-    __slots__ = ("_cond", "_items", "_last_prune", "_limit", "_pid", "_store", "_thread", "_url", "retention")
+    __slots__ = ("_backlog", "_last_prune", "_pid", "_store", "_url", "retention")
 
     def __init__(
         self, url: str, *, retention: timedelta | None = None, max_backlog: int = MAX_BACKLOG
@@ -753,76 +261,35 @@ class StoreSink:
             raise ValueError(f"max_backlog must be positive, not {max_backlog!r}")
         self._url = url
         self.retention = retention
-        self._limit = max_backlog
         self._store = Store.open(url)  # fails now, not on the first record, for a bad URL
-        self._reset()
-
-    def _reset(self) -> None:
         self._pid = os.getpid()
-        self._cond = threading.Condition()
-        self._items: deque[RunRecord] = deque()
-        self._thread: threading.Thread | None = None
         self._last_prune = 0.0
+        self._backlog: _Backlog[RunRecord] = _Backlog(
+            "StoreSink", self._index, max_backlog, batch=_BATCH, linger=_LINGER_S, gather=_GATHER_S
+        )
 
     def __repr__(self) -> str:
         return f"StoreSink({self._store.label!r})"
 
     def __call__(self, record: RunRecord) -> None:
-        if self._pid != os.getpid():  # a forked worker: a connection of its own
-            self._reset()
+        if self._pid != os.getpid():  # a forked worker: a connection of its own (the backlog renews itself)
+            self._pid, self._last_prune = os.getpid(), 0.0
             self._store = Store.open(self._url)
-        with self._cond:
-            if len(self._items) >= self._limit:
-                dropped = True
-            else:
-                dropped = False
-                self._items.append(record)
-                if self._thread is None:
-                    self._thread = threading.Thread(target=self._drain, name="streamfsm-store", daemon=False)
-                    self._thread.start()
-                else:
-                    self._cond.notify_all()  # a lingering writer
-        if dropped:
-            count_sink_failure(
-                "StoreSink", record.run_id, f"its backlog of {self._limit} records was full; not indexed"
-            )
+        self._backlog.submit(record, record.run_id)
 
     def flush(self, timeout: float = 10.0) -> bool:
         """Wait until every record handed over was indexed (or counted as not); False on timeout."""
-        with self._cond:
-            return self._cond.wait_for(lambda: not self._items, timeout)
+        return self._backlog.flush(timeout)
 
     def close(self, timeout: float = 10.0) -> None:
         self.flush(timeout)
         self._store.close()
 
-    def _drain(self) -> None:
-        while True:
-            with self._cond:
-                if not self._items:
-                    self._cond.notify_all()
-                    # Linger a while for the next record: a thread started per record (one stream at a
-                    # time) cost more than the record's indexing.
-                    self._cond.wait_for(lambda: self._items, _LINGER_S)
-                if not self._items:
-                    self._thread = None
-                    self._cond.notify_all()
-                    return
-                gather = len(self._items) < _BATCH
-            if gather:  # let a batch gather: one transaction per record cost more than the record itself
-                time.sleep(_GATHER_S)
-            with self._cond:
-                batch = [self._items[i] for i in range(min(_BATCH, len(self._items)))]
-            try:
-                self._store.add(batch)
-            except Exception as exc:
-                for record in batch:
-                    count_sink_failure("StoreSink", record.run_id, f"raised {type(exc).__qualname__}")
+    def _index(self, batch: list[RunRecord]) -> None:
+        try:
+            self._store.add(batch)
+        finally:
             self._maybe_prune()
-            with self._cond:
-                for _ in batch:
-                    self._items.popleft()
-                self._cond.notify_all()
 
     def _maybe_prune(self) -> None:
         now = time.monotonic()

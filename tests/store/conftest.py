@@ -37,6 +37,8 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     url: str = request.getfixturevalue("postgres_url")
     import psycopg
 
+    from streamfsm.store._backends import COUNTS
+
     with psycopg.connect(url, autocommit=True) as db:
-        db.execute("DROP TABLE IF EXISTS runs, records, hourly")
+        db.execute(f"DROP TABLE IF EXISTS runs, records, {', '.join(COUNTS)}".encode())
     return url

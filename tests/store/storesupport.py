@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import random
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 from logsupport import SCENARIOS
 
 from streamfsm.runtime._record import RunRecord
+from streamfsm.store import Store
 
 T0 = datetime(2026, 5, 1, 12, 0, tzinfo=timezone.utc)
 ROUTES = ("/v1/chat/completions", "/v1/messages", "/v1/responses")
@@ -49,3 +51,23 @@ def write_worker(url: str, worker: int, count: int) -> None:
     for i in range(count):
         sink(with_ids(templates[i % len(templates)], f"w{worker}-{i:05d}"))
     sink.close(timeout=120)
+
+
+VIEWS = ("route", "account", "signature", "class")
+
+
+def page_views(
+    store: Store, since: datetime, until: datetime, filters: tuple[tuple[str, str], ...] = ()
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The errors page's data (``page_report``) per view of ``VIEWS`` over ``[since, until)``: as ``store``
+    answers it (from its tables of counts where it can), and as its runs alone say."""
+    from streamfsm.relay import PageQuery
+    from streamfsm.relay._errors import page_report
+
+    scan = Store(store._db, counts=False)  # the same database, never reading the counts
+    out: tuple[dict[str, Any], dict[str, Any]] = ({}, {})
+    for by in VIEWS:
+        view = PageQuery(by=by, since=since.isoformat(), until=until.isoformat(), filters=filters)
+        for answers, reader in zip(out, (store, scan), strict=True):
+            answers[by] = page_report(reader, view, "test")
+    return out

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from storesupport import ACCOUNTS, ROUTES, T0, varied
+from storesupport import ACCOUNTS, ROUTES, T0, page_views, varied
 
 from streamfsm.runtime._record import RunRecord
 from streamfsm.runtime._report import SIGNATURE, field_value, group_failures, started
@@ -231,3 +231,59 @@ def test_groups_json_is_plain(store_url: str) -> None:
             g["runs"] >= g["count"] > 0 and g["failure_rate"] == round(g["count"] / g["runs"], 6)
             for g in groups
         )
+
+
+def _rewritten(records: list[RunRecord]) -> list[RunRecord]:
+    """Later records of every fifth run, with another route, account and start hour (moving its counts)."""
+    out = []
+    for i, record in enumerate(records[::5]):
+        data = record.to_dict()
+        data["ids"] = {**data["ids"], "context": {**data["ids"]["context"], "route": ROUTES[i % 3]}}
+        data["ids"]["context"]["account"] = ACCOUNTS[(i + 1) % 3]
+        when = started(record)
+        if when is not None:
+            data["started_at"] = (when + timedelta(minutes=47)).isoformat()
+        out.append(RunRecord(data))
+    return out
+
+
+def test_the_page_by_route_and_account_reads_counts_that_match_the_runs(store_url: str) -> None:
+    """The SQLite property (test_store_properties) as an example on both databases: runs written, some
+    again with other values, pruned; windows off the hour; then, with a count taken away, the page by
+    route differs (it reads the counts)."""
+    records = varied(300, seed=12)
+    with Store.open(store_url) as store:
+        store.add(records[:200])
+        store.add(records[200:] + _rewritten(records))
+        store.prune(T0 + timedelta(minutes=50))
+        # (the page's 24 buckets of a 24-hour window are whole hours, of the others not)
+        off = T0 + timedelta(minutes=31, seconds=5)
+        for since, hours in ((off, 4.6), (T0, 24.0), (T0 - timedelta(minutes=7), 26.0), (T0, 0.5)):
+            counted, scanned = page_views(store, since, since + timedelta(hours=hours))
+            assert counted == scanned
+            assert counted["route"]["runs"] > 0
+            assert counted["account"]["groups"]
+        second_hour = int(T0.timestamp()) // 3600 + 1
+        store._db.write(lambda db: db.execute("DELETE FROM hourly_route WHERE hour = ?", [second_hour]))
+        counted, scanned = page_views(store, T0, T0 + timedelta(hours=24))
+        assert counted["route"] != scanned["route"]
+        assert counted["account"] == scanned["account"]
+
+
+def test_a_store_of_the_earlier_schema_gets_its_counts_when_opened(store_url: str) -> None:
+    """A store written before the route and account counts existed (the same schema without their tables)
+    counts them from its runs when opened, and its page is the page from the runs."""
+    records = varied(200, seed=13)
+    with Store.open(store_url) as store:
+        store.add(records)
+        new = ("hourly_route", "hourly_account")
+        store._db.write(lambda db: [db.execute(f"DROP TABLE {table}") for table in new])
+    with Store.open(store_url) as store:
+        assert store._db.query("SELECT SUM(n) FROM hourly_route")[0][0] == len(records)
+        assert store._db.query("SELECT SUM(n) FROM hourly_account")[0][0] == len(records)
+        since = T0 + timedelta(minutes=17)
+        counted, scanned = page_views(store, since, since + timedelta(hours=5))
+        assert counted == scanned
+        store.add(_rewritten(records))  # and keeps them from then on
+        counted, scanned = page_views(store, since, since + timedelta(hours=5))
+        assert counted == scanned

@@ -1,16 +1,18 @@
-"""Property: over any sequence of records (any shapes, providers, models, routes, accounts, start times, some
-delivered twice, as the audit and error logs both hold a failed run), the store's groups, rates and totals
-are what ``streamfsm report`` computes from the same runs read once. On SQLite in memory (the same SQL runs
-on PostgreSQL in test_store.py)."""
+"""Properties: over any sequence of records (any shapes, providers, models, routes, accounts, start times,
+some delivered twice, as the audit and error logs both hold a failed run), the store's groups, rates and
+totals are what ``streamfsm report`` computes from the same runs read once; and over any sequence of writes
+and prunes, the errors page counted from the store's hourly counts is the page counted from its runs. On
+SQLite in memory (the same SQL runs on PostgreSQL in test_store.py)."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from logsupport import SCENARIOS
-from storesupport import ACCOUNTS, MODELS, ROUTES, T0
+from storesupport import ACCOUNTS, MODELS, ROUTES, T0, page_views
 
 from streamfsm.runtime._record import RunRecord
 from streamfsm.runtime._report import group_failures
@@ -126,3 +128,69 @@ def test_the_trend_counts_each_bucket_as_the_runs_say(
                     and all(_value(r, names[c]) == trend.key[c] for c in context)
                 )
         assert store.groups(filters, names, counted=trends) == store.groups(filters, names)
+
+
+_HOUR_S = 3600
+
+
+def _hours_and_some(hours: st.SearchStrategy[int]) -> st.SearchStrategy[int]:
+    """Seconds: whole hours, and as often as not some seconds more (on the hour and off it)."""
+    return st.builds(lambda h, s: h * _HOUR_S + s, hours, st.just(0) | st.integers(1, _HOUR_S - 1))
+
+
+seconds = _hours_and_some(st.integers(-1, 5))  # after T0
+rewritten = st.tuples(
+    st.integers(0, 39),  # the run: from a small pool, so that runs come again with other values
+    st.integers(0, len(TEMPLATES) - 1),
+    st.sampled_from(("openai-chat", "anthropic")),
+    st.sampled_from(MODELS),
+    st.sampled_from(ROUTES),
+    st.sampled_from((*ACCOUNTS, None)),
+    st.none() | seconds,  # None: the record does not say when the run started
+)
+writes = st.lists(
+    st.lists(rewritten, min_size=1, max_size=20).map(lambda runs: ("add", runs))
+    | seconds.map(lambda at: ("prune", at)),
+    max_size=6,
+)
+
+
+def _run(
+    i: int, shape: int, provider: str, model: str | None, route: str, account: str | None, at: int | None
+) -> RunRecord:
+    record = _record(i, shape, provider, model, route, account, 0)
+    if at is None:
+        return RunRecord({k: v for k, v in record.to_dict().items() if k != "started_at"})
+    return RunRecord({**record.to_dict(), "started_at": (T0 + timedelta(seconds=at)).isoformat()})
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(rewritten, min_size=10, max_size=40),
+    writes,
+    _hours_and_some(st.integers(-1, 6)),  # the window's start
+    # its length: over a day or two the page's 24 trend buckets are whole hours (read from the counts)
+    _hours_and_some(st.integers(0, 8) | st.sampled_from((24, 48))).filter(bool),
+    st.sampled_from(((), (("route", ROUTES[0]),), (("account", ACCOUNTS[0]),), (("model", MODELS[0]),))),
+)
+def test_the_page_from_the_counts_is_the_page_from_the_runs(
+    first: list[tuple[int, int, str, str | None, str, str | None, int | None]],
+    ops: list[tuple[str, Any]],
+    start: int,
+    length: int,
+    filters: tuple[tuple[str, str], ...],
+) -> None:
+    """Every view of the errors page (totals, groups with rates, a trend per group) over any window, after
+    any writes (a run written again with other values moves its counts) and prunes: the same numbers from
+    the counts (whole hours; the window's partial hours from the runs) as from the runs alone."""
+    since = T0 + timedelta(seconds=start)
+    with Store.open("sqlite:///:memory:") as store:
+        store.add([_run(*run) for run in first])
+        for op, arg in ops:
+            if op == "add":
+                store.add([_run(*run) for run in arg])
+            else:
+                store.prune(T0 + timedelta(seconds=arg))
+        counted, scanned = page_views(store, since, since + timedelta(seconds=length), filters)
+        assert counted == scanned
+        assert store.count() == store.totals().runs
