@@ -344,6 +344,9 @@ def diagnose_finished(
         items.append(f"finish_reason={shown_reason(raw)}")
     elif finish is FinishCause.UNREAD_CONTENT:
         confidence = Confidence.LOW  # the run ended, but what it said could not be read
+    elif finish is FinishCause.BACKGROUND:
+        # Nothing failed: the provider holds the job. A retry would start a second one (and bill it).
+        reason = "the provider is answering in the background; a retry would start a second job"
     title, detail = summarize(
         FailureClass.COMPLETED, finish.value, state, verdict, reason, Facts(), finish_raw=raw
     )

@@ -70,6 +70,10 @@ NOT_WHOLE: Final[Mapping[str, FinishCause]] = {
     "unexpected_tool_call": FinishCause.MALFORMED_TOOL_CALL,  # Gemini: a call to a tool it was not given
     "too_many_tool_calls": FinishCause.MALFORMED_TOOL_CALL,  # Gemini
     "pause_turn": FinishCause.PAUSED,  # Anthropic: a long server-tool turn paused; send it back to continue
+    # OpenAI Responses background mode (https://platform.openai.com/docs/guides/background): a request with
+    # background=true is answered at once with status queued or in_progress; poll GET /responses/{id}
+    "queued": FinishCause.BACKGROUND,
+    "in_progress": FinishCause.BACKGROUND,
 }
 """Finish reasons known, in any format, not to be a whole answer (case-folded)."""
 

@@ -855,17 +855,20 @@ def provider_error_from_http(
     return _build(status, headers, _parse_body(body))
 
 
-def provider_error_from_document(payload: object) -> ProviderError | None:
-    """The error a 2xx body that is one JSON document instead of an event stream names, or None when it is
-    not an error (a whole completion, anything else). An error is an ``error`` object (OpenAI, Gemini, also
-    in a one-element list) or ``{"type": "error", ...}`` (Anthropic, Responses); the 2xx status says
-    nothing, so the body decides, marked ``body=not_event_stream``."""
+def provider_error_from_document(
+    payload: object, marker: str = "body=not_event_stream"
+) -> ProviderError | None:
+    """The error a 2xx body that is one JSON document names, or None when it is not an error (a whole
+    completion, anything else). An error is an ``error`` object (OpenAI, Gemini, also in a one-element list)
+    or ``{"type": "error", ...}`` (Anthropic, Responses); the 2xx status says nothing, so the body decides,
+    marked with ``marker``: ``body=not_event_stream`` where a stream was expected, ``body=whole_answer`` for
+    a non-streaming call's answer."""
     first = payload[0] if isinstance(payload, list) and payload else payload
     if not isinstance(first, Mapping):
         return None
     if first.get("type") != "error" and not isinstance(first.get("error"), (Mapping, str)):
         return None
-    return _build(None, None, first, ("body=not_event_stream",))
+    return _build(None, None, first, (marker,))
 
 
 def provider_error_from_event(payload: Mapping[str, object]) -> ProviderError:

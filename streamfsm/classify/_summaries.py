@@ -44,6 +44,7 @@ WHAT_HAPPENED: Final = {
     "refusal": "The model declined and ended the response",
     "malformed_tool_call": "The provider ended the response on a tool call it could not parse",
     "paused": "The provider paused the response",
+    "background": "The provider accepted the request to answer it in the background",
     "unrecognised": "The provider ended the response for a reason streamfsm does not recognise",
     "unparseable_arguments": "The provider ended the call before its arguments were valid JSON",
 }
@@ -98,6 +99,11 @@ FINISHED_SAYS: Final = {
         "The provider paused a long turn before the answer was complete; send the response back as it is to"
         " let it continue.",
     ),
+    "background": (
+        "The provider is answering in the background",
+        "The provider accepted the request to answer it in the background; fetch the response by its id"
+        " (GET /responses/{id}) until its status is completed.",
+    ),
     "unrecognised": (
         "The response ended for an unrecognised reason",
         "The provider sent its final event with a finish reason streamfsm does not recognise, so it cannot"
@@ -113,6 +119,7 @@ UNFINISHED_CAUSES: Final = frozenset(
         "refusal",
         "malformed_tool_call",
         "paused",
+        "background",
         "unrecognised",
         "unparseable_arguments",
     }

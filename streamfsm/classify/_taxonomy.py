@@ -139,6 +139,7 @@ class FinishCause(enum.Enum):
     MALFORMED_TOOL_CALL = "malformed_tool_call"  # the provider ended it on a tool call it could not parse
     UNREAD_CONTENT = "unread_content"  # it finished, but its content came in shapes not read: no answer seen
     PAUSED = "paused"  # the provider paused a long turn (Anthropic pause_turn); it goes on if sent back
+    BACKGROUND = "background"  # the provider answers later, in the background (Responses background mode)
     UNRECOGNISED = "unrecognised"  # a reason nobody here knows, or none: never taken for a whole answer
 
 

@@ -9,7 +9,9 @@ What the body can say, beside a whole answer:
 * a clean end inside the JSON (``Content-Length`` honoured, the document unfinished): no terminal event,
   detail ``incomplete_body``; an empty body: detail ``empty_body``;
 * an error object at 2xx (``{"error": {...}}``, ``{"type": "error", ...}``, a Responses ``status: failed``):
-  the provider's error;
+  the provider's error, marked ``body=whole_answer``;
+* a Responses background request's first answer (``status`` ``queued`` or ``in_progress``): the call's end,
+  ``completed.background`` (the answer is fetched later by its id);
 * JSON that is not an answer of the format: ``unexpected_shape``; not JSON at all (an HTML page):
   ``malformed_json``; a body over ``MAX_ANSWER_BYTES``: ``answer_too_large``.
 """
@@ -32,6 +34,7 @@ MAX_ANSWER_BYTES: Final = 64 << 20  # a bigger "answer" is kept no further: the 
 ANSWER_TOO_LARGE: Final = "answer_too_large"
 INCOMPLETE_BODY: Final = "incomplete_body"
 EMPTY_BODY: Final = "empty_body"
+WHOLE_ANSWER_MARKER: Final = "body=whole_answer"  # the evidence of an error object in a 2xx answer's body
 _BLANKS: Final = b" \t\r\n\xef\xbb\xbf"
 
 Frames = list[dict[str, Any] | str]
@@ -71,7 +74,7 @@ class WholeBody(_Wire):
             raise ProtocolViolation(MALFORMED_JSON, 0) from None
         except (ValueError, RecursionError):
             raise ProtocolViolation(MALFORMED_JSON, 0) from None
-        error = provider_error_from_document(payload)
+        error = provider_error_from_document(payload, WHOLE_ANSWER_MARKER)
         if error is not None:
             return [ProviderErrorEvent(error)]
         adapter = self.adapter
@@ -145,7 +148,14 @@ def _anthropic(answer: dict[str, Any]) -> Frames | None:
     return frames
 
 
-_TERMINALS: Final = {"completed": "response.completed", "incomplete": "response.incomplete"}
+# A background request's first answer (queued, in_progress) ends its call too: response.completed reads
+# the status as sent, and that status is no whole answer (completed.background).
+_TERMINALS: Final = {
+    "completed": "response.completed",
+    "incomplete": "response.incomplete",
+    "queued": "response.completed",
+    "in_progress": "response.completed",
+}
 _RESPONSE_TOOLS: Final = frozenset({"function_call", "custom_tool_call"})
 
 

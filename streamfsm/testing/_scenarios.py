@@ -855,6 +855,17 @@ def _streams(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, An
                 {"config": watch},
             )
         )
+    if fmt == "openai-responses":
+        out.append(
+            (
+                "background-stream",
+                "a background request's stream (background and stream true): response.created and"
+                " response.queued before the work starts, then the ordinary stream: a whole answer",
+                _play(text_stream(fmt, TEXT, background=True), End()),
+                COMPLETED,
+                {},
+            )
+        )
     out += _tool_streams(fmt)
     out += _real_world(fmt, "tool")
     out += _in_band_errors(fmt, preamble, through_text)
@@ -1728,6 +1739,26 @@ def _whole_calls(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str
             _safe(_C.EARLY_STREAM, _T.EOF_WITHOUT_TERMINAL, _P.EARLY_STREAM, "eof_without_terminal"),
             whole,
         ),
+        *_background_call(fmt),
+    ]
+
+
+def _background_call(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
+    """Responses background mode: a request with ``background: true`` is answered at once with the
+    response ``queued``; its answer is fetched later by id. Accepted, not failed; a retry would start a
+    second job."""
+    if fmt != "openai-responses":
+        return []
+    queued = whole_answer(fmt, "", finish="queued", usage=False)
+    return [
+        (
+            "whole/background-queued",
+            "a background request answered at once with the response queued: accepted to answer in the"
+            " background, never a failure, never retried",
+            (Status(200, JSON_HEADERS, queued),),
+            _expect(_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "background", _A.NONE),
+            {"streaming": False},
+        )
     ]
 
 

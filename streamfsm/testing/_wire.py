@@ -125,7 +125,9 @@ def _chat(
 # -- OpenAI Responses ----------------------------------------------------------------------------------------
 
 
-def _responses(parts: Sequence[Part], usage: bool, finish: str | None, **_: Any) -> list[bytes]:
+def _responses(
+    parts: Sequence[Part], usage: bool, finish: str | None, background: bool = False, **_: Any
+) -> list[bytes]:
     out: list[bytes] = []
     response: dict[str, Any] = {
         "id": RESPONSE_IDS["openai-responses"],
@@ -140,7 +142,11 @@ def _responses(parts: Sequence[Part], usage: bool, finish: str | None, **_: Any)
     def emit(kind: str, **fields: Any) -> None:
         out.append(frame({"type": kind, "sequence_number": len(out), **fields}, kind))
 
-    emit("response.created", response=response)
+    if background:  # the background guide: created and queued, then the ordinary stream
+        emit("response.created", response={**response, "status": "queued"})
+        emit("response.queued", response={**response, "status": "queued"})
+    else:
+        emit("response.created", response=response)
     emit("response.in_progress", response=response)
     index = -1
     open_item: str | None = None  # the message or reasoning item text is being added to
@@ -419,19 +425,28 @@ def build(
     finish: str | None = None,
     parallel: bool = True,
     reasoning_key: str = "reasoning_content",
+    background: bool = False,
 ) -> list[bytes]:
     """A whole stream of ``parts``, ending with the format's terminal event.
 
     ``finish`` overrides the raw finish reason (chat ``finish_reason``, Anthropic ``stop_reason``, Gemini
     ``finishReason``; for Responses it ends with ``response.incomplete`` and that reason). ``parallel``:
     Gemini sends adjacent function calls in one chunk (the streamed formats always serialise calls).
-    ``reasoning_key``: chat's reasoning field, ``reasoning_content`` or ``reasoning``.
+    ``reasoning_key``: chat's reasoning field, ``reasoning_content`` or ``reasoning``. ``background``
+    (Responses): a background request's stream, ``response.queued`` before the work starts.
     """
     try:
         builder = _BUILDERS[fmt]
     except KeyError:
         raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}") from None
-    return builder(list(parts), usage=usage, finish=finish, parallel=parallel, reasoning_key=reasoning_key)
+    return builder(
+        list(parts),
+        usage=usage,
+        finish=finish,
+        parallel=parallel,
+        reasoning_key=reasoning_key,
+        background=background,
+    )
 
 
 def text_stream(

@@ -34,6 +34,8 @@ def test_the_tables_are_case_folded_and_never_overlap() -> None:
         ("openai-chat", "max_tokens", FinishCause.LENGTH),  # known bad anywhere is bad everywhere
         ("gemini", "OTHER", FinishCause.UNRECOGNISED),
         ("anthropic", "pause_turn", FinishCause.PAUSED),
+        ("openai-responses", "queued", FinishCause.BACKGROUND),  # background mode: answered later
+        ("openai-responses", "in_progress", FinishCause.BACKGROUND),
         ("openai-chat", "sensitive", FinishCause.CONTENT_FILTER),
         ("openai-chat", None, FinishCause.UNRECOGNISED),
         ("openai-chat", "stop" + " " * MAX_FINISH_RAW, FinishCause.UNRECOGNISED),

@@ -502,6 +502,27 @@ def test_responses_sequence_must_increase() -> None:
     assert (info.value.detail, info.value.position) == ("sequence_regressed", 2)
 
 
+def test_responses_background_stream_is_queued_first_and_not_an_unknown_event() -> None:
+    # A background request's stream (background=true, stream=true) says response.queued before the work.
+    frames = text_stream("openai-responses", ["Hel", "lo"], background=True)
+    assert b'"type":"response.queued"' in frames[1]
+    adapter, events = run("openai-responses", frames)
+    ids = (RESPONSE_IDS["openai-responses"], MODELS["openai-responses"])
+    assert events[:2] == [Metadata("response.created", *ids), Metadata("response.queued", *ids)]
+    assert events[2:] == EXPECTED_TEXT["openai-responses"][1:]
+    assert adapter.anomalies == {}
+    assert drive(events).state.activity is Activity.FINISHED
+
+
+def test_responses_completed_with_a_background_status_is_no_whole_answer() -> None:
+    # A queued response carried to its end (a non-streaming background call, as _whole hands it over).
+    adapter = adapter_for("openai-responses")
+    response = {"id": "resp_0", "status": "queued", "output": []}
+    events = feed_all(adapter, [sse({"type": "response.completed", "response": response})])
+    assert events == [Finish(FinishReason.OTHER, "queued")]
+    assert adapter.finish_raw == "queued"
+
+
 def test_responses_unknown_types_are_forward_compatible_bookkeeping() -> None:
     # An unknown *.delta may be answer content: counted by name and noted as unread, never silent.
     adapter = adapter_for("openai-responses")

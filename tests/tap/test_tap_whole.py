@@ -30,9 +30,10 @@ pytestmark = pytest.mark.anyio
 
 
 async def call(
-    fmt: str, steps: tuple[Any, ...], config: StreamConfig | None = None
+    fmt: str, steps: tuple[Any, ...], config: StreamConfig | None = None, **options: Any
 ) -> tuple[Any, BaseException | None, list[Any]]:
-    """One non-streaming SDK call through the tap: (what it returned, what it raised, the records)."""
+    """One non-streaming SDK call through the tap, with the call's ``options``: (what it returned, what it
+    raised, the records)."""
     records: list[Any] = []
     config = (config or StreamConfig()).replace(sinks=(records.append,))
     async with FaultServer(steps) as server:
@@ -54,7 +55,7 @@ async def call(
                     model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}]
                 )
             else:
-                make = client.responses.create(model="gpt-5-mini", input="hi")
+                make = client.responses.create(model="gpt-5-mini", input="hi", **options)
         answer: Any = None
         error: BaseException | None = None
         try:
@@ -130,6 +131,27 @@ async def test_a_provider_error_is_recorded_at_any_status(fmt: str, status: int)
     if status == 429:
         failure = streamfsm.failure_of(error)  # type: ignore[arg-type]
         assert failure is not None and failure.record is record
+
+
+@pytest.mark.parametrize("status", ["queued", "in_progress"])
+async def test_a_background_request_answered_queued_is_accepted_not_failed(status: str) -> None:
+    # OpenAI's background mode: the call returns at once, the answer is fetched later by the response's id.
+    body = whole_answer("openai-responses", "", finish=status, usage=False)
+    answer, error, (record,) = await call(
+        "openai-responses", (Status(200, headers=JSON, body=body),), background=True
+    )
+    assert error is None and answer.status == status
+    assert key(record) == "completed.background"
+    assert record["finish_reason"] == {**record["finish_reason"], "raw": status, "unified": "other"}
+    assert record["retry"]["verdict"] == "no_retry"  # a retry would start a second background job
+    assert record["ids"]["response_id"] == "resp_0"  # the id to fetch the answer by
+
+
+async def test_an_error_object_in_a_whole_answer_is_marked_as_such() -> None:
+    error_body = b'{"error": {"type": "overloaded_error", "message": "busy"}}'
+    _, _, (record,) = await call("openai-chat", (Status(200, headers=JSON, body=error_body),))
+    assert "body=whole_answer" in record["outcome"]["evidence"]
+    assert "body=not_event_stream" not in record["outcome"]["evidence"]
 
 
 @fmts

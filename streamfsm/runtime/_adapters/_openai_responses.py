@@ -21,13 +21,16 @@ Judgement calls:
   ``added``) are bookkeeping.
 * Hosted tools (web search, file search, code interpreter, MCP, image generation) are run by the provider:
   their events are bookkeeping, not tool calls.
-* ``response.completed`` finishes with ``TOOL_CALLS`` when a function call was seen, else ``STOP``; the raw
-  reason is the response's ``status``. ``response.incomplete`` maps ``max_output_tokens`` to ``LENGTH`` and
-  ``content_filter`` to ``CONTENT_FILTER``. Unknown types are bookkeeping too (forward compatible), counted;
-  an unknown ``*.delta`` type may be answer content, so it is also noted as ``unread_content``, as is a
-  text delta that is not a string. ``response.audio.transcript.delta`` is the text of an audio answer.
-  ``response.output_text.done`` (``refusal.done``) carries the part's whole text: it is read only when no
-  delta of that part was (a server that streams no deltas), else it is bookkeeping.
+* ``response.completed`` finishes with ``TOOL_CALLS`` when a function call was seen, else ``STOP`` (``OTHER``
+  for a status other than ``completed``, e.g. a background request's ``queued`` answer); the raw reason is
+  the response's ``status``. ``response.queued`` (a background request's stream, before the work starts)
+  and ``response.in_progress`` are read as ``response.created``. ``response.incomplete`` maps
+  ``max_output_tokens`` to ``LENGTH`` and ``content_filter`` to ``CONTENT_FILTER``. Unknown types are
+  bookkeeping too (forward compatible), counted; an unknown ``*.delta`` type may be answer content, so it is
+  also noted as ``unread_content``, as is a text delta that is not a string.
+  ``response.audio.transcript.delta`` is the text of an audio answer. ``response.output_text.done``
+  (``refusal.done``) carries the part's whole text: it is read only when no delta of that part was (a server
+  that streams no deltas), else it is bookkeeping.
 * An event named ``error`` (SSE ``event:`` line) is an error whatever its data; so is typeless data with an
   ``error`` object or a flat ``code`` + ``message``.
 """
@@ -347,10 +350,10 @@ class OpenAIResponsesAdapter(Adapter):
 
     def _on_completed(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
         out, response = self._terminal(payload)
-        reason = FinishReason.TOOL_CALLS if self._saw_function_call else FinishReason.STOP
         # The event's own name when the response has no status; a status it does send is read as sent.
-        self.finish_raw = raw_reason(response["status"]) if "status" in response else "completed"
-        self.finish(out, reason, self.finish_raw)
+        raw = self.finish_raw = raw_reason(response["status"]) if "status" in response else "completed"
+        reason = FinishReason.TOOL_CALLS if self._saw_function_call else FinishReason.STOP
+        self.finish(out, reason if raw == "completed" else FinishReason.OTHER, raw)
         return out
 
     def _on_incomplete(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
