@@ -48,6 +48,7 @@ class TapRun(Run):
             config=config,
             ids=ids,
         )
+        adapter.lean()  # the SDK reads the text from its own copy of the bytes; the run needs the kinds
         self._adapter = adapter
         self._pending = deque(maxlen=0)  # the SDK reads the bytes; nobody reads our events
         self._entered = True
@@ -59,6 +60,11 @@ class TapRun(Run):
         self._cancel_means: tuple[AbortSource, str, RelayClose] | None = None
         self.failure: StreamFailed | None = None
         self._witness = Witness()  # for failure_of, when a framework raises an exception of its own
+
+    def collect(self) -> TapRun:
+        """As ``Run.collect``: the text is kept, so the deltas carry it again (see ``Adapter.lean``)."""
+        self._adapter.lean(False)
+        return super().collect()
 
     # -- what the transport reports -------------------------------------------------------------------
 
@@ -177,7 +183,8 @@ class TapRun(Run):
 
     def keep_events(self) -> deque[ConsumerEvent]:
         """From now on, keep the consumer events each read chunk carries in the returned deque (else nobody
-        reads them), for a relay to drain once it has written that chunk and report with ``relayed()``."""
+        reads them), for a relay to drain once it has written that chunk and report with ``relayed()``.
+        Text and reasoning deltas there carry no text (``Adapter.lean``): the relay writes the bytes."""
         self._pending = deque()
         return self._pending
 
