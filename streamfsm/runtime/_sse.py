@@ -228,7 +228,8 @@ class SSEDecoder:
         for line in lines:
             if not line:
                 if data:
-                    text = _decode(data[0]) if len(data) == 1 else _decode(b"\n".join(data))
+                    raw = data[0] if len(data) == 1 else b"\n".join(data)
+                    text = raw.decode("utf-8", "replace")  # _decode, inlined: once per event
                     name = self._event
                     events.append(
                         SSEEvent(

@@ -575,7 +575,9 @@ class Run:
     def _watched_read_scope(self) -> anyio.CancelScope:
         """Begin an async read: the scope to wait in, which the loop's watchdog (or ``abort()``) cancels."""
         now = time.monotonic()
-        self._read_began(now)
+        self._reading = True  # _read_began, inlined: this is paid once per network read
+        if self._idle_paused_since is None:
+            self._idle_read_started = now
         scope = self._read_scope = self._scope_class()  # before _look: the watchdog may look at once
         entry = self._watch_entry
         if entry is None or entry.callback is None or entry.when <= now:

@@ -60,6 +60,7 @@ class TapRun(Run):
             config=config,
             ids=ids,
         )
+        adapter.lean()  # the SDK reads the text from its own copy of the bytes; the run needs the kinds
         self._adapter = adapter
         # What the request asked for, where a bounded look could tell; the response decides (``connected``).
         self.asks_stream = asks_stream
@@ -75,6 +76,11 @@ class TapRun(Run):
         self.failure: StreamFailed | None = None
         self.streams: bool | None = None  # once a 2xx response said it
         self._witness = Witness()  # for failure_of, when a framework raises an exception of its own
+
+    def collect(self) -> TapRun:
+        """As ``Run.collect``: the text is kept, so the deltas carry it again (see ``Adapter.lean``)."""
+        self._adapter.lean(False)
+        return super().collect()
 
     # -- what the transport reports -------------------------------------------------------------------
 
@@ -115,10 +121,6 @@ class TapRun(Run):
             self._status, self._error_headers, self._error_body = status, headers, bytearray()
 
     @property
-    def reading_error_body(self) -> bool:
-        return self._error_body is not None and not self._done
-
-    @property
     def error_body_short(self) -> bool:
         """An HTTP error's body is being read and is still under its bound."""
         body = self._error_body
@@ -129,9 +131,12 @@ class TapRun(Run):
         body = self._error_body
         if body is None:
             try:
-                return self._caught(self._apply_chunk, chunk)
+                self._apply_chunk(chunk)  # _caught, inlined: this is paid once per read
+            except StreamFailed as failure:
+                return self._settle(failure)
             except Exception as exc:  # the body does not decode: the SDK's read fails the same way
                 return self._failed(self._read_failed, exc)
+            return None
         if chunk is None:
             return self._http_error()
         room = self.config.max_error_body_bytes - len(body)
@@ -202,7 +207,8 @@ class TapRun(Run):
 
     def keep_events(self) -> deque[ConsumerEvent]:
         """From now on, keep the consumer events each read chunk carries in the returned deque (else nobody
-        reads them), for a relay to drain once it has written that chunk and report with ``relayed()``."""
+        reads them), for a relay to drain once it has written that chunk and report with ``relayed()``.
+        Text and reasoning deltas there carry no text (``Adapter.lean``): the relay writes the bytes."""
         self._pending = deque()
         return self._pending
 
@@ -267,10 +273,13 @@ class TapRun(Run):
         try:
             step(*args)
         except StreamFailed as failure:
-            self.failure = detached(failure)
-            self._witness.settle(self.failure)
-            return self.failure
+            return self._settle(failure)
         return None
+
+    def _settle(self, failure: StreamFailed) -> StreamFailed:
+        self.failure = detached(failure)
+        self._witness.settle(self.failure)
+        return self.failure
 
     def _failed(self, step: Callable[..., Any], *args: Any) -> StreamFailed:
         failure = self._caught(step, *args)

@@ -235,15 +235,13 @@ class _StreamBase:
             attach(exc, failure)
         self._end()
 
-    def _took(self, run: TapRun, chunk: bytes | None) -> bytes | None:
-        """A watched read returned ``chunk`` (None: the clean end); the chunk, or None at the end (where
-        ``strict_eof`` fails a stream that ended without its terminal event)."""
-        ended = run.chunk(chunk)
-        if chunk is None:
-            self._end()
-            if ended is not None and self._tap._strict_eof and run.ended_without_terminal():
-                raise self._tap._cut(ended, self._request)
-        return chunk
+    def _took_end(self, run: TapRun) -> None:
+        """A watched read found the clean end (where ``strict_eof`` fails a stream that ended without its
+        terminal event)."""
+        ended = run.chunk(None)
+        self._end()
+        if ended is not None and self._tap._strict_eof and run.ended_without_terminal():
+            raise self._tap._cut(ended, self._request)
 
     # A read whose run is over (or that reads an error body): the bytes pass through; the run, if still
     # reading an error body, takes them.
@@ -316,7 +314,7 @@ class _AsyncTapStream(_StreamBase):
 
     async def __anext__(self) -> bytes:
         run = self._run
-        if run is None or run._done or run.reading_error_body:
+        if run is None or run._done or run._error_body is not None:  # over, or reading an error body
             return await self._passed(run)
         if run._abort_request is not None:  # abort() between reads: the next read fails as one it ended
             failure = run.timed_out(Trigger.LOCAL_ABORT)
@@ -348,10 +346,11 @@ class _AsyncTapStream(_StreamBase):
             failure = run.timed_out(run._read_edge)
             self._end()
             raise self._tap._timeout(failure, self._request)
-        taken = self._took(run, chunk)
-        if taken is None:
+        if chunk is None:
+            self._took_end(run)
             raise StopAsyncIteration
-        return taken
+        run.chunk(chunk)
+        return chunk
 
     async def _passed(self, run: TapRun | None) -> bytes:
         """The run is over (or reads an error body, unwatched): the bytes pass through."""
@@ -492,7 +491,7 @@ class _SyncTapStream(_StreamBase):
 
     def __next__(self) -> bytes:
         run = self._run
-        if run is None or run._done or run.reading_error_body:
+        if run is None or run._done or run._error_body is not None:  # over, or reading an error body
             return self._passed(run)
         assert isinstance(run, SyncTapRun)
         chunk: bytes | None = None
@@ -510,10 +509,11 @@ class _SyncTapStream(_StreamBase):
         except BaseException as exc:
             self._failed(exc, run.stopped(exc))
             raise
-        taken = self._took(run, chunk)
-        if taken is None:
+        if chunk is None:
+            self._took_end(run)
             raise StopIteration
-        return taken
+        run.chunk(chunk)
+        return chunk
 
     def _passed(self, run: TapRun | None) -> bytes:
         try:

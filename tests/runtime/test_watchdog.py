@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import math
+import sys
 import threading
 import time
 import warnings
@@ -24,7 +25,15 @@ from runsupport import BODIES, cut_before, cut_through
 import streamfsm
 from streamfsm import Finish, Run, StreamConfig, StreamFailed, ToolCall, ToolInputStart
 from streamfsm.runtime._sync_reads import ReadWatchdog as _SyncWatchdog
-from streamfsm.runtime._watchdog import ARRIVAL_LOOKS, LoopWatchdog, TrioWatchdog, loop_watchdog, new_watchdog
+from streamfsm.runtime._watchdog import (
+    ARRIVAL_LOOKS,
+    LoopWatchdog,
+    TaskScope,
+    TrioWatchdog,
+    loop_watchdog,
+    new_watchdog,
+    plain_scope_class,
+)
 from streamfsm.testing import (
     End,
     FaultServer,
@@ -467,3 +476,81 @@ async def test_a_tool_ending_while_the_client_unwinds_falls_inside_the_run() -> 
     times = [entry.get("t_last", entry["t"]) for entry in record["timeline"]["entries"]]
     assert times == sorted(times) and times[-1] <= record["timings"]["total_s"]
     assert record["timings"]["last_progress_age_s"] >= 0.2 + 0.2  # it ended after the tool, mid-unwinding
+
+
+# -- the read's scope on asyncio (Python 3.11+): the task's own cancellation, taken back on the way out ------
+
+needs_task_scope = pytest.mark.skipif(
+    sys.version_info < (3, 11), reason="before 3.11 a read waits in anyio's own scope (no Task.uncancel)"
+)
+on_asyncio = pytest.mark.parametrize("anyio_backend", ["asyncio"])
+
+
+@needs_task_scope
+@on_asyncio
+async def test_on_asyncio_a_read_scope_is_the_tasks_own_and_a_cancel_ends_its_wait(
+    anyio_backend: str,
+) -> None:
+    scope = plain_scope_class()()
+    assert isinstance(scope, TaskScope)
+    task = asyncio.current_task()
+    assert task is not None
+    asyncio.get_running_loop().call_later(0.01, scope.cancel)
+    with scope:
+        await anyio.sleep(5)
+    assert scope.cancel_called and scope.cancelled_caught
+    assert task.cancelling() == 0  # taken back: the task is not left cancelled
+    await anyio.sleep(0)  # and goes on
+
+
+@needs_task_scope
+@on_asyncio
+async def test_a_read_scope_waits_out_a_shield_entered_inside_it_then_cancels(anyio_backend: str) -> None:
+    scope = plain_scope_class()()
+    shielded_done = False
+    asyncio.get_running_loop().call_later(0.01, scope.cancel)
+    with anyio.fail_after(5), scope:
+        with anyio.CancelScope(shield=True):  # an HTTP client's cleanup: not interrupted
+            await anyio.sleep(0.05)
+            shielded_done = True
+        await anyio.sleep(5)  # the next wait is cancelled
+    assert shielded_done and scope.cancelled_caught
+
+
+@needs_task_scope
+@on_asyncio
+async def test_a_read_scope_inside_a_shield_is_still_cancelled(anyio_backend: str) -> None:
+    scope = plain_scope_class()()
+    with anyio.fail_after(5), anyio.CancelScope(shield=True):  # the consumer's shield, around the read
+        asyncio.get_running_loop().call_later(0.01, scope.cancel)
+        with scope:
+            await anyio.sleep(5)
+    assert scope.cancelled_caught
+
+
+@needs_task_scope
+@on_asyncio
+@pytest.mark.parametrize("outer_first", [True, False])
+async def test_an_outer_cancellation_at_the_same_time_still_cancels_the_outer_scope(
+    outer_first: bool, anyio_backend: str
+) -> None:
+    # As with asyncio.timeout: the read's own cancellation is swallowed only when nothing else is pending;
+    # when it came first, anyio delivers the outer scope's at the next wait.
+    scope = plain_scope_class()()
+    loop = asyncio.get_running_loop()
+    with anyio.CancelScope() as outer:
+
+        def both() -> None:
+            first, second = (outer.cancel, scope.cancel) if outer_first else (scope.cancel, outer.cancel)
+            first()
+            second()
+
+        loop.call_later(0.01, both)
+        with scope:
+            await anyio.sleep(5)
+        await anyio.sleep(5)
+        pytest.fail("the outer scope's cancellation was lost")
+    assert outer.cancelled_caught
+    assert scope.cancelled_caught is not outer_first
+    task = asyncio.current_task()
+    assert task is not None and task.cancelling() == 0

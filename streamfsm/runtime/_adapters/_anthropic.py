@@ -44,9 +44,7 @@ from .._events import (
     Keepalive,
     Metadata,
     ProtocolViolation,
-    ReasoningDelta,
     StreamEvent,
-    TextDelta,
     ToolInputDelta,
     Usage,
 )
@@ -197,13 +195,13 @@ class AnthropicAdapter(Adapter):
         if kind == "text":
             text = block.get("text")
             if text and isinstance(text, str):
-                out.append(TextDelta(text))
+                out.append(self.text_delta(text))
             elif text:
                 self.note(UNREAD_CONTENT)
         elif kind == "thinking":
             thinking = block.get("thinking")
             if thinking and isinstance(thinking, str):
-                out.append(ReasoningDelta(thinking))
+                out.append(self.reasoning_delta(thinking))
         elif not (isinstance(kind, str) and (kind in _QUIET_BLOCKS or kind.endswith("_tool_result"))):
             self.unread(f"block.{kind}" if isinstance(kind, str) else "block.untyped")
         if not out:
@@ -249,10 +247,10 @@ class AnthropicAdapter(Adapter):
                 self.note(UNREAD_CONTENT)
             return [_META["content_block_delta"]]
         if self._call is None:
-            return [TextDelta(text)]
+            return [self.text_delta(text)]
         out: list[StreamEvent] = []
         self.close_call(out)
-        out.append(TextDelta(text))
+        out.append(self.text_delta(text))
         return out
 
     def _on_thinking(self, delta: dict[str, Any], payload: dict[str, Any], index: int) -> list[StreamEvent]:
@@ -262,10 +260,10 @@ class AnthropicAdapter(Adapter):
                 self.note(UNREAD_CONTENT)
             return [_META["content_block_delta"]]
         if self._call is None:
-            return [ReasoningDelta(text)]
+            return [self.reasoning_delta(text)]
         out: list[StreamEvent] = []
         self.close_call(out)
-        out.append(ReasoningDelta(text))
+        out.append(self.reasoning_delta(text))
         return out
 
     def _on_json(self, delta: dict[str, Any], payload: dict[str, Any], index: int) -> list[StreamEvent]:

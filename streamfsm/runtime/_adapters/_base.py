@@ -31,7 +31,9 @@ from .._events import (
     Metadata,
     ProtocolViolation,
     ProviderErrorEvent,
+    ReasoningDelta,
     StreamEvent,
+    TextDelta,
     ToolCall,
     ToolInputDelta,
     ToolInputEnd,
@@ -258,12 +260,18 @@ class Adapter:
         "events_seen",
         "finish_raw",
         "model",
+        "reasoning_delta",
         "response_id",
         "terminal_seen",
+        "text_delta",
         "tool_names",
     )
 
     def __init__(self) -> None:
+        # What each text and reasoning delta is made by: the event classes, or after ``lean()`` stand-ins.
+        self.text_delta: Callable[..., TextDelta]
+        self.reasoning_delta: Callable[..., ReasoningDelta]
+        self.lean(False)
         self.terminal_seen = False
         self.response_id: str | None = None
         self.model: str | None = None
@@ -309,6 +317,15 @@ class Adapter:
     def end(self) -> list[StreamEvent]:
         """A clean EOF. Formats with a terminal sentinel have nothing to add: ``terminal_seen`` tells."""
         return []
+
+    def lean(self, lean: bool = True) -> None:
+        """For a run whose events nobody reads for their text (the tap, the relay): text and reasoning deltas
+        are shared stand-ins of the same kind without the text, since building a frozen event per delta
+        costs more than the machine step and the record it drives. Everything else is the same."""
+        if lean:
+            self.text_delta, self.reasoning_delta = _stand_in_text, _stand_in_reasoning
+        else:
+            self.text_delta, self.reasoning_delta = TextDelta, ReasoningDelta
 
     # -- for subclasses -------------------------------------------------------------------------------------
 
@@ -434,6 +451,20 @@ class Adapter:
 # Top-level keys of a whole answer in each format: chat "choices", Anthropic "content", Gemini "candidates",
 # Responses "output".
 _ANSWER_KEYS: Final = frozenset({"choices", "content", "candidates", "output"})
+
+
+_TEXT: Final = TextDelta("")
+_REFUSAL: Final = TextDelta("", refusal=True)
+_REASONING: Final = ReasoningDelta("")
+_SUMMARY: Final = ReasoningDelta("", summary=True)
+
+
+def _stand_in_text(text: str, refusal: bool = False) -> TextDelta:
+    return _REFUSAL if refusal else _TEXT
+
+
+def _stand_in_reasoning(text: str, summary: bool = False) -> ReasoningDelta:
+    return _SUMMARY if summary else _REASONING
 
 
 def document_events(body: bytes) -> list[StreamEvent]:

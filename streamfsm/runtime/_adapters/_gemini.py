@@ -32,9 +32,7 @@ from .._events import (
     Metadata,
     ProtocolViolation,
     ProviderErrorEvent,
-    ReasoningDelta,
     StreamEvent,
-    TextDelta,
     Usage,
 )
 from .._sse import SSEEvent
@@ -191,7 +189,9 @@ class GeminiAdapter(Adapter):
                     unknown = True
             text = part.get("text")
             if text and isinstance(text, str):
-                out.append(ReasoningDelta(text) if part.get("thought") is True else TextDelta(text))
+                out.append(
+                    self.reasoning_delta(text) if part.get("thought") is True else self.text_delta(text)
+                )
                 continue
             if unknown or (text is not None and text != ""):
                 self.note(UNREAD_CONTENT)  # a part of a kind not read, or text that is not a string

@@ -46,9 +46,7 @@ from .._events import (
     Metadata,
     ProtocolViolation,
     ProviderErrorEvent,
-    ReasoningDelta,
     StreamEvent,
-    TextDelta,
     ToolInputDelta,
     Usage,
 )
@@ -219,26 +217,30 @@ class OpenAIChatAdapter(Adapter):
             if content and type(content) is str:
                 if self._call is not None:
                     self.close_call(out)
-                out.append(TextDelta(content))
+                out.append(self.text_delta(content))
                 return
         if unknown:
             self.note(UNREAD_CONTENT)  # a field this adapter does not read; its name is in delta_keys
         reasoning = delta.get("reasoning_content") or delta.get("reasoning")
         if reasoning and isinstance(reasoning, str):
-            self._emit(out, ReasoningDelta(reasoning))
+            self._emit(out, self.reasoning_delta(reasoning))
         elif delta.get("reasoning_details"):
             self._reasoning_details(delta["reasoning_details"], out)
         elif reasoning:
             self.note(UNREAD_CONTENT)  # reasoning that is not a string
         refusal = delta.get("refusal")
         if refusal and isinstance(refusal, str):
-            self._emit(out, TextDelta(refusal, refusal=True))
+            self._emit(out, self.text_delta(refusal, refusal=True))
         content = delta.get("content")
         if content and isinstance(content, str):
-            self._emit(out, TextDelta(content))
+            self._emit(out, self.text_delta(content))
         elif isinstance(content, list):
             for carrier, text in read_parts(content, self.note, self.count_key):
-                piece = ReasoningDelta(text) if carrier == REASONING else TextDelta(text, carrier == REFUSAL)
+                piece = (
+                    self.reasoning_delta(text)
+                    if carrier == REASONING
+                    else self.text_delta(text, carrier == REFUSAL)
+                )
                 self._emit(out, piece)
         elif content is not None and content != "":
             self.note(UNREAD_CONTENT)  # content that is neither a string nor a list of parts
@@ -246,7 +248,7 @@ class OpenAIChatAdapter(Adapter):
         if audio:
             transcript = audio.get("transcript") if type(audio) is dict else None
             if transcript and isinstance(transcript, str):
-                self._emit(out, TextDelta(transcript))
+                self._emit(out, self.text_delta(transcript))
             elif type(audio) is not dict:
                 self.note(UNREAD_CONTENT)
         fragments = delta.get("tool_calls")
@@ -285,7 +287,7 @@ class OpenAIChatAdapter(Adapter):
                 continue
             text = detail.get(field_name)
             if text and isinstance(text, str):
-                self._emit(out, ReasoningDelta(text, field_name == "summary"))
+                self._emit(out, self.reasoning_delta(text, field_name == "summary"))
 
     def _fragment(self, fragment: dict[str, Any], out: list[StreamEvent], index: int) -> None:
         position = fragment.get("index")

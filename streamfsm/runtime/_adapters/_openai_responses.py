@@ -44,9 +44,7 @@ from .._events import (
     FinishReason,
     Metadata,
     ProtocolViolation,
-    ReasoningDelta,
     StreamEvent,
-    TextDelta,
     ToolInputDelta,
     ToolInputEnd,
     Usage,
@@ -239,10 +237,10 @@ class OpenAIResponsesAdapter(Adapter):
             return [_BOOKKEEPING_DELTA]
         self._part_read = True
         if self._call is None:
-            return [TextDelta(text, refusal)]
+            return [self.text_delta(text, refusal)]
         out: list[StreamEvent] = []
         self.close_call(out)
-        out.append(TextDelta(text, refusal))
+        out.append(self.text_delta(text, refusal))
         return out
 
     def _on_text_done(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
@@ -273,10 +271,10 @@ class OpenAIResponsesAdapter(Adapter):
                 self.note(UNREAD_CONTENT)
             return [_BOOKKEEPING_DELTA]
         if self._call is None:
-            return [ReasoningDelta(text, summary)]
+            return [self.reasoning_delta(text, summary)]
         out: list[StreamEvent] = []
         self.close_call(out)
-        out.append(ReasoningDelta(text, summary))
+        out.append(self.reasoning_delta(text, summary))
         return out
 
     def _names_open_call(self, *idents: object) -> bool:
