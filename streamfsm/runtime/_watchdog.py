@@ -281,7 +281,10 @@ class TaskScope:
         task = self._task
         if task is None or self._delivered or task.done():
             return  # left already, or delivered
-        if self._shielded(task):
+        if task is asyncio.current_task() or self._shielded(task):
+            # Not while the task runs (entered cancelled, or cancelled by the read's own code): a read that
+            # then ends without waiting would leave the cancellation pending past the scope (before 3.13,
+            # uncancel() does not clear it). Next loop pass the task waits inside the scope, or has left it.
             asyncio.get_running_loop().call_soon(self._deliver)
             return
         self._delivered = True

@@ -554,3 +554,35 @@ async def test_an_outer_cancellation_at_the_same_time_still_cancels_the_outer_sc
     assert scope.cancelled_caught is not outer_first
     task = asyncio.current_task()
     assert task is not None and task.cancelling() == 0
+
+
+@needs_task_scope
+@on_asyncio
+async def test_a_read_scope_entered_cancelled_whose_read_does_not_wait_leaves_no_cancellation(
+    anyio_backend: str,
+) -> None:
+    # The watchdog finds a read due as it starts (cancel before enter), and the read returns what the HTTP
+    # client had buffered without waiting: no cancellation may be left for the task's next wait.
+    async def buffered() -> bytes:
+        return b"chunk"
+
+    scope = plain_scope_class()()
+    scope.cancel()
+    with scope:
+        chunk = await buffered()
+    assert chunk == b"chunk" and not scope.cancelled_caught
+    task = asyncio.current_task()
+    assert task is not None and task.cancelling() == 0
+    await asyncio.sleep(0)  # the consumer's own next wait is not cancelled
+
+
+@needs_task_scope
+@on_asyncio
+async def test_a_read_scope_entered_cancelled_cancels_the_read_once_it_waits(anyio_backend: str) -> None:
+    scope = plain_scope_class()()
+    scope.cancel()
+    with anyio.fail_after(5), scope:
+        await anyio.sleep(5)
+    assert scope.cancelled_caught
+    task = asyncio.current_task()
+    assert task is not None and task.cancelling() == 0
