@@ -167,8 +167,13 @@ def _context(ids: Ids) -> dict[str, str]:
 _redacted_url: Final = functools.lru_cache(maxsize=1024)(redact_url)
 
 
-@functools.lru_cache(maxsize=256)
 def _redacted_model(model: str) -> str:
+    # The cache keeps its keys: a request body's "model" can be as long as the body (1 MiB parsed).
+    return _redacted_short_model(model) if len(model) <= 256 else redact_text(model, limit=128)
+
+
+@functools.lru_cache(maxsize=256)
+def _redacted_short_model(model: str) -> str:
     return redact_text(model, limit=128)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from typing import Any
 
 import anyio
@@ -20,6 +21,7 @@ from runsupport import BODIES, validate_record
 import streamfsm
 from streamfsm import StreamConfig, StreamFailed
 from streamfsm.runtime import TextDelta
+from streamfsm.runtime._record import _redacted_model
 from streamfsm.testing import build, frame
 from streamfsm.testing._script import End, Headers, Send, Status
 from streamfsm.testing._server import FaultServer, FaultServerThread, Request
@@ -165,3 +167,14 @@ async def test_a_100k_delta_run_keeps_its_record_and_timeline_within_a_fixed_bou
     assert large["timeline"]["omitted"] > 99_000  # the middle is counted, not kept
     # The record does not grow with the stream: only the counters' digits differ.
     assert len(json.dumps(large)) - len(json.dumps(small)) < 600
+
+
+def test_a_long_model_is_redacted_and_not_kept_by_the_redaction_cache() -> None:
+    # The record's model comes from the request body, parsed up to 1 MiB: the per-route cache would keep 256
+    # of them (a relay's clients choose them). A long one is redacted and bounded, and not kept.
+    model = "PLANTED-model-" + "x" * (1 << 20)
+    references = sys.getrefcount(model)
+    redacted = _redacted_model(model)
+    assert len(redacted) <= 128
+    assert sys.getrefcount(model) == references
+    assert _redacted_model("gpt-4o") == "gpt-4o"
