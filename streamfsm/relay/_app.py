@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Final
-from urllib.parse import unquote, unquote_to_bytes
+from urllib.parse import parse_qsl, unquote, unquote_to_bytes
 
 import anyio
 import anyio.lowlevel
@@ -41,7 +41,7 @@ from ..runtime import AuditLog, ErrorLog, Finish, Ids, StreamConfig
 from ..runtime._record import RelayClose
 from ..tap import Rule, async_transport, context, failure_of, run_of
 from ..tap._context import relaying
-from ..tap._rules import check_rules
+from ..tap._rules import check_rules, format_of
 from ..tap._run import TapRun
 from ._errors import ErrorsData
 from ._journal import Journal
@@ -281,13 +281,15 @@ class Relay:
         limit: str,
     ) -> None:
         """503 with ``Retry-After``: ``limit`` (one of the relay's) is full. A request on an LLM format's path
-        is recorded as a run closed ``overloaded`` (its body is not read: it may not have asked to stream)."""
+        is recorded as a run closed ``overloaded`` when the tap would have run it (its body is not read: it
+        may not have asked to stream); another request there (a background poll) is only answered."""
         path = scope["path"]
         log.warning(
             "refused %s %s: 503 %s [request_id=%s]", scope["method"], self._route(path), why, request_id
         )
-        provider = next((rule.provider for rule in self._rules if rule.matches(path)), None)
-        if provider is not None and scope["method"] in ("POST", "GET"):
+        query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+        provider = format_of(self._rules, scope["method"], path, query)  # an LLM call as the tap sees one
+        if provider is not None:
             ids = self._ids(request_id, path, headers)
             raw_path: bytes = scope.get("raw_path") or path.encode("utf-8")
             url = str(self._base.copy_with(raw_path=self._prefix + raw_path))

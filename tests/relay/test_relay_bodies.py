@@ -297,3 +297,33 @@ def test_the_pools_limits_add_up_to_the_configured_totals(
     assert sum(min(k, c) for k, c in zip(kept, limits, strict=True)) == min(
         keepalive, max_connections or keepalive
     )
+
+
+def test_a_refused_request_is_recorded_only_when_it_is_an_llm_call(tmp_path: Path) -> None:
+    """Under a format's path, only what the tap would run is recorded when refused (a background answer's
+    poll, a cancel, a token count are no LLM call: answered 503, never a run)."""
+    frames = text_stream("openai-chat", ["a", "b"])
+    steps = (Headers(), *(s for f in frames for s in (Send(f), Sleep(0.5))), End())
+    body = json.dumps({**BODIES["openai-chat"], "stream": True}).encode()
+    audit = tmp_path / "audit.jsonl"
+    with (
+        FaultServerThread(steps) as upstream,
+        relay_to(upstream.base_url, audit_log=str(audit), max_concurrent=1) as relay,
+    ):
+        held = threading.Thread(
+            target=lambda: httpx.post(relay.base_url + "/v1/chat/completions", content=body, timeout=TIMEOUT)
+        )
+        held.start()
+        assert settles(lambda: relay.relay._in_flight == 1)
+        with httpx.Client(base_url=relay.base_url, timeout=TIMEOUT) as client:
+            refused = [
+                client.get("/v1/responses/resp_1"),
+                client.post("/v1/responses/resp_1/cancel", content=b"{}"),
+                client.post("/v1/responses/input_tokens", content=b"{}"),
+                client.post("/v1/responses", content=b"{}"),  # an LLM call: recorded
+            ]
+        held.join(TIMEOUT)
+        assert settles(lambda: relay.relay._in_flight == 0)
+    assert [answer.status_code for answer in refused] == [503] * 4
+    records = wait_lines(audit, 2)
+    assert sorted(r["relay"]["close"] for r in records) == ["completed", "overloaded"]
