@@ -55,6 +55,7 @@ class WholeBody(_Wire):
     def frames(self, chunk: bytes) -> list[Any]:
         self.rec.bytes_received += len(chunk)
         if len(self._body) + len(chunk) > MAX_ANSWER_BYTES:
+            self._body = bytearray()  # the run outlives this (its response holds it): keep nothing
             raise ProtocolViolation(ANSWER_TOO_LARGE, 0)
         self._body += chunk
         return []

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from streamfsm.runtime import Ids, StreamConfig
 from streamfsm.runtime._events import TextDelta, ToolCall
+from streamfsm.runtime._whole import ANSWER_TOO_LARGE, MAX_ANSWER_BYTES, WholeBody
 from streamfsm.tap._run import TapRun
 from streamfsm.testing import FORMATS, whole_answer
 
@@ -75,3 +76,21 @@ def test_a_whole_answer_completes_with_its_finish_and_complete_calls(
         (name, json.loads(args)) for name, args in calls
     ]
     assert "".join(event.text for event in events if isinstance(event, TextDelta)) == text
+
+
+def test_an_answer_over_its_bound_fails_the_run_and_is_kept_no_further() -> None:
+    # The SDK reads on past the bound, and the run lives as long as its response: what it had kept goes.
+    run = TapRun(
+        "openai-chat", body={}, url="http://127.0.0.1/", config=_CONFIG, ids=Ids(), asks_stream=False
+    )
+    run.begin()
+    run.connected(200, _JSON)
+    piece = b" " * (8 << 20)
+    failure = None
+    for _ in range(MAX_ANSWER_BYTES // len(piece) + 1):
+        failure = run.chunk(piece)
+        if failure is not None:
+            break
+    assert failure is not None and ANSWER_TOO_LARGE in str(run.record["outcome"])
+    wire = run._wire
+    assert isinstance(wire, WholeBody) and len(wire._body) == 0
