@@ -104,16 +104,44 @@ def _look(content: bytes) -> tuple[dict[str, Any], bool | None]:
             body = {}
         body = body if isinstance(body, dict) else {}
         return body, body.get("stream") is True  # absent: the formats' default, not streaming
-    found: dict[str, Any] = {}
+    # The head is read from the body's start, so its nesting is known: only the body's own keys count (an
+    # Anthropic tool_use's input is an object, model output, and may say "model"). The tail's nesting is not
+    # known: its last match counts (the SDKs write the top-level options after the messages).
+    model, streams = _top_level(content, _EDGE_BYTES)
+    tail = len(content) - _EDGE_BYTES
+    if model is None:
+        found = [match.group(1) for match in _MODEL.finditer(content, tail)]
+        model = found[-1].decode("utf-8", "replace") if found else None
+    if streams is None:
+        flags = [match.group(1) for match in _STREAM.finditer(content, tail)]
+        streams = flags[-1] == b"true" if flags else None
+    return ({"model": model} if model is not None else {}), streams
+
+
+def _top_level(content: bytes, end: int) -> tuple[str | None, bool | None]:
+    """The body's own ``"model"`` and ``"stream"`` in ``content[:end]``, read from the body's start."""
+    model: str | None = None
     streams: bool | None = None
-    for start, end in ((0, _EDGE_BYTES), (len(content) - _EDGE_BYTES, len(content))):
-        model = _MODEL.search(content, start, end)
-        if model is not None and "model" not in found:
-            found["model"] = model.group(1).decode("utf-8", "replace")
-        stream = _STREAM.search(content, start, end)
-        if stream is not None and streams is None:
-            streams = stream.group(1) == b"true"
-    return found, streams
+    depth = 0
+    for token in _TOKEN.finditer(content, 0, end):
+        first = content[token.start()]
+        if first == 0x22:  # '"': a string; a key when a colon follows
+            if depth != 1:
+                continue
+            key = token.group()
+            if key == b'"model"' and model is None:
+                value = _MODEL_VALUE.match(content, token.end(), end)
+                if value is not None:
+                    model = value.group(1).decode("utf-8", "replace")
+            elif key == b'"stream"' and streams is None:
+                flag = _STREAM_VALUE.match(content, token.end(), end)
+                if flag is not None:
+                    streams = flag.group(1) == b"true"
+            if model is not None and streams is not None:
+                break
+        else:
+            depth += 1 if first in b"{[" else -1
+    return model, streams
 
 
 _EDGE_BYTES: Final = 64 * 1024
@@ -123,3 +151,8 @@ _RESPONSE_ITEM: Final = re.compile(r"/responses/[^/]+$")
 # A JSON string value cannot hold an unescaped quote, so these match keys, not text inside a message.
 _MODEL: Final = re.compile(rb'"model"\s*:\s*"([^"\\]{1,256})"')
 _STREAM: Final = re.compile(rb'"stream"\s*:\s*(true|false)\b')
+_MODEL_VALUE: Final = re.compile(rb'\s*:\s*"([^"\\]{1,256})"')
+_STREAM_VALUE: Final = re.compile(rb"\s*:\s*(true|false)\b")
+# A JSON string, or a bracket. A string always matches (one the window cuts runs to its end), so that no
+# hostile body makes the search start again inside one (quadratic over escaped quotes).
+_TOKEN: Final = re.compile(rb'"(?:[^"\\]|\\.)*(?:"|\\?\Z)|[{}\[\]]', re.DOTALL)

@@ -4,6 +4,7 @@ on a format's path is an LLM call, and its response's content type says whether 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import anyio
@@ -106,3 +107,36 @@ def test_the_bounded_look_finds_the_model_and_the_mode_without_parsing_a_large_b
     assert llm_request(DEFAULT_RULES, "GET", "/v1/chat/completions", {}, None) is None
     assert llm_request(DEFAULT_RULES, "POST", "/v1/responses/input_tokens", {}, small) is None
     assert llm_request(DEFAULT_RULES, "GET", "/v1/responses/resp_1", {"stream": "true"}, None) is not None
+
+
+def test_the_bounded_look_takes_the_bodys_own_model_not_a_tool_inputs() -> None:
+    # The anthropic SDK writes messages before model; a tool_use's input is an object (model output): its
+    # "model" and "stream" are not the request's.
+    tool_use = {
+        "type": "tool_use",
+        "id": "t1",
+        "name": "switch",
+        "input": {"model": "OUTPUT", "stream": True},
+    }
+    body = {
+        "max_tokens": 1024,
+        "messages": [
+            {"role": "assistant", "content": [tool_use]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "x" * BIG}]},
+        ],
+        "model": "claude-sonnet-4-5",
+        "stream": False,
+    }
+    call = llm_request(DEFAULT_RULES, "POST", "/v1/messages", {}, json.dumps(body).encode())
+    assert call is not None and (call.body, call.streams) == ({"model": "claude-sonnet-4-5"}, False)
+
+
+@pytest.mark.parametrize(
+    "head",
+    [b'\\"', b'\\\n"', b'"\\', b"[", b'"x",'],
+    ids=["escaped-quotes", "escaped-newlines", "quote-soup", "brackets", "tiny-strings"],
+)
+def test_the_bounded_look_reads_a_hostile_head_to_nothing(head: bytes) -> None:
+    body = b'{"messages": [{"content": "' + head * (BIG // len(head))
+    call = llm_request(DEFAULT_RULES, "POST", "/v1/messages", {}, body)
+    assert call is not None and (call.body, call.streams) == ({}, None)
