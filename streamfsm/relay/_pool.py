@@ -16,12 +16,16 @@ import httpx
 __all__ = ["SHARDS", "ShardedPool", "UpstreamClient"]
 
 SHARDS: Final = 16  # 1,000 streams: about 60 connections per pool
+# A request waits for its own pool's room: split only where each pool holds many connections, so that one
+# pool full while another has room happens only near the total (with 2 connections in 2 pools, one long
+# stream made the next request time out beside an idle pool).
+_PER_POOL: Final = 64
 
 
 class ShardedPool(httpx.AsyncHTTPTransport):
-    """``shards`` ``httpx.AsyncHTTPTransport`` pools (fewer when ``max_connections`` is smaller), requests
-    given to them in turn. ``max_connections`` (None: unbounded) and ``max_keepalive_connections`` are the
-    totals over all pools.
+    """``shards`` ``httpx.AsyncHTTPTransport`` pools (fewer when ``max_connections`` leaves under 64 per
+    pool), requests given to them in turn. ``max_connections`` (None: unbounded) and
+    ``max_keepalive_connections`` are the totals over all pools.
 
     An ``AsyncHTTPTransport`` itself (its own pool never made) for the tap, which then knows its pools say
     when a request leaves (httpcore's trace): the connect watchdog counts from then, not from a pool wait."""
@@ -31,7 +35,7 @@ class ShardedPool(httpx.AsyncHTTPTransport):
     ) -> None:
         # No super().__init__(): the pools below do the IO.
         shards = SHARDS if shards is None else shards
-        count = shards if max_connections is None else max(1, min(shards, max_connections))
+        count = shards if max_connections is None else max(1, min(shards, max_connections // _PER_POOL))
         self.pools = [
             httpx.AsyncHTTPTransport(
                 limits=httpx.Limits(

@@ -231,6 +231,9 @@ def _call_sink(sink: Callable[[RunRecord], object], record: RunRecord) -> bool:
 _Item = TypeVar("_Item")
 
 
+_EXIT_SLICE_S: Final = 0.05
+
+
 class _Backlog(Generic[_Item]):
     """Items worked through in order by a thread of their own, started on demand and gone once idle;
     ``work`` takes up to ``batch`` of them at a time (a failure counts each of them).
@@ -315,12 +318,22 @@ class _Backlog(Generic[_Item]):
         with self._cond:
             return self._cond.wait_for(lambda: not self._items, timeout)
 
+    def _linger_for_more(self) -> None:
+        """Wait up to ``linger`` for the next item, in slices: once the main thread has ended the interpreter
+        is waiting for this thread to exit, and a lingering writer must not hold it up."""
+        end = time.monotonic() + self._linger
+        while not self._items and threading.main_thread().is_alive():
+            left = end - time.monotonic()
+            if left <= 0:
+                return
+            self._cond.wait(min(left, _EXIT_SLICE_S))
+
     def _drain(self) -> None:
         while True:
             with self._cond:
                 if not self._items and self._linger:
                     self._cond.notify_all()  # a flush sees the backlog empty while the thread lingers
-                    self._cond.wait_for(lambda: self._items, self._linger)
+                    self._linger_for_more()
                 if not self._items:
                     self._thread = None
                     self._cond.notify_all()
