@@ -179,6 +179,13 @@ class Store(Queries):
                 counted = [change[1:] for change in changes if change[0] == table]
                 if counted:
                     db.executemany(_UPSERTS[table], counted)
+                # A run that moved leaves a counter at zero behind: gone, or the page shows an empty group.
+                emptied = sorted({change[1] for change in changes if change[0] == table and change[-1] < 0})
+                for i in range(0, len(emptied), 500):
+                    part = emptied[i : i + 500]
+                    db.execute(
+                        f"DELETE FROM {table} WHERE n = 0 AND hour IN ({', '.join('?' * len(part))})", part
+                    )
 
         self._db.write(work)
 
