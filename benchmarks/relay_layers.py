@@ -7,9 +7,12 @@ Layers, each measured alone, CPU per stream (median of interleaved rounds):
 
 1. ``httpx`` client over the in-memory upstream, the body read raw (the floor: what any relay pays);
 2. the same client through the tap (the run, its record, no sink);
-3. the whole relay as an ASGI application (request checks, body read, journal, disconnect listener, the
-   write deadlines, the downstream accounting), without logs;
-4. the same with the audit log (a JSON line per stream, the begin line beside it).
+3. the whole relay as an ASGI application (request checks, body read, disconnect listener, the write
+   deadlines, the downstream accounting), with no sink, no metrics and no journal;
+4. then, one added at a time: the Prometheus metrics; the audit log's line of the record; the journal's
+   begin line (now the relay as ``streamfsm relay --audit-log`` runs it: its errors page follows the audit
+   log); a run store's index as each run ends (``StoreSink``, its call and its writer thread, flushed inside
+   the measurement: a relay with ``--store``, or without an audit log, pays it).
 
 The sockets, the ASGI server and the event loop's waits are left out: ``benchmarks.relay`` measures the
 whole; this says which layer of streamfsm's own the per-stream cost is in.
@@ -32,12 +35,18 @@ SECTION = "relay layers: CPU per short stream in one process, no sockets"
 _PATH = "/v1/chat/completions"
 
 
-def _contenders(folder: Path) -> dict[str, Callable[[], Awaitable[None]]]:
+def _contenders(
+    folder: Path,
+) -> tuple[dict[str, Callable[[], Awaitable[None]]], list[Callable[[], object]]]:
+    """The layers, and the flushes of their store sinks (a writer's work is the layer's cost)."""
     import anyio
     import httpx
 
     from streamfsm.relay import Relay, RelayConfig
-    from streamfsm.runtime import StreamConfig
+    from streamfsm.relay._journal import Journal
+    from streamfsm.relay._pool import UpstreamClient
+    from streamfsm.runtime import AuditLog, StreamConfig
+    from streamfsm.store import StoreSink
     from streamfsm.tap import async_transport
     from streamfsm.testing import text_stream
 
@@ -58,7 +67,7 @@ def _contenders(folder: Path) -> dict[str, Callable[[], Awaitable[None]]]:
     def client(tapped: bool, config: StreamConfig) -> httpx.AsyncClient:
         inner = httpx.MockTransport(upstream)
         transport = async_transport(inner, http="httpx", config=config) if tapped else inner
-        return httpx.AsyncClient(transport=transport, timeout=600)
+        return UpstreamClient(transport=transport, timeout=600)  # the relay's: no cookie jar
 
     def direct(http: httpx.AsyncClient) -> Callable[[], Awaitable[None]]:
         async def one() -> None:
@@ -70,8 +79,24 @@ def _contenders(folder: Path) -> dict[str, Callable[[], Awaitable[None]]]:
 
         return one
 
-    def relayed(audit: str | None) -> Callable[[], Awaitable[None]]:
-        relay = Relay(RelayConfig(upstream="http://upstream.test", audit_log=audit))
+    flushes: list[Callable[[], object]] = []
+
+    def relayed(*parts: str) -> Callable[[], Awaitable[None]]:
+        """The relay with only ``parts`` of its per-stream work: metrics, store, audit, begin."""
+        relay = Relay(RelayConfig(upstream="http://upstream.test", audit_log=str(folder / "audit.jsonl")))
+        audit = [s for s in relay._stream_config.sinks if isinstance(s, AuditLog)]
+        sinks: list[Any] = audit if "audit" in parts else []
+        if "store" in parts:  # as with --store, or without an audit log
+            store = StoreSink(str(folder / f"runs{len(flushes)}.db"))
+            sinks.append(store)
+            flushes.append(store.flush)
+        if "metrics" in parts and relay.metrics is not None:
+            sinks.append(relay.metrics.record)
+        else:
+            relay.metrics = None
+        relay._stream_config = relay._stream_config.replace(sinks=tuple(sinks))
+        if "begin" not in parts:
+            relay._journal = Journal([], ())
         relay._client = client(True, relay._stream_config)
         scope = {
             "type": "http",
@@ -106,9 +131,12 @@ def _contenders(folder: Path) -> dict[str, Callable[[], Awaitable[None]]]:
     return {
         "httpx client, in-memory upstream (floor)": direct(client(False, StreamConfig())),
         "+ the tap (run and record, no sink)": direct(client(True, StreamConfig())),
-        "+ the relay's ASGI exchange, no log": relayed(None),
-        "+ the audit log and the begin line": relayed(str(folder / "audit.jsonl")),
-    }
+        "+ the relay's ASGI exchange (no sink, metrics or journal)": relayed(),
+        "+ the metrics": relayed("metrics"),
+        "+ the audit log's record line": relayed("metrics", "audit"),
+        "+ the journal's begin line (the whole relay)": relayed("metrics", "audit", "begin"),
+        "+ a run store's index as runs end (StoreSink)": relayed("metrics", "audit", "begin", "store"),
+    }, flushes
 
 
 def measure(streams: int = 3000, rounds: int = 3) -> list[Row]:
@@ -117,16 +145,23 @@ def measure(streams: int = 3000, rounds: int = 3) -> list[Row]:
     samples: dict[str, list[float]] = {}
 
     async def main(folder: Path) -> None:
-        contenders = _contenders(folder)
+        contenders, flushes = _contenders(folder)
+
+        def flush() -> None:  # every store writer's batch, inside the layer that queued it
+            for each in flushes:
+                each()
+
         for name, one in contenders.items():  # warm
             samples[name] = []
             for _ in range(max(10, streams // 10)):
                 await one()
+            flush()
         for _ in range(rounds):  # interleaved: every layer sees the same window of the machine
             for name, one in contenders.items():
                 start = time.process_time()
                 for _ in range(streams):
                     await one()
+                flush()
                 samples[name].append((time.process_time() - start) / streams * 1e6)
 
     with tempfile.TemporaryDirectory() as folder:

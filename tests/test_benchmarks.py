@@ -298,7 +298,10 @@ def test_relay_layers_rows_at_a_tiny_size() -> None:
     assert [row.name for row in rows] == [
         "httpx client, in-memory upstream (floor)",
         "+ the tap (run and record, no sink)",
-        "+ the relay's ASGI exchange, no log",
-        "+ the audit log and the begin line",
+        "+ the relay's ASGI exchange (no sink, metrics or journal)",
+        "+ the metrics",
+        "+ the audit log's record line",
+        "+ the journal's begin line (the whole relay)",
+        "+ a run store's index as runs end (StoreSink)",
     ]
     assert all(row.value > 0 for row in rows)

@@ -5,24 +5,29 @@ rates and trends over a window, filtered; runs of a group, paged; a run by run i
 page cannot honour is an error, never silently ignored) and written back for every link, so that a view is
 shareable as its URL. ``ErrorsData`` answers it from a store: the relay's ``--store`` (shared by its workers
 and, on PostgreSQL, by relays on several hosts), or, without one, a private SQLite store of this process
-that starts with the records already in its error and audit logs and indexes every run after.
+that starts with the records already in its error and audit logs and indexes every run after: from the
+audit log when there is one (what each view finds appended since the last, so that no stream pays for an
+index nobody may read), else through a ``StoreSink``.
 """
 
 from __future__ import annotations
 
+import io
+import os
 import re
 import shutil
 import tempfile
 import threading
 import urllib.parse
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Final
 
-from ..runtime import RunRecord
+from ..runtime import RunRecord, read_records
+from ..runtime._logs import log_files
 from ..runtime._report import SIGNATURE, iso
 from ..store import Filters, Store, StoreSink
 from ._journal import interrupted
@@ -51,6 +56,8 @@ GROUP_LIMIT: Final = 100
 _MAX_VALUE: Final = 200
 _WINDOW_RE: Final = re.compile(r"(\d{1,5})([mhd])")
 _UNITS: Final = {"m": 60, "h": 3600, "d": 86400}
+_READ: Final = 4 << 20  # bytes of a log read at a time
+_BATCH: Final = 2000  # records indexed per transaction
 
 
 def parse_window(text: str, now: datetime) -> datetime:
@@ -164,30 +171,45 @@ def group_filters(names: Sequence[str], key: Mapping[str, Any]) -> dict[str, str
 class ErrorsData:
     """The errors page's queries, over the store at ``url``, or without one over a private SQLite store (in
     a temporary folder, removed with this object) that first indexes the records of ``logs`` and then every
-    run of this process. ``sink`` indexes each run into the store (one of the relay's sinks). ``journal``:
-    the log holding the relay's begin lines, whose streams a relay's death cut the page lists too."""
+    run of this process. ``sink``: the relay's sink that indexes each run into the store, or None when a
+    view reads the runs from the logs instead (a private store and ``audit``, the audit log among ``logs``:
+    it holds every run). ``journal``: the log holding the relay's begin lines, whose streams a relay's
+    death cut the page lists too."""
 
-    def __init__(self, url: str | None, logs: Sequence[str] = (), journal: str | None = None) -> None:
+    def __init__(
+        self,
+        url: str | None,
+        logs: Sequence[str] = (),
+        journal: str | None = None,
+        *,
+        audit: str | None = None,
+    ) -> None:
         self.journal = journal
         self._folder: str | None = None
         if url is None:
             self._folder = tempfile.mkdtemp(prefix="streamfsm-relay-store-")
             weakref.finalize(self, shutil.rmtree, self._folder, ignore_errors=True)
             url = str(Path(self._folder) / "runs.db")
-        self.sink = StoreSink(url)
         self.store = Store.open(url)
         self.source = self.store.label if self._folder is None else "this relay's runs"
-        self._backfill = list(logs) if self._folder is not None else []
+        self._follow = _Follower(logs if self._folder is not None else ())
+        # A view reads what the audit log gained since the last: no stream pays for the index.
+        following = self._folder is not None and audit is not None and audit in logs
+        self.sink: StoreSink | None = None if following else StoreSink(url)
         self._lock = threading.Lock()
 
     def _ready(self) -> None:
-        """Before the first query of a private store: index what the logs already held."""
+        """Before a query of a private store: index what the logs gained since the last (all of it first)."""
         with self._lock:
-            logs, self._backfill = self._backfill, []
-            for path in logs:
-                if Path(path).exists():
-                    self.store.add_logs([path])
-        self.sink.flush(1.0)  # the runs that ended just before this view
+            batch: list[RunRecord] = []
+            for record in self._follow.new_records():
+                batch.append(record)
+                if len(batch) >= _BATCH:
+                    self.store.add(batch)
+                    batch.clear()
+            self.store.add(batch)
+        if self.sink is not None:
+            self.sink.flush(1.0)  # the runs that ended just before this view
 
     def report(self, query: PageQuery, now: datetime | None = None) -> dict[str, Any]:
         self._ready()
@@ -217,6 +239,48 @@ class ErrorsData:
         if by_request or len(text) < 6:  # a shorter run id prefix would match too much
             return by_request
         return self.store.find_runs(text)
+
+
+class _Follower:
+    """The records appended to JSON-lines logs (and their rotated files) since the last look: each file is
+    known by its inode (rotation renames, so a file keeps its inode as it moves to ``path.1`` and on), with
+    the offset read up to (a whole line's end: a line being written is read the next time)."""
+
+    def __init__(self, logs: Sequence[str]) -> None:
+        self._logs = [Path(path) for path in logs]
+        self._read: dict[tuple[int, int], int] = {}  # (device, inode) -> offset read up to
+
+    def new_records(self) -> Iterator[RunRecord]:
+        seen: dict[tuple[int, int], int] = {}
+        for log in self._logs:
+            for file in log_files(log):
+                try:
+                    handle = file.open("rb")
+                except OSError:  # rotated away since the listing: its lines are in the file it became
+                    continue
+                with handle:
+                    info = os.fstat(handle.fileno())
+                    key = (info.st_dev, info.st_ino)
+                    offset = self._read.get(key, 0)
+                    if info.st_size < offset:  # not the file read before (an inode used again)
+                        offset = 0
+                    handle.seek(offset)
+                    while True:
+                        data = handle.read(_READ)
+                        end = data.rfind(b"\n") + 1
+                        if not end and len(data) == _READ:  # no run record is that long: skipped
+                            end = len(data)
+                        if not end:
+                            break  # nothing, or a line still being written
+                        offset += end
+                        yield from read_records(io.BytesIO(data[:end]), on_problem=_skip)
+                        handle.seek(offset)
+                    seen[key] = offset
+        self._read = seen  # files gone (rotated out) are forgotten
+
+
+def _skip(problem: object) -> None:
+    """A torn or damaged line: the log's own readers report it; the page skips it."""
 
 
 def page_report(store: Store, query: PageQuery, source: str, now: datetime | None = None) -> dict[str, Any]:

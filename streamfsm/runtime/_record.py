@@ -581,12 +581,13 @@ class RunRecord(Mapping[str, Any]):
     ``AttributeError`` saying so. ``run_id``, ``failure_class``, ``summary_key`` and ``verdict`` are shortcuts
     into the nested sections; ``to_dict()`` and ``to_json()`` export it."""
 
-    __slots__ = ("_data", "_views")
+    __slots__ = ("_data", "_json", "_views")
 
     def __init__(self, data: Mapping[str, Any]) -> None:
         self._check_schema(data)
         self._data: dict[str, Any] = _plain(data)  # a copy: the caller keeps its own
         self._views: dict[str, Any] = {}
+        self._json: str | None = None
 
     @staticmethod
     def _check_schema(data: Mapping[str, Any]) -> None:
@@ -604,6 +605,7 @@ class RunRecord(Mapping[str, Any]):
         record = cls.__new__(cls)
         record._data = data
         record._views = {}
+        record._json = None
         return record
 
     @classmethod
@@ -638,7 +640,13 @@ class RunRecord(Mapping[str, Any]):
         return plain
 
     def to_json(self, *, indent: int | None = None) -> str:
-        return json.dumps(self._data, indent=indent, sort_keys=False, ensure_ascii=False)
+        if indent is not None:
+            return json.dumps(self._data, indent=indent, sort_keys=False, ensure_ascii=False)
+        # Made once: the audit log, the error log and a store each write the same text of a record.
+        text = self._json
+        if text is None:
+            text = self._json = json.dumps(self._data, sort_keys=False, ensure_ascii=False)
+        return text
 
     @property
     def run_id(self) -> str:
