@@ -36,15 +36,18 @@ _ROOT: Final = Path(__file__).resolve().parents[1]
 
 
 @contextlib.contextmanager
-def serving(module: str, *args: str, what: str, stop_wait_s: float = 15.0) -> Iterator[tuple[int, int]]:
+def serving(
+    module: str, *args: str, what: str, stop_wait_s: float = 15.0, root: Path | None = None
+) -> Iterator[tuple[int, int]]:
     """``python -m <module> <args>`` in a process of its own that prints its port and serves until its stdin
-    closes: (the port, the pid) until the block ends."""
+    closes: (the port, the pid) until the block ends. ``root``: the tree it runs from (default this one;
+    another checkout's ``streamfsm`` and ``benchmarks`` are imported from there)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", module, *args],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
-        cwd=_ROOT,
+        cwd=root or _ROOT,
     )
     try:
         assert proc.stdout is not None

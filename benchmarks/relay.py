@@ -196,12 +196,14 @@ async def _load(base_url: str, streams: int, deltas: int, steps: int, interval_m
 
 @contextmanager
 def relay_process(
-    kind: str, provider_url: str, audit: str, shards: int | None = None
+    kind: str, provider_url: str, audit: str, shards: int | None = None, root: Path | None = None
 ) -> Iterator[tuple[str, int]]:
-    """A relay of ``kind`` in a process of its own: (its base URL, its pid), until the block ends."""
+    """A relay of ``kind`` in a process of its own: (its base URL, its pid), until the block ends. ``root``:
+    the tree it runs from (another checkout: its own ``streamfsm``)."""
     args = ("--serve", kind, "--upstream", provider_url, "--audit", audit)
     args += ("--shards", str(shards)) if shards is not None else ()
-    with serving("benchmarks.relay", *args, what=f"the {kind} relay", stop_wait_s=30) as (port, pid):
+    what = f"the {kind} relay"
+    with serving("benchmarks.relay", *args, what=what, stop_wait_s=30, root=root) as (port, pid):
         yield f"http://127.0.0.1:{port}", pid
 
 
@@ -242,23 +244,32 @@ def measure(
     rounds: int = 3,
     short_deltas: int = 1,
     shards: int | None = None,
+    against: Path | None = None,
 ) -> list[Row]:
     """Both relays run side by side for the whole measurement, each warmed by a round of its own first;
     then ``rounds`` rounds, each contender once per round, the order alternating. The ratio is of the
     medians, and it is refused (no baseline, the reason in the note) when the two did not complete the same
-    streams or the baseline's own rounds spread wider than ``MAX_BASELINE_SPREAD``."""
+    streams or the baseline's own rounds spread wider than ``MAX_BASELINE_SPREAD``. ``against``: another
+    checkout whose streamfsm relay runs as a third contender in the same rounds (``before``: rows compare
+    this tree's relay with it)."""
     raise_fd_limit(1 << 16)
-    kinds = ("plain", "streamfsm")
+    kinds: tuple[str, ...] = ("plain", "streamfsm") + (("before",) if against is not None else ())
     runs: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kinds}
     shorts: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kinds}  # the fit's second point
     with provider() as url, tempfile.TemporaryDirectory() as folder, ExitStack() as stack:
         audit = Path(folder) / "audit.jsonl"
-        relays = {kind: stack.enter_context(relay_process(kind, url, str(audit), shards)) for kind in kinds}
+        relays = {
+            kind: stack.enter_context(relay_process(kind, url, str(audit), shards))
+            for kind in ("plain", "streamfsm")
+        }
+        if against is not None:
+            before = str(Path(folder) / "before.jsonl")
+            relays["before"] = stack.enter_context(relay_process("streamfsm", url, before, shards, against))
         warm = max(1, streams // 10)
         for kind in kinds:
             load_round(*relays[kind], warm, deltas, steps, interval_ms)
         for i in range(rounds):
-            for kind in kinds if i % 2 == 0 else reversed(kinds):
+            for kind in kinds[i % len(kinds) :] + kinds[: i % len(kinds)]:  # each takes each place in turn
                 runs[kind].append(load_round(*relays[kind], streams, deltas, steps, interval_ms))
                 shorts[kind].append(load_round(*relays[kind], streams, short_deltas, 1, interval_ms))
         time.sleep(0.2)
@@ -294,7 +305,7 @@ def measure(
     fit_note = f"two-point fit over {short_deltas} and {deltas} deltas per stream, medians of {rounds} rounds"
     added = (fit["streamfsm"][0] - fit["plain"][0], fit["streamfsm"][1] - fit["plain"][1])
     total = streams * rounds * 2  # the long and the short rounds
-    return [
+    rows = [
         Row(
             SECTION,
             "CPU per relayed event (median)",
@@ -348,6 +359,41 @@ def measure(
             extra={"added_us": added[1], "plain_us": fit["plain"][1]},
         ),
     ]
+    if against is not None:
+        plain = fit["plain"]
+        mine, theirs = fit["streamfsm"], fit["before"]
+        vs = f"the streamfsm relay of {against}"
+        rows += [
+            Row(
+                SECTION,
+                "CPU per relayed event (median), this tree",
+                statistics.median(per["streamfsm"]),
+                "us",
+                statistics.median(per["before"]),
+                vs,
+                note=f"{vs}: {_spread(per['before'])} us; completed {completed['before']} streams, "
+                f"{short_done['before']} short",
+            ),
+            Row(
+                SECTION,
+                "added per stream (fit), this tree",
+                mine[0] - plain[0],
+                "us",
+                theirs[0] - plain[0],
+                vs,
+                note=f"over the plain relay's {plain[0]:,.0f} us per stream, same rounds",
+            ),
+            Row(
+                SECTION,
+                "added per event (fit), this tree",
+                mine[1] - plain[1],
+                "us",
+                theirs[1] - plain[1],
+                vs,
+                note=f"over the plain relay's {plain[1]:.1f} us per event, same rounds",
+            ),
+        ]
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -357,6 +403,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="rounds per contender (default 3)")
     parser.add_argument("--json", metavar="PATH")
     parser.add_argument("--shards", type=int, default=None, help="upstream pools per relay (16; 1: one)")
+    parser.add_argument(
+        "--against", type=Path, metavar="TREE", help="another checkout's relay as a third contender"
+    )
     parser.add_argument("--serve", choices=("plain", "streamfsm"), help=argparse.SUPPRESS)
     parser.add_argument("--upstream", help=argparse.SUPPRESS)
     parser.add_argument("--audit", help=argparse.SUPPRESS)
@@ -368,10 +417,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--rounds must be at least 1")
     if args.quick:
         rows = measure(
-            args.streams or 100, deltas=40, steps=8, interval_ms=20, rounds=args.rounds, shards=args.shards
+            args.streams or 100,
+            deltas=40,
+            steps=8,
+            interval_ms=20,
+            rounds=args.rounds,
+            shards=args.shards,
+            against=args.against,
         )
     else:
-        rows = measure(args.streams or 1000, rounds=args.rounds, shards=args.shards)
+        rows = measure(args.streams or 1000, rounds=args.rounds, shards=args.shards, against=args.against)
     print_table(SECTION, rows)
     if args.json:
         Path(args.json).write_text(json.dumps([r.to_json() for r in rows], indent=2, default=str))

@@ -12,6 +12,9 @@ A task beside it listens to the ASGI server for the client's disconnect: the run
 it as ``client_write_failed``. Every streaming LLM response is a run (the tap starts it); its record goes to
 the configured sinks and carries the ``relay`` section and the correlation ids (``ids.context``:
 ``request_id``, ``route``, ``account``).
+
+This module admits a request (limits, checks, the body) and sends it upstream; ``_downstream.Downstream``
+writes what the client gets.
 """
 
 from __future__ import annotations
@@ -19,13 +22,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import ipaddress
-import json
 import logging
 import math
 import re
 import secrets
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import Iterable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from functools import partial
@@ -38,14 +40,22 @@ import httpx
 import sniffio
 
 from .._http_logs import redact_http_logs
-from ..classify import AbortSource
 from ..classify._redact import redact_text, redact_url
-from ..runtime import AuditLog, ErrorLog, Finish, Ids, StreamConfig
-from ..runtime._record import RelayClose
-from ..tap import Rule, async_transport, context, failure_of, run_of
+from ..runtime import AuditLog, ErrorLog, Ids, StreamConfig
+from ..tap import Rule, async_transport, context
 from ..tap._context import relaying
 from ..tap._rules import check_rules, format_of
 from ..tap._run import TapRun
+from ._downstream import (
+    HOP_BY_HOP,
+    REQUEST_ID,
+    Downstream,
+    Receive,
+    Scope,
+    Send,
+    answer,
+    connection_named,
+)
 from ._errors import ErrorsData
 from ._journal import Journal
 from ._limits import RETRY_AFTER_S, BodyChunks, Budget, Held, check_limit
@@ -54,39 +64,14 @@ from ._pool import ShardedPool, UpstreamClient
 
 __all__ = ["IDLE_TIMEOUT_S", "Relay", "RelayConfig"]
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 
 log: Final = logging.getLogger("streamfsm.relay")
 
-# RFC 9110 7.6.1: meaningful for one connection only, never forwarded (plus whatever Connection names).
-_HOP_BY_HOP: Final = frozenset(
-    {
-        b"connection",
-        b"keep-alive",
-        b"proxy-authenticate",
-        b"proxy-authorization",
-        b"proxy-connection",
-        b"te",
-        b"trailer",
-        b"transfer-encoding",
-        b"upgrade",
-    }
-)
 # Set by the HTTP client from the URL and the body it sends.
 _RECOMPUTED: Final = frozenset({b"host", b"content-length"})
-_REQUEST_ID: Final = b"x-request-id"
-_RELAY_ID: Final = b"x-streamfsm-request-id"
 _MAX_REQUEST_ID: Final = 128
 _ACCOUNT_KEY: Final = b"streamfsm.relay.account"
-_CUT_EDGES: Final = frozenset(
-    {"disconnected", "eof_without_terminal", "idle_timeout", "first_token_timeout", "total_timeout"}
-)
-_JSON: Final = [(b"content-type", b"application/json")]
 _ROOM_WAIT_S: Final = 5.0  # longest wait for room in the body budget
-_SHUTDOWN: Final = "the relay shut down"
 IDLE_TIMEOUT_S: Final = 90.0  # well inside the SDKs' 600 s read timeout
 _SHUTDOWN_WRITE_S: Final = 1.0  # for the client to take the relay's last words
 _ENCODED_SEPARATOR: Final = re.compile(rb"%(2f|5c)", re.IGNORECASE)  # "/" and "\\"
@@ -152,23 +137,6 @@ class RelayConfig:
             raise ValueError("body_budget_bytes must be at least max_body_bytes (one largest body must fit)")
         if self.admin_token is not None and len(self.admin_token) < 16:
             raise ValueError("admin_token must be at least 16 characters")
-
-
-class _Exchange:
-    """One request's state, shared with the task that listens for the client's disconnect."""
-
-    __slots__ = ("client_gone", "request_id", "run", "sse", "started")
-
-    def __init__(self, request_id: str) -> None:
-        self.request_id = request_id
-        self.run: TapRun | None = None
-        self.client_gone = False
-        self.started = False  # the response's headers went downstream
-        self.sse = False
-
-
-class _DownstreamWriteFailed(OSError):
-    """The client did not take a write in time (it stopped reading), or the server failed the write."""
 
 
 class Relay:
@@ -301,7 +269,7 @@ class Relay:
             run = TapRun(provider, body={}, url=url, config=self._stream_config, ids=Ids(context=ids))
             run.refused(why, limit)
         retry = [(b"retry-after", str(RETRY_AFTER_S).encode())]
-        await _answer(send, 503, request_id, "overloaded", why, retry)
+        await answer(send, 503, request_id, "overloaded", why, retry)
 
     def _route(self, path: str) -> str:
         """The record's route: ``path`` redacted, once per path (an API has few; per stream it was a cost)."""
@@ -322,21 +290,19 @@ class Relay:
 
     async def _relay_admitted(self, scope: Scope, receive: Receive, send: Send, held: Held) -> None:
         headers: list[tuple[bytes, bytes]] = list(scope["headers"])
-        exchange = _Exchange(_request_id(headers))
+        exchange = Downstream(
+            _request_id(headers), scope["method"], self._route(scope["path"]), send, self.config.write_timeout
+        )
         path = scope["path"]
         raw_path: bytes = scope.get("raw_path") or path.encode("utf-8")
         if not raw_path.startswith(b"/"):
-            await self._refuse(send, exchange, scope, 400, "the request target must be a path")
+            await exchange.refuse(400, "the request target must be a path")
             return
         if _both_lengths(headers):  # RFC 9112 6.1: a smuggling vector; the connection's framing is unsure
-            await self._refuse(
-                send, exchange, scope, 400, "Content-Length with Transfer-Encoding", close=True
-            )
+            await exchange.refuse(400, "Content-Length with Transfer-Encoding", close=True)
             return
         if _climbs(raw_path):
-            await self._refuse(
-                send, exchange, scope, 400, "the path has a dot segment, an empty segment or an encoded slash"
-            )
+            await exchange.refuse(400, "the path has a dot segment, an empty segment or an encoded slash")
             return
         body = await self._body(scope, receive, send, exchange, headers, held)
         if body is None:
@@ -356,35 +322,35 @@ class Relay:
             # A bare task beside the exchange: a task group per stream cost 64-72 us (anyio starts a task
             # only in one); nothing waits for this task, it only listens and is cancelled at the end.
             watched = anyio.CancelScope()
-            watcher = asyncio.get_running_loop().create_task(self._watch_client(receive, exchange, watched))
+            watcher = asyncio.get_running_loop().create_task(exchange.watch(receive, watched))
             watcher.add_done_callback(partial(_listened, watched))
             try:
                 with watched:
-                    await self._exchange_within(request, send, exchange, scope, ids)
+                    await self._exchange_within(request, exchange, ids)
             finally:
                 watcher.cancel()
                 self._journal.end(begun)
             return
         async with anyio.create_task_group() as tasks:
-            tasks.start_soon(self._watch_client, receive, exchange, tasks.cancel_scope)
+            tasks.start_soon(exchange.watch, receive, tasks.cancel_scope)
             try:
-                await self._exchange_within(request, send, exchange, scope, ids)
+                await self._exchange_within(request, exchange, ids)
             finally:
                 tasks.cancel_scope.cancel()
                 self._journal.end(begun)
 
     async def _exchange_within(
-        self, request: httpx.Request, send: Send, exchange: _Exchange, scope: Scope, ids: dict[str, str]
+        self, request: httpx.Request, exchange: Downstream, ids: dict[str, str]
     ) -> None:
         """The exchange with the request's correlation ids in context; cancelled from outside (the server's
         grace period for shutdown is over), the client hears why."""
         try:
             with context(**ids), relaying(), _in_flight(self.metrics):
-                await self._exchange(request, send, exchange, scope)
+                await self._exchange(request, exchange)
         except anyio.get_cancelled_exc_class():
             if not exchange.client_gone:
                 with anyio.CancelScope(shield=True), anyio.move_on_after(_SHUTDOWN_WRITE_S):
-                    await self._shut_down(send, exchange)
+                    await exchange.shut_down()
             raise
 
     async def _body(
@@ -392,7 +358,7 @@ class Relay:
         scope: Scope,
         receive: Receive,
         send: Send,
-        exchange: _Exchange,
+        exchange: Downstream,
         headers: list[tuple[bytes, bytes]],
         held: Held,
     ) -> bytes | None:
@@ -401,7 +367,7 @@ class Relay:
         limit = self.config.max_body_bytes
         declared = _header(headers, b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
-            await self._refuse(send, exchange, scope, 413, f"the request body is over {limit} bytes")
+            await exchange.refuse(413, f"the request body is over {limit} bytes")
             return None
         # Room is awaited for a while, not for the whole body timeout: a refusal is then a 503, never a 408.
         room_until = anyio.current_time() + min(_ROOM_WAIT_S, self.config.body_timeout / 2)
@@ -422,7 +388,7 @@ class Relay:
                 chunk = message.get("body", b"")
                 size += len(chunk)
                 if size > limit:
-                    await self._refuse(send, exchange, scope, 413, f"the request body is over {limit} bytes")
+                    await exchange.refuse(413, f"the request body is over {limit} bytes")
                     return None
                 if size > held.amount and not await held.grow(size, room_until):
                     await self._busy(send, exchange.request_id, scope, headers, no_room, "body_budget_bytes")
@@ -431,211 +397,31 @@ class Relay:
                 if not message.get("more_body", False):
                     break
         if waited.cancelled_caught:
-            await self._refuse(send, exchange, scope, 408, "the request body did not arrive in time")
+            await exchange.refuse(408, "the request body did not arrive in time")
             return None
         return bytes(buffer)
 
-    async def _watch_client(self, receive: Receive, exchange: _Exchange, scope: anyio.CancelScope) -> None:
-        """The ASGI server says the client disconnected: end the run as ``client_abort`` and the exchange."""
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                break
-        exchange.client_gone = True
-        run = exchange.run
-        if run is not None:
-            run.abort("the client disconnected", source="client")
-        scope.cancel()
-
-    async def _exchange(self, request: httpx.Request, send: Send, exchange: _Exchange, scope: Scope) -> None:
+    async def _exchange(self, request: httpx.Request, exchange: Downstream) -> None:
         client = self._upstream()
         try:
             response = await client.send(request, stream=True)
         except httpx.TimeoutException as exc:
-            await self._upstream_failed(
-                send, exchange, scope, 504, "the upstream did not answer in time", exc
-            )
+            why = "the upstream did not answer in time"
+            await exchange.upstream_failed(504, why, exc)
             return
         except httpx.HTTPError as exc:
-            await self._upstream_failed(send, exchange, scope, 502, "the upstream could not be reached", exc)
+            why = "the upstream could not be reached"
+            await exchange.upstream_failed(502, why, exc)
             return
         try:
-            await self._stream(response, send, exchange)
+            await exchange.stream(response)
         finally:
             if not response.is_closed:  # read to its end, httpx closed it already: no scopes to pay for
                 with anyio.CancelScope(shield=True), anyio.move_on_after(5.0):
                     await response.aclose()
 
-    async def _stream(self, response: httpx.Response, send: Send, exchange: _Exchange) -> None:
-        run: TapRun | None = run_of(response)
-        exchange.run = run
-        events = run.keep_events() if run is not None else None
-        headers = _response_headers(response.headers.raw, exchange.request_id, sse=_is_sse(response))
-        start = {"type": "http.response.start", "status": response.status_code, "headers": headers}
-        write_timeout = self.config.write_timeout
-        if run is not None:
-            run.cancel_means(AbortSource.APP, _SHUTDOWN, RelayClose.RELAY_SHUTDOWN)
-        # One deadline for the whole stream, armed around each write and disarmed for each read (a scope
-        # per write cost a scope and a loop timer each).
-        writes = anyio.CancelScope()
-        try:
-            with writes:
-                writes.deadline = anyio.current_time() + write_timeout
-                await send(start)
-                writes.deadline = math.inf
-                exchange.started, exchange.sse = True, _is_sse(response)
-                if run is not None:
-                    run.relayed_bytes(0)
-                async for chunk in response.aiter_raw():
-                    if exchange.client_gone:
-                        break
-                    writes.deadline = anyio.current_time() + write_timeout
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                    writes.deadline = math.inf
-                    if run is not None:
-                        if events and any(isinstance(event, Finish) for event in events):
-                            # The server writes into a connection it may already know is gone (uvicorn:
-                            # silently): let a disconnect it saw reach us before the terminal counts as
-                            # delivered.
-                            await anyio.lowlevel.checkpoint()
-                            if exchange.client_gone:
-                                break
-                        _report(run, events, len(chunk))
-            if writes.cancelled_caught:
-                raise TimeoutError
-        except anyio.get_cancelled_exc_class():
-            if run is not None and not run.diagnosis and not exchange.client_gone:  # cancelled in a write
-                run.abort(_SHUTDOWN, source=AbortSource.APP)
-                run.relay_closed(RelayClose.RELAY_SHUTDOWN)
-            raise
-        except TimeoutError:
-            self._write_failed(exchange, response, "the client did not take a write in time")
-            return
-        except OSError as exc:  # ASGI servers raise an OSError for a write that failed (uvicorn: none)
-            self._write_failed(exchange, response, f"the write failed ({type(exc).__name__})")
-            return
-        except httpx.HTTPError as exc:
-            failure = failure_of(exc)
-            if exchange.client_gone:
-                return
-            if run is not None and run.finished:
-                # The format's terminal event came: a transfer that then breaks (no chunked terminator, a
-                # reset) is evidence, not a failure. The client got the whole answer; end it cleanly.
-                await self._end(send)
-                return
-            await self._cut(
-                send, exchange, response, run, failure.record["summary"]["title"] if failure else None
-            )
-            return
-        finally:
-            if run is not None and run.finished and not run.terminal_relayed:
-                # The answer is whole upstream but its end never reached the client: not completed.
-                run.relay_closed(
-                    RelayClose.CLIENT_ABORT if exchange.client_gone else RelayClose.CLIENT_WRITE_FAILED
-                )
-        if exchange.client_gone:
-            return
-        if run is not None and run.failure is not None and _edge(run) in _CUT_EDGES:
-            await self._cut(send, exchange, response, run, run.failure.record["summary"]["title"])
-            return
-        await self._end(send)
-
-    async def _end(self, send: Send) -> None:
-        with anyio.move_on_after(self.config.write_timeout):
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
-
-    def _write_failed(self, exchange: _Exchange, response: httpx.Response, why: str) -> None:
-        run = exchange.run
-        if run is not None and run.diagnosis is None:
-            run.stopped(_DownstreamWriteFailed(why))
-        log.warning("%s: the response was cut [request_id=%s]", why, exchange.request_id)
-
-    async def _cut(
-        self,
-        send: Send,
-        exchange: _Exchange,
-        response: httpx.Response,
-        run: TapRun | None,
-        title: str | None,
-    ) -> None:
-        """The upstream failed mid-stream: the format's in-band error event, then the response ends without
-        its end (the ASGI server closes the connection), so that no client can take it for a clean end."""
-        message = f"streamfsm relay: the upstream stream failed: {title or 'the connection broke'}"
-        message += f" (request id {exchange.request_id})"
-        provider = run.provider if run is not None else None
-        event = _error_event(provider, message) if _is_sse(response) else b""
-        if event:
-            with anyio.move_on_after(self.config.write_timeout):
-                await send({"type": "http.response.body", "body": event, "more_body": True})
-        log.warning(
-            "upstream stream failed, downstream response cut [request_id=%s run_id=%s]",
-            exchange.request_id,
-            run.run_id if run is not None else "-",
-        )
-
-    async def _shut_down(self, send: Send, exchange: _Exchange) -> None:
-        """The relay is going away mid-exchange: the client learns it (the format's error event, or a 503
-        before the response started); the run was recorded as ``relay_shutdown``."""
-        run = exchange.run
-        message = f"streamfsm relay: {_SHUTDOWN} (request id {exchange.request_id})"
-        if not exchange.started:
-            await _answer(send, 503, exchange.request_id, "relay_shutdown", _SHUTDOWN)
-        elif exchange.sse:
-            event = _error_event(run.provider if run is not None else None, message)
-            await send({"type": "http.response.body", "body": event, "more_body": True})
-        log.warning(
-            "%s: the response was cut [request_id=%s run_id=%s]",
-            _SHUTDOWN,
-            exchange.request_id,
-            run.run_id if run is not None else "-",
-        )
-
-    async def _refuse(
-        self, send: Send, exchange: _Exchange, scope: Scope, status: int, why: str, *, close: bool = False
-    ) -> None:
-        log.warning(
-            "refused %s %s: %d %s [request_id=%s]",
-            scope["method"],
-            self._route(scope["path"]),
-            status,
-            why,
-            exchange.request_id,
-        )
-        # the ASGI server closes the connection after this answer (uvicorn: h11 and httptools)
-        extra = [(b"connection", b"close")] if close else []
-        await _answer(send, status, exchange.request_id, "invalid_request", why, extra)
-
-    async def _upstream_failed(
-        self, send: Send, exchange: _Exchange, scope: Scope, status: int, why: str, exc: BaseException
-    ) -> None:
-        failure = failure_of(exc)
-        title = failure.record["summary"]["title"] if failure is not None else type(exc).__name__
-        run_id = failure.record.run_id if failure is not None else "-"
-        log.warning(
-            "%s %s: %s (%s) [request_id=%s run_id=%s]",
-            scope["method"],
-            self._route(scope["path"]),
-            why,
-            title,
-            exchange.request_id,
-            run_id,
-        )
-        if not exchange.client_gone:
-            await _answer(send, status, exchange.request_id, "upstream_error", f"{why}: {title}")
-
 
 # -- helpers ------------------------------------------------------------------------------------------------
-
-
-def _report(run: TapRun, events: Any, nbytes: int) -> None:
-    """``nbytes`` of the chunk just written, with the consumer events it carried."""
-    if events:
-        first = True
-        while events:
-            run.relayed(events.popleft(), nbytes if first else 0)
-            first = False
-    else:
-        run.relayed_bytes(nbytes)
 
 
 def _listened(exchange_scope: anyio.CancelScope, watcher: asyncio.Task[None]) -> None:
@@ -648,11 +434,6 @@ def _listened(exchange_scope: anyio.CancelScope, watcher: asyncio.Task[None]) ->
 
 def _in_flight(metrics: RelayMetrics | None) -> AbstractContextManager[None]:
     return metrics.in_flight() if metrics is not None else nullcontext()
-
-
-def _edge(run: TapRun) -> str | None:
-    failure = run.failure
-    return None if failure is None else failure.record["outcome"]["edge"]
 
 
 def _header(headers: Iterable[tuple[bytes, bytes]], name: bytes) -> str | None:
@@ -686,7 +467,7 @@ def _climbs(raw_path: bytes) -> bool:
 
 def _request_id(headers: Iterable[tuple[bytes, bytes]]) -> str:
     """The client's ``x-request-id`` when it is a plain token, else a new one."""
-    given = _header(headers, _REQUEST_ID)
+    given = _header(headers, REQUEST_ID)
     if given and len(given) <= _MAX_REQUEST_ID and all(33 <= ord(c) < 127 for c in given):
         return given
     return f"req_{uuid.uuid4().hex}"
@@ -703,72 +484,9 @@ def _account(headers: Iterable[tuple[bytes, bytes]], names: tuple[str, ...]) -> 
     return None
 
 
-def _connection_named(headers: Iterable[tuple[bytes, bytes]]) -> set[bytes]:
-    named: set[bytes] = set()
-    for key, value in headers:
-        if key.lower() == b"connection":
-            named.update(token.strip().lower() for token in value.split(b","))
-    return named
-
-
 def _forwarded(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
-    drop = _HOP_BY_HOP | _RECOMPUTED | _connection_named(headers)
+    drop = HOP_BY_HOP | _RECOMPUTED | connection_named(headers)
     return [(k, v) for k, v in headers if k.lower() not in drop]
-
-
-def _response_headers(
-    headers: list[tuple[bytes, bytes]], request_id: str, *, sse: bool = False
-) -> list[tuple[bytes, bytes]]:
-    # An event stream's length is not kept: a failed upstream ends it with an error event of the relay's.
-    drop = _HOP_BY_HOP | _connection_named(headers) | ({b"content-length"} if sse else set())
-    out = [(k, v) for k, v in headers if k.lower() not in drop]
-    rid = request_id.encode("latin-1")
-    if not any(k.lower() == _REQUEST_ID for k, _ in out):  # the provider's own request id stays
-        out.append((_REQUEST_ID, rid))
-    out.append((_RELAY_ID, rid))
-    return out
-
-
-def _is_sse(response: httpx.Response) -> bool:
-    content_type: str = response.headers.get("content-type", "")
-    return content_type.startswith("text/event-stream")
-
-
-def _error_event(provider: str | None, message: str) -> bytes:
-    """The format's own in-band error event, which the official SDKs raise on."""
-    if provider == "anthropic":
-        data: dict[str, Any] = {"type": "error", "error": {"type": "api_error", "message": message}}
-        return b"event: error\ndata: " + json.dumps(data).encode() + b"\n\n"
-    if provider == "gemini":
-        data = {"error": {"code": 502, "message": message, "status": "UNAVAILABLE"}}
-        return b"data: " + json.dumps(data).encode() + b"\n\n"
-    error = {"type": "server_error", "code": "upstream_stream_failed", "message": message}
-    data = {"type": "error", "code": error["code"], "message": message, "param": None, "error": error}
-    return b"event: error\ndata: " + json.dumps(data).encode() + b"\n\n"
-
-
-async def _answer(
-    send: Send,
-    status: int,
-    request_id: str,
-    kind: str,
-    message: str,
-    extra: Iterable[tuple[bytes, bytes]] = (),
-) -> None:
-    body = json.dumps(
-        {"error": {"type": kind, "message": message, "request_id": request_id}}, ensure_ascii=True
-    ).encode()
-    rid = request_id.encode("latin-1")
-    headers = [
-        *_JSON,
-        (b"content-length", str(len(body)).encode()),
-        (_REQUEST_ID, rid),
-        (_RELAY_ID, rid),
-        *extra,
-    ]
-    with anyio.move_on_after(10.0):
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
 class _RedactAccessLog(logging.Filter):

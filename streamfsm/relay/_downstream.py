@@ -1,0 +1,328 @@
+"""One relayed exchange as its client sees it: the response written downstream, each chunk reported to the
+run once the client took it, under a write deadline; the end as the upstream ended it, or cut with the
+format's in-band error event; the answers given before anything streamed (refused, upstream unreachable,
+shut down); and the listener for the client's disconnect."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from typing import Any, Final
+
+import anyio
+import anyio.lowlevel
+import httpx
+
+from ..classify import AbortSource
+from ..runtime import Finish
+from ..runtime._record import RelayClose
+from ..tap import failure_of, run_of
+from ..tap._run import TapRun
+
+__all__ = ["HOP_BY_HOP", "REQUEST_ID", "SHUTDOWN", "Downstream", "answer", "connection_named"]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+log: Final = logging.getLogger("streamfsm.relay")
+
+# RFC 9110 7.6.1: meaningful for one connection only, never forwarded (plus whatever Connection names).
+HOP_BY_HOP: Final = frozenset(
+    {
+        b"connection",
+        b"keep-alive",
+        b"proxy-authenticate",
+        b"proxy-authorization",
+        b"proxy-connection",
+        b"te",
+        b"trailer",
+        b"transfer-encoding",
+        b"upgrade",
+    }
+)
+REQUEST_ID: Final = b"x-request-id"
+_RELAY_ID: Final = b"x-streamfsm-request-id"
+_CUT_EDGES: Final = frozenset(
+    {"disconnected", "eof_without_terminal", "idle_timeout", "first_token_timeout", "total_timeout"}
+)
+_JSON: Final = [(b"content-type", b"application/json")]
+SHUTDOWN: Final = "the relay shut down"
+
+
+class _DownstreamWriteFailed(OSError):
+    """The client did not take a write in time (it stopped reading), or the server failed the write."""
+
+
+class Downstream:
+    """One request's side towards its client: its state (shared with the task that listens for the client's
+    disconnect) and every write to it."""
+
+    __slots__ = (
+        "client_gone",
+        "method",
+        "request_id",
+        "route",
+        "run",
+        "send",
+        "sse",
+        "started",
+        "write_timeout",
+    )
+
+    def __init__(self, request_id: str, method: str, route: str, send: Send, write_timeout: float) -> None:
+        self.request_id = request_id
+        self.method = method
+        self.route = route  # the request's path, redacted
+        self.send = send
+        self.write_timeout = write_timeout
+        self.run: TapRun | None = None
+        self.client_gone = False
+        self.started = False  # the response's headers went downstream
+        self.sse = False
+
+    async def watch(self, receive: Receive, scope: anyio.CancelScope) -> None:
+        """The ASGI server says the client disconnected: end the run as ``client_abort`` and the self."""
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                break
+        self.client_gone = True
+        run = self.run
+        if run is not None:
+            run.abort("the client disconnected", source="client")
+        scope.cancel()
+
+    async def stream(self, response: httpx.Response) -> None:
+        """The upstream's response, chunk by chunk as it is read, each reported to the run once written."""
+        run: TapRun | None = run_of(response)
+        self.run = run
+        events = run.keep_events() if run is not None else None
+        headers = _response_headers(response.headers.raw, self.request_id, sse=_is_sse(response))
+        start = {"type": "http.response.start", "status": response.status_code, "headers": headers}
+        write_timeout = self.write_timeout
+        if run is not None:
+            run.cancel_means(AbortSource.APP, SHUTDOWN, RelayClose.RELAY_SHUTDOWN)
+        # One deadline for the whole stream, armed around each write and disarmed for each read (a scope
+        # per write cost a scope and a loop timer each).
+        writes = anyio.CancelScope()
+        try:
+            with writes:
+                writes.deadline = anyio.current_time() + write_timeout
+                await self.send(start)
+                writes.deadline = math.inf
+                self.started, self.sse = True, _is_sse(response)
+                if run is not None:
+                    run.relayed_bytes(0)
+                async for chunk in response.aiter_raw():
+                    if self.client_gone:
+                        break
+                    writes.deadline = anyio.current_time() + write_timeout
+                    await self.send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    writes.deadline = math.inf
+                    if run is not None:
+                        if events and any(isinstance(event, Finish) for event in events):
+                            # The server writes into a connection it may already know is gone (uvicorn:
+                            # silently): let a disconnect it saw reach us before the terminal counts as
+                            # delivered.
+                            await anyio.lowlevel.checkpoint()
+                            if self.client_gone:
+                                break
+                        _report(run, events, len(chunk))
+            if writes.cancelled_caught:
+                raise TimeoutError
+        except anyio.get_cancelled_exc_class():
+            if run is not None and not run.diagnosis and not self.client_gone:  # cancelled in a write
+                run.abort(SHUTDOWN, source=AbortSource.APP)
+                run.relay_closed(RelayClose.RELAY_SHUTDOWN)
+            raise
+        except TimeoutError:
+            self._write_failed("the client did not take a write in time")
+            return
+        except OSError as exc:  # ASGI servers raise an OSError for a write that failed (uvicorn: none)
+            self._write_failed(f"the write failed ({type(exc).__name__})")
+            return
+        except httpx.HTTPError as exc:
+            failure = failure_of(exc)
+            if self.client_gone:
+                return
+            if run is not None and run.finished:
+                # The format's terminal event came: a transfer that then breaks (no chunked terminator, a
+                # reset) is evidence, not a failure. The client got the whole answer; end it cleanly.
+                await self._end()
+                return
+            await self._cut(response, run, failure.record["summary"]["title"] if failure else None)
+            return
+        finally:
+            if run is not None and run.finished and not run.terminal_relayed:
+                # The answer is whole upstream but its end never reached the client: not completed.
+                run.relay_closed(
+                    RelayClose.CLIENT_ABORT if self.client_gone else RelayClose.CLIENT_WRITE_FAILED
+                )
+        if self.client_gone:
+            return
+        if run is not None and run.failure is not None and _edge(run) in _CUT_EDGES:
+            await self._cut(response, run, run.failure.record["summary"]["title"])
+            return
+        await self._end()
+
+    async def _end(self) -> None:
+        with anyio.move_on_after(self.write_timeout):
+            await self.send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    def _write_failed(self, why: str) -> None:
+        run = self.run
+        if run is not None and run.diagnosis is None:
+            run.stopped(_DownstreamWriteFailed(why))
+        log.warning("%s: the response was cut [request_id=%s]", why, self.request_id)
+
+    async def _cut(
+        self,
+        response: httpx.Response,
+        run: TapRun | None,
+        title: str | None,
+    ) -> None:
+        """The upstream failed mid-stream: the format's in-band error event, then the response ends without
+        its end (the ASGI server closes the connection), so that no client can take it for a clean end."""
+        message = f"streamfsm relay: the upstream stream failed: {title or 'the connection broke'}"
+        message += f" (request id {self.request_id})"
+        provider = run.provider if run is not None else None
+        event = _error_event(provider, message) if _is_sse(response) else b""
+        if event:
+            with anyio.move_on_after(self.write_timeout):
+                await self.send({"type": "http.response.body", "body": event, "more_body": True})
+        log.warning(
+            "upstream stream failed, downstream response cut [request_id=%s run_id=%s]",
+            self.request_id,
+            run.run_id if run is not None else "-",
+        )
+
+    async def shut_down(self) -> None:
+        """The relay is going away mid-exchange: the client learns it (the format's error event, or a 503
+        before the response started); the run was recorded as ``relay_shutdown``."""
+        run = self.run
+        message = f"streamfsm relay: {SHUTDOWN} (request id {self.request_id})"
+        if not self.started:
+            await answer(self.send, 503, self.request_id, "relay_shutdown", SHUTDOWN)
+        elif self.sse:
+            event = _error_event(run.provider if run is not None else None, message)
+            await self.send({"type": "http.response.body", "body": event, "more_body": True})
+        log.warning(
+            "%s: the response was cut [request_id=%s run_id=%s]",
+            SHUTDOWN,
+            self.request_id,
+            run.run_id if run is not None else "-",
+        )
+
+    async def refuse(self, status: int, why: str, *, close: bool = False) -> None:
+        """Answer ``status`` before anything went upstream: the request is not one the relay forwards."""
+        log.warning(
+            "refused %s %s: %d %s [request_id=%s]",
+            self.method,
+            self.route,
+            status,
+            why,
+            self.request_id,
+        )
+        # the ASGI server closes the connection after this answer (uvicorn: h11 and httptools)
+        extra = [(b"connection", b"close")] if close else []
+        await answer(self.send, status, self.request_id, "invalid_request", why, extra)
+
+    async def upstream_failed(self, status: int, why: str, exc: BaseException) -> None:
+        """The upstream did not answer (``status``: 502 or 504); the client hears why, unless it left."""
+        failure = failure_of(exc)
+        title = failure.record["summary"]["title"] if failure is not None else type(exc).__name__
+        run_id = failure.record.run_id if failure is not None else "-"
+        log.warning(
+            "%s %s: %s (%s) [request_id=%s run_id=%s]",
+            self.method,
+            self.route,
+            why,
+            title,
+            self.request_id,
+            run_id,
+        )
+        if not self.client_gone:
+            await answer(self.send, status, self.request_id, "upstream_error", f"{why}: {title}")
+
+
+def _report(run: TapRun, events: Any, nbytes: int) -> None:
+    """``nbytes`` of the chunk just written, with the consumer events it carried."""
+    if events:
+        first = True
+        while events:
+            run.relayed(events.popleft(), nbytes if first else 0)
+            first = False
+    else:
+        run.relayed_bytes(nbytes)
+
+
+def _edge(run: TapRun) -> str | None:
+    failure = run.failure
+    return None if failure is None else failure.record["outcome"]["edge"]
+
+
+def connection_named(headers: Iterable[tuple[bytes, bytes]]) -> set[bytes]:
+    named: set[bytes] = set()
+    for key, value in headers:
+        if key.lower() == b"connection":
+            named.update(token.strip().lower() for token in value.split(b","))
+    return named
+
+
+def _response_headers(
+    headers: list[tuple[bytes, bytes]], request_id: str, *, sse: bool = False
+) -> list[tuple[bytes, bytes]]:
+    # An event stream's length is not kept: a failed upstream ends it with an error event of the relay's.
+    drop = HOP_BY_HOP | connection_named(headers) | ({b"content-length"} if sse else set())
+    out = [(k, v) for k, v in headers if k.lower() not in drop]
+    rid = request_id.encode("latin-1")
+    if not any(k.lower() == REQUEST_ID for k, _ in out):  # the provider's own request id stays
+        out.append((REQUEST_ID, rid))
+    out.append((_RELAY_ID, rid))
+    return out
+
+
+def _is_sse(response: httpx.Response) -> bool:
+    content_type: str = response.headers.get("content-type", "")
+    return content_type.startswith("text/event-stream")
+
+
+def _error_event(provider: str | None, message: str) -> bytes:
+    """The format's own in-band error event, which the official SDKs raise on."""
+    if provider == "anthropic":
+        data: dict[str, Any] = {"type": "error", "error": {"type": "api_error", "message": message}}
+        return b"event: error\ndata: " + json.dumps(data).encode() + b"\n\n"
+    if provider == "gemini":
+        data = {"error": {"code": 502, "message": message, "status": "UNAVAILABLE"}}
+        return b"data: " + json.dumps(data).encode() + b"\n\n"
+    error = {"type": "server_error", "code": "upstream_stream_failed", "message": message}
+    data = {"type": "error", "code": error["code"], "message": message, "param": None, "error": error}
+    return b"event: error\ndata: " + json.dumps(data).encode() + b"\n\n"
+
+
+async def answer(
+    send: Send,
+    status: int,
+    request_id: str,
+    kind: str,
+    message: str,
+    extra: Iterable[tuple[bytes, bytes]] = (),
+) -> None:
+    body = json.dumps(
+        {"error": {"type": kind, "message": message, "request_id": request_id}}, ensure_ascii=True
+    ).encode()
+    rid = request_id.encode("latin-1")
+    headers = [
+        *_JSON,
+        (b"content-length", str(len(body)).encode()),
+        (REQUEST_ID, rid),
+        (_RELAY_ID, rid),
+        *extra,
+    ]
+    with anyio.move_on_after(10.0):
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body, "more_body": False})
