@@ -94,9 +94,15 @@ def plain_app(upstream: str) -> Any:
 
 def streamfsm_app(upstream: str, audit: str) -> Any:
     from streamfsm.relay import Relay, RelayConfig
+    from streamfsm.relay._app import IDLE_TIMEOUT_S
+    from streamfsm.runtime import StreamConfig
 
-    # Admits what the plain relay admits (its default max_concurrent, 1,000, would answer 503 beyond it).
-    return Relay(RelayConfig(upstream=upstream, audit_log=audit, max_concurrent=100_000))
+    # Admits what the plain relay admits (its default max_concurrent, 1,000, would answer 503 beyond it),
+    # and waits for a connection as long as it does (httpx's 600 s): at 5,000 streams the provider's listen
+    # queue overflows and a dropped SYN is sent again after 1, 2, 4, 8 and 16 s, past the default 30 s
+    # connect watchdog, which then names the upstream's timeout (504) where the plain relay waits.
+    stream = StreamConfig(idle_timeout=IDLE_TIMEOUT_S, connect_timeout=600.0)
+    return Relay(RelayConfig(upstream=upstream, audit_log=audit, max_concurrent=100_000, stream=stream))
 
 
 def serve(kind: str, upstream: str, audit: str, shards: int | None = None) -> None:

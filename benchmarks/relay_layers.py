@@ -12,7 +12,9 @@ Layers, each measured alone, CPU per stream (median of interleaved rounds):
 4. then, one added at a time: the Prometheus metrics; the audit log's line of the record; the journal's
    begin line (now the relay as ``streamfsm relay --audit-log`` runs it: its errors page follows the audit
    log); a run store's index as each run ends (``StoreSink``, its call and its writer thread, flushed inside
-   the measurement: a relay with ``--store``, or without an audit log, pays it).
+   the measurement: a relay with ``--store``, or without an audit log, pays it);
+5. the relay as ``Relay(RelayConfig(upstream, audit_log=...))`` builds it, nothing taken out (run with
+   another checkout first on ``PYTHONPATH`` to compare trees).
 
 The sockets, the ASGI server and the event loop's waits are left out: ``benchmarks.relay`` measures the
 whole; this says which layer of streamfsm's own the per-stream cost is in.
@@ -84,6 +86,12 @@ def _contenders(
     def relayed(*parts: str) -> Callable[[], Awaitable[None]]:
         """The relay with only ``parts`` of its per-stream work: metrics, store, audit, begin."""
         relay = Relay(RelayConfig(upstream="http://upstream.test", audit_log=str(folder / "audit.jsonl")))
+        if "as built" in parts:  # nothing taken out or added
+            sink = getattr(relay.errors, "sink", None)
+            if sink is not None:
+                flushes.append(sink.flush)
+            relay._client = client(True, relay._stream_config)
+            return asgi(relay)
         audit = [s for s in relay._stream_config.sinks if isinstance(s, AuditLog)]
         sinks: list[Any] = audit if "audit" in parts else []
         if "store" in parts:  # as with --store, or without an audit log
@@ -98,6 +106,9 @@ def _contenders(
         if "begin" not in parts:
             relay._journal = Journal([], ())
         relay._client = client(True, relay._stream_config)
+        return asgi(relay)
+
+    def asgi(relay: Relay) -> Callable[[], Awaitable[None]]:
         scope = {
             "type": "http",
             "method": "POST",
@@ -136,6 +147,7 @@ def _contenders(
         "+ the audit log's record line": relayed("metrics", "audit"),
         "+ the journal's begin line (the whole relay)": relayed("metrics", "audit", "begin"),
         "+ a run store's index as runs end (StoreSink)": relayed("metrics", "audit", "begin", "store"),
+        "the relay as built with an audit log (streamfsm relay --audit-log)": relayed("as built"),
     }, flushes
 
 
@@ -172,7 +184,8 @@ def measure(streams: int = 3000, rounds: int = 3) -> list[Row]:
     previous = base
     for name, values in samples.items():
         median = statistics.median(values)
-        added = "" if name == floor_name else f"; this layer adds {median - previous:,.0f} µs"
+        layer = name.startswith("+")  # a layer over the row before; else a whole on its own
+        added = f"; this layer adds {median - previous:,.0f} µs" if layer else ""
         rows.append(
             Row(
                 SECTION,

@@ -303,5 +303,6 @@ def test_relay_layers_rows_at_a_tiny_size() -> None:
         "+ the audit log's record line",
         "+ the journal's begin line (the whole relay)",
         "+ a run store's index as runs end (StoreSink)",
+        "the relay as built with an audit log (streamfsm relay --audit-log)",
     ]
     assert all(row.value > 0 for row in rows)

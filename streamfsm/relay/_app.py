@@ -301,15 +301,15 @@ class Relay:
         if _both_lengths(headers):  # RFC 9112 6.1: a smuggling vector; the connection's framing is unsure
             await exchange.refuse(400, "Content-Length with Transfer-Encoding", close=True)
             return
-        if _climbs(raw_path):
+        target = self._prefix + raw_path + (b"?" + scope["query_string"] if scope["query_string"] else b"")
+        url = self._urls.get(target)  # a target seen before passed the checks below
+        if url is None and _climbs(raw_path):
             await exchange.refuse(400, "the path has a dot segment, an empty segment or an encoded slash")
             return
         body = await self._body(scope, receive, send, exchange, headers, held)
         if body is None:
             return
         ids = self._ids(exchange.request_id, path, headers)
-        target = self._prefix + raw_path + (b"?" + scope["query_string"] if scope["query_string"] else b"")
-        url = self._urls.get(target)
         if url is None:  # once per path and query: parsing a URL per stream was a visible cost
             if len(self._urls) >= _ROUTES_KEPT:
                 self._urls.clear()
