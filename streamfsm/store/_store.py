@@ -60,6 +60,11 @@ _COLUMN_AT: Final = {name: i for i, name in enumerate(COLUMNS)}
 _COUNTED: Final = tuple(dict.fromkeys(c for columns in COUNTS.values() for c in columns))
 """The columns of ``runs`` that some table of counts counts by."""
 _UPSERTS: Final = {table: counts_upsert(table) for table in COUNTS}
+_LOCK_RUNS: Final = (
+    "SELECT pg_advisory_xact_lock(k) FROM"
+    " (SELECT DISTINCT hashtextextended(id, 0) AS k FROM unnest(?::text[]) AS id ORDER BY k) AS ordered"
+)
+"""PostgreSQL: lock run ids (given as one array) for the transaction, in the order of their hashes."""
 
 
 def _close(record: RunRecord) -> str | None:
@@ -146,10 +151,17 @@ class Store(Queries):
         each run once (a run is one row, by run id: one seen again moves its counts to its latest values).
         ``fresh``: the run ids are new to the store and to each other (a bulk load, in COPY)."""
 
+        kind = self._db.kind
+
         def work(db: Writer) -> None:
             seen: dict[str, list[tuple[Any, ...]]] = {}
             if not fresh:
-                ids = list({row[0] for row in rows})
+                ids = sorted({row[0] for row in rows})
+                if kind == "postgresql":
+                    # Two writers of the same runs at once would each find them new and count them twice
+                    # (SQLite's writers take turns): each run id is locked until this transaction ends, in
+                    # one order for every writer, so that none waits on another in a cycle.
+                    db.execute(_LOCK_RUNS, [ids])
                 for i in range(0, len(ids), 500):
                     part = ids[i : i + 500]
                     found = db.fetch(

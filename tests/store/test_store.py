@@ -287,3 +287,34 @@ def test_a_store_of_the_earlier_schema_gets_its_counts_when_opened(store_url: st
         store.add(_rewritten(records))  # and keeps them from then on
         counted, scanned = page_views(store, since, since + timedelta(hours=5))
         assert counted == scanned
+
+
+def test_runs_delivered_twice_at_once_are_counted_once(postgres_url: str) -> None:
+    """Two writers (two relays re-delivering the same records) index the same runs at the same moment: each
+    run is counted once. On PostgreSQL each found the runs new before the other committed, and both counted
+    them; SQLite's writers take turns."""
+    import threading
+
+    records = varied(400, seed=21)
+    stores = [Store.open(postgres_url) for _ in range(2)]
+    try:
+        stores[0].clear()
+        for part in range(4):
+            batch = records[part * 100 : (part + 1) * 100]
+            start = threading.Barrier(2)
+
+            def write(store: Store, batch: list[RunRecord] = batch, start: threading.Barrier = start) -> None:
+                start.wait(10)
+                store.add(batch)
+
+            writers = [threading.Thread(target=write, args=(store,)) for store in stores]
+            for writer in writers:
+                writer.start()
+            for writer in writers:
+                writer.join(60)
+        counted, scanned = page_views(stores[0], T0 - timedelta(hours=1), T0 + timedelta(hours=23))
+        assert scanned["route"]["runs"] == 400
+        assert counted == scanned
+    finally:
+        for store in stores:
+            store.close()
