@@ -113,6 +113,8 @@ class Downstream:
             with writes:
                 writes.deadline = anyio.current_time() + write_timeout
                 await self.send(start)
+                if writes.cancel_called:  # taken after its deadline: failed, before a read takes the cancel
+                    raise TimeoutError
                 writes.deadline = math.inf
                 self.started, self.sse = True, _is_sse(response)
                 if run is not None:
@@ -122,6 +124,8 @@ class Downstream:
                         break
                     writes.deadline = anyio.current_time() + write_timeout
                     await self.send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    if writes.cancel_called:
+                        raise TimeoutError
                     writes.deadline = math.inf
                     if run is not None:
                         if events and any(isinstance(event, Finish) for event in events):

@@ -391,3 +391,59 @@ def test_the_client_request_id_rides_along_and_a_missing_one_is_made(tmp_path: P
     assert upstream.requests[0].header("x-request-id") == "mine-1"
     assert "account" not in records[0]["ids"]["context"], "no credential header, no account"
     time.sleep(0)
+
+
+@pytest.mark.anyio
+async def test_a_write_taken_only_after_its_deadline_is_client_write_failed() -> None:
+    """The server takes a write, but only after the write deadline passed (its send did not give way to the
+    cancellation): the write failed, and the upstream read after it is not cancelled in its stead (that
+    was recorded as the relay shutting down, ``local_abort.app``)."""
+    import anyio
+
+    from streamfsm.relay import Relay, RelayConfig
+    from streamfsm.testing._script import Sleep
+
+    frames = text_stream("openai-chat", ["one", " two", " three"])
+    steps = (Headers(), *(part for frame in frames for part in (Sleep(0.02), Send(frame))), End())
+    records: list[RunRecord] = []
+    with FaultServerThread(steps) as upstream:
+        relay = Relay(
+            RelayConfig(
+                upstream=upstream.base_url, write_timeout=0.05, stream=StreamConfig(sinks=(records.append,))
+            )
+        )
+        body = json.dumps({"model": "gpt-4o-mini", "messages": [], "stream": True}).encode()
+        scope = {
+            "type": "http",
+            "method": "POST",
+            "path": "/v1/chat/completions",
+            "raw_path": b"/v1/chat/completions",
+            "query_string": b"",
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+        messages = [{"type": "http.request", "body": body, "more_body": False}]
+
+        async def receive() -> dict[str, Any]:
+            if messages:
+                return messages.pop()
+            await anyio.sleep_forever()
+            raise AssertionError
+
+        bodies = 0
+
+        async def send(message: Any) -> None:
+            nonlocal bodies
+            if message["type"] == "http.response.body" and message.get("body"):
+                bodies += 1
+                if bodies == 1:
+                    with anyio.CancelScope(shield=True):
+                        await anyio.sleep(0.2)  # taken, but after the 0.05 s deadline
+
+        with anyio.fail_after(10):
+            try:
+                await relay(scope, receive, send)
+            finally:
+                await relay.aclose()
+    [record] = records
+    assert record["relay"]["close"] == "client_write_failed"
+    assert record["outcome"]["edge"] == "consumer_error"
