@@ -118,6 +118,11 @@ def serve(kind: str, upstream: str, audit: str, shards: int | None = None) -> No
 
     raise_fd_limit(1 << 16)
     app = plain_app(upstream) if kind == "plain" else streamfsm_app(upstream, audit)
+    # The collector as `streamfsm relay` settles it, for both contenders alike (without it, at 1,000 streams
+    # at once, its passes cost the streamfsm relay about 0.4 ms a stream and the plain one about 0.25 ms).
+    from streamfsm.relay._app import settle_collector
+
+    settle_collector()
     config = uvicorn.Config(
         app,
         host="127.0.0.1",

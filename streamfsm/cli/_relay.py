@@ -127,9 +127,13 @@ def build_relay(settings: dict[str, Any]) -> Any:
 
 def app_from_env() -> Any:
     """The uvicorn factory of each worker process (``--workers``)."""
+    from ..relay._app import settle_collector
+
     settings = json.loads(os.environ[_ENV])
     _guard_connections(settings)
-    return build_relay(settings)
+    relay = build_relay(settings)
+    settle_collector()  # this worker process serves the relay
+    return relay
 
 
 def _relay(args: argparse.Namespace) -> int:
@@ -182,6 +186,9 @@ def _relay(args: argparse.Namespace) -> int:
                 if shared is not None:
                     shutil.rmtree(shared, ignore_errors=True)
         else:
+            from ..relay._app import settle_collector
+
+            settle_collector()  # this process serves the relay
             uvicorn.run(relay, **options)
     except SystemExit as exc:
         if exc.code != STARTUP_FAILED:
