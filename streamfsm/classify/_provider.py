@@ -243,6 +243,8 @@ GENERIC_WORDS: Final = (
     _rule("internal", _P.SERVER_ERROR, "Gemini INTERNAL"),
     _rule("deadline exceeded", _P.SERVER_ERROR, "Gemini DEADLINE_EXCEEDED"),
     _rule("aborted", _P.SERVER_ERROR, "Gemini ABORTED"),
+    _rule("validation", _P.INVALID_REQUEST, "Amazon Bedrock ValidationException (also in-band)"),
+    _rule("model stream error", _P.SERVER_ERROR, "Amazon Bedrock modelStreamErrorException, in-band"),
 )
 # The last, low-confidence fallback: money, quota and plan-limit language in the message decides under any
 # status.

@@ -74,6 +74,7 @@ from ._events import (
     ToolInputStart,
     Usage,
 )
+from ._eventstream import EventStreamDecoder
 from ._record import Recorder, RunRecord
 from ._recovery import RESUMABLE_EDGES, ContinuePlan, ResumePlan
 from ._sinks import deliver
@@ -229,7 +230,8 @@ class Run:
 
     def _read_wire(self, adapter: Adapter) -> None:
         """The source is an SSE body: each chunk goes through our decoder, each frame through ``adapter``."""
-        wire = self._wire = _Wire(adapter, SSEDecoder(self.config.max_line_bytes), self._rec)
+        framing = getattr(adapter, "framing", SSEDecoder)  # SSE, unless the format frames otherwise
+        wire = self._wire = _Wire(adapter, framing(self.config.max_line_bytes), self._rec)
         self._frames_of = wire.frames
         self._feed = adapter.feed
         self._rec.delta_keys = adapter.delta_keys  # the adapter's live, bounded counter
@@ -1041,7 +1043,7 @@ class _Wire:
 
     __slots__ = ("_head", "adapter", "decoder", "rec")
 
-    def __init__(self, adapter: Adapter, decoder: SSEDecoder, rec: Recorder) -> None:
+    def __init__(self, adapter: Adapter, decoder: SSEDecoder | EventStreamDecoder, rec: Recorder) -> None:
         self.adapter, self.decoder, self.rec = adapter, decoder, rec
         rec.adapter = adapter  # the record reads what the wire said: a finish reason that arrived, [DONE]
         # The body's start until it shows itself: SSE (then None), or a JSON document or HTML page (kept

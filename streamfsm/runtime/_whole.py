@@ -199,6 +199,7 @@ def _gemini(answer: dict[str, Any]) -> Frames | None:
 _FRAMES: Final[Mapping[str, Callable[[dict[str, Any]], Frames | None]]] = {
     "openai-chat": _chat,
     "anthropic": _anthropic,
+    "anthropic-bedrock": _anthropic,  # InvokeModel answers the Messages JSON as is
     "openai-responses": _responses,
     "gemini": _gemini,
 }

@@ -9,13 +9,21 @@ from __future__ import annotations
 from typing import Final
 
 from ._anthropic import AnthropicAdapter
+from ._anthropic_bedrock import AnthropicBedrockAdapter
 from ._base import Adapter
 from ._gemini import GeminiAdapter
 from ._openai_chat import OpenAIChatAdapter
 from ._openai_responses import OpenAIResponsesAdapter
 
 ADAPTERS: Final[dict[str, type[Adapter]]] = {
-    cls.name: cls for cls in (OpenAIChatAdapter, OpenAIResponsesAdapter, AnthropicAdapter, GeminiAdapter)
+    cls.name: cls
+    for cls in (
+        OpenAIChatAdapter,
+        OpenAIResponsesAdapter,
+        AnthropicAdapter,
+        GeminiAdapter,
+        AnthropicBedrockAdapter,
+    )
 }
 """Format name → adapter class."""
 
@@ -37,6 +45,7 @@ __all__ = [
     "PROVIDERS",
     "Adapter",
     "AnthropicAdapter",
+    "AnthropicBedrockAdapter",
     "GeminiAdapter",
     "OpenAIChatAdapter",
     "OpenAIResponsesAdapter",

@@ -1,0 +1,189 @@
+"""AWS event-stream framing (Claude on Bedrock): botocore's decoder under our framing, the fault provider's
+encoder checked against the anthropic SDK's own decoder, damaged and torn bodies, chunking independence."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from streamfsm.classify import ProviderErrorKind
+from streamfsm.runtime._adapters import adapter_for
+from streamfsm.runtime._events import Finish, ProtocolViolation, ProviderErrorEvent, StreamEvent
+from streamfsm.runtime._eventstream import (
+    BAD_CHUNK,
+    BAD_HEADERS,
+    CHECKSUM_MISMATCH,
+    EventStreamDecoder,
+)
+from streamfsm.runtime._sse import SSEEvent
+from streamfsm.testing import text_stream, tool_call_stream
+from streamfsm.testing._eventstream import chunk, damaged, exception, from_sse, message
+
+TEXT = ("Hello", " world")
+
+
+def decode(*chunks: bytes) -> tuple[list[SSEEvent], EventStreamDecoder]:
+    decoder = EventStreamDecoder()
+    frames: list[SSEEvent] = []
+    for piece in chunks:
+        frames += decoder.feed(piece)
+    frames += decoder.close()
+    return frames, decoder
+
+
+def events_of(*chunks: bytes) -> list[StreamEvent]:
+    """The normalised events of a Bedrock body, as a run reads it (a torn body gives no adapter end)."""
+    adapter = adapter_for("anthropic-bedrock")
+    frames, decoder = decode(*chunks)
+    events = [event for frame in frames for event in adapter.feed(frame)]
+    return events if decoder.truncated else events + adapter.end()
+
+
+def sse_data(frames: list[bytes]) -> list[str]:
+    return [line[6:] for f in frames for line in f.decode().splitlines() if line.startswith("data: ")]
+
+
+def test_chunks_carry_the_anthropic_events_and_the_stream_finishes() -> None:
+    sse = tool_call_stream("anthropic", [("read_file", '{"path": "a.txt"}')], text=TEXT)
+    frames, decoder = decode(b"".join(from_sse(sse)))
+    assert [f.data for f in frames] == sse_data(sse)
+    assert (decoder.truncated, decoder.events_seen) == (False, len(sse))
+    assert isinstance(events_of(*from_sse(sse))[-1], Finish)
+
+
+def test_the_sdk_decoder_reads_what_the_fault_provider_sends() -> None:
+    """The encoder is checked by the anthropic SDK's own Bedrock decoder (botocore's parser)."""
+    decoder_module = pytest.importorskip("anthropic.lib.bedrock._stream_decoder")
+    sse = text_stream("anthropic", TEXT)
+    body = [*from_sse(sse), exception("throttlingException", "Too many requests")]
+    read = list(decoder_module.AWSEventStreamDecoder().iter_bytes(iter(body)))
+    assert [e.data for e in read[:-1]] == sse_data(sse)
+    assert read[-1].event == "error"
+    assert json.loads(read[-1].data)["error"] == {
+        "type": "throttlingException",
+        "message": "Too many requests",
+    }
+
+
+@pytest.mark.parametrize(
+    ("exception_type", "kind"),
+    [
+        ("throttlingException", ProviderErrorKind.RATE_LIMIT),
+        ("modelStreamErrorException", ProviderErrorKind.SERVER_ERROR),
+        ("validationException", ProviderErrorKind.INVALID_REQUEST),
+        ("internalServerException", ProviderErrorKind.SERVER_ERROR),
+        ("serviceUnavailableException", ProviderErrorKind.OVERLOADED),
+        ("modelTimeoutException", ProviderErrorKind.SERVER_ERROR),
+    ],
+)
+def test_exception_messages_are_provider_errors_read_as_words(
+    exception_type: str, kind: ProviderErrorKind
+) -> None:
+    head = from_sse(text_stream("anthropic", TEXT))[:2]
+    events = events_of(*head, exception(exception_type, "the words of the message"))
+    error = events[-1]
+    assert isinstance(error, ProviderErrorEvent)
+    assert (error.error.kind, error.error.type) == (kind, exception_type)
+
+
+@pytest.mark.parametrize("where", ["message", "prelude"])
+def test_a_damaged_message_is_a_violation_at_its_offset_after_the_messages_before_it(where: str) -> None:
+    body = from_sse(text_stream("anthropic", TEXT))
+    decoder = EventStreamDecoder()
+    frames = decoder.feed(body[0] + damaged(body[1], where))
+    assert len(frames) == 1  # the whole message before the damage is handed over first
+    for again in (lambda: decoder.feed(body[2]), decoder.close):
+        with pytest.raises(ProtocolViolation) as caught:
+            again()
+        assert (caught.value.detail, caught.value.position) == (CHECKSUM_MISMATCH, len(body[0]))
+
+
+def test_a_chunk_that_is_not_base64_json_and_a_message_without_a_type_are_violations() -> None:
+    not_base64 = message({":message-type": "event", ":event-type": "chunk"}, b'{"bytes": "%%%"}')
+    untyped = message({":event-type": "chunk"}, b"{}")
+    for bad, detail in ((not_base64, BAD_CHUNK), (untyped, BAD_HEADERS)):
+        with pytest.raises(ProtocolViolation) as caught:
+            decode(bad)
+        assert caught.value.detail == detail
+
+
+def test_a_torn_last_message_is_truncated_and_never_a_finish() -> None:
+    body = b"".join(from_sse(text_stream("anthropic", TEXT)))
+    _, decoder = decode(body[:-3])
+    assert decoder.truncated
+    assert not any(isinstance(e, Finish) for e in events_of(body[:-3]))
+    assert not decode(body)[1].truncated
+
+
+def test_the_core_imports_without_botocore_and_the_format_names_the_extra() -> None:
+    script = (
+        "import sys; sys.modules['botocore'] = None\n"
+        "import streamfsm, streamfsm.tap, streamfsm.testing\n"
+        "try:\n"
+        "    streamfsm.runtime._adapters.adapter_for('anthropic-bedrock')\n"
+        "except ImportError as exc:\n"
+        "    print(exc)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert "streamfsm[bedrock]" in out.stdout
+
+
+# -- properties ----------------------------------------------------------------------------------------------
+
+_TEXTS = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
+_MESSAGES = st.lists(
+    st.one_of(
+        _TEXTS.map(lambda text: chunk(json.dumps({"type": "ping", "note": text}))),
+        st.tuples(st.sampled_from(["throttlingException", "validationException"]), _TEXTS).map(
+            lambda pair: exception(*pair)
+        ),
+    ),
+    max_size=8,
+)
+
+
+def _split(data: bytes, cuts: list[int]) -> list[bytes]:
+    points = sorted({c % (len(data) + 1) for c in cuts} | {0, len(data)})
+    return [data[a:b] for a, b in itertools.pairwise(points)]
+
+
+def _outcome(chunks: list[bytes]) -> tuple[list[tuple[str, str]], bool, tuple[str, int] | None]:
+    decoder = EventStreamDecoder()
+    frames: list[SSEEvent] = []
+    try:
+        for piece in chunks:
+            frames += decoder.feed(piece)
+        frames += decoder.close()
+    except ProtocolViolation as violation:
+        return [(f.event, f.data) for f in frames], decoder.truncated, (violation.detail, violation.position)
+    return [(f.event, f.data) for f in frames], decoder.truncated, None
+
+
+@given(_MESSAGES, st.integers(0, 64), st.lists(st.integers(0, 10_000), max_size=20))
+def test_framing_is_independent_of_chunking(messages: list[bytes], cut_tail: int, cuts: list[int]) -> None:
+    data = b"".join(messages)
+    data = data[: max(0, len(data) - cut_tail)]  # sometimes a torn last message
+    assert _outcome(_split(data, cuts)) == _outcome([data])
+
+
+@given(st.data(), st.lists(st.integers(0, 10_000), max_size=10))
+def test_damaged_or_torn_bytes_never_yield_a_finish(data: st.DataObject, cuts: list[int]) -> None:
+    body = b"".join(from_sse(text_stream("anthropic", TEXT)))
+    if data.draw(st.booleans(), "flip"):
+        at = data.draw(st.integers(0, len(body) - 1), "at")
+        body = body[:at] + bytes([body[at] ^ data.draw(st.integers(1, 255), "mask")]) + body[at + 1 :]
+    else:
+        body = body[: data.draw(st.integers(0, len(body) - 1), "cut")]
+    try:
+        events = events_of(*_split(body, cuts))
+    except ProtocolViolation:
+        return
+    assert not any(isinstance(e, Finish) for e in events)
