@@ -43,6 +43,9 @@ DEFAULT_RULES: Final = (
     Rule(r"/messages$", "anthropic"),
     Rule(r":streamGenerateContent$", "gemini"),
     Rule(r":generateContent$", "gemini"),  # the non-streaming call
+    # Claude on Bedrock (anthropic's AnthropicBedrock): the model in the path, the stream said by the path
+    Rule(r"/model/[^/]+/invoke-with-response-stream$", "anthropic-bedrock"),
+    Rule(r"/model/[^/]+/invoke$", "anthropic-bedrock"),  # the non-streaming call
 )
 
 
@@ -89,6 +92,8 @@ def llm_request(
     body, streams = _look(content or b"")
     if provider == "gemini":  # the method in the path says it, not the body
         streams = True if "streamGenerateContent" in path else False if "generateContent" in path else None
+    elif provider == "anthropic-bedrock":  # so does Bedrock's
+        streams = path.endswith("/invoke-with-response-stream")
     return LlmRequest(provider, body, streams)
 
 

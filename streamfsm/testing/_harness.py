@@ -117,6 +117,11 @@ BODIES: Final[Mapping[str, Mapping[str, Any]]] = {
         "messages": [{"role": "user", "content": "hi"}],
     },
     "gemini": {"model": "gemini-2.5-flash", "contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
+    "anthropic-bedrock": {
+        "model": "anthropic.claude-haiku-4-5-20251001-v1:0",
+        "max_tokens": 64,
+        "messages": [{"role": "user", "content": "hi"}],
+    },
 }
 """The smallest request body per format: what the harness sends (the fault server ignores it)."""
 

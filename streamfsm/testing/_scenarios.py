@@ -53,6 +53,9 @@ from typing import Any, Final
 from ..classify import AbortSource, Action, FailureClass, Phase, Verdict
 from ..machine import Trigger
 from ._answers import whole_answer
+from ._eventstream import CONTENT_TYPE as EVENT_STREAM
+from ._eventstream import damaged
+from ._eventstream import exception as aws_exception
 from ._realworld import rows as real_world_rows
 from ._script import (
     Agent,
@@ -69,7 +72,16 @@ from ._script import (
     Step,
     cut_chunk,
 )
-from ._wire import FORMATS, Format, build, error_event, frame, keepalive, text_stream, tool_call_stream
+from ._wire import (
+    WIRE_FORMATS,
+    Format,
+    build,
+    error_event,
+    frame,
+    keepalive,
+    text_stream,
+    tool_call_stream,
+)
 
 __all__ = ["WATCHDOG_S", "catalog", "find", "names"]
 
@@ -1762,6 +1774,108 @@ def _background_call(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict
     ]
 
 
+_BEDROCK_HEADERS: Final = (("content-type", EVENT_STREAM), ("x-amzn-requestid", "2c9f3b1e-6a0d-4e57-9b1c"))
+_BEDROCK_THROTTLED: Final = (
+    *JSON_HEADERS,
+    ("x-amzn-errortype", "ThrottlingException:http://internal.amazon.com/coral/com.amazon.bedrock/"),
+)
+
+
+def _bedrock(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
+    """Claude on Bedrock: the Anthropic stream in AWS event-stream messages (prelude and message CRCs),
+    exceptions as messages of their own, a damaged CRC, and the non-streaming ``invoke``."""
+    if fmt != "anthropic-bedrock":
+        return []
+    sse = text_stream("anthropic", TEXT)
+    text = text_stream(fmt, TEXT)
+    shown = len(_through(sse, _escaped(TEXT[0])))  # messages through the first visible text
+    preamble, through_text, after = text[: shown - 1], text[:shown], text[shown]
+    head = (Headers(headers=_BEDROCK_HEADERS),)
+    D, EOF, E = _T.DISCONNECTED, _T.EOF_WITHOUT_TERMINAL, _T.PROVIDER_ERROR_EVENT
+    throttled = aws_exception("throttlingException", "Too many tokens, please wait before trying again.")
+    stream_error = aws_exception("modelStreamErrorException", "The model stream failed.")
+    whole = whole_answer("anthropic", "Hello", tools=[("read_file", '{"path": "a.txt"}')])
+    return [
+        (
+            "clean-end",
+            "the whole stream, each Anthropic event in its event-stream message: completed",
+            (*head, *(Send(m) for m in text), End()),
+            COMPLETED,
+            {},
+        ),
+        (
+            "cut-mid-message",
+            "visible text, then half of the next event-stream message, then FIN",
+            (*head, *(Send(m) for m in through_text), Send(after[: len(after) // 2]), Fin()),
+            _shown(_C.MID_GENERATION, D, "closed_mid_body"),
+            {},
+        ),
+        (
+            "cut-between-messages",
+            "visible text, then FIN between two whole messages",
+            (*head, *(Send(m) for m in through_text), Fin()),
+            _shown(_C.MID_GENERATION, D, "closed_mid_body"),
+            {},
+        ),
+        (
+            "torn-last-message",
+            "visible text, then half a message and a clean end of the body: truncated, never a finish",
+            (*head, *(Send(m) for m in through_text), Send(after[: len(after) // 2]), End()),
+            _shown(_C.MID_GENERATION, EOF, "eof_without_terminal"),
+            {},
+        ),
+        (
+            "stall",
+            "visible text, then silence with the connection open: the idle watchdog fires",
+            (*head, *(Send(m) for m in through_text), Stall()),
+            _shown(_C.WATCHDOG, _T.IDLE_TIMEOUT, "idle_timeout"),
+            {"config": {"idle_timeout": WATCHDOG_S}},
+        ),
+        (
+            "exception-before-output",
+            "a throttlingException message before any output: a rate limit, safe to retry after a wait",
+            (*head, *(Send(m) for m in preamble), Send(throttled), End()),
+            _safe(_C.PROVIDER_ERROR, E, _P.EARLY_STREAM, "rate_limit", _A.RETRY_AFTER_BACKOFF),
+            {},
+        ),
+        (
+            "exception-after-output",
+            "a modelStreamErrorException message after visible text: the provider's error mid-answer",
+            (*head, *(Send(m) for m in through_text), Send(stream_error), End()),
+            _shown(_C.PROVIDER_ERROR, E, "server_error"),
+            {},
+        ),
+        (
+            "damaged-crc",
+            "visible text, then a message whose CRC does not match: the stream broke its framing",
+            (*head, *(Send(m) for m in through_text), Send(damaged(after)), End()),
+            _shown(_C.PROTOCOL_ERROR, _T.PROTOCOL_VIOLATION, "protocol_violation"),
+            {},
+        ),
+        (
+            "http-429-throttled",
+            "429 ThrottlingException (x-amzn-errortype, a JSON message): a rate limit before anything began",
+            (Status(429, _BEDROCK_THROTTLED, b'{"message":"Too many requests, please wait."}'),),
+            _http("rate_limit", _V.SAFE_AUTO_RETRY, _A.RETRY_AFTER_BACKOFF),
+            {},
+        ),
+        (
+            "whole/clean-end",
+            "a non-streaming invoke: the Messages JSON answer whole (text and a tool call): completed",
+            (Status(200, JSON_HEADERS, whole),),
+            COMPLETED,
+            {"streaming": False},
+        ),
+        (
+            "whole/truncated-body",
+            "a non-streaming invoke whose JSON stops at a clean end of the body: no answer, never completed",
+            (Headers(headers=JSON_HEADERS), Send(whole[:-3]), End()),
+            _safe(_C.EARLY_STREAM, EOF, _P.EARLY_STREAM, "eof_without_terminal"),
+            {"streaming": False},
+        ),
+    ]
+
+
 def _real_world(
     fmt: Format, family: str
 ) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
@@ -1773,6 +1887,14 @@ def _real_world(
 
 
 def _for_format(fmt: Format) -> list[Scenario]:
+    rows = _bedrock(fmt) if fmt == "anthropic-bedrock" else _sse_rows(fmt)
+    return [
+        Scenario(f"{fmt}/{slug}", script, format=fmt, description=text, **expect, **extra)
+        for slug, text, script, expect, extra in rows
+    ]
+
+
+def _sse_rows(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
     rows = _connection(fmt)
     rows += [(slug, text, script, expect, {}) for slug, text, script, expect in _http_errors(fmt)]
     rows += _streams(fmt)
@@ -1781,16 +1903,13 @@ def _for_format(fmt: Format) -> list[Scenario]:
     rows += _content_shapes(fmt)
     rows += _real_world(fmt, "content")
     rows += _whole_calls(fmt)
-    return [
-        Scenario(f"{fmt}/{slug}", script, format=fmt, description=text, **expect, **extra)
-        for slug, text, script, expect, extra in rows
-    ]
+    return rows
 
 
 @cache
 def _by_name() -> dict[str, Scenario]:
     scenarios: dict[str, Scenario] = {}
-    for fmt in FORMATS:
+    for fmt in WIRE_FORMATS:
         for scenario in _for_format(fmt):
             if scenario.name in scenarios:
                 raise AssertionError(f"duplicate scenario name {scenario.name!r}")
@@ -1805,9 +1924,11 @@ def catalog(formats: Iterable[str] | str | None = None) -> list[Scenario]:
         wanted = lambda scenario: True  # noqa: E731
     else:
         chosen = {formats} if isinstance(formats, str) else set(formats)
-        unknown = chosen - set(FORMATS)
+        unknown = chosen - set(WIRE_FORMATS)
         if unknown:
-            raise ValueError(f"unknown format(s) {sorted(unknown)}; expected some of {', '.join(FORMATS)}")
+            raise ValueError(
+                f"unknown format(s) {sorted(unknown)}; expected some of {', '.join(WIRE_FORMATS)}"
+            )
         wanted = lambda scenario: scenario.format in chosen  # noqa: E731
     return [scenario for scenario in _by_name().values() if wanted(scenario)]
 

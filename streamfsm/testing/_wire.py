@@ -20,8 +20,13 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, Literal, TypeAlias
 
+from ._eventstream import from_sse
+
 FORMATS: Final = ("openai-chat", "openai-responses", "anthropic", "gemini")
-Format: TypeAlias = Literal["openai-chat", "openai-responses", "anthropic", "gemini"]
+WIRE_FORMATS: Final = (*FORMATS, "anthropic-bedrock")
+"""Every format the fault provider speaks: the SSE ones (``FORMATS``), then those framed otherwise (Claude on
+Bedrock: AWS event-stream messages, see ``_eventstream``)."""
+Format: TypeAlias = Literal["openai-chat", "openai-responses", "anthropic", "gemini", "anthropic-bedrock"]
 Part: TypeAlias = tuple[str, ...]  # ("text", s), ("reasoning", s), ("refusal", s), ("tool", name, args)
 ErrorKind: TypeAlias = Literal["overloaded", "rate_limit", "server_error", "context_overflow"]
 
@@ -409,11 +414,17 @@ def _gemini(parts: Sequence[Part], usage: bool, finish: str | None, parallel: bo
     return [chunk(group, last=i == len(groups) - 1) for i, group in enumerate(groups)]
 
 
+def _anthropic_bedrock(parts: Sequence[Part], usage: bool, finish: str | None, **_: Any) -> list[bytes]:
+    """The Anthropic stream, each event in the AWS event-stream message Bedrock sends it in."""
+    return from_sse(_anthropic(parts, usage, finish))
+
+
 _BUILDERS: Final[dict[str, Callable[..., list[bytes]]]] = {
     "openai-chat": _chat,
     "openai-responses": _responses,
     "anthropic": _anthropic,
     "gemini": _gemini,
+    "anthropic-bedrock": _anthropic_bedrock,
 }
 
 
@@ -438,7 +449,7 @@ def build(
     try:
         builder = _BUILDERS[fmt]
     except KeyError:
-        raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}") from None
+        raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(WIRE_FORMATS)}") from None
     return builder(
         list(parts),
         usage=usage,
