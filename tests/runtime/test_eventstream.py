@@ -13,17 +13,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from streamfsm.classify import ProviderErrorKind
-from streamfsm.runtime._adapters import adapter_for
-from streamfsm.runtime._events import Finish, ProtocolViolation, ProviderErrorEvent, StreamEvent
-from streamfsm.runtime._eventstream import (
+from streamfsm.testing import text_stream, tool_call_stream
+from streamfsm.testing._eventstream import chunk, damaged, exception, from_sse, message
+from streamfsm.wire import adapter_for
+from streamfsm.wire._events import Finish, ProtocolViolation, ProviderErrorEvent, StreamEvent
+from streamfsm.wire._eventstream import (
     BAD_CHUNK,
     BAD_HEADERS,
     CHECKSUM_MISMATCH,
     EventStreamDecoder,
 )
-from streamfsm.runtime._sse import SSEEvent
-from streamfsm.testing import text_stream, tool_call_stream
-from streamfsm.testing._eventstream import chunk, damaged, exception, from_sse, message
+from streamfsm.wire._sse import SSEEvent
 
 TEXT = ("Hello", " world")
 
@@ -126,7 +126,7 @@ def test_the_core_imports_without_botocore_and_the_format_names_the_extra() -> N
         "import sys; sys.modules['botocore'] = None\n"
         "import streamfsm, streamfsm.tap, streamfsm.testing\n"
         "try:\n"
-        "    streamfsm.runtime._adapters.adapter_for('anthropic-bedrock')\n"
+        "    streamfsm.wire.adapter_for('anthropic-bedrock')\n"
         "except ImportError as exc:\n"
         "    print(exc)\n"
     )
