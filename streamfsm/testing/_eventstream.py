@@ -2,57 +2,35 @@
 ``_wire`` re-sent as the ``chunk`` message Bedrock's ``invoke-with-response-stream`` sends, with both CRC32s,
 and the damaged ones a test needs.
 
-A message is ``[total length][headers length][prelude CRC32][headers][payload][message CRC32]`` (big-endian
-uint32s; the message CRC covers everything before it, prelude CRC included). Headers here are strings (type
-7): ``:message-type``, ``:event-type`` or ``:exception-type``, ``:content-type``.
+Messages are written by the wire room's ``encode_message`` (both CRC32s), the one the relay's in-band error
+uses too.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import struct
-import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Final
+
+from ..wire import encode_message, exception_message
+
+message = encode_message  # one message with both CRCs, from the wire room (the relay writes them too)
 
 CONTENT_TYPE: Final = "application/vnd.amazon.eventstream"
 EVENT_HEADERS: Final = (("content-type", CONTENT_TYPE),)
-_STRING: Final = 7  # the header value type of a UTF-8 string
-
-
-def _header(name: str, value: str) -> bytes:
-    raw_name, raw_value = name.encode(), value.encode()
-    return (
-        struct.pack(">B", len(raw_name)) + raw_name + struct.pack(">BH", _STRING, len(raw_value)) + raw_value
-    )
-
-
-def message(headers: Mapping[str, str], payload: bytes) -> bytes:
-    """One whole event-stream message with both CRCs."""
-    head = b"".join(_header(name, value) for name, value in headers.items())
-    total = 12 + len(head) + len(payload) + 4
-    prelude = struct.pack(">II", total, len(head))
-    prelude += struct.pack(">I", zlib.crc32(prelude))
-    body = prelude + head + payload
-    return body + struct.pack(">I", zlib.crc32(body))
 
 
 def chunk(event_json: str) -> bytes:
     """The ``chunk`` message carrying one Anthropic stream event (its JSON), base64 as Bedrock sends it."""
     wrapped = json.dumps({"bytes": base64.b64encode(event_json.encode()).decode(), "p": "abcdefgh"})
     headers = {":event-type": "chunk", ":content-type": "application/json", ":message-type": "event"}
-    return message(headers, wrapped.encode())
+    return encode_message(headers, wrapped.encode())
 
 
 def exception(exception_type: str, text: str) -> bytes:
     """An ``exception`` message (``throttlingException``, ``modelStreamErrorException``, ...)."""
-    headers = {
-        ":exception-type": exception_type,
-        ":content-type": "application/json",
-        ":message-type": "exception",
-    }
-    return message(headers, json.dumps({"message": text}).encode())
+    return exception_message(text, exception_type)
 
 
 def from_sse(frames: Iterable[bytes]) -> list[bytes]:

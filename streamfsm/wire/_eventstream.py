@@ -24,6 +24,9 @@ import base64
 import binascii
 import functools
 import json
+import struct
+import zlib
+from collections.abc import Mapping
 from typing import Any, Final
 
 from ._events import ProtocolViolation
@@ -36,8 +39,8 @@ CHECKSUM_MISMATCH: Final = "event_stream_checksum_mismatch"  # a prelude or mess
 BAD_PRELUDE: Final = "event_stream_bad_prelude"  # lengths that cannot be a message
 BAD_HEADERS: Final = "event_stream_bad_headers"  # headers that cannot be read (repeated, cut, unknown type)
 BAD_CHUNK: Final = "event_stream_bad_chunk"  # a chunk whose payload is not {"bytes": base64 of JSON}
-_PRELUDE_BYTES: Final = 12
-_CRC_BYTES: Final = 4
+TOO_LARGE: Final = "event_stream_message_too_large"  # a message over the run's bound on one frame
+STREAM_FAILED: Final = "modelStreamErrorException"  # Bedrock's exception for a stream that failed mid-way
 
 
 @functools.cache
@@ -61,9 +64,19 @@ class EventStreamDecoder:
     """Feed it the body's bytes as they arrive; it returns the frames each chunk completed (as ``SSEDecoder``
     does, so the run drives either the same way)."""
 
-    __slots__ = ("_broken", "_buffer", "_consumed", "bytes_seen", "events_seen", "truncated")
+    __slots__ = (
+        "_broken",
+        "_buffer",
+        "_consumed",
+        "bytes_seen",
+        "events_seen",
+        "max_frame_bytes",
+        "truncated",
+    )
 
-    def __init__(self) -> None:
+    def __init__(self, max_frame_bytes: int = 24 << 20) -> None:
+        """``max_frame_bytes``: the largest message kept (botocore bounds a payload at 24 MiB itself)."""
+        self.max_frame_bytes = max_frame_bytes
         self._buffer = _botocore().EventStreamBuffer()
         self.bytes_seen = 0
         self.events_seen = 0
@@ -83,6 +96,8 @@ class EventStreamDecoder:
         parser_error = _botocore().ParserError
         try:
             for message in self._buffer:
+                if message.prelude.total_length > self.max_frame_bytes:
+                    return self._fail(frames, TOO_LARGE)
                 frames.append(_frame(message.headers, message.payload, self._consumed))
                 self._consumed += message.prelude.total_length
                 self.events_seen += 1
@@ -92,6 +107,8 @@ class EventStreamDecoder:
             return self._fail(frames, violation.detail)
         except Exception:  # a header botocore cannot unpack (cut short, an unknown type byte)
             return self._fail(frames, BAD_HEADERS)
+        if self.bytes_seen - self._consumed > self.max_frame_bytes:  # the pending message is over the bound
+            return self._fail(frames, TOO_LARGE)
         return frames
 
     def close(self) -> list[SSEEvent]:
@@ -158,3 +175,32 @@ def _message(payload: bytes) -> str | None:
         return None
     message = body.get("message") or body.get("Message") if isinstance(body, dict) else None
     return message if isinstance(message, str) else None
+
+
+# -- writing messages (the relay's in-band error; the test kit's fault provider) -----------------------------
+
+_STRING: Final = 7  # the header value type of a UTF-8 string
+
+
+def _header(name: bytes, value: bytes) -> bytes:
+    return struct.pack(">B", len(name)) + name + struct.pack(">BH", _STRING, len(value)) + value
+
+
+def encode_message(headers: Mapping[str, str], payload: bytes) -> bytes:
+    """One event-stream message with both CRC32s: ``[total length][headers length][prelude CRC]``, string
+    headers, the payload, ``[message CRC]`` (big-endian; the message CRC covers all before it)."""
+    head = b"".join(_header(name.encode(), value.encode()) for name, value in headers.items())
+    prelude = struct.pack(">II", 12 + len(head) + len(payload) + 4, len(head))
+    prelude += struct.pack(">I", zlib.crc32(prelude))
+    body = prelude + head + payload
+    return body + struct.pack(">I", zlib.crc32(body))
+
+
+def exception_message(message: str, exception_type: str = STREAM_FAILED) -> bytes:
+    """An ``exception`` message as Bedrock sends one (the anthropic SDK raises it as an API error)."""
+    headers = {
+        ":exception-type": exception_type,
+        ":content-type": "application/json",
+        ":message-type": "exception",
+    }
+    return encode_message(headers, json.dumps({"message": message}).encode())

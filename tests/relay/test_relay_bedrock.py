@@ -1,6 +1,7 @@
 """Claude on Bedrock through the relay: the real ``AnthropicBedrock`` (fake AWS credentials) against the relay
 in front of the fault server. The AWS event-stream body passes byte for byte, and each call lands once in the
-audit log with its close kind: a clean stream, a cut one, an exception message, and a non-streaming invoke."""
+audit log with its close kind: a clean stream, cut ones, an exception message, and a non-streaming invoke. A
+cut stream ends with the relay's own exception message (Bedrock's in-band error, from the format registry)."""
 
 from __future__ import annotations
 
@@ -53,6 +54,7 @@ def the_record(audit: Path) -> dict[str, Any]:
     [
         ("clean-end", "completed", "completed.finished"),
         ("cut-mid-message", "upstream_premature_close", "mid_generation.closed_mid_body"),
+        ("cut-between-messages", "upstream_premature_close", "mid_generation.closed_mid_body"),
         ("exception-after-output", "upstream_error", "provider_error.server_error"),
         ("whole/clean-end", "completed", "completed.finished"),
     ],
@@ -69,8 +71,12 @@ def test_a_bedrock_call_through_the_relay(slug: str, close: str, summary: str, t
         relayed = call(relay.base_url, stream=scenario.streaming)
         record = the_record(audit)
     assert relayed[0] == direct[0]  # the SDK reads the same events through the relay
-    assert type(relayed[1]) is type(direct[1])
-    assert (relayed[1] is None) is (scenario.expected_edge is None)
+    assert (relayed[1] is None) is (direct[1] is None) is (scenario.expected_edge is None)
+    if slug == "cut-between-messages":  # the relay's own exception message ends the cut stream
+        assert isinstance(relayed[1], anthropic.APIStatusError)
+        assert "the upstream stream failed" in str(relayed[1])
+    elif slug != "cut-mid-message":  # there it lands inside the torn message: the client's CRC check fails
+        assert type(relayed[1]) is type(direct[1])
     assert record["provider"] == "anthropic-bedrock"
     assert record["request"]["streaming"] is scenario.streaming
     assert record["outcome"]["summary_key"] == summary

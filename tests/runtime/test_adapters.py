@@ -27,7 +27,7 @@ from streamfsm.testing import (
     tool_call_stream,
 )
 from streamfsm.testing._wire import MODELS, RESPONSE_IDS
-from streamfsm.wire._adapters import PROVIDERS, Adapter, adapter_for
+from streamfsm.wire import PROVIDERS, Adapter, adapter_for
 from streamfsm.wire._adapters._base import KEEPALIVE_COMMENT, MAX_DELTA_KEYS
 from streamfsm.wire._events import (
     Finish,

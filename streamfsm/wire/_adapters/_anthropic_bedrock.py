@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
-from .._eventstream import CONTENT_TYPE, EventStreamDecoder, require_botocore
+from .._eventstream import CONTENT_TYPE, require_botocore
 from ._anthropic import AnthropicAdapter
 
 BEDROCK_VERSION: Final = "bedrock-2023-05-31"  # the anthropic_version anthropic's Bedrock client sends
@@ -37,8 +37,3 @@ class AnthropicBedrockAdapter(AnthropicAdapter):
         out.pop("stream", None)
         out.setdefault("anthropic_version", BEDROCK_VERSION)
         return f"{base_url.rstrip('/')}/model/{model}/invoke-with-response-stream", out
-
-    @staticmethod
-    def framing(max_line_bytes: int) -> EventStreamDecoder:
-        """The body's framing: AWS's event stream, not SSE (its messages bound themselves)."""
-        return EventStreamDecoder()
