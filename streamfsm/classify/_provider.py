@@ -891,12 +891,34 @@ _SDK_CLASSES: Final = {
 }
 
 
+def _botocore_error(exc: BaseException) -> ProviderError | None:
+    """botocore's ``ClientError``: its ``response`` holds the error's code and message, and the HTTP status
+    (none for an exception message inside a stream: ``EventStreamError``)."""
+    response = getattr(exc, "response", None)
+    error = response.get("Error") if isinstance(response, Mapping) else None
+    if not isinstance(error, Mapping):
+        return None
+    meta = response.get("ResponseMetadata") if isinstance(response, Mapping) else None
+    meta = meta if isinstance(meta, Mapping) else {}
+    status, headers = meta.get("HTTPStatusCode"), meta.get("HTTPHeaders")
+    payload = {"error": {"type": error.get("Code"), "message": error.get("Message")}}
+    return _build(
+        status if type(status) is int and status >= 400 else None,
+        headers if isinstance(headers, Mapping) else None,
+        payload,
+        ("sdk=botocore",),
+    )
+
+
 def provider_error_from_sdk(exc: BaseException) -> ProviderError | None:
-    """Classify an ``openai``/``anthropic`` ``APIStatusError``, or the bare ``APIError`` openai raises for an
-    in-band error event (matched by name); None for anything else, connection errors included.
+    """Classify an ``openai``/``anthropic`` ``APIStatusError``, the bare ``APIError`` openai raises for an
+    in-band error event (matched by name), or botocore's ``ClientError``; None for anything else, connection
+    errors included.
 
     The body decides over the status: an Anthropic in-band ``event: error`` arrives with ``status_code=200``.
     """
+    if any(k.__name__ == "ClientError" and k.__module__ == "botocore.exceptions" for k in type(exc).__mro__):
+        return _botocore_error(exc)
     sdk, how = "", "skip"
     for klass in type(exc).__mro__:
         top = str(getattr(klass, "__module__", "") or "").partition(".")[0]

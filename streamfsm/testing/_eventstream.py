@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterable
-from typing import Final
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
 
 from ..wire import encode_message, exception_message
 
@@ -46,3 +46,54 @@ def damaged(whole: bytes, where: str = "message") -> bytes:
     """``whole`` with one CRC broken: its message CRC (``"message"``), or its prelude CRC (``"prelude"``)."""
     at = len(whole) - 1 if where == "message" else 11
     return whole[:at] + bytes([whole[at] ^ 0xFF]) + whole[at + 1 :]
+
+
+# -- Bedrock ConverseStream: each event its own message, named by :event-type --------------------------------
+
+
+def converse_event(name: str, body: dict[str, Any]) -> bytes:
+    """One ConverseStream event (``messageStart``, ``contentBlockDelta``, ...) as Bedrock sends it."""
+    headers = {":event-type": name, ":content-type": "application/json", ":message-type": "event"}
+    return encode_message(headers, json.dumps({**body, "p": "abcdefgh"}).encode())
+
+
+def converse(
+    parts: Sequence[tuple[str, ...]], usage: tuple[int, int, int] | None, finish: str | None
+) -> list[bytes]:
+    """A whole ConverseStream of ``parts`` (("text", s), ("reasoning", s), ("tool", name, arguments)),
+    ended by ``messageStop`` (``finish``, default the whole-answer reason) and ``metadata`` (``usage``: input,
+    cached, output tokens)."""
+    out = [converse_event("messageStart", {"role": "assistant"})]
+    calls = 0
+    for position, part in enumerate(parts):
+        at = {"contentBlockIndex": position}
+        if part[0] == "tool":
+            start = {"toolUse": {"toolUseId": f"tooluse_{calls:02d}kq3x", "name": part[1]}}
+            out.append(converse_event("contentBlockStart", {**at, "start": start}))
+            for i in range(0, len(part[2]), 12):
+                out.append(
+                    converse_event(
+                        "contentBlockDelta", {**at, "delta": {"toolUse": {"input": part[2][i : i + 12]}}}
+                    )
+                )
+            calls += 1
+        elif part[0] == "reasoning":
+            out.append(
+                converse_event("contentBlockDelta", {**at, "delta": {"reasoningContent": {"text": part[1]}}})
+            )
+        else:
+            out.append(converse_event("contentBlockDelta", {**at, "delta": {"text": part[1]}}))
+        out.append(converse_event("contentBlockStop", at))
+    out.append(converse_event("messageStop", {"stopReason": finish or ("tool_use" if calls else "end_turn")}))
+    metadata: dict[str, Any] = {"metrics": {"latencyMs": 412}}
+    if usage is not None:
+        prompt, cached, output = usage
+        metadata["usage"] = {
+            "inputTokens": prompt - cached,
+            "outputTokens": output,
+            "totalTokens": prompt + output,
+            "cacheReadInputTokens": cached,
+            "cacheWriteInputTokens": 0,
+        }
+    out.append(converse_event("metadata", metadata))
+    return out

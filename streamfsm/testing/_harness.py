@@ -121,6 +121,10 @@ BODIES: Final[Mapping[str, Mapping[str, Any]]] = {
         "max_tokens": 64,
         "messages": [{"role": "user", "content": "hi"}],
     },
+    "bedrock-converse": {
+        "modelId": "anthropic.claude-haiku-4-5-20251001-v1:0",
+        "messages": [{"role": "user", "content": [{"text": "hi"}]}],
+    },
 }
 """The smallest request body per format: what the harness sends (the fault server ignores it)."""
 

@@ -1781,24 +1781,45 @@ _BEDROCK_THROTTLED: Final = (
 )
 
 
+_CONVERSE_ANSWER: Final = json.dumps(
+    {
+        "output": {
+            "message": {
+                "role": "assistant",
+                "content": [
+                    {"text": "Hello"},
+                    {"toolUse": {"toolUseId": "tooluse_00kq3x", "name": "read_file", "input": {"path": "a"}}},
+                ],
+            }
+        },
+        "stopReason": "tool_use",
+        "usage": {"inputTokens": 20, "outputTokens": 40, "totalTokens": 60},
+        "metrics": {"latencyMs": 412},
+    }
+).encode()
+
+
 def _bedrock(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
-    """Claude on Bedrock: the Anthropic stream in AWS event-stream messages (prelude and message CRCs),
-    exceptions as messages of their own, a damaged CRC, and the non-streaming ``invoke``."""
-    if fmt != "anthropic-bedrock":
-        return []
-    sse = text_stream("anthropic", TEXT)
+    """Bedrock's AWS event-stream messages (prelude and message CRCs): Claude's own stream
+    (``anthropic-bedrock``, each Anthropic event base64 in a chunk) or ConverseStream (``bedrock-converse``,
+    each event its own message); exceptions as messages of their own, a damaged CRC, and the non-streaming
+    call (``invoke``, ``converse``)."""
     text = text_stream(fmt, TEXT)
-    shown = len(_through(sse, _escaped(TEXT[0])))  # messages through the first visible text
+    if fmt == "anthropic-bedrock":
+        shown = len(_through(text_stream("anthropic", TEXT), _escaped(TEXT[0])))  # through the first text
+        whole = whole_answer("anthropic", "Hello", tools=[("read_file", '{"path": "a.txt"}')])
+    else:
+        shown = 2  # messageStart, then the first text delta
+        whole = _CONVERSE_ANSWER
     preamble, through_text, after = text[: shown - 1], text[:shown], text[shown]
     head = (Headers(headers=_BEDROCK_HEADERS),)
     D, EOF, E = _T.DISCONNECTED, _T.EOF_WITHOUT_TERMINAL, _T.PROVIDER_ERROR_EVENT
     throttled = aws_exception("throttlingException", "Too many tokens, please wait before trying again.")
     stream_error = aws_exception("modelStreamErrorException", "The model stream failed.")
-    whole = whole_answer("anthropic", "Hello", tools=[("read_file", '{"path": "a.txt"}')])
     return [
         (
             "clean-end",
-            "the whole stream, each Anthropic event in its event-stream message: completed",
+            "the whole stream, each event in its event-stream message: completed",
             (*head, *(Send(m) for m in text), End()),
             COMPLETED,
             {},
@@ -1861,14 +1882,14 @@ def _bedrock(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, An
         ),
         (
             "whole/clean-end",
-            "a non-streaming invoke: the Messages JSON answer whole (text and a tool call): completed",
+            "a non-streaming call: its JSON answer whole (text and a tool call): completed",
             (Status(200, JSON_HEADERS, whole),),
             COMPLETED,
             {"streaming": False},
         ),
         (
             "whole/truncated-body",
-            "a non-streaming invoke whose JSON stops at a clean end of the body: no answer, never completed",
+            "a non-streaming answer whose JSON stops at a clean end of the body: no answer, never completed",
             (Headers(headers=JSON_HEADERS), Send(whole[:-3]), End()),
             _safe(_C.EARLY_STREAM, EOF, _P.EARLY_STREAM, "eof_without_terminal"),
             {"streaming": False},
@@ -1887,7 +1908,7 @@ def _real_world(
 
 
 def _for_format(fmt: Format) -> list[Scenario]:
-    rows = _bedrock(fmt) if fmt == "anthropic-bedrock" else _sse_rows(fmt)
+    rows = _bedrock(fmt) if fmt in ("anthropic-bedrock", "bedrock-converse") else _sse_rows(fmt)
     return [
         Scenario(f"{fmt}/{slug}", script, format=fmt, description=text, **expect, **extra)
         for slug, text, script, expect, extra in rows

@@ -20,13 +20,15 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, Literal, TypeAlias
 
-from ._eventstream import from_sse
+from ._eventstream import converse, from_sse
 
 FORMATS: Final = ("openai-chat", "openai-responses", "anthropic", "gemini")
-WIRE_FORMATS: Final = (*FORMATS, "anthropic-bedrock")
+WIRE_FORMATS: Final = (*FORMATS, "anthropic-bedrock", "bedrock-converse")
 """Every format the fault provider speaks: the SSE ones (``FORMATS``), then those framed otherwise (Claude on
 Bedrock: AWS event-stream messages, see ``_eventstream``)."""
-Format: TypeAlias = Literal["openai-chat", "openai-responses", "anthropic", "gemini", "anthropic-bedrock"]
+Format: TypeAlias = Literal[
+    "openai-chat", "openai-responses", "anthropic", "gemini", "anthropic-bedrock", "bedrock-converse"
+]
 Part: TypeAlias = tuple[str, ...]  # ("text", s), ("reasoning", s), ("refusal", s), ("tool", name, args)
 ErrorKind: TypeAlias = Literal["overloaded", "rate_limit", "server_error", "context_overflow"]
 
@@ -419,12 +421,19 @@ def _anthropic_bedrock(parts: Sequence[Part], usage: bool, finish: str | None, *
     return from_sse(_anthropic(parts, usage, finish))
 
 
+def _bedrock_converse(parts: Sequence[Part], usage: bool, finish: str | None, **_: Any) -> list[bytes]:
+    """Bedrock ConverseStream: each event its own AWS event-stream message."""
+    prompt, cached, output, _reasoning = _usage_numbers(parts)
+    return converse(parts, (prompt, cached, output) if usage else None, finish)
+
+
 _BUILDERS: Final[dict[str, Callable[..., list[bytes]]]] = {
     "openai-chat": _chat,
     "openai-responses": _responses,
     "anthropic": _anthropic,
     "gemini": _gemini,
     "anthropic-bedrock": _anthropic_bedrock,
+    "bedrock-converse": _bedrock_converse,
 }
 
 

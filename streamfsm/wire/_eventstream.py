@@ -129,7 +129,16 @@ class EventStreamDecoder:
         raise ProtocolViolation(detail, self._consumed)
 
 
-def _detail(exc: Exception) -> str:
+def event_stream_violation(exc: BaseException) -> str | None:
+    """The violation detail of botocore's error for a damaged message (boto3's own stream read it), or None
+    for anything else."""
+    for klass in type(exc).__mro__:
+        if klass.__name__ == "ParserError" and klass.__module__ == "botocore.eventstream":
+            return _detail(exc)
+    return None
+
+
+def _detail(exc: BaseException) -> str:
     name = type(exc).__name__
     if name == "ChecksumMismatch":
         return CHECKSUM_MISMATCH

@@ -20,6 +20,8 @@ from ._adapters._anthropic import AnthropicAdapter
 from ._adapters._anthropic import answer_frames as anthropic_answer
 from ._adapters._anthropic_bedrock import AnthropicBedrockAdapter
 from ._adapters._base import AnswerFrames
+from ._adapters._bedrock_converse import BedrockConverseAdapter
+from ._adapters._bedrock_converse import answer_frames as converse_answer
 from ._adapters._continue import (
     Continuation,
     ContinueStyle,
@@ -80,8 +82,8 @@ def _stream_in_path(path: str, flag: object) -> bool | None:
 
 
 def _stream_in_bedrock_path(path: str, flag: object) -> bool | None:
-    """Bedrock: the operation in the path says it (``invoke-with-response-stream`` or ``invoke``)."""
-    return path.endswith("/invoke-with-response-stream")
+    """Bedrock: the operation in the path says it (``invoke-with-response-stream``, ``converse-stream``)."""
+    return path.endswith(("/invoke-with-response-stream", "/converse-stream"))
 
 
 def _openai_error(message: str) -> bytes:
@@ -185,6 +187,17 @@ FORMATS: Final[Mapping[str, Format]] = {
             anthropic_answer,  # InvokeModel answers the Messages JSON as it is
             otel_name="aws.bedrock",  # as anthropic's Bedrock client names it
             paths=(r"/model/[^/]+/invoke-with-response-stream$", r"/model/[^/]+/invoke$"),
+            in_band_error=exception_message,
+            asks_to_stream=_stream_in_bedrock_path,
+            framing=EventStreamDecoder,
+            stream_types=(AWS_EVENT_STREAM,),
+        ),
+        Format(
+            "bedrock-converse",
+            BedrockConverseAdapter,
+            converse_answer,
+            otel_name="aws.bedrock",
+            paths=(r"/model/[^/]+/converse-stream$", r"/model/[^/]+/converse$"),
             in_band_error=exception_message,
             asks_to_stream=_stream_in_bedrock_path,
             framing=EventStreamDecoder,

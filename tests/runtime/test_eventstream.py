@@ -16,7 +16,15 @@ from streamfsm.classify import ProviderErrorKind
 from streamfsm.testing import text_stream, tool_call_stream
 from streamfsm.testing._eventstream import chunk, damaged, exception, from_sse, message
 from streamfsm.wire import adapter_for
-from streamfsm.wire._events import Finish, ProtocolViolation, ProviderErrorEvent, StreamEvent
+from streamfsm.wire._adapters._bedrock_converse import SdkBedrockConverse
+from streamfsm.wire._events import (
+    Finish,
+    ProtocolViolation,
+    ProviderErrorEvent,
+    StreamEvent,
+    ToolCall,
+    Usage,
+)
 from streamfsm.wire._eventstream import (
     BAD_CHUNK,
     BAD_HEADERS,
@@ -187,3 +195,47 @@ def test_damaged_or_torn_bytes_never_yield_a_finish(data: st.DataObject, cuts: l
     except ProtocolViolation:
         return
     assert not any(isinstance(e, Finish) for e in events)
+
+
+# -- Bedrock ConverseStream: each event its own message ------------------------------------------------------
+
+
+def converse_events(*chunks: bytes) -> list[StreamEvent]:
+    adapter = adapter_for("bedrock-converse")
+    frames, decoder = decode(*chunks)
+    events = [event for frame in frames for event in adapter.feed(frame)]
+    return events if decoder.truncated else events + adapter.end()
+
+
+def test_a_converse_stream_reads_text_reasoning_a_tool_call_usage_and_its_finish() -> None:
+    frames = tool_call_stream(
+        "bedrock-converse", [("read_file", '{"path": "a.txt"}')], text=TEXT, reasoning=["r"]
+    )
+    events = converse_events(*frames)
+    kinds = [type(e).__name__ for e in events]
+    assert kinds.count("TextDelta") == 2 and kinds.count("ReasoningDelta") == 1
+    assert [e.arguments for e in events if isinstance(e, ToolCall)] == ['{"path": "a.txt"}']
+    usage, finish = events[-2:]
+    assert isinstance(usage, Usage) and (usage.input_tokens, usage.cached_tokens) == (25, 5)
+    assert isinstance(finish, Finish) and finish.raw_reason == "tool_use"
+
+
+def test_a_converse_stream_cut_after_message_stop_before_metadata_still_finishes_at_a_clean_end() -> None:
+    frames = text_stream("bedrock-converse", TEXT)
+    assert isinstance(converse_events(*frames[:-1])[-1], Finish)  # metadata (usage) never came
+    assert not any(isinstance(e, Finish) for e in converse_events(*frames[:-2]))  # nor messageStop
+
+
+def test_a_converse_exception_message_is_the_provider_error_it_names() -> None:
+    frames = text_stream("bedrock-converse", TEXT)
+    error = converse_events(*frames[:2], exception("serviceUnavailableException", "try later"))[-1]
+    assert isinstance(error, ProviderErrorEvent) and error.error.kind is ProviderErrorKind.OVERLOADED
+
+
+def test_botocores_items_read_as_the_wire_does() -> None:
+    """``wrap()`` of boto3's converse_stream hands the run botocore's items ({name: body}): same events."""
+    frames = tool_call_stream("bedrock-converse", [("read_file", '{"path": "a.txt"}')], text=TEXT)
+    items = [{f.event: json.loads(f.data)} for f in decode(*frames)[0]]
+    translator = SdkBedrockConverse()
+    from_items = [e for item in items for e in translator.feed_item(item)] + translator.end()
+    assert from_items == converse_events(*frames)

@@ -100,7 +100,7 @@ def test_the_catalog_covers_every_fault_for_every_format() -> None:
         "damaged-crc",
         "http-429-throttled",
     }
-    assert bedrock <= slugs["anthropic-bedrock"]
+    assert bedrock <= slugs["anthropic-bedrock"] and bedrock <= slugs["bedrock-converse"]
     openai = {"http-429-retry-after", "http-429-retry-after-ms", "http-429-retry-after-date", "http-401"}
     assert openai <= slugs["openai-chat"] and openai <= slugs["openai-responses"]
     assert {"http-529-overloaded", "http-503-should-not-retry", "http-401"} <= slugs["anthropic"]
