@@ -182,18 +182,28 @@ def test_framing_is_independent_of_chunking(messages: list[bytes], cut_tail: int
     assert _outcome(_split(data, cuts)) == _outcome([data])
 
 
-@given(st.data(), st.lists(st.integers(0, 10_000), max_size=10))
-def test_damaged_or_torn_bytes_never_yield_a_finish(data: st.DataObject, cuts: list[int]) -> None:
-    body = b"".join(from_sse(text_stream("anthropic", TEXT)))
+@given(
+    st.sampled_from(["anthropic-bedrock", "bedrock-converse"]), st.data(), st.lists(st.integers(0, 10_000))
+)
+def test_damaged_or_torn_bytes_never_yield_a_finish(fmt: str, data: st.DataObject, cuts: list[int]) -> None:
+    """One byte changed anywhere, or the body cut inside a message (at a clean end): never a finish."""
+    messages = text_stream(fmt, TEXT)  # type: ignore[arg-type]
+    body = b"".join(messages)
     if data.draw(st.booleans(), "flip"):
         at = data.draw(st.integers(0, len(body) - 1), "at")
         body = body[:at] + bytes([body[at] ^ data.draw(st.integers(1, 255), "mask")]) + body[at + 1 :]
     else:
-        body = body[: data.draw(st.integers(0, len(body) - 1), "cut")]
+        torn = data.draw(st.integers(0, len(messages) - 1), "message")
+        inside = data.draw(st.integers(1, len(messages[torn]) - 1), "inside")
+        body = b"".join(messages[:torn]) + messages[torn][:inside]
+    adapter = adapter_for(fmt)
+    decoder = EventStreamDecoder()
     try:
-        events = events_of(*_split(body, cuts))
+        events = [e for piece in _split(body, cuts) for f in decoder.feed(piece) for e in adapter.feed(f)]
+        events += [e for f in decoder.close() for e in adapter.feed(f)]
     except ProtocolViolation:
         return
+    assert decoder.truncated
     assert not any(isinstance(e, Finish) for e in events)
 
 
