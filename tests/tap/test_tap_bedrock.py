@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import anyio
@@ -122,3 +124,25 @@ async def test_a_torn_last_message_reads_as_an_end_to_the_sdk_but_the_record_say
             await client.close()
     (record,) = records
     assert record["outcome"]["summary_key"] == "mid_generation.eof_without_terminal"
+
+
+def test_without_botocore_the_tap_passes_bedrock_calls_untouched_and_says_so_once() -> None:
+    """The tap never breaks a call: a format whose extra is missing is not read, with one warning."""
+    script = (
+        "import sys, warnings; sys.modules['botocore'] = None\n"
+        "import httpx, streamfsm\n"
+        "from streamfsm.testing import FaultServerThread, find\n"
+        "records = []\n"
+        "config = streamfsm.StreamConfig(sinks=(records.append,))\n"
+        "with FaultServerThread(find('anthropic-bedrock/clean-end').script) as server:\n"
+        "    client = streamfsm.http_client(http='httpx', config=config)\n"
+        "    url = server.base_url + '/model/m/invoke-with-response-stream'\n"
+        "    with warnings.catch_warnings(record=True) as said:\n"
+        "        warnings.simplefilter('always')\n"
+        "        codes = [client.post(url, json={}).status_code for _ in range(2)]\n"
+        "print(*codes, len(records), len(said), 'streamfsm[bedrock]' in str(said[0].message))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.split() == ["200", "200", "0", "1", "True"]
