@@ -150,6 +150,58 @@ def _takes_two(confirm: Callable[..., object]) -> bool:
     return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in parameters)
 
 
+class _Asking:
+    """``confirm``, and the chain's clock: ``total_s`` counts from the first attempt's opening, the time spent
+    waiting for ``confirm`` left out (a person may take minutes to answer)."""
+
+    def __init__(self, confirm: Confirm | None, clock: Callable[[], float]) -> None:
+        self.confirm = confirm
+        self._offers = confirm is not None and _takes_two(confirm)
+        self._clock = clock
+        self._started_at: float | None = None
+        self._asked_s = 0.0
+
+    @property
+    def started(self) -> bool:
+        return self._started_at is not None
+
+    def start(self) -> None:
+        if self._started_at is None:
+            self._started_at = self._clock()
+
+    def elapsed_s(self) -> float:
+        assert self._started_at is not None
+        return self._clock() - self._started_at - self._asked_s
+
+    async def ask(self, io: AttemptIo, diagnosis: Diagnosis, offered: Offer) -> object:
+        """``confirm``'s answer; None when ``abort()`` ended the wait."""
+        asked_at = self._clock()
+        try:
+            return await io.wait(self._answer(diagnosis, offered))
+        finally:
+            self._asked_s += self._clock() - asked_at
+
+    async def _answer(self, diagnosis: Diagnosis, offered: Offer) -> object:
+        assert self.confirm is not None
+        answer = self.confirm(diagnosis, offered) if self._offers else self.confirm(diagnosis)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        return answer
+
+
+async def _opened(open_attempt: OpenAttempt, ids: Ids, plan: RecoveryPlan | None) -> Run:
+    """The attempt ``open_attempt`` opened, checked: a run, built with ``ids``, by open_stream for a plan."""
+    opened = open_attempt(ids)
+    run = await opened if inspect.isawaitable(opened) else opened
+    if not isinstance(run, Run):
+        raise TypeError(f"open_attempt must return a run (open_stream, wrap), not {type(run).__name__}")
+    if run.ids.trace_id != ids.trace_id or run.ids.attempt != ids.attempt:
+        raise TypeError("open_attempt must build the run with the Ids it is given (ids=ids)")
+    if plan is not None and not isinstance(run, HttpRun):
+        raise TypeError("to resume or continue a stream, open_attempt must build its runs with open_stream")
+    return run
+
+
 def _check(
     policy: RetryPolicy,
     open_attempt: OpenAttempt,
@@ -204,19 +256,15 @@ class RetryingRun:
         self._chain = Chain(Ids.coerce(ids))
         self.trace_id = self._chain.trace_id
         self._open_attempt = open_attempt
-        self._confirm = confirm
-        self._offers = confirm is not None and _takes_two(confirm)
+        self._asking = _Asking(confirm, clock)
         self._resume = bool(resume)
         self._continue_with = continue_with
-        self._clock = clock
         # Sync use (``with`` / ``for``, over sync runs): the same executor, its coroutines driven to the end
         # on the caller's thread (nothing in them suspends then: see drive); abort() ends a wait.
         self._io = AttemptIo(sleep)
         self._diagnosis: Diagnosis | None = None
         self._current: Run | None = None  # the attempt in flight (entered)
         self._last: Run | None = None  # the latest attempt, in flight or ended
-        self._started_at: float | None = None
-        self._confirm_s = 0.0
         self._next_delay = 0.0
         self._completed = False
         self._failure: StreamFailed | None = None  # the latest attempt's failure, awaiting a decision
@@ -283,7 +331,7 @@ class RetryingRun:
     def collect(self) -> RetryingRun:
         """Keep the reasoning too for `result()` (the text and the calls are kept anyway); call it before
         iterating. Returns the run."""
-        if self._started_at is not None:
+        if self._asking.started:
             raise RuntimeError("call collect() before the first attempt opens")
         if self._delivery.reasoning is None:
             self._delivery.reasoning = []
@@ -382,18 +430,8 @@ class RetryingRun:
             return
         plan, self._plan = self._plan, None
         ids = self._chain.next_ids(plan)
-        if self._started_at is None:
-            self._started_at = self._clock()
-        opened = self._open_attempt(ids)
-        run = await opened if inspect.isawaitable(opened) else opened
-        if not isinstance(run, Run):
-            raise TypeError(f"open_attempt must return a run (open_stream, wrap), not {type(run).__name__}")
-        if run.ids.trace_id != ids.trace_id or run.ids.attempt != ids.attempt:
-            raise TypeError("open_attempt must build the run with the Ids it is given (ids=ids)")
-        if plan is not None and not isinstance(run, HttpRun):
-            raise TypeError(
-                "to resume or continue a stream, open_attempt must build its runs with open_stream"
-            )
+        self._asking.start()
+        run = await _opened(self._open_attempt, ids, plan)
         self._current = self._last = run
         # Needed only to stop during the wait before this attempt. Its cause's traceback reaches, through
         # f_back (kept by finished coroutine frames since Python 3.12), the frames that hold this executor.
@@ -467,12 +505,11 @@ class RetryingRun:
 
     def _facts(self, run: Run, failure: StreamFailed) -> Failed:
         """What the rule needs to know of the failed attempt ``run``."""
-        assert self._started_at is not None
         http = run if isinstance(run, HttpRun) else None
         return Failed(
             failure.diagnosis,
             self._chain.requests,  # this run's request and every earlier one (the SDK's too)
-            self._clock() - self._started_at - self._confirm_s,
+            self._asking.elapsed_s(),
             exposed=self._delivery.exposed,
             aborted=self._abort_request[0] if self._abort_request is not None else None,
             recovery=run.ids.recovery,
@@ -510,7 +547,8 @@ class RetryingRun:
             decision = LinkDecision.CONFIRMED_RETRY
         plan = step.plan
         if plan is None and then is Recovery.CONTINUE:
-            plan = self._continuation()
+            partial = self._delivery.partial
+            plan = continue_plan(partial, self._continue_with, prefill_refused=self._prefill_refused)
         self._plan = plan
         self._chain.links.append(_link(run, decision, step.delay_s, step.delay_reason, then=then, plan=plan))
         if decision is LinkDecision.CONFIRMED_RETRY:
@@ -529,7 +567,7 @@ class RetryingRun:
         self, run: Run, failure: StreamFailed, diagnosis: Diagnosis, refused: ResumeRefusal | None
     ) -> Recovery | None:
         """Rule 5, asking: the recovery ``confirm`` chose, or None when the chain stopped instead."""
-        if self._confirm is None:
+        if self._asking.confirm is None:
             self._stop(failure, diagnosis, "the retry needs confirmation; no confirm was given")
             return None
         delivery = self._delivery
@@ -539,12 +577,7 @@ class RetryingRun:
             rewritable=isinstance(run, HttpRun),
             resume_refused=refused,
         )
-        asked_at = self._clock()
-        answer: object = None
-        try:
-            answer = await self._io.wait(self._confirmed(diagnosis, offered))
-        finally:
-            self._confirm_s += self._clock() - asked_at
+        answer = await self._asking.ask(self._io, diagnosis, offered)
         if self._abort_request is not None:
             self._stop(failure, diagnosis, self._aborted_reason("while waiting for confirmation"))
             return None
@@ -552,18 +585,6 @@ class RetryingRun:
         if choice is None:
             self._stop(failure, diagnosis, "the retry was not confirmed")
         return choice
-
-    def _continuation(self) -> ContinuePlan:
-        return continue_plan(
-            self._delivery.partial, self._continue_with, prefill_refused=self._prefill_refused
-        )
-
-    async def _confirmed(self, diagnosis: Diagnosis, offered: Offer) -> object:
-        assert self._confirm is not None
-        answer = self._confirm(diagnosis, offered) if self._offers else self._confirm(diagnosis)
-        if inspect.isawaitable(answer):
-            answer = await answer
-        return answer
 
     def _aborted_reason(self, where: str) -> str:
         assert self._abort_request is not None
@@ -580,11 +601,7 @@ class RetryingRun:
     def _stop(self, failure: StreamFailed, diagnosis: Diagnosis, reason: str) -> None:
         run = self._last
         assert run is not None
-        final = failure
-        if diagnosis is not failure.diagnosis:
-            final = StreamFailed(diagnosis, failure.record)
-            final.__cause__ = failure.__cause__
-            final.__suppress_context__ = True
+        final = failure if diagnosis is failure.diagnosis else _reported(failure, diagnosis)
         self._diagnosis = diagnosis
         self._chain.end = _link(run, LinkDecision.STOPPED)
         self._delivery.flush()  # the chain ends here: the consumer gets all of it, then the failure
@@ -628,6 +645,14 @@ class RetryingRun:
         """``async with run.tool(call_id):`` (``with`` on a sync chain) brackets one tool execution (use
         ``tool_finished`` to keep a result)."""
         return ToolScope(self, call_id, effect)
+
+
+def _reported(failure: StreamFailed, diagnosis: Diagnosis) -> StreamFailed:
+    """``failure`` as the executor reports it (rule 2): a copy with ``diagnosis``, from the same raw cause."""
+    final = StreamFailed(diagnosis, failure.record)
+    final.__cause__ = failure.__cause__
+    final.__suppress_context__ = True
+    return final
 
 
 def _link(
