@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import anyio
 
-from ._events import ConsumerEvent
+from ..wire import ConsumerEvent
 from ._stream import Run
 
 __all__ = ["AttemptIo", "drive"]

@@ -10,8 +10,7 @@ import uuid
 from typing import Protocol
 
 from ..classify import Diagnosis
-from ._adapters._continue import ContinueRefusal
-from ._adapters._resume import ResumeRefusal
+from ..wire import ContinueRefusal, ResumeRefusal
 from ._config import MAX_ATTEMPT_LINKS, AttemptLink, Ids
 from ._record import RunRecord
 from ._recovery import ContinuePlan, Recovery, RecoveryPlan, ResumePlan

@@ -94,14 +94,12 @@ from typing import Any, TypeAlias, TypeVar
 
 from ..classify import AbortSource, Diagnosis
 from ..machine import State
-from ._adapters._continue import ContinueStyle, Rewrite
-from ._adapters._resume import ResumeRefusal
+from ..wire import ContinueStyle, Result, ResumeRefusal, Rewrite, ToolCall
 from ._attempt_io import AttemptIo, drive
 from ._chain import Chain, LinkDecision, link
 from ._config import AttemptLink, Ids
 from ._delivery import DEFAULT_MAX_HELD_EVENTS, Delivery, Partial, RetryingEvent, ToolResult
 from ._errors import StreamFailed
-from ._events import Result, ToolCall
 from ._record import RunRecord
 from ._recovery import ContinuePlan, Offer, Recovery, RecoveryPlan, ResumePlan, continue_plan, offer
 from ._retry_policy import (
@@ -720,7 +718,7 @@ def retrying(
     the delivered answer, a `ContinueStyle` or a rewrite of one's own ``(body, Continuation) -> body``
     (default: an instruction after the delivered answer, which every current model accepts;
     ``ContinueStyle.PREFILL`` for servers that take an assistant prefill, falling back once to an
-    instruction when the model refuses it; see ``_adapters/_continue.py``). ``sleep`` and ``clock`` are
+    instruction when the model refuses it; see ``wire/_adapters/_continue.py``). ``sleep`` and ``clock`` are
     injectable for tests (``sleep``: anyio's, or on the sync form a wait that ``abort()`` ends; a sync
     form's is a sync callable). Resume and continue need ``open_stream`` runs, so the sync form retries and
     replays. Nothing is sent until iteration starts.

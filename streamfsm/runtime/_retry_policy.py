@@ -19,8 +19,7 @@ from ..classify import AbortSource, Action, Diagnosis, Verdict
 from ..classify._diagnose import MAX_EVIDENCE
 from ..classify._summaries import _VERDICT_LEAD
 from ..classify._taxonomy import LONGEST_AUTOMATIC_WAIT_S
-from ._adapters._continue import ContinueRefusal, ContinueStyle
-from ._adapters._resume import ResumeRefusal
+from ..wire import ContinueRefusal, ContinueStyle, ResumeRefusal
 from ._config import MAX_ATTEMPT_LINKS
 from ._recovery import ContinuePlan, Recovery, RecoveryPlan, ResumePlan
 

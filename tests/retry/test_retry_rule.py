@@ -24,9 +24,6 @@ from streamfsm.classify import (
     diagnose,
 )
 from streamfsm.machine import NON_TERMINAL_ACTIVITIES, Activity, Commitment, State, Trigger
-from streamfsm.runtime._adapters._continue import Continuation, ContinueRefusal, ContinueStyle
-from streamfsm.runtime._adapters._openai_responses import OpenAIResponsesAdapter
-from streamfsm.runtime._adapters._resume import ResumeRefusal
 from streamfsm.runtime._recovery import ContinuePlan, Recovery, ResumePlan
 from streamfsm.runtime._retry_policy import (
     MAX_ATTEMPTS,
@@ -37,6 +34,7 @@ from streamfsm.runtime._retry_policy import (
     after_failure,
     decide,
 )
+from streamfsm.wire import Continuation, ContinueRefusal, ContinueStyle, OpenAIResponsesAdapter, ResumeRefusal
 
 STATES = tuple(State.of(a, c) for a in NON_TERMINAL_ACTIVITIES for c in Commitment)
 _plain_facts = st.builds(Facts, transport=st.none() | transport_facts, request_sent=st.booleans())
