@@ -90,7 +90,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
-from typing import Any, TypeAlias, TypeVar
+from typing import Any, TypeAlias
 
 from ..classify import AbortSource, Diagnosis
 from ..machine import State
@@ -126,7 +126,6 @@ __all__ = [
     "retrying",
 ]
 
-_T = TypeVar("_T")
 _log = logging.getLogger("streamfsm")
 
 OpenAttempt: TypeAlias = Callable[[Ids], "Run | Awaitable[Run]"]
