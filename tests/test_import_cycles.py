@@ -103,7 +103,13 @@ def test_the_check_sees_a_type_only_cycle() -> None:
     assert any({"runtime._errors", "runtime._retry"} <= group for group in found)
 
 
-def test_the_import_scan_sees_function_and_type_checking_imports() -> None:
-    modules = _modules()
-    assert "relay._app" in set(_imported("relay._admin", modules["relay._admin"], modules))
-    assert "runtime._record" in set(_imported("runtime._config", modules["runtime._config"], modules))
+def test_the_import_scan_sees_function_and_type_checking_imports(tmp_path: Path) -> None:
+    path = tmp_path / "_a.py"
+    path.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from ._b import B\n"
+        "def f():\n    from ._c import C\n"
+        "from streamfsm.room._d import D\n"
+    )
+    modules = dict.fromkeys(("room._a", "room._b", "room._c", "room._d"), tmp_path / "x.py")
+    assert set(_imported("room._a", path, modules)) == {"room._b", "room._c", "room._d"}
