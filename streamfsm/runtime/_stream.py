@@ -229,7 +229,7 @@ class Run:
 
     def _read_wire(self, adapter: Adapter) -> None:
         """The source is an SSE body: each chunk goes through our decoder, each frame through ``adapter``."""
-        wire = self._wire = _Wire(adapter, SSEDecoder(self.config.max_line_bytes), self._rec)
+        wire = self._wire = _Wire(adapter, adapter.framing(self.config.max_line_bytes), self._rec)
         self._frames_of = wire.frames
         self._feed = adapter.feed
         self._rec.delta_keys = adapter.delta_keys  # the adapter's live, bounded counter
@@ -1045,8 +1045,9 @@ class _Wire:
         self.adapter, self.decoder, self.rec = adapter, decoder, rec
         rec.adapter = adapter  # the record reads what the wire said: a finish reason that arrived, [DONE]
         # The body's start until it shows itself: SSE (then None), or a JSON document or HTML page (kept
-        # whole, bounded, and read at the end: never as half an SSE event).
-        self._head: bytearray | None = bytearray()
+        # whole, bounded, and read at the end: never as half an SSE event). A framing whose lines open
+        # like JSON (NDJSON) tells a document apart itself.
+        self._head: bytearray | None = None if getattr(decoder, "opens_like_json", False) else bytearray()
 
     def frames(self, chunk: bytes) -> list[Any]:
         self.rec.bytes_received += len(chunk)

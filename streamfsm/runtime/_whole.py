@@ -196,9 +196,15 @@ def _gemini(answer: dict[str, Any]) -> Frames | None:
     return [answer] if "candidates" in answer or "promptFeedback" in answer else None
 
 
+def _ollama(answer: dict[str, Any]) -> Frames | None:
+    """Ollama's answer: the shape of its stream's last line."""
+    return [answer] if "done" in answer else None
+
+
 _FRAMES: Final[Mapping[str, Callable[[dict[str, Any]], Frames | None]]] = {
     "openai-chat": _chat,
     "anthropic": _anthropic,
     "openai-responses": _responses,
     "gemini": _gemini,
+    "ollama": _ollama,
 }

@@ -43,6 +43,7 @@ DEFAULT_RULES: Final = (
     Rule(r"/messages$", "anthropic"),
     Rule(r":streamGenerateContent$", "gemini"),
     Rule(r":generateContent$", "gemini"),  # the non-streaming call
+    Rule(r"/api/(chat|generate)$", "ollama"),
 )
 
 
@@ -87,6 +88,9 @@ def llm_request(
     if method == "GET":
         return LlmRequest(provider, {}, True)
     body, streams = _look(content or b"")
+    if provider == "ollama":  # Ollama streams unless the request says "stream": false
+        parsed = len(content or b"") <= _MAX_BODY
+        streams = (body.get("stream") if parsed else streams) is not False
     if provider == "gemini":  # the method in the path says it, not the body
         streams = True if "streamGenerateContent" in path else False if "generateContent" in path else None
     return LlmRequest(provider, body, streams)

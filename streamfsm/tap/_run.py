@@ -32,7 +32,10 @@ _EOF_EDGE: Final = Trigger.EOF_WITHOUT_TERMINAL.value
 
 
 def _event_stream(headers: Mapping[str, str]) -> bool:
-    return str(headers.get("content-type", "")).lstrip().lower().startswith("text/event-stream")
+    return str(headers.get("content-type", "")).lstrip().lower().startswith(_STREAM_TYPES)
+
+
+_STREAM_TYPES: Final = ("text/event-stream", "application/x-ndjson")
 
 
 class TapRun(Run):

@@ -117,6 +117,7 @@ BODIES: Final[Mapping[str, Mapping[str, Any]]] = {
         "messages": [{"role": "user", "content": "hi"}],
     },
     "gemini": {"model": "gemini-2.5-flash", "contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
+    "ollama": {"model": "llama3.2", "messages": [{"role": "user", "content": "hi"}]},
 }
 """The smallest request body per format: what the harness sends (the fault server ignores it)."""
 

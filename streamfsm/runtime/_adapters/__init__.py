@@ -11,11 +11,13 @@ from typing import Final
 from ._anthropic import AnthropicAdapter
 from ._base import Adapter
 from ._gemini import GeminiAdapter
+from ._ollama import OllamaAdapter
 from ._openai_chat import OpenAIChatAdapter
 from ._openai_responses import OpenAIResponsesAdapter
 
 ADAPTERS: Final[dict[str, type[Adapter]]] = {
-    cls.name: cls for cls in (OpenAIChatAdapter, OpenAIResponsesAdapter, AnthropicAdapter, GeminiAdapter)
+    cls.name: cls
+    for cls in (OpenAIChatAdapter, OpenAIResponsesAdapter, AnthropicAdapter, GeminiAdapter, OllamaAdapter)
 }
 """Format name → adapter class."""
 
@@ -38,6 +40,7 @@ __all__ = [
     "Adapter",
     "AnthropicAdapter",
     "GeminiAdapter",
+    "OllamaAdapter",
     "OpenAIChatAdapter",
     "OpenAIResponsesAdapter",
     "adapter_for",

@@ -39,7 +39,7 @@ from .._events import (
     ToolInputEnd,
     ToolInputStart,
 )
-from .._sse import SSEEvent
+from .._sse import SSEDecoder, SSEEvent
 
 MAX_DELTA_KEYS: Final = 32  # distinct names kept in ``delta_keys``, "other" included
 MAX_KEY_CHARS: Final = 64  # a longer "field name" is not a field name
@@ -250,6 +250,7 @@ class Adapter:
 
     name: ClassVar[str] = ""
     default_headers: ClassVar[Mapping[str, str]] = MappingProxyType({"accept": "text/event-stream"})
+    framing: ClassVar[Callable[[int], Any]] = SSEDecoder  # the body's framing, given the line bound
 
     __slots__ = (
         "_call",
