@@ -37,8 +37,7 @@ import httpx
 from .._http_logs import redact_http_logs
 from ..classify import AbortSource
 from ..classify._redact import redact_text, redact_url
-from ..runtime import AuditLog, ErrorLog, Finish, Ids, StreamConfig
-from ..runtime._record import RelayClose
+from ..runtime import AuditLog, ErrorLog, Finish, Ids, RelayClose, StreamConfig
 from ..tap import Rule, async_transport, context, failure_of, run_of
 from ..tap._context import relaying
 from ..tap._rules import check_rules, format_of

@@ -87,19 +87,23 @@ from ..classify._redact import redact_text, redact_url
 from ..classify._taxonomy import ProviderError, TransportKind
 from ..classify._transport import transport_facts
 from ..machine import Trigger
-from ._adapters import adapter_for
-from ._adapters._base import MALFORMED_JSON, UNEXPECTED_EVENT, UNEXPECTED_SHAPE
-from ._adapters._sdk_items import (
+from ..wire import (
     HELPER_EVENTS,
+    MALFORMED_JSON,
     NO_FINISH_REASON,
+    UNEXPECTED_EVENT,
+    UNEXPECTED_SHAPE,
+    ConsumerEvent,
+    ProtocolViolation,
     SdkAnthropic,
     SdkOpenAIChat,
     SdkOpenAIResponses,
     SdkTranslator,
+    StreamEvent,
+    adapter_for,
 )
 from ._config import Ids, StreamConfig
 from ._errors import StreamFailed
-from ._events import ConsumerEvent, ProtocolViolation, StreamEvent
 from ._record import request_shape
 from ._stream import Run, body_chunks, sync_body_chunks
 from ._sync_reads import Interrupted, SyncReads, socket_of

@@ -49,35 +49,43 @@ from ..classify._provider import provider_error_from_http
 from ..classify._taxonomy import ENDPOINT_AT_ROOT, FinishCause, ProviderError, TransportKind
 from ..classify._transport import transport_facts
 from ..machine import PROVIDER_PROGRESS, Activity, IllegalTransition, State, StreamMachine, Trigger
-from ._adapters import Adapter, adapter_for
-from ._adapters._base import MAX_DOCUMENT_BYTES, NOT_EVENT_STREAM, document_events
-from ._adapters._continue import ContinueRefusal, ContinueStyle, prefill_refused
-from ._adapters._openai_responses import OpenAIResponsesAdapter
-from ._adapters._resume import ResumeRefusal, refusal_of, resumable_request, resume_url
-from ._config import Ids, StreamConfig
-from ._cycles import release_traceback_cycles
-from ._decoding import decoded_chunks, sync_decoded_chunks
-from ._errors import StreamFailed
-from ._events import (
+from ..wire import (
     CONSUMER_EVENT_TYPES,
+    MAX_DOCUMENT_BYTES,
+    NOT_EVENT_STREAM,
+    Adapter,
     ConsumerEvent,
+    ContinueRefusal,
+    ContinueStyle,
     Finish,
     FinishReason,
     Metadata,
+    OpenAIResponsesAdapter,
     ProtocolViolation,
     ProviderErrorEvent,
     ReasoningDelta,
     Result,
+    ResumeRefusal,
+    SSEDecoder,
     StreamEvent,
     TextDelta,
     ToolCall,
     ToolInputStart,
     Usage,
+    adapter_for,
+    document_events,
+    prefill_refused,
+    refusal_of,
+    resumable_request,
+    resume_url,
 )
+from ._config import Ids, StreamConfig
+from ._cycles import release_traceback_cycles
+from ._decoding import decoded_chunks, sync_decoded_chunks
+from ._errors import StreamFailed
 from ._record import Recorder, RunRecord
 from ._recovery import RESUMABLE_EDGES, ContinuePlan, ResumePlan
 from ._sinks import deliver
-from ._sse import SSEDecoder
 from ._urls import check_base_url
 from ._watchdog import (
     ARRIVAL_LOOK_S,

@@ -23,11 +23,17 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from ..classify._provider import provider_error_from_document
-from ._adapters import Adapter
-from ._adapters._base import MALFORMED_JSON, UNEXPECTED_SHAPE, as_dict
-from ._events import ProtocolViolation, ProviderErrorEvent, StreamEvent
+from ..wire import (
+    MALFORMED_JSON,
+    UNEXPECTED_SHAPE,
+    Adapter,
+    ProtocolViolation,
+    ProviderErrorEvent,
+    SSEEvent,
+    StreamEvent,
+    as_dict,
+)
 from ._record import Recorder
-from ._sse import SSEEvent
 from ._stream import _Wire
 
 MAX_ANSWER_BYTES: Final = 64 << 20  # a bigger "answer" is kept no further: the run fails, the SDK reads on

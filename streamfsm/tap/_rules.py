@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from ..runtime._adapters import PROVIDERS
+from ..wire import PROVIDERS
 
 _MAX_BODY: Final = 1 << 20  # a larger request body is not parsed, only looked at (``_look``)
 

@@ -18,14 +18,18 @@ from ..classify import AbortSource
 from ..classify._provider import provider_error_from_http
 from ..classify._transport import transport_facts
 from ..machine import Trigger
-from ..runtime import ConsumerEvent, Ids, StreamConfig, StreamFailed
-from ..runtime._adapters import adapter_for
-from ..runtime._decoding import as_bytes
-from ..runtime._events import StreamEvent
-from ..runtime._record import RelayClose
-from ..runtime._stream import Run
-from ..runtime._sync_reads import SyncReads
-from ..runtime._whole import WholeBody
+from ..runtime import (
+    ConsumerEvent,
+    Ids,
+    RelayClose,
+    Run,
+    StreamConfig,
+    StreamFailed,
+    SyncReads,
+    WholeBody,
+    as_bytes,
+)
+from ..wire import StreamEvent, adapter_for
 from ._notes import Witness, detached
 
 _EOF_EDGE: Final = Trigger.EOF_WITHOUT_TERMINAL.value

@@ -30,9 +30,12 @@ from openai.types.chat import ChatCompletionChunk
 from openai.types.responses import ResponseStreamEvent
 
 from streamfsm.runtime import Ids, StreamConfig
-from streamfsm.runtime._adapters import adapter_for
-from streamfsm.runtime._adapters._sdk_items import SdkAnthropic, SdkOpenAIChat, SdkOpenAIResponses
-from streamfsm.runtime._events import (
+from streamfsm.tap._run import TapRun
+from streamfsm.testing import FORMATS, build
+from streamfsm.testing._wire import frame
+from streamfsm.wire._adapters import adapter_for
+from streamfsm.wire._adapters._sdk_items import SdkAnthropic, SdkOpenAIChat, SdkOpenAIResponses
+from streamfsm.wire._events import (
     Finish,
     ProtocolViolation,
     ProviderErrorEvent,
@@ -41,10 +44,7 @@ from streamfsm.runtime._events import (
     ToolInputEnd,
     ToolInputStart,
 )
-from streamfsm.runtime._sse import SSEDecoder
-from streamfsm.tap._run import TapRun
-from streamfsm.testing import FORMATS, build
-from streamfsm.testing._wire import frame
+from streamfsm.wire._sse import SSEDecoder
 
 # The specification, from the providers' documentation and source (see streamfsm/classify/_finish.py for the
 # sources): the reasons that mean a whole answer, per format, case-folded.
