@@ -1788,6 +1788,9 @@ def _ollama() -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str
     ``{"error": ...}`` line, an error status, a finish reason not known as whole, a whole answer."""
     fmt: Format = "ollama"
     text = text_stream(fmt, TEXT)
+    thought = text_stream(fmt, TEXT, reasoning=REASONING)
+    write = tool_call_stream(fmt, [("write_file", '{"path": "b.txt", "text": "hi"}')])
+    call_line = write[_index(write, b'"tool_calls"')]
     hello = _escaped(TEXT[0])
     through_text = _through(text, hello)
     rest = text[len(through_text)]
@@ -1807,9 +1810,9 @@ def _ollama() -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str
     )
     return [
         (
-            "chat-clean-end",
+            "text-with-usage-and-reasoning",
             "/api/chat: thinking, text, then the done line with done_reason 'stop' and the counts",
-            play(text_stream(fmt, TEXT, reasoning=REASONING), End()),
+            play(thought, End()),
             COMPLETED,
             {},
         ),
@@ -1827,6 +1830,147 @@ def _ollama() -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str
                 tool_call_stream(fmt, [("read_file", '{"path": "README.md"}')], text=["Let me look."]), End()
             ),
             COMPLETED,
+            {},
+        ),
+        (
+            "headers-then-fin",
+            "200 and headers, then FIN before any line",
+            (Headers(headers=NDJSON_HEADERS), Fin()),
+            _safe(_C.EARLY_STREAM, D, _P.EARLY_STREAM, "closed_mid_body"),
+            {},
+        ),
+        (
+            "reasoning-then-fin",
+            "thinking lines (not visible output), then FIN",
+            play(_before(thought, hello), Fin()),
+            _safe(_C.EARLY_STREAM, D, _P.EARLY_STREAM, "closed_mid_body"),
+            {},
+        ),
+        (
+            "text-then-rst",
+            "visible text, then a TCP reset",
+            play(through_text, Rst()),
+            _shown(_C.MID_GENERATION, D, "reset"),
+            {},
+        ),
+        (
+            "chunk-cut-short",
+            "visible text, then an HTTP chunk that announces more bytes than it delivers, then FIN",
+            play(through_text, cut_chunk(rest, 9), Fin()),
+            _shown(_C.MID_GENERATION, D, "closed_mid_body"),
+            {},
+        ),
+        (
+            "tool-call-line-cut",
+            "the line carrying a whole tool call cut in half, then FIN: no call was seen, the tool cannot"
+            " have run",
+            play((), Send(call_line[: len(call_line) // 2]), Fin()),
+            _safe(_C.EARLY_STREAM, D, _P.EARLY_STREAM, "closed_mid_body"),
+            {},
+        ),
+        (
+            "tool-call-then-fin",
+            "a complete tool call the agent has not started, then FIN before the done line",
+            play(write[:-1], Fin()),
+            _safe(_C.TOOL_CALL_INTERRUPTED, D, _P.TOOL_CALL, "closed_mid_body"),
+            {},
+        ),
+        (
+            "effectful-tool-running-then-fin",
+            "a complete tool call; the agent declares write_file effectful and starts it; then FIN",
+            play(write[:-1], Fin()),
+            _expect(
+                _C.TOOL_SIDE_EFFECT,
+                _V.NO_RETRY,
+                D,
+                _P.TOOL_EXECUTION,
+                "closed_mid_body",
+                _A.CONTINUE_WITH_PARTIAL,
+            ),
+            {"agent": Agent(tools={"write_file": "effectful"})},
+        ),
+        (
+            "parallel-tool-calls",
+            "two tool calls in one turn, completing normally; the agent starts read_file (read_only) and"
+            " write_file (effectful) as each call completes",
+            play(
+                tool_call_stream(
+                    fmt,
+                    [("read_file", '{"path": "a.txt"}'), ("write_file", '{"path": "b.txt", "text": "hi"}')],
+                ),
+                End(),
+            ),
+            COMPLETED,
+            {"agent": Agent(tools={"read_file": "read_only", "write_file": "effectful"})},
+        ),
+        (
+            "malformed-json",
+            "visible text, then a line whose JSON is cut off and ended (a proxy that splits lines)",
+            play(through_text, Send(rest[:30] + b"\n"), Stall()),
+            _shown(_C.PROTOCOL_ERROR, _T.PROTOCOL_VIOLATION, "protocol_violation"),
+            {},
+        ),
+        (
+            "oversize-line",
+            "a 6000-byte line against a 4096-byte line bound, before any output",
+            play((), Send(text_stream(fmt, ["y" * 6000])[0]), Stall()),
+            _expect(
+                _C.PROTOCOL_ERROR,
+                _V.USER_CONFIRMED_RETRY,
+                _T.PROTOCOL_VIOLATION,
+                _P.EARLY_STREAM,
+                "protocol_violation",
+                _A.ASK_USER,
+            ),
+            {"config": {"max_line_bytes": 4096}},
+        ),
+        (
+            "user-abort",
+            "the user presses stop on the first visible text (run.abort, source user)",
+            play(through_text, Stall()),
+            _expect(_C.LOCAL_ABORT, _V.NO_RETRY, _T.LOCAL_ABORT, _P.MID_GENERATION, "user", _A.NONE),
+            {
+                "agent": Agent(
+                    abort_on=_T.TEXT_DELTA, abort_source=AbortSource.USER, abort_reason="user pressed stop"
+                )
+            },
+        ),
+        (
+            "outside-cancellation",
+            "the code around the run cancels its scope on the first visible text",
+            play(through_text, Stall()),
+            _expect(_C.LOCAL_ABORT, _V.NO_RETRY, _T.LOCAL_ABORT, _P.MID_GENERATION, "cancelled", _A.NONE),
+            {"agent": Agent(cancel_on=_T.TEXT_DELTA)},
+        ),
+        (
+            "http-500",
+            "500 with Ollama's error body",
+            (
+                Status(
+                    500,
+                    _OLLAMA_ERROR_HEADERS,
+                    _ollama_error("llama runner process has terminated: exit status 2"),
+                ),
+            ),
+            _http("server_error", _V.SAFE_AUTO_RETRY, _A.RETRY_AFTER_BACKOFF),
+            {},
+        ),
+        (
+            "http-400-context-overflow",
+            "400 with Ollama's error body: the prompt is longer than the context",
+            (
+                Status(
+                    400, _OLLAMA_ERROR_HEADERS, _ollama_error("the input length exceeds the context length")
+                ),
+            ),
+            _http("context_overflow", _V.NO_RETRY, _A.FIX_REQUEST),
+            {},
+        ),
+        (
+            "http-413",
+            "413 from the front proxy, as HTML",
+            (Status(413, (("content-type", "text/html"),), _HTML_413),),
+            _http("request_too_large", _V.NO_RETRY, _A.FIX_REQUEST),
             {},
         ),
         (
@@ -1943,6 +2087,21 @@ def _ollama() -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str
             {},
         ),
         (
+            "json-error-at-200",
+            "HTTP 200 whose body is one JSON document, Ollama's error object, where NDJSON was due: the error"
+            " it names, as an SSE format reads such a body",
+            (Status(200, _OLLAMA_ERROR_HEADERS, _ollama_error("server busy, please try again.")),),
+            _safe(_C.PROVIDER_ERROR, E, _P.EARLY_STREAM, "overloaded", _A.RETRY_AFTER_BACKOFF),
+            {},
+        ),
+        (
+            "pretty-json-at-200",
+            "HTTP 200 with a pretty-printed JSON document where NDJSON was due: its first line is no JSON",
+            (Status(200, _OLLAMA_ERROR_HEADERS, json.dumps(json.loads(answer), indent=2).encode()),),
+            {**not_ndjson, "expected_action": _A.ASK_USER},
+            {},
+        ),
+        (
             "whole/clean-end",
             "stream: false: one JSON answer (text and a tool call), done_reason 'stop': completed",
             (Status(200, _OLLAMA_ERROR_HEADERS, answer),),
@@ -1987,7 +2146,7 @@ def _for_format(fmt: Format) -> list[Scenario]:
     if fmt in NDJSON_FORMATS:
         return [
             Scenario(f"{fmt}/{slug}", script, format=fmt, description=text, **expect, **extra)
-            for slug, text, script, expect, extra in _ollama()
+            for slug, text, script, expect, extra in [*_connection(fmt), *_ollama()]
         ]
     rows = _connection(fmt)
     rows += [(slug, text, script, expect, {}) for slug, text, script, expect in _http_errors(fmt)]

@@ -5,10 +5,14 @@ for every framing, so the adapters read any of them the same way); the adapter p
 ``\\n``; a ``\\r`` before it is JSON whitespace and left to the parser. A line longer than ``max_line_bytes``
 raises ``ProtocolViolation("line_too_long", offset)`` as the SSE decoder does. At EOF a last line without
 its ``\\n`` is never a frame: ``close()`` sets ``truncated`` (a torn line is not a finish; Ollama ends every
-line it streams).
+line it streams). One exception: a body with no line end at all that parses as JSON is a JSON document where
+NDJSON was due (an error object, an answer to ``"stream": false``): it is handed over as the one line it is,
+as Ollama's client reads it.
 """
 
 from __future__ import annotations
+
+import json
 
 from ._events import ProtocolViolation
 from ._sse import MAX_LINE_BYTES, SSEEvent
@@ -20,6 +24,7 @@ class NDJSONDecoder:
     opens_like_json = True  # its first byte is "{": a JSON start says nothing about what the body is
 
     __slots__ = (
+        "_lines_ended",
         "_more",
         "_more_len",
         "_too_long_at",
@@ -39,6 +44,7 @@ class NDJSONDecoder:
         self._more: list[bytes] = []  # the unterminated tail, in the pieces it came in (joined once it ends)
         self._more_len = 0
         self._too_long_at: int | None = None  # the offset of a line past the bound: every later call raises
+        self._lines_ended = False  # a line end arrived: the body is NDJSON, not one JSON document
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         if self._too_long_at is not None:
@@ -52,6 +58,7 @@ class NDJSONDecoder:
             if self._more_len > self.max_line_bytes:
                 return self._fail([], self.bytes_seen - self._more_len)
             return []
+        self._lines_ended = True
         buf = b"".join((*self._more, chunk)) if self._more else chunk
         lines = buf.split(b"\n")
         tail = lines.pop()
@@ -74,9 +81,18 @@ class NDJSONDecoder:
         """End of stream: a last line without its line end is no frame; ``truncated`` tells if one was due."""
         if self._too_long_at is not None:
             raise ProtocolViolation("line_too_long", self._too_long_at)
-        self.truncated = any(piece.strip() for piece in self._more)
+        tail = b"".join(self._more)
         self._more = []
         self._more_len = 0
+        if not self._lines_ended and tail.strip():
+            try:
+                json.loads(tail)
+            except (ValueError, RecursionError):
+                pass
+            else:  # a JSON document, not a torn line
+                self.events_seen += 1
+                return [SSEEvent(tail.decode("utf-8", "replace"))]
+        self.truncated = bool(tail.strip())
         return []
 
     def _fail(self, frames: list[SSEEvent], offset: int) -> list[SSEEvent]:

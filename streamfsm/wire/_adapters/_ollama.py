@@ -16,8 +16,9 @@ Judgement calls:
 * Tool calls arrive whole, arguments as an object (usually in one line): each is a whole call (``call_id``
   is its ``id``, else ``call_{n}``); arguments that are a string that does not parse stay an open call, so
   the run fails as ``tool_input_unfinished``.
-* A first line that is not JSON (an HTML page, a pretty-printed document) is no NDJSON stream at all:
-  ``not_event_stream``, as an SSE format fails such a body; a later one is ``malformed_json``.
+* A first line that is not JSON and does not open like an object (an HTML page, garbage) is no NDJSON
+  stream at all: ``not_event_stream``, as an SSE format fails such a body; any other line that does not
+  parse (a pretty-printed document's first line ``{`` included) is ``malformed_json``.
 * Message fields other than those read or known to carry no text (``images``, ``tool_name``) are counted in
   ``delta_keys`` and noted as ``unread_content``.
 """
@@ -82,7 +83,7 @@ class OllamaAdapter(Adapter):
         try:
             payload = self.load(data, index)
         except ProtocolViolation as exc:
-            if exc.detail == MALFORMED_JSON and not self._started:
+            if exc.detail == MALFORMED_JSON and not self._started and not data.lstrip().startswith("{"):
                 raise ProtocolViolation(NOT_EVENT_STREAM, index) from None
             raise
         if payload.get("error") is not None:
