@@ -33,7 +33,7 @@ from httpx_sse._decoders import SSEDecoder as HttpxSSEEventDecoder
 from httpx_sse._decoders import SSELineDecoder
 
 from streamfsm.testing import build
-from streamfsm.wire._adapters import PROVIDERS, adapter_for
+from streamfsm.wire import PROVIDERS, adapter_for
 from streamfsm.wire._sse import SSEDecoder, SSEEvent
 
 WORDS = ("the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while", "tokens", "arrive")

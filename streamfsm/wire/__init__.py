@@ -1,9 +1,9 @@
-"""The wire, without I/O: normalised events, SSE framing, one adapter per provider format (frames → events).
+"""The wire, without I/O: normalised events, framing, one adapter and one ``Format`` per provider format.
 
 Imports only ``machine`` and ``classify``; the runtime and everything that uses a run read the wire from here.
 """
 
-from ._adapters import ADAPTERS, PROVIDERS, Adapter, adapter_for
+from ._adapters import Adapter
 from ._adapters._base import (
     DONE_MISSING,
     MALFORMED_JSON,
@@ -21,7 +21,6 @@ from ._adapters._continue import (
     ContinueRefusal,
     ContinueStyle,
     Rewrite,
-    continuation_body,
     dropped_whitespace,
     prefill_refused,
     style_for,
@@ -57,13 +56,25 @@ from ._events import (
     ToolInputStart,
     Usage,
 )
+from ._formats import (
+    ABSENT,
+    FORMATS,
+    PROVIDERS,
+    Format,
+    Framing,
+    adapter_for,
+    continuation_body,
+    format_named,
+    whole_answers_of,
+)
 from ._sse import MAX_LINE_BYTES, SSEDecoder, SSEEvent
 
 __all__ = [
-    "ADAPTERS",
+    "ABSENT",
     "CONSUMER_EVENT_TYPES",
     "CONTINUE_INSTRUCTION",
     "DONE_MISSING",
+    "FORMATS",
     "HELPER_EVENTS",
     "MALFORMED_JSON",
     "MAX_DOCUMENT_BYTES",
@@ -82,6 +93,8 @@ __all__ = [
     "Continued",
     "Finish",
     "FinishReason",
+    "Format",
+    "Framing",
     "Keepalive",
     "Metadata",
     "OpenAIResponsesAdapter",
@@ -110,9 +123,11 @@ __all__ = [
     "continuation_body",
     "document_events",
     "dropped_whitespace",
+    "format_named",
     "prefill_refused",
     "refusal_of",
     "resumable_request",
     "resume_url",
     "style_for",
+    "whole_answers_of",
 ]

@@ -21,8 +21,6 @@ from ._sse import MAX_LINE_BYTES, SSEEvent
 class NDJSONDecoder:
     """Feed it the body's bytes as they arrive; it returns the lines each chunk completed, as frames."""
 
-    opens_like_json = True  # its first byte is "{": a JSON start says nothing about what the body is
-
     __slots__ = (
         "_lines_ended",
         "_more",

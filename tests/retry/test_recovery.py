@@ -56,7 +56,7 @@ from streamfsm.testing import (
     tool_call_stream,
 )
 from streamfsm.testing._server import FaultServer, Request
-from streamfsm.wire._adapters import adapter_for
+from streamfsm.wire import adapter_for
 from streamfsm.wire._adapters._continue import prefill_refused
 from streamfsm.wire._events import CONSUMER_EVENT_TYPES
 from streamfsm.wire._sse import SSEDecoder

@@ -14,7 +14,7 @@ import jsonschema
 
 import streamfsm
 from streamfsm.testing import FORMATS
-from streamfsm.wire._adapters import adapter_for
+from streamfsm.wire import adapter_for
 from streamfsm.wire._events import StreamEvent
 from streamfsm.wire._sse import SSEDecoder
 

@@ -27,7 +27,7 @@ from streamfsm.testing import (
     tool_call_stream,
 )
 from streamfsm.testing._wire import MODELS, NDJSON_FORMATS, RESPONSE_IDS
-from streamfsm.wire._adapters import PROVIDERS, Adapter, adapter_for
+from streamfsm.wire import PROVIDERS, Adapter, adapter_for, format_named
 from streamfsm.wire._adapters._base import KEEPALIVE_COMMENT, MAX_DELTA_KEYS
 from streamfsm.wire._events import (
     Finish,
@@ -76,7 +76,7 @@ BOOKKEEPING = (Metadata, Keepalive)
 
 def run(fmt: str, frames: list[bytes], *, end: bool = True) -> tuple[Adapter, list[StreamEvent]]:
     adapter = adapter_for(fmt)
-    decoder = adapter.framing(MAX_LINE_BYTES)  # SSE, or Ollama's NDJSON
+    decoder = format_named(fmt).framing(MAX_LINE_BYTES)  # SSE, or Ollama's NDJSON
     events: list[StreamEvent] = []
     for chunk in frames:
         for sse in decoder.feed(chunk):

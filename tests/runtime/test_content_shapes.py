@@ -22,7 +22,7 @@ from streamfsm.testing import find
 from streamfsm.testing._script import End, Headers, Send
 from streamfsm.testing._server import FaultServer
 from streamfsm.testing._wire import frame
-from streamfsm.wire._adapters import Adapter, adapter_for
+from streamfsm.wire import Adapter, adapter_for
 from streamfsm.wire._events import (
     Finish,
     Metadata,

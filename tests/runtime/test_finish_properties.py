@@ -33,7 +33,7 @@ from streamfsm.runtime import Ids, StreamConfig
 from streamfsm.tap._run import TapRun
 from streamfsm.testing import FORMATS, build
 from streamfsm.testing._wire import frame
-from streamfsm.wire._adapters import adapter_for
+from streamfsm.wire import adapter_for
 from streamfsm.wire._adapters._sdk_items import SdkAnthropic, SdkOpenAIChat, SdkOpenAIResponses
 from streamfsm.wire._events import (
     Finish,
@@ -321,6 +321,6 @@ def test_b_the_sdk_item_path_hands_out_the_same_calls(
 
 
 def test_the_specification_is_the_library_table() -> None:
-    from streamfsm.classify import WHOLE_ANSWER
+    from streamfsm.wire import FORMATS
 
-    assert {fmt: set(reasons) for fmt, reasons in WHOLE_ANSWER.items()} == WHOLE
+    assert {name: set(FORMATS[name].whole_answers) for name in WHOLE} == WHOLE

@@ -22,7 +22,7 @@ import streamfsm
 from streamfsm import StreamFailed, ToolCall
 from streamfsm.testing import End, FaultServer, Headers, Send, build
 from streamfsm.testing._wire import frame
-from streamfsm.wire._adapters import adapter_for
+from streamfsm.wire import adapter_for
 from streamfsm.wire._adapters._sdk_items import SdkOpenAIChat
 from streamfsm.wire._events import Finish, FinishReason, ToolInputStart
 from streamfsm.wire._sse import SSEEvent

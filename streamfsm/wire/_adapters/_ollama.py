@@ -30,13 +30,13 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from .._events import FinishReason, Metadata, ProtocolViolation, StreamEvent, Usage
-from .._ndjson import NDJSONDecoder
 from .._sse import SSEEvent
 from ._base import (
     MALFORMED_JSON,
     NOT_EVENT_STREAM,
     UNEXPECTED_SHAPE,
     Adapter,
+    Frames,
     as_arguments,
     as_count,
     as_dict,
@@ -61,7 +61,7 @@ def ollama_usage(payload: Mapping[str, Any]) -> Usage | None:
 class OllamaAdapter(Adapter):
     name = "ollama"
     default_headers = MappingProxyType({"accept": "application/x-ndjson"})
-    framing = NDJSONDecoder
+    whole_answers = frozenset({"stop"})  # done_reason "stop" (after tool calls too: then TOOL_CALLS)
 
     __slots__ = ("_saw_calls", "_started")
 
@@ -154,3 +154,11 @@ class OllamaAdapter(Adapter):
                 raise ProtocolViolation(UNEXPECTED_SHAPE, index)
             call_id = as_str(call.get("id")) or self.next_call_id()
             self.whole_call(out, call_id, as_str(function.get("name")) or "", text, self._tool_count)
+
+
+# -- a whole (non-streaming) answer as the frames of its stream ---------------------------------------------
+
+
+def answer_frames(answer: dict[str, Any]) -> Frames | None:
+    """The answer to ``"stream": false``: the shape of its stream's last line."""
+    return [answer] if "done" in answer else None
