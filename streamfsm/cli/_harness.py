@@ -198,7 +198,7 @@ async def _harness(args: argparse.Namespace) -> int:
     for via in ("wrap", "tap"):
         if via not in vias:
             continue
-        for sdk in SDKS:
+        for sdk in SDKS if via == "wrap" else SDK_FORMATS:
             path = sdk if via == "wrap" else f"{TAP_PREFIX}{sdk}"
             why = sdk_available(path)
             if why is None:
