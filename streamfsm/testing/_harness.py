@@ -904,8 +904,9 @@ async def run_catalog(
     tap path ("tap:openai", "tap:anthropic", "tap:ollama", `TAP_PATHS`); or a sequence mixing them, e.g.
     ``(None, "openai", "anthropic")`` for the runtime and both SDKs through ``wrap()``, or ``TAP_PATHS`` for
     every SDK through the tap. An SDK path plays only the scenarios of the formats it speaks; an SDK that
-    cannot run here raises `SdkUnavailable` before anything starts. ``config``: the base `StreamConfig` for every run
-    (see `run_scenario`); ``differences``: the documented differences the tap paths' records are read with.
+    cannot run here raises `SdkUnavailable` before anything starts. ``config``: the base `StreamConfig` for
+    every run (see `run_scenario`); ``differences``: the documented differences the tap paths' records are
+    read with.
     """
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
