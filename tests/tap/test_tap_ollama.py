@@ -117,6 +117,8 @@ async def test_an_error_line_is_the_providers_error() -> None:
     lines = build("ollama", TEXT)
     parts, error, (record,) = await chat(play(lines[:1], Send(error_event("ollama", "overloaded")), End()))
     assert isinstance(error, ollama.ResponseError) and len(parts) == 1
+    failure = streamfsm.failure_of(error)  # the client's own error, raised on the line the tap read
+    assert failure is not None and failure.record is record
     assert key(record) == "provider_error.overloaded"
     assert record["retry"]["verdict"] == "safe_auto_retry"  # only reasoning arrived
 
@@ -125,6 +127,8 @@ async def test_an_error_status_is_the_providers_error() -> None:
     body = b'{"error":"model \\"llama3.2\\" not found, try pulling it first"}'
     _, error, (record,) = await chat((Status(404, JSON, body),))
     assert isinstance(error, ollama.ResponseError) and error.status_code == 404
+    failure = streamfsm.failure_of(error)
+    assert failure is not None and failure.record is record
     assert key(record) == "provider_error.not_found"
     assert "llama3.2" not in str(record)  # the provider's message is not kept
 
