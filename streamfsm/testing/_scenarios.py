@@ -2095,6 +2095,13 @@ def _ollama() -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str
             {},
         ),
         (
+            "garbage-at-200",
+            "HTTP 200 application/x-ndjson whose lines are no JSON at all: not an NDJSON stream",
+            (Status(200, NDJSON_HEADERS, b"OK\nserver ready\n"),),
+            {**not_ndjson, "expected_action": _A.ASK_USER},
+            {},
+        ),
+        (
             "pretty-json-at-200",
             "HTTP 200 with a pretty-printed JSON document where NDJSON was due: its first line is no JSON",
             (Status(200, _OLLAMA_ERROR_HEADERS, json.dumps(json.loads(answer), indent=2).encode()),),
