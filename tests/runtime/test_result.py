@@ -26,7 +26,7 @@ pytestmark = pytest.mark.anyio
 BOUND_S = 20.0
 
 
-@pytest.mark.parametrize("fmt", (*FORMATS, *NDJSON_FORMATS))
+@pytest.mark.parametrize("fmt", [*FORMATS, *NDJSON_FORMATS])
 async def test_a_finished_run_gives_its_text_reasoning_calls_usage_and_finish(fmt: str) -> None:
     frames = tool_call_stream(
         fmt, [("get_weather", '{"city": "Oslo"}')], text=["Let me ", "look."], reasoning=["Hm", "m."]

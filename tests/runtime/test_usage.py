@@ -34,7 +34,7 @@ async def _usages(fmt: str, steps: tuple[object, ...]) -> tuple[list[Usage], str
                 return [], run
 
 
-@pytest.mark.parametrize("fmt", (*FORMATS, *NDJSON_FORMATS))
+@pytest.mark.parametrize("fmt", [*FORMATS, *NDJSON_FORMATS])
 async def test_the_total_is_the_providers_where_it_gives_one(fmt: str) -> None:
     usages, run = await _usages(fmt, (Headers(), *(Send(f) for f in text_stream(fmt, ["Hel", "lo"])), End()))  # type: ignore[arg-type]
     final = run.result().usage
