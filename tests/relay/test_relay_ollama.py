@@ -23,11 +23,11 @@ JSON = (("content-type", "application/json; charset=utf-8"),)
 LINES = build("ollama", [("text", "Hello"), ("text", " world")])
 
 
-def chat(base_url: str, *, stream: bool) -> tuple[str, BaseException | None]:
+def chat(base_url: str, *, stream: bool, prompt: str = "hi") -> tuple[str, BaseException | None]:
     client = ollama.Client(host=base_url, timeout=30.0)
     text = ""
     try:
-        answer = client.chat(model="llama3.2", messages=[{"role": "user", "content": "hi"}], stream=stream)
+        answer = client.chat(model="llama3.2", messages=[{"role": "user", "content": prompt}], stream=stream)
         for part in answer if stream else [answer]:
             text += part.message.content or ""
     except Exception as exc:  # the client's own error, or httpx's for a cut
@@ -79,3 +79,19 @@ def test_an_ollama_call_through_the_relay_leaves_one_record(
     )
     assert record["outcome"]["summary_key"] == summary
     assert record["relay"]["close"] == close
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
+def test_a_5_mib_ollama_request_cut_upstream_leaves_one_record(tmp_path: Path, stream: bool) -> None:
+    steps = (
+        (Headers(headers=NDJSON), Send(LINES[0]), Send(LINES[1][:20]), Fin())
+        if stream
+        else (Headers(headers=JSON), Send(whole_answer("ollama")[:40]), Fin())
+    )
+    logs = {"audit_log": str(tmp_path / "audit.jsonl")}
+    with FaultServerThread(steps) as upstream, relay_to(upstream.base_url, **logs) as relay:
+        _, error = chat(relay.base_url, stream=stream, prompt="x" * (5 << 20))
+    assert error is not None
+    (record,) = wait_lines(tmp_path / "audit.jsonl", 1)
+    assert (record["model"], record["request"]["streaming"]) == ("llama3.2", stream)
+    assert record["outcome"]["summary_key"].endswith(".closed_mid_body")

@@ -33,7 +33,7 @@ def play(lines: list[bytes], *tail: Any) -> tuple[Any, ...]:
 
 
 async def chat(
-    steps: tuple[Any, ...], *, stream: bool = True, generate: bool = False
+    steps: tuple[Any, ...], *, stream: bool = True, generate: bool = False, prompt: str = "hi"
 ) -> tuple[Any, Any, list[Any]]:
     """One call of the real async client through the tap: (the parts it yielded or its answer, what it
     raised, the records)."""
@@ -48,9 +48,10 @@ async def chat(
         try:
             with anyio.fail_after(BOUND_S):
                 if generate:
-                    call = client.generate(model="llama3.2", prompt="hi", stream=stream)
+                    call = client.generate(model="llama3.2", prompt=prompt, stream=stream)
                 else:
-                    call = client.chat(model="llama3.2", messages=HI, stream=stream)
+                    messages = [{"role": "user", "content": prompt}]
+                    call = client.chat(model="llama3.2", messages=messages, stream=stream)
                 if stream:
                     async for part in await call:
                         got.append(part)
@@ -168,3 +169,18 @@ def test_the_sync_client_in_one_line() -> None:
     (record,) = records
     validate_record(record)
     assert key(record) == "completed.finished"
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
+async def test_a_5_mib_request_leaves_one_record(stream: bool) -> None:
+    """The tap decides by the path and the response: a prompt over the bounded look is tapped the same."""
+    lines = build("ollama", TEXT)
+    steps = (
+        play(lines[:2], Send(lines[2][:25]), Fin())
+        if stream
+        else (Headers(headers=JSON), Send(whole_answer("ollama")[:40]), Fin())
+    )
+    _, error, (record,) = await chat(steps, stream=stream, prompt="x" * (5 << 20))
+    assert error is not None and streamfsm.failure_of(error) is not None
+    assert record["model"] == "llama3.2"
+    assert key(record) == ("mid_generation" if stream else "early_stream") + ".closed_mid_body"
