@@ -2080,6 +2080,21 @@ def _ollama() -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str
             {},
         ),
         (
+            "generate-image-unread",
+            "/api/generate answering with an image (a line with a field not read): finished, but nothing of"
+            " the answer was read, so never a whole answer",
+            play(
+                (
+                    b'{"model":"x/z-image","created_at":"2025-10-01T12:00:00Z","image":"iVBORw0KGgo=",'
+                    b'"done":false}\n',
+                    text_stream(fmt, [], generate=True)[-1],
+                ),
+                End(),
+            ),
+            _UNREAD,
+            {},
+        ),
+        (
             "html-at-200",
             "HTTP 200 text/html from a proxy's page where NDJSON was due: a protocol error",
             (Status(200, (("content-type", "text/html; charset=UTF-8"),), _HTML_200),),

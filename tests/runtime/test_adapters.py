@@ -1148,3 +1148,13 @@ def test_every_field_removed_or_retyped_never_crashes(fmt: str) -> None:
                     checked += 1
             adapter.feed(item)
     assert checked > 500
+
+
+def test_ollama_content_it_cannot_read_is_evidence_not_silence() -> None:
+    image = b'{"model":"x","created_at":"t","image":"iVBORw0KGgo=","done":false}\n'
+    done = b'{"model":"x","created_at":"t","response":"","done":true,"done_reason":"stop"}\n'
+    adapter, events = run("ollama", [image, done])
+    assert adapter.anomalies == {"unread_content": 1} and adapter.delta_keys["image"] == 1
+    assert [type(e).__name__ for e in events] == ["Metadata", "Finish"]
+    known, _ = run("ollama", build("ollama", [("text", "Hi")], generate=True))
+    assert known.anomalies == {}  # every field of a real generate stream is known

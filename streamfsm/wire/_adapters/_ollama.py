@@ -19,8 +19,9 @@ Judgement calls:
 * A first line that is not JSON and does not open like an object (an HTML page, garbage) is no NDJSON
   stream at all: ``not_event_stream``, as an SSE format fails such a body; any other line that does not
   parse (a pretty-printed document's first line ``{`` included) is ``malformed_json``.
-* Message fields other than those read or known to carry no text (``images``, ``tool_name``) are counted in
-  ``delta_keys`` and noted as ``unread_content``.
+* Line and message fields other than those read or known to carry no text (timings, ``context``,
+  ``logprobs``; ``images``, ``tool_name``) are counted in ``delta_keys`` and noted as ``unread_content``
+  (a generated ``image``, say).
 """
 
 from __future__ import annotations
@@ -48,6 +49,16 @@ from ._base import (
 _CHUNK: Final = Metadata("ollama_chunk")
 # Message fields read (role, content, thinking, tool_calls) or known to carry no answer text.
 _MESSAGE_KEYS: Final = frozenset({"role", "content", "thinking", "tool_calls", "images", "tool_name"})
+# Line fields read, or known to carry no answer text (timings, the generate context, logprobs, a cloud model's
+# remote, an image generation's progress). Anything else (a generated "image") is content not read.
+_LINE_KEYS: Final = frozenset(
+    {
+        *("model", "created_at", "message", "response", "thinking", "done", "done_reason", "error"),
+        *("total_duration", "load_duration", "prompt_eval_count", "prompt_eval_duration"),
+        *("eval_count", "eval_duration", "context", "logprobs", "remote_model", "remote_host"),
+        *("completed", "total"),
+    }
+)
 _FINISHES: Final = {"stop": FinishReason.STOP, "length": FinishReason.LENGTH}
 
 
@@ -97,6 +108,9 @@ class OllamaAdapter(Adapter):
             self._started = True
             self.seen(None, payload.get("model"))
             out.append(Metadata("ollama_chunk", None, self.model))
+        for key in payload:
+            if key not in _LINE_KEYS:
+                self.unread(key)
         message = payload.get("message")
         if message is not None:
             message = as_dict(message)
