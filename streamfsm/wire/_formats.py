@@ -188,7 +188,7 @@ FORMATS: Final[Mapping[str, Format]] = {
             OllamaAdapter,
             ollama_answer,
             otel_name="ollama",
-            paths=(r"/api/(chat|generate)$",),
+            paths=(r"/api/chat$", r"/api/generate$"),
             in_band_error=_ollama_error,
             asks_to_stream=_stream_unless_false,
             framing=NDJSONDecoder,
