@@ -606,7 +606,8 @@ async def _tap_run(
                         await (stream.aclose() if hasattr(stream, "aclose") else stream.close())
     finally:
         with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-            await client.close()
+            # an older Ollama client (0.4.0) has no close(): its httpx client is closed instead
+            await (client.close() if hasattr(client, "close") else client._client.aclose())
 
 
 def _tap_problems(

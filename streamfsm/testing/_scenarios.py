@@ -2085,8 +2085,8 @@ def _ollama() -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str
             " the answer was read, so never a whole answer",
             play(
                 (
-                    b'{"model":"x/z-image","created_at":"2025-10-01T12:00:00Z","image":"iVBORw0KGgo=",'
-                    b'"done":false}\n',
+                    b'{"model":"x/z-image","created_at":"2025-10-01T12:00:00Z","response":"",'
+                    b'"image":"iVBORw0KGgo=","done":false}\n',
                     text_stream(fmt, [], generate=True)[-1],
                 ),
                 End(),
