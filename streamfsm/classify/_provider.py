@@ -328,6 +328,7 @@ PLAN_WINDOW: Final = _phrase(
 _WAIT_PHRASES: Final = (
     ("rate_limit", re.compile(r"rate.?limit|too many requests", re.IGNORECASE), _P.RATE_LIMIT),
     ("overloaded", re.compile(r"overloaded", re.IGNORECASE), _P.OVERLOADED),
+    ("server_busy", re.compile(r"server busy", re.IGNORECASE), _P.OVERLOADED),  # Ollama: its queue is full
 )
 # "Please try again in 9m38.016s" (Groq, OpenAI), "Please retry in 10h17m5.7s" (Gemini), "Please retry after
 # 2 seconds" (Azure OpenAI), "resets in 5 hours".
