@@ -26,9 +26,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Final
 
-from ..runtime import RunRecord, read_records
-from ..runtime._logs import log_files
-from ..runtime._report import SIGNATURE, iso
+from ..runtime import SIGNATURE, RunRecord, iso, log_files, read_records
 from ..store import Filters, Store, StoreSink
 from ._journal import interrupted
 

@@ -87,19 +87,25 @@ from ..classify._redact import redact_text, redact_url
 from ..classify._taxonomy import ProviderError, TransportKind
 from ..classify._transport import transport_facts
 from ..machine import Trigger
-from ._adapters import adapter_for
-from ._adapters._base import MALFORMED_JSON, UNEXPECTED_EVENT, UNEXPECTED_SHAPE
-from ._adapters._sdk_items import (
+from ..wire import (
     HELPER_EVENTS,
+    MALFORMED_JSON,
     NO_FINISH_REASON,
+    UNEXPECTED_EVENT,
+    UNEXPECTED_SHAPE,
+    ConsumerEvent,
+    ProtocolViolation,
     SdkAnthropic,
+    SdkBedrockConverse,
     SdkOpenAIChat,
     SdkOpenAIResponses,
     SdkTranslator,
+    StreamEvent,
+    adapter_for,
+    event_stream_violation,
 )
 from ._config import Ids, StreamConfig
 from ._errors import StreamFailed
-from ._events import ConsumerEvent, ProtocolViolation, StreamEvent
 from ._record import request_shape
 from ._stream import Run, body_chunks, sync_body_chunks
 from ._sync_reads import Interrupted, SyncReads, socket_of
@@ -107,17 +113,19 @@ from ._watchdog import loop_time
 
 __all__ = ["SDK_PROVIDERS", "SdkRun", "SyncSdkRun", "wrap"]
 
-SDK_PROVIDERS: Final = ("openai-chat", "openai-responses", "anthropic")
+SDK_PROVIDERS: Final = ("openai-chat", "openai-responses", "anthropic", "bedrock-converse")
 """The provider formats ``wrap()`` understands."""
 
 _TRANSLATORS: Final[dict[str, type[SdkTranslator]]] = {
     "openai-chat": SdkOpenAIChat,
     "openai-responses": SdkOpenAIResponses,
     "anthropic": SdkAnthropic,
+    "bedrock-converse": SdkBedrockConverse,  # boto3's converse_stream()["stream"]: botocore's EventStream
 }
+_SDK_OF: Final = {"bedrock-converse": "botocore"}  # the SDK each format's stream comes from, beyond its name
 _MAX_REQUEST_BODY: Final = 1 << 20
 _HTTP_FAMILIES: Final = frozenset({"httpx", "httpx2"})  # responses whose body wrap() can read itself
-_SDKS: Final = frozenset({"openai", "anthropic"})
+_SDKS: Final = frozenset({"openai", "anthropic", "botocore"})
 
 # What an object is, by (top-level module, class name) anywhere in its MRO.
 _ASYNC_STREAM: Final = "async_stream"
@@ -144,6 +152,8 @@ _KINDS: Final[dict[tuple[str, str], tuple[str, bool]]] = {
     ("openai", "ChatCompletionStreamManager"): (_SYNC_MANAGER, False),
     ("openai", "AsyncChatCompletionStream"): (_ASYNC_STREAM, False),
     ("openai", "ChatCompletionStream"): (_SYNC_STREAM, False),
+    # boto3's bedrock-runtime converse_stream()["stream"]: botocore parses each message into an item
+    ("botocore", "EventStream"): (_SYNC_STREAM, False),
 }
 _CHAT_HELPERS: Final = frozenset(
     {
@@ -207,7 +217,7 @@ def _sdk_error(exc: BaseException) -> str | None:
                 return "shape"
             if name in _NOT_PROVIDER_ERRORS:
                 return "transport"
-            if name == _SDK_ERROR or name == "APIStatusError":
+            if name == _SDK_ERROR or name == "APIStatusError" or (top, name) == ("botocore", "ClientError"):
                 return "provider"
     return None
 
@@ -323,8 +333,23 @@ def _check_provider(provider: str | None) -> str | None:
     return provider
 
 
+def _sdk_matches(provider: str, sdk: str) -> bool:
+    return _SDK_OF.get(provider, provider).startswith(sdk)
+
+
+def _botocore_flavour(stream: object) -> str:
+    """The format of a botocore ``EventStream``: only ConverseStream's is read (its operation says it)."""
+    try:
+        operation = object.__getattribute__(stream, "_operation_name")
+    except AttributeError:
+        operation = None
+    if operation != "ConverseStream":
+        raise ValueError(f"wrap() supports boto3's ConverseStream event streams, not {operation!r}")
+    return "bedrock-converse"
+
+
 def _check_match(provider: str, sdk: str | None, flavour: str | None) -> None:
-    if sdk is not None and not provider.startswith(sdk):
+    if sdk is not None and not _sdk_matches(provider, sdk):
         raise ValueError(f"provider={provider!r} does not match a stream from the {sdk!r} SDK")
     if flavour is not None and flavour != provider:
         raise ValueError(f"provider={provider!r} does not match a stream of {flavour!r} items")
@@ -400,7 +425,7 @@ class _SdkBase(Run):
         if self._sdk is None:
             self._sdk = sdk
         self._helper_events = self._helper_events or helper
-        flavour, readable = _stream_hint(stream)
+        flavour, readable = (_botocore_flavour(stream), True) if sdk == "botocore" else _stream_hint(stream)
         if sdk == "openai" and readable and flavour is None:
             raise ValueError("wrap() supports openai Chat Completions and Responses streams, not this one")
         if self._given is not None:
@@ -431,7 +456,7 @@ class _SdkBase(Run):
     def _first_item(self, item: Any) -> list[StreamEvent]:
         """The format was not known before the first item: decide it now, then translate as usual."""
         flavour = _flavour_of_item(item)
-        if flavour is None or (self._sdk is not None and not flavour.startswith(self._sdk)):
+        if flavour is None or (self._sdk is not None and not _sdk_matches(flavour, self._sdk)):
             raise ProtocolViolation(UNEXPECTED_EVENT, 0)
         self._use(flavour)
         self._read_items()
@@ -494,6 +519,9 @@ class _SdkBase(Run):
             self._fail(Trigger.PROVIDER_ERROR_EVENT, facts, exc)
         if isinstance(exc, json.JSONDecodeError):
             self._fail(Trigger.PROTOCOL_VIOLATION, self._facts(detail=MALFORMED_JSON), exc)
+        damaged = event_stream_violation(exc)  # botocore read a damaged AWS event-stream message
+        if damaged is not None:
+            self._fail(Trigger.PROTOCOL_VIOLATION, self._facts(detail=damaged), exc)
         if family == "shape" or any(n == ("pydantic_core", "ValidationError") for n in _names(exc)):
             self._fail(Trigger.PROTOCOL_VIOLATION, self._facts(detail=UNEXPECTED_SHAPE), exc)
         super()._read_failed(exc)
@@ -856,6 +884,8 @@ def wrap(
         flavour: str | None
         if sdk == "anthropic":
             flavour, readable = "anthropic", True
+        elif sdk == "botocore":
+            flavour, readable = _botocore_flavour(sdk_stream), True
         elif _chat_helper(sdk_stream):
             flavour, readable = "openai-chat", True
         else:

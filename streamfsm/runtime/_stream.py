@@ -49,35 +49,45 @@ from ..classify._provider import provider_error_from_http
 from ..classify._taxonomy import ENDPOINT_AT_ROOT, FinishCause, ProviderError, TransportKind
 from ..classify._transport import transport_facts
 from ..machine import PROVIDER_PROGRESS, Activity, IllegalTransition, State, StreamMachine, Trigger
-from ._adapters import Adapter, adapter_for
-from ._adapters._base import MAX_DOCUMENT_BYTES, NOT_EVENT_STREAM, document_events
-from ._adapters._continue import ContinueRefusal, ContinueStyle, prefill_refused
-from ._adapters._openai_responses import OpenAIResponsesAdapter
-from ._adapters._resume import ResumeRefusal, refusal_of, resumable_request, resume_url
-from ._config import Ids, StreamConfig
-from ._cycles import release_traceback_cycles
-from ._decoding import decoded_chunks, sync_decoded_chunks
-from ._errors import StreamFailed
-from ._events import (
+from ..wire import (
     CONSUMER_EVENT_TYPES,
+    MAX_DOCUMENT_BYTES,
+    NOT_EVENT_STREAM,
+    Adapter,
     ConsumerEvent,
+    ContinueRefusal,
+    ContinueStyle,
     Finish,
     FinishReason,
+    Framing,
     Metadata,
+    OpenAIResponsesAdapter,
     ProtocolViolation,
     ProviderErrorEvent,
     ReasoningDelta,
     Result,
+    ResumeRefusal,
     StreamEvent,
     TextDelta,
     ToolCall,
     ToolInputStart,
     Usage,
+    adapter_for,
+    document_events,
+    format_named,
+    prefill_refused,
+    refusal_of,
+    resumable_request,
+    resume_url,
+    whole_answers_of,
 )
+from ._config import Ids, StreamConfig
+from ._cycles import release_traceback_cycles
+from ._decoding import decoded_chunks, sync_decoded_chunks
+from ._errors import StreamFailed
 from ._record import Recorder, RunRecord
 from ._recovery import RESUMABLE_EDGES, ContinuePlan, ResumePlan
 from ._sinks import deliver
-from ._sse import SSEDecoder
 from ._urls import check_base_url
 from ._watchdog import (
     ARRIVAL_LOOK_S,
@@ -228,8 +238,11 @@ class Run:
         raise NotImplementedError
 
     def _read_wire(self, adapter: Adapter) -> None:
-        """The source is an SSE body: each chunk goes through our decoder, each frame through ``adapter``."""
-        wire = self._wire = _Wire(adapter, SSEDecoder(self.config.max_line_bytes), self._rec)
+        """The source is a streamed body: each chunk goes through the format's framing (SSE, NDJSON, ...),
+        each frame through ``adapter``."""
+        fmt = format_named(adapter.name)
+        framing = fmt.framing(self.config.max_line_bytes)
+        wire = self._wire = _Wire(adapter, framing, self._rec, sniff=fmt.sniffs_documents)
         self._frames_of = wire.frames
         self._feed = adapter.feed
         self._rec.delta_keys = adapter.delta_keys  # the adapter's live, bounded counter
@@ -549,7 +562,7 @@ class Run:
         finish that is not a whole answer): the call was never complete and its tool never ran."""
         raw = self._rec.finish_raw = event.raw_reason
         self._rec.finish_unified = event.reason.value  # as _on_finish: the terminal event did arrive
-        finish = finish_cause(self.provider, raw)
+        finish = finish_cause(whole_answers_of(self.provider), raw)
         facts = self._facts(finish=finish, detail=f"finish_reason={shown_reason(raw)}")
         self._fail(Trigger.TOOL_INPUT_UNFINISHED, facts)
 
@@ -815,7 +828,8 @@ class Run:
         # The record is sealed when the consumer is done with the run (see _seal), so what it does with the
         # last events (relaying the terminal event, starting tools) is still counted.
         rec = self._rec
-        cause = finish_cause(self.provider, rec.finish_raw)  # a cut, filtered or unknown end says so
+        # A cut, filtered or unknown end says so.
+        cause = finish_cause(whole_answers_of(self.provider), rec.finish_raw)
         if cause is FinishCause.FINISHED and rec.content_unread():
             cause = FinishCause.UNREAD_CONTENT  # not a whole answer: none of it could be read
         self._diagnosis, self._finished_at, self._done = (
@@ -1037,16 +1051,17 @@ class HttpRun(Run):
 
 
 class _Wire:
-    """An SSE body read by the run itself: bytes → our decoder → frames → one wire adapter → events."""
+    """A streamed body read by the run itself: bytes → the format's framing → frames → adapter → events."""
 
     __slots__ = ("_head", "adapter", "decoder", "rec")
 
-    def __init__(self, adapter: Adapter, decoder: SSEDecoder, rec: Recorder) -> None:
+    def __init__(self, adapter: Adapter, decoder: Framing, rec: Recorder, sniff: bool = True) -> None:
         self.adapter, self.decoder, self.rec = adapter, decoder, rec
         rec.adapter = adapter  # the record reads what the wire said: a finish reason that arrived, [DONE]
-        # The body's start until it shows itself: SSE (then None), or a JSON document or HTML page (kept
-        # whole, bounded, and read at the end: never as half an SSE event).
-        self._head: bytearray | None = bytearray()
+        # SSE: the body's start until it shows itself, SSE (then None) or a JSON document or HTML page (kept
+        # whole, bounded, and read at the end: never as half an SSE event). A framing whose frames may start
+        # so (NDJSON) tells a document from a stream itself.
+        self._head: bytearray | None = bytearray() if sniff else None
 
     def frames(self, chunk: bytes) -> list[Any]:
         self.rec.bytes_received += len(chunk)

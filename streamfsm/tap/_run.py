@@ -18,21 +18,21 @@ from ..classify import AbortSource
 from ..classify._provider import provider_error_from_http
 from ..classify._transport import transport_facts
 from ..machine import Trigger
-from ..runtime import ConsumerEvent, Ids, StreamConfig, StreamFailed
-from ..runtime._adapters import adapter_for
-from ..runtime._decoding import as_bytes
-from ..runtime._events import StreamEvent
-from ..runtime._record import RelayClose
-from ..runtime._stream import Run
-from ..runtime._sync_reads import SyncReads
-from ..runtime._whole import WholeBody
+from ..runtime import (
+    ConsumerEvent,
+    Ids,
+    RelayClose,
+    Run,
+    StreamConfig,
+    StreamFailed,
+    SyncReads,
+    WholeBody,
+    as_bytes,
+)
+from ..wire import StreamEvent, format_named
 from ._notes import Witness, detached
 
 _EOF_EDGE: Final = Trigger.EOF_WITHOUT_TERMINAL.value
-
-
-def _event_stream(headers: Mapping[str, str]) -> bool:
-    return str(headers.get("content-type", "")).lstrip().lower().startswith("text/event-stream")
 
 
 class TapRun(Run):
@@ -49,7 +49,8 @@ class TapRun(Run):
         ids: Ids,
         asks_stream: bool | None = True,
     ) -> None:
-        adapter = adapter_for(provider)
+        self._format = format_named(provider)
+        adapter = self._format.adapter()
         model = body.get("model")
         super().__init__(
             provider=adapter.name,
@@ -106,7 +107,9 @@ class TapRun(Run):
         if 200 <= status < 300:
             # The response says whether the call streams: an event stream does, and so does the answer to a
             # request that asked for one (a JSON document there is the stream's failure, as it always was).
-            rec.request["streaming"] = self.streams = self.asks_stream is True or _event_stream(headers)
+            rec.request["streaming"] = self.streams = self.asks_stream is True or self._format.is_stream(
+                str(headers.get("content-type", ""))
+            )
             if self.streams:
                 self._read_wire(self._adapter)
             else:  # one JSON answer, read whole by the same adapter

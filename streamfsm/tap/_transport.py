@@ -31,6 +31,7 @@ import importlib
 import queue
 import threading
 import time
+import warnings
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
@@ -41,11 +42,18 @@ from typing import Any, Final
 import anyio
 
 from ..machine import Trigger
-from ..runtime import AttemptLink, Ids, StreamConfig, StreamFailed
-from ..runtime._config import MAX_ATTEMPT_LINKS
-from ..runtime._decoding import content_decoder
-from ..runtime._sync_reads import Interrupted, socket_of
-from ..runtime._watchdog import loop_time, plain_scope_class
+from ..runtime import (
+    MAX_ATTEMPT_LINKS,
+    AttemptLink,
+    Ids,
+    Interrupted,
+    StreamConfig,
+    StreamFailed,
+    content_decoder,
+    loop_time,
+    plain_scope_class,
+    socket_of,
+)
 from ._context import current_ids, relayed
 from ._notes import attach, remember
 from ._rules import Rule, check_rules, llm_request
@@ -180,14 +188,18 @@ class _Tap:
         if call is None:
             return None
         ids, key = self._chains.ids(request, content)
-        run = cls(
-            call.provider,
-            body=call.body,
-            url=str(url),
-            config=self._config,
-            ids=ids,
-            asks_stream=call.streams,
-        )
+        try:
+            run = cls(
+                call.provider,
+                body=call.body,
+                url=str(url),
+                config=self._config,
+                ids=ids,
+                asks_stream=call.streams,
+            )
+        except ImportError as missing:  # a format whose extra is not installed (Bedrock's): pass it untouched
+            _unreadable(call.provider, str(missing))
+            return None
         if relayed():
             run.relayed_bytes(0)
         run.begin()
@@ -618,6 +630,11 @@ class _Streams:
 
 
 @functools.cache
+@functools.cache  # said once per format: every later call of it passes the same way
+def _unreadable(provider: str, why: str) -> None:
+    warnings.warn(f"streamfsm's tap passes {provider} calls untapped: {why}", RuntimeWarning, stacklevel=3)
+
+
 def library(name: str) -> tuple[ModuleType, type, type, _Streams]:
     """(module, async transport class, sync transport class, streams) of ``httpx`` or ``httpx2``."""
     if name not in LIBRARIES:
