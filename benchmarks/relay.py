@@ -1,7 +1,7 @@
 """The relay under load: 1,000 concurrent streams through ``streamfsm relay`` vs a plain pass-through relay
 written with httpx alone, in the same run, on the same uvicorn.
 
-    python -m benchmarks.relay [--quick] [--streams 1000] [--rounds 3] [--json out.json]
+    python -m benchmarks.relay [--quick] [--streams 1000] [--rounds 3] [--json out.json] [--against TREE]
 
 Setup: four processes. The fault provider (``benchmarks._provider``) streams OpenAI chat deltas; both relays
 run side by side for the whole measurement, each in its own process under uvicorn (h11, one worker) with the
@@ -22,6 +22,11 @@ its last):
 * CPU per stream and per event, apart: each round also runs the same streams with ``short_deltas`` (1)
   deltas each, and a line through the two points (median CPU per stream against events per stream) gives
   each relay's cost per stream (the intercept) and per event (the slope), and what streamfsm adds to each.
+
+``--against TREE``: another checkout's streamfsm relay (its own ``streamfsm`` and ``benchmarks``, served from
+that tree) runs as a third contender in the same rounds, the order rotating; extra rows compare this tree's
+relay with it. Both relay processes settle the cyclic collector as ``streamfsm relay`` does
+(``settle_collector``), and the streamfsm relay waits for a connection as long as the plain one.
 
 The plain relay (``plain_app``) does what any pass-through proxy must: read the body, forward the request
 with the hop-by-hop headers dropped, stream ``aiter_raw()`` chunks back. The streamfsm relay adds the run
