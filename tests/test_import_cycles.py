@@ -14,9 +14,6 @@ KNOWN: dict[frozenset[str], str] = {
     # StreamConfig names the record type its sinks take; the record is built from the config. Annotation
     # only (``TYPE_CHECKING``): nothing imports in a circle when the package loads.
     frozenset({"runtime._config", "runtime._record"}): "type only",
-    # The admin pages ask _app's is_loopback (imported in a function), _app makes the admin app (imported in
-    # a function). Goes when is_loopback moves below both (relay/_app.py is being reworked elsewhere).
-    frozenset({"relay._admin", "relay._app"}): "function imports",
 }
 
 

@@ -16,8 +16,9 @@ lists the streams a relay's death cut; ``/admin/metrics`` serves Prometheus metr
 Serving it from the command line needs the ``relay`` extra (uvicorn): ``pip install 'streamfsm[relay]'``.
 """
 
-from ._app import Relay, RelayConfig, is_loopback
+from ._app import Relay, RelayConfig
 from ._errors import ErrorsData, PageQuery
+from ._net import is_loopback
 from ._page import Links, errors_page, machine_svg, report_document, run_page, runs_page
 
 __all__ = [

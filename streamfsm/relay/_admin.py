@@ -24,6 +24,7 @@ import anyio.to_thread
 
 from ._errors import ErrorsData, PageQuery
 from ._metrics import CONTENT_TYPE, RelayMetrics
+from ._net import is_loopback
 from ._page import Links, errors_page, run_page, runs_page
 
 Scope = MutableMapping[str, Any]
@@ -154,8 +155,6 @@ class Admin:
             await _respond(send, 200 if found else 404, page, _HTML)
 
     def _refusal(self, scope: Scope) -> tuple[int, str] | None:
-        from ._app import is_loopback
-
         if self._token is None:
             # Loopback on both ends, and no proxy in between (a reverse proxy on this host would make every
             # client look local): else a token is needed.

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import hashlib
-import ipaddress
 import logging
 import math
 import re
@@ -47,6 +46,7 @@ from ..tap import Rule, async_transport, context
 from ..tap._context import relaying
 from ..tap._rules import check_rules, format_of
 from ..tap._run import TapRun
+from ._admin import Admin
 from ._downstream import (
     HOP_BY_HOP,
     REQUEST_ID,
@@ -224,8 +224,6 @@ class Relay:
 
     def _admin_app(self) -> Any:
         if self._admin is None:
-            from ._admin import Admin
-
             self._admin = Admin(self.config.admin_token, self.errors, self.metrics)
         return self._admin
 
@@ -522,18 +520,6 @@ def settle_collector() -> None:
     defaults, one-delta streams)."""
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
-
-
-def is_loopback(host: str | None) -> bool:
-    """Whether ``host`` (an address or ``localhost``) is a loopback address."""
-    if host is None:
-        return False
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def new_token() -> str:
