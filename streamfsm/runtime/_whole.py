@@ -25,10 +25,10 @@ from typing import Any, Final
 from ..classify._provider import provider_error_from_document
 from ._adapters import Adapter
 from ._adapters._base import MALFORMED_JSON, UNEXPECTED_SHAPE, as_dict
+from ._core import SseWire as _Wire
 from ._events import ProtocolViolation, ProviderErrorEvent, StreamEvent
 from ._record import Recorder
 from ._sse import SSEEvent
-from ._stream import _Wire
 
 MAX_ANSWER_BYTES: Final = 64 << 20  # a bigger "answer" is kept no further: the run fails, the SDK reads on
 ANSWER_TOO_LARGE: Final = "answer_too_large"
@@ -46,8 +46,9 @@ class WholeBody(_Wire):
     __slots__ = ("_body", "_detail")
 
     def __init__(self, adapter: Adapter, rec: Recorder) -> None:  # no SSE decoder: not an event stream
-        self.adapter, self.rec = adapter, rec
+        self.adapter, self.rec, self.feed = adapter, rec, adapter.feed
         rec.adapter = adapter
+        rec.delta_keys = adapter.delta_keys
         self._head = None
         self._body = bytearray()
         self._detail: str | None = None
