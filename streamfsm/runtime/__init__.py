@@ -3,6 +3,7 @@
 from ._adapters._continue import CONTINUE_INSTRUCTION, Continuation, ContinueStyle, Rewrite, continuation_body
 from ._adapters._resume import ResumeRefusal
 from ._config import AttemptLink, Ids, StreamConfig
+from ._core import Framing, RunCore, SseWire, Wire
 from ._errors import StreamError, StreamFailed
 from ._events import (
     ConsumerEvent,
@@ -25,12 +26,14 @@ from ._events import (
     Usage,
 )
 from ._logs import read_records
+from ._reads import LoopReads
 from ._record import SCHEMA, RunRecord
 from ._recovery import Offer, Recovery
 from ._retry import Partial, RetryingEvent, RetryingRun, RetryPolicy, ToolResult, retrying
 from ._sdk import SdkRun, SyncSdkRun, wrap
-from ._sinks import AuditLog, BackgroundSink, ErrorLog, JsonlSink, sink_failures
-from ._stream import HttpRun, Run, open_stream
+from ._sinks import AuditLog, BackgroundSink, ErrorLog, JsonlSink, deliver, sink_failures
+from ._stream import HttpRun, Run, ToolScope, open_stream
+from ._sync_reads import Interrupted, ThreadReads
 
 __all__ = [
     "CONTINUE_INSTRUCTION",
@@ -45,10 +48,13 @@ __all__ = [
     "ErrorLog",
     "Finish",
     "FinishReason",
+    "Framing",
     "HttpRun",
     "Ids",
+    "Interrupted",
     "JsonlSink",
     "Keepalive",
+    "LoopReads",
     "Metadata",
     "Offer",
     "Partial",
@@ -64,21 +70,27 @@ __all__ = [
     "RetryingRun",
     "Rewrite",
     "Run",
+    "RunCore",
     "RunRecord",
     "SdkRun",
+    "SseWire",
     "StreamConfig",
     "StreamError",
     "StreamEvent",
     "StreamFailed",
     "SyncSdkRun",
     "TextDelta",
+    "ThreadReads",
     "ToolCall",
     "ToolInputDelta",
     "ToolInputEnd",
     "ToolInputStart",
     "ToolResult",
+    "ToolScope",
     "Usage",
+    "Wire",
     "continuation_body",
+    "deliver",
     "open_stream",
     "read_records",
     "retrying",

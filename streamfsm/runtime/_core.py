@@ -535,9 +535,18 @@ class RunCore:
             self.rec.lifecycle(Trigger.TOOL_EXECUTION_END.value, self.machine.state)
         return resumed
 
-    def relayed(self, kind: str | None, nbytes: int, terminal: bool) -> None:
-        """A relay wrote ``nbytes`` downstream (``kind``: the event they carried, if one)."""
-        self.rec.relayed(kind, nbytes, terminal)
+    def relayed(
+        self, event: ConsumerEvent | str | None, nbytes: int = 0, terminal: bool | None = None
+    ) -> None:
+        """A relay wrote ``nbytes`` downstream carrying ``event`` (or a wire event's name; None: bytes of no
+        event of their own)."""
+        kind: str | None = None
+        if isinstance(event, str):
+            kind = event[:64]
+        elif event is not None:
+            kind = event.trigger.value
+            terminal = isinstance(event, Finish) if terminal is None else terminal
+        self.rec.relayed(kind, nbytes, bool(terminal))
 
     def current_call(self, call_id: str, name: str) -> None:
         """A resumed stream goes on inside this call (whose arguments were streaming when it broke)."""

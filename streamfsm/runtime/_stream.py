@@ -46,7 +46,7 @@ from ._config import Ids, StreamConfig
 from ._core import RunCore
 from ._decoding import decoded_chunks, sync_decoded_chunks
 from ._errors import StreamFailed
-from ._events import ConsumerEvent, Finish, Result, ToolCall
+from ._events import ConsumerEvent, Result, ToolCall
 from ._reads import LoopReads
 from ._record import Recorder, RunRecord
 from ._recovery import RESUMABLE_EDGES, ContinuePlan, ResumePlan
@@ -339,21 +339,11 @@ class Run:
         ``client_write_failed``, ``upstream_error``, ``upstream_timeout``, ``upstream_unreachable`` or
         ``upstream_premature_close`` (``RelayClose``).
         """
-        relayed(self._core, event, nbytes, terminal)
+        self._core.relayed(event, nbytes, terminal)
 
     def tool(self, call_id: str, effect: str = "effectful") -> ToolScope:
         """``async with run.tool(call_id):`` (or ``with``, on a sync run) brackets one tool execution."""
         return ToolScope(self, call_id, effect)
-
-
-def relayed(core: RunCore, event: ConsumerEvent | str, nbytes: int, terminal: bool | None) -> None:
-    """``Run.relayed``, for any driver of ``core``."""
-    if isinstance(event, str):
-        kind = event[:64]
-    else:
-        kind = event.trigger.value
-        terminal = isinstance(event, Finish) if terminal is None else terminal
-    core.relayed(kind, nbytes, bool(terminal))
 
 
 def _result(

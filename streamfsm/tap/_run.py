@@ -16,16 +16,24 @@ import anyio
 
 from ..classify import AbortSource, Diagnosis
 from ..machine import State, Trigger
-from ..runtime import ConsumerEvent, Ids, Result, RunRecord, StreamConfig, StreamFailed
+from ..runtime import (
+    ConsumerEvent,
+    Ids,
+    LoopReads,
+    Result,
+    RunCore,
+    RunRecord,
+    StreamConfig,
+    StreamEvent,
+    StreamFailed,
+    ThreadReads,
+    ToolScope,
+    Wire,
+    deliver,
+)
 from ..runtime._adapters import adapter_for
-from ..runtime._core import RunCore, Wire
 from ..runtime._decoding import as_bytes
-from ..runtime._events import StreamEvent
-from ..runtime._reads import LoopReads
 from ..runtime._record import RelayClose
-from ..runtime._sinks import deliver
-from ..runtime._stream import ToolScope, relayed
-from ..runtime._sync_reads import ThreadReads
 from ..runtime._whole import WholeBody
 from ._notes import Witness, detached
 
@@ -150,7 +158,7 @@ class TapRun:
 
     def relayed(self, event: ConsumerEvent | str, nbytes: int = 0, *, terminal: bool | None = None) -> None:
         """As ``Run.relayed``: a relay reports what it wrote downstream."""
-        relayed(self.core, event, nbytes, terminal)
+        self.core.relayed(event, nbytes, terminal)
 
     # -- what the transport reports -------------------------------------------------------------------
 
@@ -268,7 +276,7 @@ class TapRun:
         the ``relay`` section, and its record goes to the sinks."""
         core = self.core
         rec = core.rec
-        rec.relayed(None, 0, False)
+        core.relayed(None)
         assert rec.relay is not None
         rec.relay["limit"] = limit
         rec.relay_close = RelayClose.OVERLOADED
@@ -279,7 +287,7 @@ class TapRun:
         """A relay wrote ``nbytes`` downstream that carried no consumer event of their own (the rest of a
         frame, a keepalive comment, ``data: [DONE]``, an error body; 0: the response started downstream):
         counted in the record's ``relay`` section, which this creates."""
-        self.core.rec.relayed(None, nbytes, False)
+        self.core.relayed(None, nbytes)
 
     @property
     def terminal_relayed(self) -> bool:
