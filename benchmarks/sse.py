@@ -32,9 +32,9 @@ from httpx_sse import EventSource
 from httpx_sse._decoders import SSEDecoder as HttpxSSEEventDecoder
 from httpx_sse._decoders import SSELineDecoder
 
-from streamfsm.runtime._adapters import PROVIDERS, adapter_for
-from streamfsm.runtime._sse import SSEDecoder, SSEEvent
 from streamfsm.testing import build
+from streamfsm.wire import PROVIDERS, adapter_for
+from streamfsm.wire._sse import SSEDecoder, SSEEvent
 
 WORDS = ("the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while", "tokens", "arrive")
 

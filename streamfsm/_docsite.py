@@ -15,6 +15,7 @@ import html
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -57,6 +58,7 @@ from streamfsm.testing._script import (
     Status,
     Step,
 )
+from streamfsm.wire import FORMATS, Format
 
 if TYPE_CHECKING:
     from mkdocs.config.defaults import MkDocsConfig
@@ -525,6 +527,67 @@ def _provider_words() -> list[str]:
     ]
 
 
+def _first_line(doc: str | None) -> str:
+    return " ".join((doc or "").strip().split("\n\n")[0].split())
+
+
+def _module_says(thing: object) -> str:
+    return _first_line(sys.modules[getattr(thing, "__module__", "")].__doc__)
+
+
+def _formats_index() -> str:
+    lines = [
+        "# Wire formats",
+        "",
+        "Each format streamfsm reads is one object in one registry (`streamfsm.wire.FORMATS`): its framing,",
+        "its adapter, how a request asks for a stream, its whole-answer finish reasons, its OpenTelemetry",
+        "name and the paths the tap knows it by. These pages are generated from that registry and from the",
+        "fault provider's catalog.",
+        "",
+        "| format | streamed as | the tap knows it by | scenarios |",
+        "|---|---|---|---|",
+    ]
+    scenarios = catalog()
+    for fmt in FORMATS.values():
+        count = sum(1 for s in scenarios if s.format == fmt.name)
+        paths = ", ".join(f"`{path}`" for path in fmt.paths)
+        types = ", ".join(f"`{t}`" for t in fmt.stream_types)
+        lines.append(f"| [`{fmt.name}`]({fmt.name}.md) | {types} | {paths} | {count} |")
+    return "\n".join([*lines, ""])
+
+
+def _format_page(fmt: Format) -> str:
+    whole = ", ".join(f"`{reason}`" for reason in sorted(fmt.whole_answers))
+    lines = [
+        f"# `{fmt.name}`",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| Streamed as | {', '.join(f'`{t}`' for t in fmt.stream_types)} |",
+        f"| Framing | {_module_says(fmt.framing)} |",
+        f"| Adapter | `{fmt.adapter.__name__}`: {_module_says(fmt.adapter)} |",
+        f"| The tap knows it by the path | {', '.join(f'`{path}`' for path in fmt.paths)} |",
+        f"| A request asks for a stream | {_first_line(fmt.asks_to_stream.__doc__)} |",
+        f"| A whole answer | {_first_line(fmt.answer_frames.__doc__)} |",
+        f"| Whole-answer finish reasons | {whole}; any other reason is never a whole answer |",
+        f"| OpenTelemetry `gen_ai.provider.name` | `{fmt.otel_name}` |",
+        f"| Continuation after a cut | {'rewritten' if fmt.continuation else 'not supported'} |",
+        "",
+        "## Scenarios in the catalog",
+        "",
+        "What the fault provider plays in this format (`streamfsm harness`), and what streamfsm says.",
+        "",
+        "| scenario | summary key | verdict |",
+        "|---|---|---|",
+    ]
+    for scenario in catalog():
+        if scenario.format == fmt.name:
+            key = _scenario_key(scenario) or "-"
+            verdict = scenario.expected_verdict.value if scenario.expected_verdict is not None else "-"
+            lines.append(f"| `{scenario.name.partition('/')[2]}` | `{key}` | {verdict} |")
+    return "\n".join([*lines, ""])
+
+
 def _reference(module: str, intro: str) -> str:
     return f"# `{module}`\n\n{intro}\n\n::: {module}\n"
 
@@ -536,6 +599,8 @@ def pages() -> dict[str, str]:
     files.update({f"machine/{a.value}.md": _state_page(a) for a in Activity})
     files["machine/invariants.md"] = _invariants()
     files["taxonomy.md"] = _taxonomy()
+    files["formats/index.md"] = _formats_index()
+    files.update({f"formats/{fmt.name}.md": _format_page(fmt) for fmt in FORMATS.values()})
     files["reference/index.md"] = _reference(
         "streamfsm", "The public API: everything in `streamfsm.__all__`, from the docstrings."
     )

@@ -2,7 +2,7 @@
 diagnosis with a verdict and plain words. No IO here, and nothing imports ``httpx`` or ``anyio``."""
 
 from ._diagnose import diagnose, diagnose_finished, failure_class
-from ._finish import NOT_WHOLE, WHOLE_ANSWER, finish_cause, finish_error, is_whole
+from ._finish import NOT_WHOLE, finish_cause, finish_error, is_whole
 from ._summaries import FINISHED_SAYS, PROVIDER_SAID, WHAT_HAPPENED, what_happened
 from ._taxonomy import (
     AbortSource,
@@ -25,7 +25,6 @@ __all__ = [
     "NOT_WHOLE",
     "PROVIDER_SAID",
     "WHAT_HAPPENED",
-    "WHOLE_ANSWER",
     "AbortSource",
     "Action",
     "Confidence",

@@ -1,10 +1,11 @@
 """What a provider's finish reason means: a whole answer, a known incomplete one, an error, or unrecognised.
 
 The rule (DESIGN §12.1): recognise the known-good, never enumerate the known-bad. A reason is a whole answer
-only if it is in its format's whole-answer set. A reason known anywhere as incomplete (the output limit, a
-filter, a refusal, a malformed call, a paused turn) is that, whatever the format: being stricter than a
-format's own list is never wrong. A reason whose words say error or abort is the provider's error at that
-point of the stream. Anything else is ``unrecognised``: never a whole answer.
+only if it is in its format's whole-answer set (its adapter's ``whole_answers``, in ``streamfsm.wire``). A
+reason known anywhere as incomplete (the output limit, a filter, a refusal, a malformed call, a paused
+turn) is that, whatever the format: being stricter than a format's own list is never wrong. A reason whose
+words say error or abort is the provider's error at that point of the stream. Anything else is
+``unrecognised``: never a whole answer.
 
 Matching is on the case-folded reason (Gemini sends ``STOP``, chat servers ``stop``); a reason longer than
 ``MAX_FINISH_RAW`` matches nothing.
@@ -13,7 +14,7 @@ Matching is on the case-folded reason (Gemini sends ``STOP``, chat servers ``sto
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Final
 
 from ._redact import redact_text
@@ -22,30 +23,6 @@ from ._taxonomy import Confidence, FinishCause, ProviderError, ProviderErrorKind
 MAX_FINISH_RAW: Final = 64
 MAX_SHOWN: Final = 40  # characters of a raw reason a title or an evidence item shows
 
-# Whole answers, per format (the adapters' names). Lower-cased.
-_CHAT_WHOLE: Final = frozenset(
-    {
-        "stop",  # OpenAI; vLLM, SGLang, TGI, llama.cpp server, Ollama /v1, LM Studio, Mistral, DeepSeek, ...
-        "tool_calls",  # OpenAI; the same servers (Ollama, vLLM, llama.cpp, Mistral, Moonshot, GLM)
-        "function_call",  # OpenAI's deprecated functions API
-        "eos_token",  # TGI's own FinishReason (end-of-sequence token), passed through by older chat routes
-        "stop_sequence",  # TGI's own FinishReason (a stop sequence matched)
-        "eos",  # LiteLLM's finish-reason set (end of sequence)
-    }
-)
-WHOLE_ANSWER: Final[Mapping[str, frozenset[str]]] = {
-    "openai-chat": _CHAT_WHOLE,
-    "openai-responses": frozenset({"completed"}),  # response.completed; the adapter sends its status
-    "anthropic": frozenset(
-        {
-            "end_turn",  # Anthropic Messages stop_reason: the model's natural end
-            "stop_sequence",  # Anthropic: a custom stop sequence matched
-            "tool_use",  # Anthropic: the turn ends on tool calls
-        }
-    ),
-    "gemini": frozenset({"stop"}),  # Gemini / Vertex finishReason STOP (a STOP after calls is tool calls)
-}
-"""Format → the finish reasons that mean a whole answer (case-folded)."""
 
 NOT_WHOLE: Final[Mapping[str, FinishCause]] = {
     "length": FinishCause.LENGTH,  # OpenAI chat; vLLM, SGLang, TGI, llama.cpp, Ollama, Mistral, DeepSeek
@@ -110,22 +87,21 @@ def _key(raw: str | None) -> str | None:
     return raw.casefold()
 
 
-def finish_cause(fmt: str | None, raw: str | None) -> FinishCause:
-    """What a finish means for the user: ``FINISHED`` only for a reason in ``fmt``'s whole-answer set (any
-    format's, when ``fmt`` is not one of them); a known incomplete cause; else ``UNRECOGNISED`` (a missing
-    reason included). Error-like reasons (``finish_error``) are not finishes at all; here they are
+def finish_cause(whole_answers: Collection[str], raw: str | None) -> FinishCause:
+    """What a finish means for the user: ``FINISHED`` only for a reason in the format's ``whole_answers``
+    (its adapter's, case-folded); a known incomplete cause; else ``UNRECOGNISED`` (a missing reason
+    included). Error-like reasons (``finish_error``) are not finishes at all; here they are
     ``UNRECOGNISED``."""
     key = _key(raw)
     if key is None:
         return FinishCause.UNRECOGNISED
-    whole = WHOLE_ANSWER.get(fmt or "")
-    if (key in whole) if whole is not None else any(key in s for s in WHOLE_ANSWER.values()):
+    if key in whole_answers:
         return FinishCause.FINISHED
     return NOT_WHOLE.get(key, FinishCause.UNRECOGNISED)
 
 
-def is_whole(fmt: str | None, raw: str | None) -> bool:
-    return finish_cause(fmt, raw) is FinishCause.FINISHED
+def is_whole(whole_answers: Collection[str], raw: str | None) -> bool:
+    return finish_cause(whole_answers, raw) is FinishCause.FINISHED
 
 
 def shown_reason(raw: str | None) -> str:
@@ -138,9 +114,10 @@ def shown_reason(raw: str | None) -> str:
 
 def finish_error(raw: str | None) -> ProviderError | None:
     """The provider error a finish reason stands for (``finish_reason: "error"``, ``abort``,
-    ``network_error``, ...), or None for a reason that is a finish (known or not)."""
+    ``network_error``, ...), or None for a reason that is a finish (known or not). No format's whole-answer
+    reason says error (checked by the formats' tests)."""
     key = _key(raw)
-    if key is None or key in NOT_WHOLE or any(key in s for s in WHOLE_ANSWER.values()):
+    if key is None or key in NOT_WHOLE:
         return None
     kind = ERROR_FINISH.get(key)
     if kind is None:

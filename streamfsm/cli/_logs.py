@@ -25,9 +25,7 @@ from typing import TYPE_CHECKING, Any, Final
 from ._common import epilog, fit_table, non_empty, table_width
 
 if TYPE_CHECKING:
-    from ..runtime._logs import LogProblem
-    from ..runtime._record import RunRecord
-    from ..runtime._report import Group
+    from ..runtime import Group, LogProblem, RunRecord
 
 __all__ = ["add_commands", "parse_since", "run_diagram_dot", "run_diagram_mermaid", "run_path"]
 
@@ -118,7 +116,7 @@ class _Records:
             )
 
     def __iter__(self) -> Iterator[RunRecord]:
-        from ..runtime._logs import read_records
+        from ..runtime import read_records
 
         if self.path == "-":
             source = read_records(sys.stdin.buffer, on_problem=self._problem)
@@ -681,7 +679,7 @@ def _report_store(args: argparse.Namespace, source: str) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from ..runtime._report import group_failures, started
+    from ..runtime import group_failures, started
 
     source = _source(args, "report")
     if args.store is not None:
@@ -718,7 +716,7 @@ def _print_report(
     data: _Records | None,
     cut: Sequence[Any] = (),
 ) -> int:
-    from ..runtime._report import iso
+    from ..runtime import iso
 
     names = _GROUPINGS[args.by]
     since: datetime | None = args.since

@@ -27,7 +27,7 @@ def _older_than(text: str) -> datetime:
 
 
 def _index(args: argparse.Namespace) -> int:
-    from ..runtime._logs import LogProblem
+    from ..runtime import LogProblem
     from ..store import Store, safe_label
 
     label = safe_label(args.store)

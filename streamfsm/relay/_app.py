@@ -37,12 +37,12 @@ import httpx
 from .._http_logs import redact_http_logs
 from ..classify import AbortSource
 from ..classify._redact import redact_text, redact_url
-from ..runtime import AuditLog, ErrorLog, Finish, Ids, StreamConfig
-from ..runtime._record import RelayClose
+from ..runtime import AuditLog, ErrorLog, Finish, Ids, RelayClose, StreamConfig
 from ..tap import Rule, async_transport, context, failure_of, run_of
 from ..tap._context import relaying
 from ..tap._rules import check_rules, format_of
 from ..tap._run import TapRun
+from ..wire import FORMATS
 from ._errors import ErrorsData
 from ._journal import Journal
 from ._limits import RETRY_AFTER_S, BodyChunks, Budget, Held, check_limit
@@ -444,7 +444,7 @@ class Relay:
         run: TapRun | None = run_of(response)
         exchange.run = run
         events = run.keep_events() if run is not None else None
-        headers = _response_headers(response.headers.raw, exchange.request_id, sse=_is_sse(response))
+        headers = _response_headers(response.headers.raw, exchange.request_id, sse=_is_stream(response))
         start = {"type": "http.response.start", "status": response.status_code, "headers": headers}
         write_timeout = self.config.write_timeout
         if run is not None:
@@ -457,7 +457,7 @@ class Relay:
                 writes.deadline = anyio.current_time() + write_timeout
                 await send(start)
                 writes.deadline = math.inf
-                exchange.started, exchange.sse = True, _is_sse(response)
+                exchange.started, exchange.sse = True, _is_stream(response)
                 if run is not None:
                     run.relayed_bytes(0)
                 async for chunk in response.aiter_raw():
@@ -537,7 +537,7 @@ class Relay:
         message = f"streamfsm relay: the upstream stream failed: {title or 'the connection broke'}"
         message += f" (request id {exchange.request_id})"
         provider = run.provider if run is not None else None
-        event = _error_event(provider, message) if _is_sse(response) else b""
+        event = _error_event(provider, message) if _is_stream(response) else b""
         if event:
             with anyio.move_on_after(self.config.write_timeout):
                 await send({"type": "http.response.body", "body": event, "more_body": True})
@@ -695,22 +695,18 @@ def _response_headers(
     return out
 
 
-def _is_sse(response: httpx.Response) -> bool:
+def _is_stream(response: httpx.Response) -> bool:
+    """Whether ``response`` streams: its format's stream content type (SSE when its format is not known)."""
+    run = run_of(response)
+    fmt = FORMATS.get(run.provider) if run is not None else None
     content_type: str = response.headers.get("content-type", "")
-    return content_type.startswith("text/event-stream")
+    return (fmt or FORMATS["openai-chat"]).is_stream(content_type)
 
 
 def _error_event(provider: str | None, message: str) -> bytes:
-    """The format's own in-band error event, which the official SDKs raise on."""
-    if provider == "anthropic":
-        data: dict[str, Any] = {"type": "error", "error": {"type": "api_error", "message": message}}
-        return b"event: error\ndata: " + json.dumps(data).encode() + b"\n\n"
-    if provider == "gemini":
-        data = {"error": {"code": 502, "message": message, "status": "UNAVAILABLE"}}
-        return b"data: " + json.dumps(data).encode() + b"\n\n"
-    error = {"type": "server_error", "code": "upstream_stream_failed", "message": message}
-    data = {"type": "error", "code": error["code"], "message": message, "param": None, "error": error}
-    return b"event: error\ndata: " + json.dumps(data).encode() + b"\n\n"
+    """The format's own in-band error event, which the official SDKs raise on (OpenAI's when not known)."""
+    fmt = FORMATS.get(provider) if provider is not None else None
+    return (fmt or FORMATS["openai-chat"]).in_band_error(message)
 
 
 async def _answer(

@@ -22,8 +22,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Final
 
-from ..runtime import RunRecord
-from ..runtime._report import SIGNATURE, iso
+from ..runtime import SIGNATURE, RunRecord, iso
 from ..store import Filters, Store, StoreSink
 from ._journal import interrupted
 

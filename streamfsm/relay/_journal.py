@@ -37,8 +37,7 @@ from typing import Any, Final
 
 import httpx
 
-from ..runtime._logs import log_files
-from ..runtime._sinks import AuditLog, ErrorLog, JsonlSink
+from ..runtime import AuditLog, ErrorLog, JsonlSink, log_files
 from ..tap import Rule
 from ..tap._rules import check_rules, format_of
 

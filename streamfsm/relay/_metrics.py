@@ -26,7 +26,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Final
 
-from ..runtime._sinks import sink_failures
+from ..runtime import sink_failures
 
 __all__ = ["CONTENT_TYPE", "RelayMetrics", "relay_metrics"]
 

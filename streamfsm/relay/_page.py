@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from ..machine import ACTIVITY_TRANSITIONS, INITIAL_STATE, Activity
-from ..runtime._report import SIGNATURE
+from ..runtime import SIGNATURE
 from ._errors import BY, FILTERS, NONE, WINDOWS, PageQuery, group_filters
 
 __all__ = [

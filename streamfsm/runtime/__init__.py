@@ -1,13 +1,14 @@
-"""All IO: the streaming client, SSE decoding, wire adapters, watchdogs, the run record."""
+"""All I/O: the streaming client, the tap's and the relay's runs, watchdogs, sinks, the run record.
 
-from ._adapters._continue import CONTINUE_INSTRUCTION, Continuation, ContinueStyle, Rewrite, continuation_body
-from ._adapters._resume import ResumeRefusal
-from ._config import AttemptLink, Ids, StreamConfig
-from ._core import Framing, RunCore, SseWire, Wire
-from ._errors import StreamError, StreamFailed
-from ._events import (
+Besides the public API it exports what the rooms above it (tap, relay, store, cli, testing) drive a run and
+read records with; they import from here, never from a private module."""
+
+from ..wire import (
+    CONTINUE_INSTRUCTION,
     ConsumerEvent,
+    Continuation,
     Continued,
+    ContinueStyle,
     Finish,
     FinishReason,
     Keepalive,
@@ -17,6 +18,8 @@ from ._events import (
     ReasoningDelta,
     Restarted,
     Result,
+    ResumeRefusal,
+    Rewrite,
     StreamEvent,
     TextDelta,
     ToolCall,
@@ -24,23 +27,43 @@ from ._events import (
     ToolInputEnd,
     ToolInputStart,
     Usage,
+    continuation_body,
 )
-from ._logs import read_records
+from ._config import MAX_ATTEMPT_LINKS, AttemptLink, Ids, StreamConfig
+from ._core import RunCore, SseWire, Wire
+from ._decoding import as_bytes, content_decoder
+from ._errors import StreamError, StreamFailed
+from ._logs import LogProblem, OnProblem, log_files, read_records
 from ._reads import LoopReads
-from ._record import SCHEMA, RunRecord
+from ._record import SCHEMA, RelayClose, RunRecord
 from ._recovery import Offer, Recovery
+from ._report import SIGNATURE, Group, field_value, group_failures, iso, request_id, started
 from ._retry import Partial, RetryingEvent, RetryingRun, RetryPolicy, ToolResult, retrying
 from ._sdk import SdkRun, SyncSdkRun, wrap
-from ._sinks import AuditLog, BackgroundSink, ErrorLog, JsonlSink, deliver, sink_failures
+from ._sinks import (
+    AuditLog,
+    BackgroundSink,
+    Backlog,
+    ErrorLog,
+    JsonlSink,
+    count_sink_failure,
+    deliver,
+    sink_failures,
+)
 from ._stream import HttpRun, Run, ToolScope, open_stream
-from ._sync_reads import Interrupted, ThreadReads
+from ._sync_reads import Interrupted, ThreadReads, socket_of
+from ._watchdog import loop_time, plain_scope_class, running_trio
+from ._whole import WholeBody
 
 __all__ = [
     "CONTINUE_INSTRUCTION",
+    "MAX_ATTEMPT_LINKS",
     "SCHEMA",
+    "SIGNATURE",
     "AttemptLink",
     "AuditLog",
     "BackgroundSink",
+    "Backlog",
     "ConsumerEvent",
     "Continuation",
     "ContinueStyle",
@@ -48,20 +71,23 @@ __all__ = [
     "ErrorLog",
     "Finish",
     "FinishReason",
-    "Framing",
+    "Group",
     "HttpRun",
     "Ids",
     "Interrupted",
     "JsonlSink",
     "Keepalive",
+    "LogProblem",
     "LoopReads",
     "Metadata",
     "Offer",
+    "OnProblem",
     "Partial",
     "ProtocolViolation",
     "ProviderErrorEvent",
     "ReasoningDelta",
     "Recovery",
+    "RelayClose",
     "Restarted",
     "Result",
     "ResumeRefusal",
@@ -88,12 +114,26 @@ __all__ = [
     "ToolResult",
     "ToolScope",
     "Usage",
+    "WholeBody",
     "Wire",
+    "as_bytes",
+    "content_decoder",
     "continuation_body",
+    "count_sink_failure",
     "deliver",
+    "field_value",
+    "group_failures",
+    "iso",
+    "log_files",
+    "loop_time",
     "open_stream",
+    "plain_scope_class",
     "read_records",
+    "request_id",
     "retrying",
+    "running_trio",
     "sink_failures",
+    "socket_of",
+    "started",
     "wrap",
 ]

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ._sse import MAX_LINE_BYTES
+from ..wire import MAX_LINE_BYTES
 
 if TYPE_CHECKING:
     from collections.abc import Callable

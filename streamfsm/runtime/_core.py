@@ -2,7 +2,7 @@
 
     core = RunCore(provider="openai-chat", model=..., body=..., url=..., config=..., ids=...)
     core.begin()                                  # the request leaves
-    core.headers(200, headers, core.sse_wire())   # the response's headers, and how its body is framed
+    core.headers(200, headers, core.stream_wire(adapter))   # the headers, and how the body is framed
     events = core.feed(chunk)                     # each chunk read: the consumer events it carried
     events = core.end()                           # the body's clean end
     core.fault(exc) / core.timed_out(edge) / core.local_end(exc, cancelled=...)   # how else it ends
@@ -41,16 +41,15 @@ from ..classify._provider import provider_error_from_http
 from ..classify._taxonomy import ENDPOINT_AT_ROOT, FinishCause, ProviderError, TransportKind
 from ..classify._transport import transport_facts
 from ..machine import PROVIDER_PROGRESS, Activity, IllegalTransition, State, StreamMachine, Trigger
-from ._adapters import Adapter
-from ._adapters._base import MAX_DOCUMENT_BYTES, NOT_EVENT_STREAM, document_events
-from ._config import Ids, StreamConfig
-from ._cycles import release_traceback_cycles
-from ._errors import StreamFailed
-from ._events import (
+from ..wire import (
     CONSUMER_EVENT_TYPES,
+    MAX_DOCUMENT_BYTES,
+    NOT_EVENT_STREAM,
+    Adapter,
     ConsumerEvent,
     Finish,
     FinishReason,
+    Framing,
     Metadata,
     ProtocolViolation,
     ProviderErrorEvent,
@@ -61,11 +60,16 @@ from ._events import (
     ToolCall,
     ToolInputStart,
     Usage,
+    document_events,
+    format_named,
+    whole_answers_of,
 )
+from ._config import Ids, StreamConfig
+from ._cycles import release_traceback_cycles
+from ._errors import StreamFailed
 from ._record import Recorder, RunRecord
-from ._sse import SSEDecoder
 
-__all__ = ["Framing", "RunCore", "SseWire", "Wire"]
+__all__ = ["RunCore", "SseWire", "Wire"]
 
 _EFFECTS: Final = {"effectful": True, "read_only": False}
 # OpenAI's endpoints as a base_url without its /v1 makes them (the SDKs and open_stream append these)
@@ -89,18 +93,6 @@ def deadline_after(start: float, timeout: float | None) -> float:
     return math.inf if timeout is None else start + timeout
 
 
-class Framing(Protocol):
-    """A body's framing: bytes in, frames out (the shape of ``SSEDecoder``; NDJSON and AWS event streams
-    give the same)."""
-
-    @property
-    def truncated(self) -> bool: ...
-
-    def feed(self, chunk: bytes) -> list[Any]: ...
-
-    def close(self) -> list[Any]: ...
-
-
 class Wire(Protocol):
     """What a core reads a body with: chunk → frames → events, and what it owes at the body's end."""
 
@@ -114,18 +106,20 @@ class Wire(Protocol):
 
 
 class SseWire:
-    """A framed body read by the run itself: bytes → framing → frames → one wire adapter → events."""
+    """A streamed body read by the run itself: bytes → the format's framing (SSE, NDJSON, ...) → frames →
+    one wire adapter → events."""
 
     __slots__ = ("_head", "adapter", "decoder", "feed", "rec")
 
-    def __init__(self, adapter: Adapter, decoder: Framing, rec: Recorder) -> None:
+    def __init__(self, adapter: Adapter, decoder: Framing, rec: Recorder, sniff: bool = True) -> None:
         self.adapter, self.decoder, self.rec = adapter, decoder, rec
         self.feed = adapter.feed
         rec.adapter = adapter  # the record reads what the wire said: a finish reason that arrived, [DONE]
         rec.delta_keys = adapter.delta_keys  # the adapter's live, bounded counter
-        # The body's start until it shows itself: frames (then None), or a JSON document or HTML page (kept
-        # whole, bounded, and read at the end: never as half an SSE event).
-        self._head: bytearray | None = bytearray()
+        # SSE: the body's start until it shows itself, SSE (then None) or a JSON document or HTML page (kept
+        # whole, bounded, and read at the end: never as half an SSE event). A framing whose frames may start
+        # so (NDJSON) tells a document from a stream itself.
+        self._head: bytearray | None = bytearray() if sniff else None
 
     def frames(self, chunk: bytes) -> list[Any]:
         self.rec.bytes_received += len(chunk)
@@ -308,9 +302,11 @@ class RunCore:
         """A step on the timeline that is no stream event (``connected``, ``request_written``, ...)."""
         self.rec.lifecycle(kind, self.machine.state if state is None else state)
 
-    def sse_wire(self, adapter: Adapter) -> SseWire:
-        """An SSE body read by ``adapter``."""
-        return SseWire(adapter, SSEDecoder(self.config.max_line_bytes), self.rec)
+    def stream_wire(self, adapter: Adapter) -> SseWire:
+        """A streamed body read by ``adapter``, in its format's framing."""
+        fmt = format_named(adapter.name)
+        framing = fmt.framing(self.config.max_line_bytes)
+        return SseWire(adapter, framing, self.rec, sniff=fmt.sniffs_documents)
 
     def headers(self, status: int | None, headers: Mapping[str, str], wire: Wire | None = None) -> None:
         """The response's headers arrived. A 2xx (or an unknown status: an SDK's stream) makes the body the
@@ -755,7 +751,7 @@ class RunCore:
         finish that is not a whole answer): the call was never complete and its tool never ran."""
         raw = self.rec.finish_raw = event.raw_reason
         self.rec.finish_unified = event.reason.value  # as _on_finish: the terminal event did arrive
-        finish = finish_cause(self.provider, raw)
+        finish = finish_cause(whole_answers_of(self.provider), raw)
         facts = self.facts(finish=finish, detail=f"finish_reason={shown_reason(raw)}")
         self._fail(Trigger.TOOL_INPUT_UNFINISHED, facts)
 
@@ -763,7 +759,9 @@ class RunCore:
         rec = self.rec
         rec.finish_raw = event.raw_reason
         rec.finish_unified = event.reason.value
-        cause = finish_cause(self.provider, rec.finish_raw)  # a cut, filtered or unknown end says so
+        cause = finish_cause(
+            whole_answers_of(self.provider), rec.finish_raw
+        )  # a cut, filtered or unknown end says so
         if cause is FinishCause.FINISHED and rec.content_unread():
             cause = FinishCause.UNREAD_CONTENT  # not a whole answer: none of it could be read
         self._diagnosis, self._finished_at, self.done = (

@@ -61,17 +61,13 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from .. import __version__
 from ..classify._redact import MASK
+from ..wire import FORMATS
 from ._sinks import count_sink_failure
 
 __all__ = ["OtelLogSink", "OtelSink"]
 
 OPERATION: Final = "chat"
-PROVIDER_NAMES: Final[Mapping[str, str]] = {
-    "openai-chat": "openai",
-    "openai-responses": "openai",
-    "anthropic": "anthropic",
-    "gemini": "gcp.gemini",
-}
+PROVIDER_NAMES: Final[Mapping[str, str]] = {fmt.name: fmt.otel_name for fmt in FORMATS.values()}
 
 # Metric names, units and advisory buckets from gen-ai-metrics.md.
 DURATION: Final = "gen_ai.client.operation.duration"

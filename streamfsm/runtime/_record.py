@@ -21,8 +21,7 @@ from typing import TYPE_CHECKING, Any, Final
 from ..classify import Diagnosis, FailureClass, TransportFacts
 from ..classify._redact import redact_headers, redact_text, redact_url
 from ..machine import State, Trigger
-from ._adapters import Adapter
-from ._adapters._base import DONE_MISSING, UNREAD_CONTENT
+from ..wire import DONE_MISSING, UNREAD_CONTENT, Adapter
 from ._config import MAX_ATTEMPT_LINKS, Ids, StreamConfig
 
 SCHEMA: Final = "streamfsm.run/1"

@@ -15,18 +15,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from ..machine import Activity, Commitment, State, Trigger
-from ._adapters._continue import (
+from ..wire import (
     Continuation,
     ContinueStyle,
+    ResumeRefusal,
     Rewrite,
     continuation_body,
     dropped_whitespace,
     style_for,
 )
-from ._adapters._resume import ResumeRefusal
 
 if TYPE_CHECKING:
-    from ._adapters._openai_responses import OpenAIResponsesAdapter
+    from ..wire import OpenAIResponsesAdapter
 
 __all__ = [
     "RESUMABLE_EDGES",

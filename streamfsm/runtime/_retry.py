@@ -106,21 +106,23 @@ from ..classify._diagnose import MAX_EVIDENCE
 from ..classify._summaries import _VERDICT_LEAD
 from ..classify._taxonomy import LONGEST_AUTOMATIC_WAIT_S
 from ..machine import State
-from ._adapters._continue import Continuation, ContinueStyle, Rewrite
-from ._adapters._resume import ResumeRefusal
-from ._config import MAX_ATTEMPT_LINKS, AttemptLink, Ids
-from ._errors import StreamFailed
-from ._events import (
+from ..wire import (
     ConsumerEvent,
+    Continuation,
     Continued,
+    ContinueStyle,
     Finish,
     ReasoningDelta,
     Restarted,
     Result,
+    ResumeRefusal,
+    Rewrite,
     TextDelta,
     ToolCall,
     ToolInputStart,
 )
+from ._config import MAX_ATTEMPT_LINKS, AttemptLink, Ids
+from ._errors import StreamFailed
 from ._record import RunRecord
 from ._recovery import ContinuePlan, Offer, Recovery, RecoveryPlan, ResumePlan
 from ._stream import HttpRun, Run, ToolScope, _result

@@ -87,20 +87,24 @@ from ..classify._redact import redact_text, redact_url
 from ..classify._taxonomy import ProviderError, TransportKind
 from ..classify._transport import transport_facts
 from ..machine import Trigger
-from ._adapters import adapter_for
-from ._adapters._base import MALFORMED_JSON, UNEXPECTED_EVENT, UNEXPECTED_SHAPE
-from ._adapters._sdk_items import (
+from ..wire import (
     HELPER_EVENTS,
+    MALFORMED_JSON,
     NO_FINISH_REASON,
+    UNEXPECTED_EVENT,
+    UNEXPECTED_SHAPE,
+    ConsumerEvent,
+    ProtocolViolation,
     SdkAnthropic,
     SdkOpenAIChat,
     SdkOpenAIResponses,
     SdkTranslator,
+    StreamEvent,
+    adapter_for,
 )
 from ._config import Ids, StreamConfig
 from ._core import RunCore, Wire
 from ._errors import StreamFailed
-from ._events import ConsumerEvent, ProtocolViolation, StreamEvent
 from ._record import request_shape
 from ._stream import Run, body_chunks, sync_body_chunks
 from ._sync_reads import Interrupted, ThreadReads, socket_of
@@ -420,7 +424,7 @@ class _SdkBase(Run):
         )
         if self._reads_body:
             assert self._format is not None
-            wire = core.sse_wire(adapter_for(self._format))
+            wire = core.stream_wire(adapter_for(self._format))
             chunks = body_chunks(response) if mode == _ASYNC_STREAM else sync_body_chunks(response)
         else:
             wire = _ItemWire(core, response, self._format, self._sdk)

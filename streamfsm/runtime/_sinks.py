@@ -234,7 +234,7 @@ _Item = TypeVar("_Item")
 _EXIT_SLICE_S: Final = 0.05
 
 
-class _Backlog(Generic[_Item]):
+class Backlog(Generic[_Item]):
     """Items worked through in order by a thread of their own, started on demand and gone once idle;
     ``work`` takes up to ``batch`` of them at a time (a failure counts each of them).
 
@@ -372,7 +372,7 @@ class BackgroundSink:
         if not isinstance(max_backlog, int) or max_backlog < 1:
             raise ValueError(f"max_backlog must be a positive integer, not {max_backlog!r}")
         self.sink = sink
-        self._backlog: _Backlog[RunRecord] = _Backlog(_sink_name(sink), self._call, max_backlog)
+        self._backlog: Backlog[RunRecord] = Backlog(_sink_name(sink), self._call, max_backlog)
 
     def __repr__(self) -> str:
         return f"BackgroundSink({self.sink!r})"

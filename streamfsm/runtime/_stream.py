@@ -38,15 +38,25 @@ from ..classify._provider import provider_error_from_http
 from ..classify._taxonomy import TransportKind
 from ..classify._transport import transport_facts
 from ..machine import State, Trigger
-from ._adapters import Adapter, adapter_for
-from ._adapters._continue import ContinueRefusal, ContinueStyle, prefill_refused
-from ._adapters._openai_responses import OpenAIResponsesAdapter
-from ._adapters._resume import ResumeRefusal, refusal_of, resumable_request, resume_url
+from ..wire import (
+    Adapter,
+    ConsumerEvent,
+    ContinueRefusal,
+    ContinueStyle,
+    OpenAIResponsesAdapter,
+    Result,
+    ResumeRefusal,
+    ToolCall,
+    adapter_for,
+    prefill_refused,
+    refusal_of,
+    resumable_request,
+    resume_url,
+)
 from ._config import Ids, StreamConfig
 from ._core import RunCore
 from ._decoding import decoded_chunks, sync_decoded_chunks
 from ._errors import StreamFailed
-from ._events import ConsumerEvent, Result, ToolCall
 from ._reads import LoopReads
 from ._record import Recorder, RunRecord
 from ._recovery import RESUMABLE_EDGES, ContinuePlan, ResumePlan
@@ -493,7 +503,7 @@ class HttpRun(Run):
                 error = dataclasses.replace(error, markers=(marker, *error.markers))
             raise core.http_error(error)
         self._next_chunk = body_chunks(response).__anext__
-        core.headers(status, response.headers, core.sse_wire(self._adapter))
+        core.headers(status, response.headers, core.stream_wire(self._adapter))
         if self._resume is not None:  # the stream goes on where it stopped: so does the machine
             for trigger in self._resume.priming():
                 core.machine.send(trigger)

@@ -148,7 +148,7 @@ class TrioWatchdog(LoopWatchdog):
         self._live += 1
         if not self._running:
             self._running = True
-            _running_trio().lowlevel.spawn_system_task(self._main, name="streamfsm-watchdog")
+            running_trio().lowlevel.spawn_system_task(self._main, name="streamfsm-watchdog")
         elif when < self._sleeping_until and self._sleep is not None:
             self._sleeping_until = when
             self._sleep.deadline = loop_time(when)
@@ -205,7 +205,7 @@ _WATCHDOG: Final[anyio.lowlevel.RunVar[LoopWatchdog]] = anyio.lowlevel.RunVar("s
 
 def new_watchdog() -> LoopWatchdog:
     """A watchdog for the running event loop's backend."""
-    return TrioWatchdog() if _running_trio() is not None else AsyncioWatchdog()
+    return TrioWatchdog() if running_trio() is not None else AsyncioWatchdog()
 
 
 def loop_watchdog() -> LoopWatchdog:
@@ -218,7 +218,7 @@ def loop_watchdog() -> LoopWatchdog:
         return watchdog
 
 
-def _running_trio() -> Any:
+def running_trio() -> Any:
     """The trio module if this thread runs a trio loop (anyio's only other backend is asyncio)."""
     trio = sys.modules.get("trio")
     return trio if trio is not None and trio.lowlevel.in_trio_run() else None
@@ -228,7 +228,7 @@ def plain_scope_class() -> Callable[[], anyio.CancelScope]:
     """The cheapest cancel scope without a deadline on the running loop, for a scope per read: on trio,
     trio's own (anyio's wrapper looks the backend up on every call); on asyncio from Python 3.11,
     ``TaskScope``; before 3.11 (no ``Task.uncancel``), anyio's own."""
-    trio = _running_trio()
+    trio = running_trio()
     if trio is not None:
         return trio.CancelScope  # type: ignore[no-any-return]
     if _TASK_STATES is not None:

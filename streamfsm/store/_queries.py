@@ -11,8 +11,7 @@ from dataclasses import dataclass, fields, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any, Final
 
-from ..runtime._record import RunRecord
-from ..runtime._report import SIGNATURE, Group
+from ..runtime import SIGNATURE, Group, RunRecord
 from ._backends import COUNTS, HOUR, Backend
 
 DIMENSIONS: Final = {

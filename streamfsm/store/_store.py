@@ -12,10 +12,16 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Final
 
-from ..runtime._logs import OnProblem, read_records
-from ..runtime._record import RunRecord
-from ..runtime._report import field_value, request_id, started
-from ..runtime._sinks import _Backlog, count_sink_failure
+from ..runtime import (
+    Backlog,
+    OnProblem,
+    RunRecord,
+    count_sink_failure,
+    field_value,
+    read_records,
+    request_id,
+    started,
+)
 from ._backends import (
     COLUMNS,
     COUNTS,
@@ -271,7 +277,7 @@ class StoreSink:
         self._store = Store.open(url)  # fails now, not on the first record, for a bad URL
         self._pid = os.getpid()
         self._last_prune = 0.0
-        self._backlog: _Backlog[RunRecord] = _Backlog(
+        self._backlog: Backlog[RunRecord] = Backlog(
             "StoreSink", self._index, max_backlog, batch=_BATCH, linger=_LINGER_S, gather=_GATHER_S
         )
 

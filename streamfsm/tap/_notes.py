@@ -23,8 +23,7 @@ from typing import Any, Final
 import anyio.lowlevel
 
 from ..classify import FailureClass
-from ..runtime import StreamFailed
-from ..runtime._watchdog import _running_trio
+from ..runtime import StreamFailed, running_trio
 
 _ATTRIBUTE: Final = "_streamfsm_failure"
 _MAX_CHAIN: Final = 64
@@ -210,7 +209,7 @@ _SERIAL_LOCK: Final = threading.Lock()
 
 def _here() -> tuple[Ledger, int]:
     """The ledger of the event loop (else thread) the caller runs in, and the caller's task (else thread)."""
-    trio = _running_trio()
+    trio = running_trio()
     if trio is not None:
         task: Any = trio.lowlevel.current_task()
     else:

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from ..runtime._adapters import PROVIDERS
+from ..wire import ABSENT, FORMATS, PROVIDERS
 
 _MAX_BODY: Final = 1 << 20  # a larger request body is not parsed, only looked at (``_look``)
 
@@ -37,13 +37,8 @@ class Rule:
         return self._compiled.search(path) is not None
 
 
-DEFAULT_RULES: Final = (
-    Rule(r"/chat/completions$", "openai-chat"),
-    Rule(r"/responses(/[^/]+)?$", "openai-responses"),  # also GET /responses/{id}?stream=true (resume)
-    Rule(r"/messages$", "anthropic"),
-    Rule(r":streamGenerateContent$", "gemini"),
-    Rule(r":generateContent$", "gemini"),  # the non-streaming call
-)
+DEFAULT_RULES: Final = tuple(Rule(path, fmt.name) for fmt in FORMATS.values() for path in fmt.paths)
+"""Each format's own paths (``streamfsm.wire.FORMATS``)."""
 
 
 def check_rules(rules: Iterable[Rule]) -> tuple[Rule, ...]:
@@ -86,24 +81,23 @@ def llm_request(
         return None
     if method == "GET":
         return LlmRequest(provider, {}, True)
-    body, streams = _look(content or b"")
-    if provider == "gemini":  # the method in the path says it, not the body
-        streams = True if "streamGenerateContent" in path else False if "generateContent" in path else None
-    return LlmRequest(provider, body, streams)
+    body, flag = _look(content or b"")
+    return LlmRequest(provider, body, FORMATS[provider].asks_to_stream(path, flag))
 
 
-def _look(content: bytes) -> tuple[dict[str, Any], bool | None]:
+def _look(content: bytes) -> tuple[dict[str, Any], object]:
     """What the record wants from a request body, by a bounded look: a body up to ``_MAX_BODY`` is parsed;
     a larger one (a long prompt, a base64 image) is not, and only its first and last ``_EDGE_BYTES`` are
     searched for a top-level-looking ``"model": "..."`` and ``"stream": true|false`` (the SDKs put the model
-    and the options around the messages). Its tools and options are then not known."""
+    and the options around the messages). Its tools and options are then not known. The body's top-level
+    ``"stream"`` comes with it: its value, ``ABSENT``, or None when the look could not tell."""
     if len(content) <= _MAX_BODY:
         try:
             body = json.loads(content) if content else {}
         except (ValueError, RecursionError):
             body = {}
         body = body if isinstance(body, dict) else {}
-        return body, body.get("stream") is True  # absent: the formats' default, not streaming
+        return body, body.get("stream", ABSENT)
     # The head is read from the body's start, so its nesting is known: only the body's own keys count (an
     # Anthropic tool_use's input is an object, model output, and may say "model"). The tail's nesting is not
     # known: its last match counts (the SDKs write the top-level options after the messages).

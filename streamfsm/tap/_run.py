@@ -20,28 +20,23 @@ from ..runtime import (
     ConsumerEvent,
     Ids,
     LoopReads,
+    RelayClose,
     Result,
     RunCore,
     RunRecord,
     StreamConfig,
-    StreamEvent,
     StreamFailed,
     ThreadReads,
     ToolScope,
+    WholeBody,
     Wire,
+    as_bytes,
     deliver,
 )
-from ..runtime._adapters import adapter_for
-from ..runtime._decoding import as_bytes
-from ..runtime._record import RelayClose
-from ..runtime._whole import WholeBody
+from ..wire import StreamEvent, format_named
 from ._notes import Witness, detached
 
 _EOF_EDGE: Final = Trigger.EOF_WITHOUT_TERMINAL.value
-
-
-def _event_stream(headers: Mapping[str, str]) -> bool:
-    return str(headers.get("content-type", "")).lstrip().lower().startswith("text/event-stream")
 
 
 class TapRun:
@@ -61,7 +56,8 @@ class TapRun:
         ids: Ids,
         asks_stream: bool | None = True,
     ) -> None:
-        adapter = adapter_for(provider)
+        self._format = format_named(provider)
+        adapter = self._format.adapter()
         model = body.get("model")
         core = self.core = RunCore(
             provider=adapter.name,
@@ -185,8 +181,11 @@ class TapRun:
             return
         # The response says whether the call streams: an event stream does, and so does the answer to a
         # request that asked for one (a JSON document there is the stream's failure, as it always was).
-        rec.request["streaming"] = self.streams = self.asks_stream is True or _event_stream(headers)
-        wire: Wire = core.sse_wire(self._adapter) if self.streams else WholeBody(self._adapter, rec)
+        content_type = str(headers.get("content-type", ""))
+        rec.request["streaming"] = self.streams = self.asks_stream is True or self._format.is_stream(
+            content_type
+        )
+        wire: Wire = core.stream_wire(self._adapter) if self.streams else WholeBody(self._adapter, rec)
         if decoder is not None:
             wire = _Decoded(wire, decoder)
         core.headers(status, headers, wire)

@@ -41,12 +41,19 @@ from typing import Any, Final
 import anyio
 
 from ..machine import Trigger
-from ..runtime import AttemptLink, Ids, StreamConfig, StreamFailed
-from ..runtime._config import MAX_ATTEMPT_LINKS
-from ..runtime._decoding import content_decoder
-from ..runtime._reads import LoopReads
-from ..runtime._sync_reads import Interrupted, socket_of
-from ..runtime._watchdog import loop_time, plain_scope_class
+from ..runtime import (
+    MAX_ATTEMPT_LINKS,
+    AttemptLink,
+    Ids,
+    Interrupted,
+    LoopReads,
+    StreamConfig,
+    StreamFailed,
+    content_decoder,
+    loop_time,
+    plain_scope_class,
+    socket_of,
+)
 from ._context import current_ids, relayed
 from ._notes import attach, remember
 from ._rules import Rule, check_rules, llm_request

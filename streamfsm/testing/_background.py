@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import parse_qs, unquote
 
-from ..runtime._adapters._resume import ResumeRefusal
+from ..wire import ResumeRefusal
 from ._script import End, Fin, Headers, Script, Send, Status, Step
 from ._server import Request
 from ._wire import RESPONSE_IDS
@@ -36,7 +36,7 @@ _JSON: Final = (("content-type", "application/json"),)
 
 
 def refusal_body(refusal: ResumeRefusal, response_id: str) -> tuple[int, bytes]:
-    """The status and body OpenAI answers a resume it refuses with (see ``runtime/_adapters/_resume.py``)."""
+    """The status and body OpenAI answers a resume it refuses with (see ``wire/_adapters/_resume.py``)."""
     status, message, param, code = {
         ResumeRefusal.NOT_BACKGROUND: (
             400,

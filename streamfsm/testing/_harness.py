@@ -47,8 +47,7 @@ import httpx
 
 from ..classify import Action, FailureClass, Phase, Verdict
 from ..machine import Trigger
-from ..runtime import Ids, RunRecord, StreamConfig, StreamFailed, ToolCall, open_stream
-from ..runtime._stream import Run
+from ..runtime import Ids, Run, RunRecord, StreamConfig, StreamFailed, ToolCall, open_stream
 from ._script import Agent, End, Headers, Scenario, Script, Send, Step, unused_port
 from ._server import FaultServer, Request
 from ._wire import Format, error_event, text_stream, tool_call_stream
@@ -489,7 +488,7 @@ def _primed(sdk: str, client: Any) -> Any:
 async def _sdk_run(
     scenario: Scenario, sdk: str, url: str, config: StreamConfig, ids: Ids, shared: Any, runs: list[Run]
 ) -> None:
-    from ..runtime._sdk import wrap  # lazily: the SDK drop-in is needed only on this path
+    from ..runtime import wrap  # lazily: the SDK drop-in is needed only on this path
 
     # A copy shares the shared client's connection pool; it must not close it.
     client = _primed(sdk, shared.with_options(base_url=url)) if shared is not None else sdk_client(sdk, url)

@@ -38,10 +38,7 @@ from ..runtime import (
     open_stream,
     retrying,
 )
-from ..runtime._adapters import adapter_for
-from ..runtime._adapters._resume import ResumeRefusal
-from ..runtime._events import ToolInputDelta
-from ..runtime._sse import SSEDecoder
+from ..wire import ResumeRefusal, SSEDecoder, ToolInputDelta, adapter_for
 from ._background import BackgroundResponses, Cut
 from ._harness import BODIES, DEFAULT_TIMEOUT_S, Outcome
 from ._prefill import RefusesPrefill

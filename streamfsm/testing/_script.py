@@ -290,7 +290,7 @@ class Scenario:
         object.__setattr__(self, "meta", MappingProxyType(dict(self.meta)))
         object.__setattr__(self, "config", MappingProxyType(dict(self.config)))
         if self.config:
-            from ..runtime._config import StreamConfig  # lazily: scripts alone need no runtime
+            from ..runtime import StreamConfig  # lazily: scripts alone need no runtime
 
             try:
                 StreamConfig().replace(**self.config)

@@ -39,7 +39,7 @@ from ..classify import (
     Verdict,
 )
 from ..machine import FAILURE_TRIGGERS, IllegalTransition, State, StreamMachine, Trigger
-from ..runtime._events import (
+from ..wire import (
     Finish,
     FinishReason,
     Keepalive,

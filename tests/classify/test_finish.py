@@ -6,13 +6,15 @@ import pytest
 
 from streamfsm.classify import (
     NOT_WHOLE,
-    WHOLE_ANSWER,
     FinishCause,
     ProviderErrorKind,
     finish_cause,
     finish_error,
 )
 from streamfsm.classify._finish import ERROR_FINISH, MAX_FINISH_RAW, shown_reason
+from streamfsm.wire import FORMATS, whole_answers_of
+
+WHOLE_ANSWER = {name: fmt.whole_answers for name, fmt in FORMATS.items()}
 
 
 def test_the_tables_are_case_folded_and_never_overlap() -> None:
@@ -21,7 +23,9 @@ def test_the_tables_are_case_folded_and_never_overlap() -> None:
         assert reason == reason.casefold()
     assert whole.isdisjoint(NOT_WHOLE) and whole.isdisjoint(ERROR_FINISH)
     assert FinishCause.FINISHED not in NOT_WHOLE.values()
-    assert set(WHOLE_ANSWER) == {"openai-chat", "openai-responses", "anthropic", "gemini"}
+    assert {"openai-chat", "openai-responses", "anthropic", "gemini"} <= set(WHOLE_ANSWER)
+    # A whole answer is never read as the provider's error (``finish_error`` does not look at the formats).
+    assert all(finish_error(reason) is None for reason in whole)
 
 
 @pytest.mark.parametrize(
@@ -43,7 +47,7 @@ def test_the_tables_are_case_folded_and_never_overlap() -> None:
     ],
 )
 def test_finish_cause(fmt: str | None, raw: str | None, cause: FinishCause) -> None:
-    assert finish_cause(fmt, raw) is cause
+    assert finish_cause(whole_answers_of(fmt), raw) is cause
 
 
 @pytest.mark.parametrize(

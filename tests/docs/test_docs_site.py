@@ -108,6 +108,20 @@ def test_every_page_and_picture_is_built(site: Path) -> None:
     )
 
 
+def test_a_page_per_format_comes_from_the_registry(site: Path) -> None:
+    from streamfsm.testing import catalog
+    from streamfsm.wire import FORMATS
+
+    index = (site / "formats" / "index.html").read_text()
+    for fmt in FORMATS.values():
+        assert f'href="{fmt.name}/"' in index, fmt.name
+        page = (site / "formats" / fmt.name / "index.html").read_text()
+        assert all(f"<code>{reason}</code>" in page for reason in fmt.whole_answers), fmt.name
+        assert f"<code>{fmt.otel_name}</code>" in page
+        named = [s.name.partition("/")[2] for s in catalog() if s.format == fmt.name]
+        assert named and all(f"<code>{name}</code>" in page for name in named), fmt.name
+
+
 def test_without_dot_the_build_says_what_to_install_in_one_line(docs_python: str, tmp_path: Path) -> None:
     done = build(ROOT, tmp_path / "out", python=docs_python, path=str(tmp_path))  # a PATH without dot
     assert done.returncode != 0

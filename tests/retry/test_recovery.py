@@ -35,10 +35,6 @@ from streamfsm.runtime import (
     ToolInputStart,
     continuation_body,
 )
-from streamfsm.runtime._adapters import adapter_for
-from streamfsm.runtime._adapters._continue import prefill_refused
-from streamfsm.runtime._events import CONSUMER_EVENT_TYPES
-from streamfsm.runtime._sse import SSEDecoder
 from streamfsm.testing import (
     PREFILL_REFUSAL,
     BackgroundResponses,
@@ -60,6 +56,10 @@ from streamfsm.testing import (
     tool_call_stream,
 )
 from streamfsm.testing._server import FaultServer, Request
+from streamfsm.wire import adapter_for
+from streamfsm.wire._adapters._continue import prefill_refused
+from streamfsm.wire._events import CONSUMER_EVENT_TYPES
+from streamfsm.wire._sse import SSEDecoder
 
 pytestmark = pytest.mark.anyio
 

@@ -13,10 +13,10 @@ from typing import Any
 import jsonschema
 
 import streamfsm
-from streamfsm.runtime._adapters import adapter_for
-from streamfsm.runtime._events import StreamEvent
-from streamfsm.runtime._sse import SSEDecoder
 from streamfsm.testing import FORMATS
+from streamfsm.wire import adapter_for
+from streamfsm.wire._events import StreamEvent
+from streamfsm.wire._sse import SSEDecoder
 
 BODIES: dict[str, dict[str, Any]] = {
     "openai-chat": {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]},

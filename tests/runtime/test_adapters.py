@@ -12,25 +12,6 @@ from hypothesis import strategies as st
 
 from streamfsm.classify import ProviderErrorKind
 from streamfsm.machine import Activity, IllegalTransition, StreamMachine, Trigger
-from streamfsm.runtime._adapters import PROVIDERS, Adapter, adapter_for
-from streamfsm.runtime._adapters._base import KEEPALIVE_COMMENT, MAX_DELTA_KEYS
-from streamfsm.runtime._events import (
-    Finish,
-    FinishReason,
-    Keepalive,
-    Metadata,
-    ProtocolViolation,
-    ProviderErrorEvent,
-    ReasoningDelta,
-    StreamEvent,
-    TextDelta,
-    ToolCall,
-    ToolInputDelta,
-    ToolInputEnd,
-    ToolInputStart,
-    Usage,
-)
-from streamfsm.runtime._sse import SSEDecoder, SSEEvent
 from streamfsm.testing import (
     CACHED_TOKENS,
     FORMATS,
@@ -46,6 +27,25 @@ from streamfsm.testing import (
     tool_call_stream,
 )
 from streamfsm.testing._wire import MODELS, RESPONSE_IDS
+from streamfsm.wire import PROVIDERS, Adapter, adapter_for
+from streamfsm.wire._adapters._base import KEEPALIVE_COMMENT, MAX_DELTA_KEYS
+from streamfsm.wire._events import (
+    Finish,
+    FinishReason,
+    Keepalive,
+    Metadata,
+    ProtocolViolation,
+    ProviderErrorEvent,
+    ReasoningDelta,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    ToolInputDelta,
+    ToolInputEnd,
+    ToolInputStart,
+    Usage,
+)
+from streamfsm.wire._sse import SSEDecoder, SSEEvent
 
 EVENT_TYPES = (
     TextDelta,

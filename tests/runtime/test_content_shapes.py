@@ -18,8 +18,12 @@ from runsupport import BODIES, consume, validate_record
 import streamfsm
 from streamfsm import StreamFailed
 from streamfsm.classify import ProviderErrorKind
-from streamfsm.runtime._adapters import Adapter, adapter_for
-from streamfsm.runtime._events import (
+from streamfsm.testing import find
+from streamfsm.testing._script import End, Headers, Send
+from streamfsm.testing._server import FaultServer
+from streamfsm.testing._wire import frame
+from streamfsm.wire import Adapter, adapter_for
+from streamfsm.wire._events import (
     Finish,
     Metadata,
     ProviderErrorEvent,
@@ -27,11 +31,7 @@ from streamfsm.runtime._events import (
     StreamEvent,
     TextDelta,
 )
-from streamfsm.runtime._sse import SSEEvent
-from streamfsm.testing import find
-from streamfsm.testing._script import End, Headers, Send
-from streamfsm.testing._server import FaultServer
-from streamfsm.testing._wire import frame
+from streamfsm.wire._sse import SSEEvent
 
 UNREAD = "unread_content"
 

@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from streamfsm.classify import AbortSource
 from streamfsm.machine import INITIAL_STATE, StreamMachine, Trigger
 from streamfsm.runtime import ConsumerEvent, Finish, RunCore, StreamConfig, StreamFailed
-from streamfsm.runtime._adapters import adapter_for
 from streamfsm.testing import End, Fin, Headers, Rst, Send, Stall, Status, catalog, error_event, text_stream
+from streamfsm.wire import adapter_for
 
 # -- the bodies: every catalog scenario that is one response's bytes (SendRaw and Keepalive need a server) ---
 
@@ -141,7 +141,7 @@ def play(
                 played.failures.append(each)
 
     core.begin()
-    core.headers(body.status, dict(body.headers), core.sse_wire(adapter_for(body.fmt)))
+    core.headers(body.status, dict(body.headers), core.stream_wire(adapter_for(body.fmt)))
     pieces = _pieces(body.data, cuts)
     for index, piece in enumerate(pieces):
         if interruption is not None and index == at and not core.done:

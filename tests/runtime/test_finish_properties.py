@@ -30,9 +30,12 @@ from openai.types.chat import ChatCompletionChunk
 from openai.types.responses import ResponseStreamEvent
 
 from streamfsm.runtime import Ids, StreamConfig
-from streamfsm.runtime._adapters import adapter_for
-from streamfsm.runtime._adapters._sdk_items import SdkAnthropic, SdkOpenAIChat, SdkOpenAIResponses
-from streamfsm.runtime._events import (
+from streamfsm.tap._run import TapRun
+from streamfsm.testing import FORMATS, build
+from streamfsm.testing._wire import frame
+from streamfsm.wire import adapter_for
+from streamfsm.wire._adapters._sdk_items import SdkAnthropic, SdkOpenAIChat, SdkOpenAIResponses
+from streamfsm.wire._events import (
     Finish,
     ProtocolViolation,
     ProviderErrorEvent,
@@ -41,10 +44,7 @@ from streamfsm.runtime._events import (
     ToolInputEnd,
     ToolInputStart,
 )
-from streamfsm.runtime._sse import SSEDecoder
-from streamfsm.tap._run import TapRun
-from streamfsm.testing import FORMATS, build
-from streamfsm.testing._wire import frame
+from streamfsm.wire._sse import SSEDecoder
 
 # The specification, from the providers' documentation and source (see streamfsm/classify/_finish.py for the
 # sources): the reasons that mean a whole answer, per format, case-folded.
@@ -321,6 +321,6 @@ def test_b_the_sdk_item_path_hands_out_the_same_calls(
 
 
 def test_the_specification_is_the_library_table() -> None:
-    from streamfsm.classify import WHOLE_ANSWER
+    from streamfsm.wire import FORMATS
 
-    assert {fmt: set(reasons) for fmt, reasons in WHOLE_ANSWER.items()} == WHOLE
+    assert {name: set(FORMATS[name].whole_answers) for name in WHOLE} == WHOLE

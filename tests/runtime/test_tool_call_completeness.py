@@ -20,12 +20,12 @@ from test_sdk_wrap import create, script, serving
 
 import streamfsm
 from streamfsm import StreamFailed, ToolCall
-from streamfsm.runtime._adapters import adapter_for
-from streamfsm.runtime._adapters._sdk_items import SdkOpenAIChat
-from streamfsm.runtime._events import Finish, FinishReason, ToolInputStart
-from streamfsm.runtime._sse import SSEEvent
 from streamfsm.testing import End, FaultServer, Headers, Send, build
 from streamfsm.testing._wire import frame
+from streamfsm.wire import adapter_for
+from streamfsm.wire._adapters._sdk_items import SdkOpenAIChat
+from streamfsm.wire._events import Finish, FinishReason, ToolInputStart
+from streamfsm.wire._sse import SSEEvent
 
 pytestmark = pytest.mark.anyio
 BOUND_S = 20.0
@@ -92,7 +92,7 @@ def test_the_sdk_item_path_agrees_on_a_chat_call_cut_at_the_output_limit() -> No
 
 
 def _sse(frames: list[bytes]) -> list[SSEEvent]:
-    from streamfsm.runtime._sse import SSEDecoder
+    from streamfsm.wire._sse import SSEDecoder
 
     decoder = SSEDecoder()
     return [event for f in frames for event in decoder.feed(f)]

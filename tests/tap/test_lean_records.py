@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamfsm.runtime import Ids, StreamConfig
-from streamfsm.runtime._events import ReasoningDelta, TextDelta
 from streamfsm.tap._run import TapRun
 from streamfsm.testing import FORMATS, End, Fin, Headers, Keepalive, Rst, Send, Sleep, build, catalog
+from streamfsm.wire._events import ReasoningDelta, TextDelta
 
 # What differs between two runs of the same bytes: their ids and the clock.
 _VOLATILE = frozenset({"trace_id", "run_id", "started_at", "timings", "t", "at_s"})

@@ -40,6 +40,7 @@ from ._base import (
     UNEXPECTED_SHAPE,
     UNREAD_CONTENT,
     Adapter,
+    Frames,
     as_count,
     as_dict,
     as_str,
@@ -103,6 +104,7 @@ def gemini_usage(usage: Mapping[str, Any]) -> Usage:
 
 class GeminiAdapter(Adapter):
     name = "gemini"
+    whole_answers = frozenset({"stop"})  # Gemini / Vertex finishReason STOP (after calls: tool calls)
 
     __slots__ = ("_saw_calls", "_started")
 
@@ -213,3 +215,11 @@ class GeminiAdapter(Adapter):
             markers=("promptFeedback.blockReason",),
         )
         return ProviderErrorEvent(error)
+
+
+# -- a whole (non-streaming) answer as the frames of its stream ---------------------------------------------
+
+
+def answer_frames(answer: dict[str, Any]) -> Frames | None:
+    """A ``GenerateContentResponse``: the very shape of one stream chunk."""
+    return [answer] if "candidates" in answer or "promptFeedback" in answer else None

@@ -57,6 +57,11 @@ UNEXPECTED_EVENT: Final = "unexpected_event"
 SEQUENCE_REGRESSED: Final = "sequence_regressed"
 UNKNOWN_TOOL_CALL: Final = "unknown_tool_call"
 DATA_AFTER_TERMINAL: Final = "data_after_terminal"
+Frames = list[dict[str, Any] | str]
+"""A whole answer as its stream's frames: each one's data (an object, dumped; or a string as sent)."""
+AnswerFrames = Callable[[dict[str, Any]], Frames | None]
+"""A format's reader of a whole (non-streaming) answer: its frames, or None when it is no answer of it."""
+
 ADAPTER_FAULT: Final = "adapter_fault"  # our bug, not the provider's: the safety net below caught it
 UNKNOWN_BLOCK: Final = "unknown_block"  # a content-block event for a block that never started
 NOT_EVENT_STREAM: Final = "not_event_stream"  # a 2xx body that is a JSON document or an HTML page
@@ -249,6 +254,9 @@ class Adapter:
     """
 
     name: ClassVar[str] = ""
+    # The finish reasons that mean a whole answer in this format (case-folded; DESIGN §12.1): anything else
+    # is not one, said as sent.
+    whole_answers: ClassVar[frozenset[str]] = frozenset()
     default_headers: ClassVar[Mapping[str, str]] = MappingProxyType({"accept": "text/event-stream"})
 
     __slots__ = (
@@ -410,7 +418,7 @@ class Adapter:
             out.append(ProviderErrorEvent(error))
             return
         call = self._call
-        if call is not None and (call.ended or is_whole(self.name, raw)):
+        if call is not None and (call.ended or is_whole(self.whole_answers, raw)):
             self.close_call(out)
         out.append(Finish(reason, raw))
 

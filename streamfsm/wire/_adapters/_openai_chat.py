@@ -59,6 +59,7 @@ from ._base import (
     UNKNOWN_TOOL_CALL,
     UNREAD_CONTENT,
     Adapter,
+    Frames,
     OpenCall,
     as_arguments,
     as_count,
@@ -131,6 +132,16 @@ def chat_usage(usage: Mapping[str, Any]) -> Usage:
 
 class OpenAIChatAdapter(Adapter):
     name = "openai-chat"
+    whole_answers = frozenset(
+        {
+            "stop",  # OpenAI; vLLM, SGLang, TGI, llama.cpp server, Ollama /v1, LM Studio, Mistral, DeepSeek
+            "tool_calls",  # OpenAI; the same servers (Ollama, vLLM, llama.cpp, Mistral, Moonshot, GLM)
+            "function_call",  # OpenAI's deprecated functions API
+            "eos_token",  # TGI's own FinishReason (end-of-sequence token), passed on by older chat routes
+            "stop_sequence",  # TGI's own FinishReason (a stop sequence matched)
+            "eos",  # LiteLLM's finish-reason set (end of sequence)
+        }
+    )
 
     __slots__ = ("_closed", "_started", "_unfinished")
 
@@ -340,7 +351,7 @@ class OpenAIChatAdapter(Adapter):
         """A finish_reason arrived (the terminal event is [DONE], or a clean end): a whole answer ends the
         open call now; any other reason leaves it open (see ``Adapter.finish``)."""
         self.finish_raw = raw_reason(finish)
-        if is_whole(self.name, finish):
+        if is_whole(self.whole_answers, finish):
             self.close_call(out)
 
     def _error_finish(
@@ -367,3 +378,36 @@ class OpenAIChatAdapter(Adapter):
         raw = self.finish_raw
         self.finish(out, _FINISH.get(raw, FinishReason.OTHER) if raw else FinishReason.OTHER, raw)
         return out
+
+
+# -- a whole (non-streaming) answer as the frames of its stream ---------------------------------------------
+
+
+def answer_frames(answer: dict[str, Any]) -> Frames | None:
+    """A chat completion: each choice's ``message`` as one delta, then its ``finish_reason``, the usage, and
+    ``[DONE]``."""
+    choices = answer.get("choices")
+    if not isinstance(choices, list):
+        return None
+    head: dict[str, Any] = {key: answer[key] for key in ("id", "model") if key in answer}
+    deltas: Frames = []
+    finishes: Frames = []
+    for position, choice in enumerate(choices):
+        if type(choice) is not dict:
+            return None
+        index = choice.get("index", position)
+        message = choice.get("message")
+        if type(message) is dict and isinstance(message.get("tool_calls"), list):
+            calls = [
+                {"index": n, **call} if type(call) is dict and "index" not in call else call
+                for n, call in enumerate(message["tool_calls"])
+            ]
+            message = {**message, "tool_calls": calls}
+        rest = {key: value for key, value in choice.items() if key not in ("message", "finish_reason")}
+        deltas.append(
+            {**head, "choices": [{**rest, "index": index, "delta": message, "finish_reason": None}]}
+        )
+        finish = {"index": index, "delta": {}, "finish_reason": choice.get("finish_reason")}
+        finishes.append({**head, "choices": [finish]})
+    usage = {"usage": answer["usage"]} if type(answer.get("usage")) is dict else {}
+    return [*deltas, *finishes, {**head, "choices": [], **usage}, "[DONE]"]

@@ -56,6 +56,7 @@ from ._base import (
     UNKNOWN_TOOL_CALL,
     UNREAD_CONTENT,
     Adapter,
+    Frames,
     OpenCall,
     as_arguments,
     as_count,
@@ -132,6 +133,7 @@ _Handler = Callable[["OpenAIResponsesAdapter", dict[str, Any], int], list[Stream
 
 class OpenAIResponsesAdapter(Adapter):
     name = "openai-responses"
+    whole_answers = frozenset({"completed"})  # response.completed; the adapter sends its status
 
     __slots__ = ("_closed", "_contiguous", "_last_sequence", "_part_read", "_saw_function_call")
 
@@ -405,3 +407,48 @@ _HANDLERS: Final[dict[str, _Handler]] = {
     "response.failed": OpenAIResponsesAdapter._on_error,
     "error": OpenAIResponsesAdapter._on_error,
 }
+
+
+# -- a whole (non-streaming) answer as the frames of its stream ---------------------------------------------
+
+
+# A background request's first answer (queued, in_progress) ends its call too: response.completed reads
+# the status as sent, and that status is no whole answer (completed.background).
+_TERMINALS: Final = {
+    "completed": "response.completed",
+    "incomplete": "response.incomplete",
+    "queued": "response.completed",
+    "in_progress": "response.completed",
+}
+_RESPONSE_TOOLS: Final = frozenset({"function_call", "custom_tool_call"})
+
+
+def answer_frames(answer: dict[str, Any]) -> Frames | None:
+    """A response: each output item's text, refusal and reasoning as their events, each tool call as its
+    item done, then the terminal event its ``status`` names (none for a status that is not an end)."""
+    output = answer.get("output")
+    if not isinstance(output, list):
+        return None
+    head = {key: answer[key] for key in ("id", "model") if key in answer}
+    frames: Frames = [{"type": "response.created", "response": head}]
+    for index, item in enumerate(output):
+        item = as_dict(item) or {}
+        kind = item.get("type")
+        if kind in _RESPONSE_TOOLS:
+            frames.append({"type": "response.output_item.done", "output_index": index, "item": item})
+        elif kind == "message":
+            for part in item.get("content") or ():
+                part = as_dict(part) or {}
+                if part.get("type") == "output_text":
+                    frames.append({"type": "response.output_text.done", "text": part.get("text")})
+                elif part.get("type") == "refusal":
+                    frames.append({"type": "response.refusal.done", "refusal": part.get("refusal")})
+        elif kind == "reasoning":
+            for field, event in (("summary", "reasoning_summary_text"), ("content", "reasoning_text")):
+                for part in item.get(field) or ():
+                    text = (as_dict(part) or {}).get("text")
+                    frames.append({"type": f"response.{event}.delta", "delta": text})
+    terminal = _TERMINALS.get(str(answer.get("status", "completed")))
+    if terminal is not None:
+        frames.append({"type": terminal, "response": answer})
+    return frames

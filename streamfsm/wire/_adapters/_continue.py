@@ -41,9 +41,12 @@ __all__ = [
     "ContinueRefusal",
     "ContinueStyle",
     "Rewrite",
-    "continuation_body",
+    "anthropic_continuation",
+    "chat_continuation",
     "dropped_whitespace",
+    "gemini_continuation",
     "prefill_refused",
+    "responses_continuation",
     "style_for",
 ]
 
@@ -122,22 +125,6 @@ def prefill_refused(status: int, body: bytes) -> bool:
     return any(words in text for words in _PREFILL_WORDS)
 
 
-def continuation_body(
-    fmt: str, body: Mapping[str, Any], continuation: Continuation, style: ContinueStyle | None = None
-) -> dict[str, Any]:
-    """``body`` (a request of format ``fmt``) rewritten to continue after ``continuation``."""
-    try:
-        rewrite = _REWRITES[fmt]
-    except KeyError:
-        raise ValueError(f"no continuation rewrite for format {fmt!r}") from None
-    missing = [c.call_id for c in continuation.calls if c.call_id not in continuation.results]
-    if missing:
-        raise ValueError(
-            f"a continuation carries every complete call with its result; {len(missing)} lack one"
-        )
-    return rewrite(body, continuation, style_for(fmt, body, style))
-
-
 def dropped_whitespace(
     fmt: str, body: Mapping[str, Any], continuation: Continuation, style: ContinueStyle | None = None
 ) -> int:
@@ -176,7 +163,7 @@ def _listed(value: object, name: str) -> list[Any]:
 # -- OpenAI Chat Completions ---------------------------------------------------------------------------------
 
 
-def _chat(body: Mapping[str, Any], c: Continuation, style: ContinueStyle) -> dict[str, Any]:
+def chat_continuation(body: Mapping[str, Any], c: Continuation, style: ContinueStyle) -> dict[str, Any]:
     messages = _listed(body.get("messages"), "messages")
     assistant: dict[str, Any] = {"role": "assistant", "content": c.text or None}
     if c.calls:
@@ -201,7 +188,7 @@ def _chat(body: Mapping[str, Any], c: Continuation, style: ContinueStyle) -> dic
 # -- OpenAI Responses ----------------------------------------------------------------------------------------
 
 
-def _responses(body: Mapping[str, Any], c: Continuation, style: ContinueStyle) -> dict[str, Any]:
+def responses_continuation(body: Mapping[str, Any], c: Continuation, style: ContinueStyle) -> dict[str, Any]:
     given = body.get("input")
     items = [{"role": "user", "content": given}] if isinstance(given, str) else _listed(given, "input")
     if c.text:
@@ -226,7 +213,7 @@ def _responses(body: Mapping[str, Any], c: Continuation, style: ContinueStyle) -
 # -- Anthropic Messages --------------------------------------------------------------------------------------
 
 
-def _anthropic(body: Mapping[str, Any], c: Continuation, style: ContinueStyle) -> dict[str, Any]:
+def anthropic_continuation(body: Mapping[str, Any], c: Continuation, style: ContinueStyle) -> dict[str, Any]:
     messages = _listed(body.get("messages"), "messages")
     if not c.calls and not c.text.strip():
         return {**body, "messages": messages}  # whitespace alone: Anthropic takes no blank text to carry it
@@ -269,7 +256,7 @@ def _blocks(content: object) -> list[Any]:
 # -- Gemini --------------------------------------------------------------------------------------------------
 
 
-def _gemini(body: Mapping[str, Any], c: Continuation, style: ContinueStyle) -> dict[str, Any]:
+def gemini_continuation(body: Mapping[str, Any], c: Continuation, style: ContinueStyle) -> dict[str, Any]:
     contents = _listed(body.get("contents"), "contents")
     parts: list[dict[str, Any]] = [{"text": c.text}] if c.text else []
     parts += [{"functionCall": {"name": call.name, "args": _arguments(call)}} for call in c.calls]
@@ -288,11 +275,3 @@ def _gemini(body: Mapping[str, Any], c: Continuation, style: ContinueStyle) -> d
     elif style is ContinueStyle.INSTRUCTION:
         contents.append({"role": "user", "parts": [{"text": CONTINUE_INSTRUCTION}]})
     return {**body, "contents": contents}
-
-
-_REWRITES: Final[dict[str, Callable[[Mapping[str, Any], Continuation, ContinueStyle], dict[str, Any]]]] = {
-    "openai-chat": _chat,
-    "openai-responses": _responses,
-    "anthropic": _anthropic,
-    "gemini": _gemini,
-}

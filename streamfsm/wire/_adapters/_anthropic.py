@@ -55,6 +55,7 @@ from ._base import (
     UNKNOWN_TOOL_CALL,
     UNREAD_CONTENT,
     Adapter,
+    Frames,
     OpenCall,
     add,
     as_count,
@@ -102,6 +103,13 @@ _Handler = Callable[["AnthropicAdapter", dict[str, Any], int], list[StreamEvent]
 
 class AnthropicAdapter(Adapter):
     name = "anthropic"
+    whole_answers = frozenset(
+        {
+            "end_turn",  # Anthropic Messages stop_reason: the model's natural end
+            "stop_sequence",  # Anthropic: a custom stop sequence matched
+            "tool_use",  # Anthropic: the turn ends on tool calls
+        }
+    )
     default_headers = MappingProxyType({"accept": "text/event-stream", "anthropic-version": "2023-06-01"})
 
     __slots__ = ("_blocks", "_cached", "_input")
@@ -327,3 +335,24 @@ _HANDLERS: Final[dict[str, _Handler]] = {
     "ping": AnthropicAdapter._on_ping,
     "error": AnthropicAdapter._on_error,
 }
+
+
+# -- a whole (non-streaming) answer as the frames of its stream ---------------------------------------------
+
+
+def answer_frames(answer: dict[str, Any]) -> Frames | None:
+    """A message: its start, each content block started whole and stopped, its stop reason and usage."""
+    content = answer.get("content")
+    if not isinstance(content, list) or answer.get("type", "message") != "message":
+        return None
+    start = {key: answer[key] for key in ("id", "model", "role", "usage") if key in answer}
+    frames: Frames = [{"type": "message_start", "message": {**start, "content": []}}]
+    for index, block in enumerate(content):
+        frames.append({"type": "content_block_start", "index": index, "content_block": block})
+        frames.append({"type": "content_block_stop", "index": index})
+    stop = {key: answer.get(key) for key in ("stop_reason", "stop_sequence")}
+    usage = {"usage": answer["usage"]} if type(answer.get("usage")) is dict else {}
+    frames.append({"type": "message_delta", "delta": stop, **usage})
+    if answer.get("stop_reason") is not None:  # no stop reason: the answer never said it ended
+        frames.append({"type": "message_stop"})
+    return frames

@@ -1,0 +1,214 @@
+"""The formats: one ``Format`` object per wire format, in one registry.
+
+A format says everything the rest of the house needs to know about a provider's wire: how its streamed body
+is framed, which adapter turns frames into events, how a request asks for a stream, what a whole
+(non-streaming) answer looks like as the frames its stream would carry, how a request is rewritten to
+continue a cut answer, the OpenTelemetry provider name, and the paths the tap recognises it by. The tap's
+default rules, the OTel names, the whole-answer reader, the relay's in-band error and the docs' pages per
+format are read from here. Adding a format is one entry here, its adapter module and its scenarios.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+from ._adapters import Adapter
+from ._adapters._anthropic import AnthropicAdapter
+from ._adapters._anthropic import answer_frames as anthropic_answer
+from ._adapters._base import AnswerFrames
+from ._adapters._continue import (
+    Continuation,
+    ContinueStyle,
+    anthropic_continuation,
+    chat_continuation,
+    gemini_continuation,
+    responses_continuation,
+    style_for,
+)
+from ._adapters._gemini import GeminiAdapter
+from ._adapters._gemini import answer_frames as gemini_answer
+from ._adapters._openai_chat import OpenAIChatAdapter
+from ._adapters._openai_chat import answer_frames as chat_answer
+from ._adapters._openai_responses import OpenAIResponsesAdapter
+from ._adapters._openai_responses import answer_frames as responses_answer
+from ._sse import SSEDecoder, SSEEvent
+
+__all__ = [
+    "FORMATS",
+    "PROVIDERS",
+    "Format",
+    "Framing",
+    "adapter_for",
+    "continuation_body",
+    "format_named",
+    "whole_answers_of",
+]
+
+
+class Framing(Protocol):
+    """A streamed body's framing, per body: bytes in, the frames each chunk completed out (``SSEEvent``: a
+    frame's ``data`` is what its adapter reads). ``close()`` at the body's end returns what was pending and
+    sets ``truncated`` when a frame was torn."""
+
+    truncated: bool
+
+    def feed(self, chunk: bytes) -> list[SSEEvent]: ...
+
+    def close(self) -> list[SSEEvent]: ...
+
+
+ContinuationRewrite = Callable[[Mapping[str, Any], Continuation, ContinueStyle], dict[str, Any]]
+# A request body's top-level "stream" value as a look found it: the value, ABSENT (the body has none), or
+# None (the body was too large to tell).
+ABSENT: Final = object()
+
+
+def _stream_flag_true(path: str, flag: object) -> bool | None:
+    """OpenAI and Anthropic: a request streams when its body says ``"stream": true``; absent, it does not."""
+    return None if flag is None else flag is True
+
+
+def _stream_in_path(path: str, flag: object) -> bool | None:
+    """Gemini: the method in the path says it (``:streamGenerateContent`` or ``:generateContent``)."""
+    return True if "streamGenerateContent" in path else False if "generateContent" in path else None
+
+
+def _openai_error(message: str) -> bytes:
+    error = {"type": "server_error", "code": "upstream_stream_failed", "message": message}
+    data = {"type": "error", "code": error["code"], "message": message, "param": None, "error": error}
+    return b"event: error\ndata: " + json.dumps(data).encode() + b"\n\n"
+
+
+def _anthropic_error(message: str) -> bytes:
+    data = {"type": "error", "error": {"type": "api_error", "message": message}}
+    return b"event: error\ndata: " + json.dumps(data).encode() + b"\n\n"
+
+
+def _gemini_error(message: str) -> bytes:
+    data = {"error": {"code": 502, "message": message, "status": "UNAVAILABLE"}}
+    return b"data: " + json.dumps(data).encode() + b"\n\n"
+
+
+@dataclass(frozen=True, slots=True)
+class Format:
+    """One wire format.
+
+    * ``name``: what records, rules and ``open_stream`` call it; ``adapter``: frames → events, per stream
+      (its ``whole_answers`` are the finish reasons that mean a whole answer);
+    * ``framing``: a fresh framing for one streamed body, given the largest line or frame it may hold;
+      ``sniffs_documents``: whether a body starting with ``{``, ``[`` or ``<`` is a document, not a stream
+      (SSE: no SSE line starts so);
+    * ``stream_types``: the content types a streamed answer is served as;
+    * ``asks_to_stream(path, flag)``: whether a request asks for a stream, from its path and the body's
+      top-level ``"stream"`` value (``ABSENT``, or None when it could not be looked at); None: not known;
+    * ``answer_frames``: a whole JSON answer as the frames its stream would carry (None: not an answer);
+    * ``continuation``: the request rewritten to continue after what was delivered (None: not supported);
+    * ``otel_name``: ``gen_ai.provider.name``; ``paths``: the URL paths (regular expressions, searched) the
+      tap recognises the format by; ``in_band_error``: the format's own error frame, which its SDKs raise on.
+    """
+
+    name: str
+    adapter: type[Adapter]
+    answer_frames: AnswerFrames
+    otel_name: str
+    paths: tuple[str, ...]
+    in_band_error: Callable[[str], bytes]
+    continuation: ContinuationRewrite | None = None
+    asks_to_stream: Callable[[str, object], bool | None] = _stream_flag_true
+    framing: Callable[[int], Framing] = SSEDecoder
+    sniffs_documents: bool = True
+    stream_types: tuple[str, ...] = ("text/event-stream",)
+
+    @property
+    def whole_answers(self) -> frozenset[str]:
+        return self.adapter.whole_answers
+
+    def is_stream(self, content_type: str) -> bool:
+        """Whether a response of ``content_type`` is a stream of this format."""
+        return content_type.lstrip().lower().startswith(self.stream_types)
+
+
+FORMATS: Final[Mapping[str, Format]] = {
+    fmt.name: fmt
+    for fmt in (
+        Format(
+            "openai-chat",
+            OpenAIChatAdapter,
+            chat_answer,
+            otel_name="openai",
+            paths=(r"/chat/completions$",),
+            in_band_error=_openai_error,
+            continuation=chat_continuation,
+        ),
+        Format(
+            "openai-responses",
+            OpenAIResponsesAdapter,
+            responses_answer,
+            otel_name="openai",
+            paths=(r"/responses(/[^/]+)?$",),  # also GET /responses/{id}?stream=true (resume)
+            in_band_error=_openai_error,
+            continuation=responses_continuation,
+        ),
+        Format(
+            "anthropic",
+            AnthropicAdapter,
+            anthropic_answer,
+            otel_name="anthropic",
+            paths=(r"/messages$",),
+            in_band_error=_anthropic_error,
+            continuation=anthropic_continuation,
+        ),
+        Format(
+            "gemini",
+            GeminiAdapter,
+            gemini_answer,
+            otel_name="gcp.gemini",
+            paths=(r":streamGenerateContent$", r":generateContent$"),  # streaming, and the whole answer
+            in_band_error=_gemini_error,
+            continuation=gemini_continuation,
+            asks_to_stream=_stream_in_path,
+        ),
+    )
+}
+"""Format name → its ``Format``."""
+
+PROVIDERS: Final = tuple(FORMATS)
+_ANY_WHOLE: Final = frozenset().union(*(fmt.whole_answers for fmt in FORMATS.values()))
+
+
+def format_named(name: str) -> Format:
+    """The format called ``name`` (one of ``PROVIDERS``)."""
+    try:
+        return FORMATS[name]
+    except (KeyError, TypeError):
+        valid = ", ".join(repr(name) for name in PROVIDERS)
+        raise ValueError(f"unknown provider format {name!r}; expected one of {valid}") from None
+
+
+def whole_answers_of(name: str | None) -> frozenset[str]:
+    """The finish reasons that mean a whole answer in format ``name``; any format's, when it is not one."""
+    fmt = FORMATS.get(name) if isinstance(name, str) else None
+    return fmt.whole_answers if fmt is not None else _ANY_WHOLE
+
+
+def adapter_for(provider: str) -> Adapter:
+    """A fresh adapter for one stream of ``provider`` (one of ``PROVIDERS``)."""
+    return format_named(provider).adapter()
+
+
+def continuation_body(
+    fmt: str, body: Mapping[str, Any], continuation: Continuation, style: ContinueStyle | None = None
+) -> dict[str, Any]:
+    """``body`` (a request of format ``fmt``) rewritten to continue after ``continuation``."""
+    rewrite = FORMATS[fmt].continuation if fmt in FORMATS else None
+    if rewrite is None:
+        raise ValueError(f"no continuation rewrite for format {fmt!r}")
+    missing = [c.call_id for c in continuation.calls if c.call_id not in continuation.results]
+    if missing:
+        raise ValueError(
+            f"a continuation carries every complete call with its result; {len(missing)} lack one"
+        )
+    return rewrite(body, continuation, style_for(fmt, body, style))
