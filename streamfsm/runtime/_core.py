@@ -13,8 +13,8 @@ write and time, and hand what happened to one core. A method that ends the run r
 (also kept as ``failure``); ``feed`` and ``end`` return the events that came before it. The run is over once
 ``done``: nothing after that changes its outcome, and no event is given after its terminal one.
 
-The core keeps the watchdogs' arithmetic (the idle clock, paused during effectful tools; each read's
-deadline and edge), not their timers: a driver asks ``read_deadline`` and arms its own.
+The core keeps the watchdogs' arithmetic (``ReadClock``: the idle clock, paused during effectful tools; each
+read's deadline and edge), not their timers: a driver asks ``timing.read_deadline`` and arms its own.
 """
 
 from __future__ import annotations
@@ -48,7 +48,6 @@ from ..wire import (
     Adapter,
     ConsumerEvent,
     Finish,
-    FinishReason,
     Framing,
     Metadata,
     ProtocolViolation,
@@ -67,11 +66,11 @@ from ..wire import (
 from ._config import Ids, StreamConfig
 from ._cycles import release_traceback_cycles
 from ._errors import StreamFailed
+from ._ledger import Ledger
 from ._record import Recorder, RunRecord
 
 __all__ = ["RunCore", "SseWire", "Wire"]
 
-_EFFECTS: Final = {"effectful": True, "read_only": False}
 # OpenAI's endpoints as a base_url without its /v1 makes them (the SDKs and open_stream append these)
 _ENDPOINTS_AT_ROOT: Final = frozenset({"/chat/completions", "/responses"})
 _CONSUMER_TYPES: Final = frozenset(CONSUMER_EVENT_TYPES)
@@ -154,6 +153,133 @@ _BLANKS: Final = b" \t\r\n\xef\xbb\xbf"  # whitespace and a UTF-8 BOM before the
 _DOCUMENT_STARTS: Final = (b"{", b"[", b"<")  # no SSE line starts so: a JSON document or an HTML page
 
 
+class ErrorBody:
+    """An HTTP error's body, kept (bounded) while it is read: what the status alone cannot say."""
+
+    __slots__ = ("body", "headers", "limit", "status")
+
+    def __init__(self, status: int, headers: Mapping[str, str], limit: int) -> None:
+        self.status, self.headers, self.limit, self.body = status, headers, limit, bytearray()
+
+    def feed(self, chunk: bytes) -> None:
+        room = self.limit - len(self.body)
+        if room > 0:
+            self.body += chunk[:room]
+
+    @property
+    def short(self) -> bool:
+        """Still under its bound: worth reading on."""
+        return len(self.body) < self.limit
+
+    def error(self) -> ProviderError:
+        return provider_error_from_http(self.status, self.headers, bytes(self.body))
+
+
+class ReadClock:
+    """The watchdogs' arithmetic for one run: the idle clock (time spent waiting on the provider since its
+    last progress; a slow consumer, or an effectful tool with ``pause_idle_during_tools``, does not count)
+    and each read's deadline and edge. No timers: a driver arms its own from ``read_deadline``."""
+
+    __slots__ = (
+        "_paused_since",
+        "_read_started",
+        "config",
+        "due_at",
+        "fired_at",
+        "look_by",
+        "now",
+        "read_ended_at",
+        "reading",
+        "rec",
+        "total_deadline",
+        "waited",
+    )
+
+    def __init__(self, config: StreamConfig, rec: Recorder, now: Callable[[], float]) -> None:
+        self.config, self.rec, self.now = config, rec, now
+        self._paused_since: float | None = None
+        self.waited = 0.0  # the finished reads' share of the idle time
+        self._read_started: float | None = None  # set while a read waits and the idle clock runs
+        self.reading = False
+        self.read_ended_at = rec.start  # the time of every event the chunk read last carries
+        self.fired_at: float | None = None  # when a watchdog found the waiting read past its deadline
+        self.due_at: float | None = None  # when a deadline was first found passed, until progress
+        self.look_by: float | None = None  # the idle clock restarted: no read's deadline comes before this
+        self.total_deadline = deadline_after(rec.start, config.total_timeout)
+
+    def connect_deadline(self, since: float | None = None) -> tuple[float, Trigger]:
+        """The connect watchdog's deadline and edge, counted from ``since`` (default the run's start).
+        Counted again from when the request begins to leave, the time the client's own pool or loop held
+        it back is not blamed on the upstream."""
+        connect = deadline_after(self.rec.start if since is None else since, self.config.connect_timeout)
+        total = self.total_deadline
+        return (connect, Trigger.CONNECT_TIMEOUT) if connect <= total else (total, Trigger.TOTAL_TIMEOUT)
+
+    def read_began(self, now: float) -> None:
+        """A read starts waiting on the provider at ``now``: the idle clock runs. Paired with read_ended."""
+        self.reading = True
+        if self._paused_since is None:
+            self._read_started = now
+
+    def read_ended(self) -> None:
+        now = self.read_ended_at = self.now()  # the time of every event the chunk carries
+        self.reading = False
+        started = self._read_started
+        if started is not None:
+            self.waited += now - started
+            self._read_started = None
+
+    def read_deadline(self, now: float | None = None) -> tuple[float, Trigger]:
+        """The earliest armed watchdog deadline of the waiting read (or of one starting ``now``), and its
+        edge."""
+        if now is None:
+            now = self.now()
+        started = self._read_started
+        if started is not None:
+            now = started
+        rec = self.rec
+        config = self.config
+        best, edge = self.total_deadline, Trigger.TOTAL_TIMEOUT
+        if rec.first_progress is None:
+            first = deadline_after(rec.headers_at or rec.start, config.first_token_timeout)
+            if first < best:
+                best, edge = first, Trigger.FIRST_TOKEN_TIMEOUT
+        elif self._paused_since is None and config.idle_timeout is not None:
+            idle = now + config.idle_timeout - self.waited
+            if idle < best:
+                best, edge = idle, Trigger.IDLE_TIMEOUT
+        return best, edge
+
+    def restarted(self, now: float) -> None:
+        """The idle clock (re)started at ``now`` with no read waiting (the first progress, or an effectful
+        tool ended): no later read's idle deadline comes before ``look_by``."""
+        if self.config.idle_timeout is not None:
+            self.look_by = now + self.config.idle_timeout - self.waited
+
+    def pause(self) -> bool:
+        """An effectful tool started: the idle clock stops (True), unless it had already."""
+        if self._paused_since is not None:
+            return False
+        now = self._paused_since = self.now()
+        if self._read_started is not None:  # a read is waiting: bank its time, stop its clock
+            self.waited += now - self._read_started
+            self._read_started = None
+        return True
+
+    def resume(self, running: bool) -> bool:
+        """The last effectful tool ended: the idle clock runs again (True), unless it was not paused."""
+        if self._paused_since is None:
+            return False
+        now = self.now()
+        self.rec.paused_s += now - self._paused_since
+        self._paused_since = None
+        if self.reading:  # a read is waiting: its idle clock runs again from now
+            self._read_started = now
+        elif running and self.rec.first_progress is not None:
+            self.restarted(now)
+        return True
+
+
 class RunCore:
     """One run's machine, record, wire and facts; see the module docstring."""
 
@@ -199,31 +325,12 @@ class RunCore:
         self._diagnosis: Diagnosis | None = None
         self._finished_at: float | None = None
         self._out: list[ConsumerEvent] = []  # the consumer events of the chunk being fed
-        self._error: tuple[int, Mapping[str, str], bytearray] | None = None  # an HTTP error's, while read
-        # The tool ledger and the calls the stream announced.
-        self._completed_calls: dict[str, str] = {}
-        self._call_names: dict[str, str] = {}
-        self._running: dict[str, bool] = {}
-        self._current_call: str | None = None  # the call the stream (or the agent) last worked on
-        self._effects: dict[str, bool] = {}  # call id -> effectful, for every call the agent started
-        self._total_tokens: int | None = None  # the provider's own total, where it gives one
-        self._calls: list[ToolCall] = []  # the complete calls, kept for result() (rare events: no cost)
+        self.error_read: ErrorBody | None = None  # an HTTP error's body, while it is read
+        self.ledger = Ledger()
         # What the per-event path dispatches on. collect() swaps in a table that also keeps the text, so a
         # run whose result() nobody asked for pays nothing for it.
         self._on_event: Mapping[type, Callable[[RunCore, Any], None]] = _ON_EVENT
-        self._kept: dict[str, list[str]] | None = None
-        # Idle time is time spent waiting on the provider since its last progress: a slow consumer, or an
-        # effectful tool with pause_idle_during_tools, does not count. idle_waited holds the finished reads'
-        # share; _idle_read_started is set while a read waits and the clock runs.
-        self._idle_paused_since: float | None = None
-        self.idle_waited = 0.0
-        self._idle_read_started: float | None = None
-        self.reading = False
-        self.read_ended_at = rec.start  # the time of every event the chunk read last carries
-        self.fired_at: float | None = None  # when a watchdog found the waiting read past its deadline
-        self.due_at: float | None = None  # when a deadline was first found passed, until progress
-        self.look_by: float | None = None  # the idle clock restarted: no read's deadline comes before this
-        self.total_deadline = deadline_after(rec.start, config.total_timeout)
+        self.timing = ReadClock(config, rec, clock)  # the watchdogs' arithmetic; a driver arms timers
 
     # -- what a caller reads ----------------------------------------------------------------------------
 
@@ -256,8 +363,8 @@ class RunCore:
         """Keep the text and reasoning for `result()`; only before the first event."""
         if self.rec.counts:
             raise RuntimeError("call collect() before the run's first event")
-        if self._kept is None:
-            self._kept = {"text": [], "reasoning": [], "refusal": []}
+        if self.ledger.kept is None:
+            self.ledger.kept = {"text": [], "reasoning": [], "refusal": []}
             self._on_event = _ON_EVENT_COLLECTING
         return self
 
@@ -265,32 +372,14 @@ class RunCore:
         """What the run produced, once it has ended; see ``Run.result``."""
         if not self.done:
             raise RuntimeError("result() is for a run that has ended: iterate it to the end first")
-        kept = self._kept
-        if kept is None:
-            raise RuntimeError("call run.collect() before iterating, to keep the text for result()")
-        return self.result_of(kept["text"], kept["reasoning"], kept["refusal"], self._calls)
+        return self.ledger.result(self.rec)
 
     def result_of(
         self, text: list[str], reasoning: list[str], refusal: list[str], calls: Iterable[ToolCall]
     ) -> Result:
         """A result of this run's usage and finish, with the text and calls given (a retry's, across its
         attempts)."""
-        rec = self.rec
-        tokens = rec.tokens
-        total = self._total_tokens
-        usage = None
-        if total is not None or any(value is not None for value in tokens.values()):
-            usage = Usage(tokens["input"], tokens["output"], tokens["reasoning"], tokens["cached"], total)
-        unified = rec.finish_unified
-        return Result(
-            text="".join(text),
-            reasoning="".join(reasoning),
-            refusal="".join(refusal),
-            tool_calls=tuple(calls),
-            usage=usage,
-            finish_reason=FinishReason(unified) if unified is not None else None,
-            raw_finish_reason=rec.finish_raw,
-        )
+        return self.ledger.result_of(self.rec, text, reasoning, refusal, calls)
 
     # -- the exchange -----------------------------------------------------------------------------------
 
@@ -315,27 +404,12 @@ class RunCore:
         if status is not None:
             self.rec.response_headers(status, headers)
             if not 200 <= status < 300:
-                self._error = (status, headers, bytearray())
+                self.error_read = ErrorBody(status, headers, self.config.max_error_body_bytes)
                 return
         self.wire = wire
         # A lifecycle step like the connect: on the timeline, but not a stream event to count.
         self.lifecycle(Trigger.HEADERS_RECEIVED.value, self.machine.send(Trigger.HEADERS_RECEIVED))
         self.streaming = True
-
-    @property
-    def reading_error(self) -> bool:
-        """An HTTP error's body is being read."""
-        return self._error is not None
-
-    @property
-    def error_body(self) -> bytes:
-        return bytes(self._error[2]) if self._error is not None else b""
-
-    @property
-    def error_body_short(self) -> bool:
-        """An HTTP error's body is being read and is still under its bound."""
-        error = self._error
-        return error is not None and not self.done and len(error[2]) < self.config.max_error_body_bytes
 
     def feed(self, chunk: Any) -> list[ConsumerEvent]:
         """A chunk of the body arrived: the consumer events it carried, up to the run's end if it ended
@@ -343,11 +417,8 @@ class RunCore:
         out = self._out = []
         if self.done:
             return out
-        error = self._error
-        if error is not None:
-            room = self.config.max_error_body_bytes - len(error[2])
-            if room > 0:
-                error[2].extend(chunk[:room])
+        if self.error_read is not None:
+            self.error_read.feed(chunk)
             return out
         try:
             try:
@@ -377,7 +448,7 @@ class RunCore:
         out = self._out = []
         if self.done:
             return out
-        if self._error is not None:
+        if self.error_read is not None:
             self._kept_failure(self.http_error())
             return out
         try:
@@ -399,13 +470,13 @@ class RunCore:
         body is read, the status says what happened."""
         if self.done:
             return self._settled()
-        if self._error is not None:
+        if self.error_read is not None:
             return self.http_error()
         return self._caught(self._read_fault if self.streaming else self._connect_fault, exc, edge)
 
     def timed_out(self, edge: Trigger) -> StreamFailed:
-        """A watchdog's deadline passed (at ``fired_at`` when set), or the read was interrupted: with an
-        ``abort()`` requested, the run fails as that abort."""
+        """A watchdog's deadline passed (at ``timing.fired_at`` when set), or the read was interrupted: with
+        an ``abort()`` requested, the run fails as that abort."""
         if self.done:
             return self._settled()
         return self._caught(self._fail_cancelled, edge)
@@ -446,9 +517,9 @@ class RunCore:
         if self.done:
             return self._settled()
         if error is None:
-            status, headers, body = self._error or (self.rec.status or 0, {}, bytearray())
-            error = provider_error_from_http(status, headers, bytes(body))
-        self._error = None
+            read = self.error_read or ErrorBody(self.rec.status or 0, {}, 0)
+            error = read.error()
+        self.error_read = None
         return self.fail(Trigger.HTTP_ERROR, self.http_error_facts(error))
 
     def fail(
@@ -476,19 +547,11 @@ class RunCore:
 
     def tool_started(self, call_id: str, effect: str = "effectful") -> bool:
         """The agent started running a complete tool call. True if the idle clock paused."""
-        if effect not in _EFFECTS:
-            raise ValueError(f"effect must be 'effectful' or 'read_only', not {effect!r}")
-        effectful = _EFFECTS[effect]
-        trigger = (
-            Trigger.TOOL_EXECUTION_START_EFFECTFUL if effectful else Trigger.TOOL_EXECUTION_START_READ_ONLY
-        )
-        if call_id not in self._completed_calls:
-            raise IllegalTransition(self.machine.state, trigger)
-        if call_id in self._running:
-            raise ValueError(f"tool call {call_id!r} is already running")
+        ledger = self.ledger
+        trigger, effectful = ledger.starting(call_id, effect, self.machine.state)
         # The record changes now, maybe after the watchdog fired (this runs on the agent's task): a failure
         # then ends when it is handled, so that nothing recorded falls after the run's end.
-        self.fired_at = None
+        self.timing.fired_at = None
         tools = self.rec.tools
         tools["started"] += 1
         tools["effectful"] += effectful
@@ -496,37 +559,19 @@ class RunCore:
             state = self.machine.send(trigger)
             self.rec.lifecycle(trigger.value, state)
             if state.activity is Activity.TOOL_EXECUTING:  # else the stream is busy with another call
-                self._current_call = call_id
-        self._running[call_id] = effectful
-        self._effects[call_id] = effectful
-        if effectful and self.config.pause_idle_during_tools and self._idle_paused_since is None:
-            now = self.clock()
-            self._idle_paused_since = now
-            if self._idle_read_started is not None:  # a read is waiting: bank its time, stop its clock
-                self.idle_waited += now - self._idle_read_started
-                self._idle_read_started = None
-            return True
-        return False
+                ledger.current = call_id
+        ledger.started(call_id, effectful)
+        return effectful and self.config.pause_idle_during_tools and self.timing.pause()
 
     def tool_finished(self, call_id: str, ok: bool = True) -> bool:
-        """The agent's tool call ended. True if the idle clock resumed (``look_by`` then says by when a
-        watchdog must look, when no read waits)."""
-        if call_id not in self._running:
-            raise IllegalTransition(self.machine.state, Trigger.TOOL_EXECUTION_END)
-        self.fired_at = None  # see tool_started
-        del self._running[call_id]
+        """The agent's tool call ended. True if the idle clock resumed (``timing.look_by`` then says by when
+        a watchdog must look, when no read waits)."""
+        running = self.ledger.running
+        self.ledger.finished(call_id, self.machine.state)
+        self.timing.fired_at = None  # see tool_started
         self.rec.tools["finished" if ok else "failed"] += 1
-        resumed = False
-        if self._idle_paused_since is not None and not any(self._running.values()):
-            now = self.clock()
-            self.rec.paused_s += now - self._idle_paused_since
-            self._idle_paused_since = None
-            resumed = True
-            if self.reading:  # a read is waiting: its idle clock runs again from now
-                self._idle_read_started = now
-            elif not self.done and self.rec.first_progress is not None:
-                self._idle_restarted(now)
-        if not self._running and not self.done:
+        resumed = not any(running.values()) and self.timing.resume(not self.done)
+        if not running and not self.done:
             self.machine.send(Trigger.TOOL_EXECUTION_END)
             self.rec.lifecycle(Trigger.TOOL_EXECUTION_END.value, self.machine.state)
         return resumed
@@ -536,79 +581,17 @@ class RunCore:
     ) -> None:
         """A relay wrote ``nbytes`` downstream carrying ``event`` (or a wire event's name; None: bytes of no
         event of their own)."""
-        kind: str | None = None
-        if isinstance(event, str):
-            kind = event[:64]
-        elif event is not None:
-            kind = event.trigger.value
-            terminal = isinstance(event, Finish) if terminal is None else terminal
-        self.rec.relayed(kind, nbytes, bool(terminal))
-
-    def current_call(self, call_id: str, name: str) -> None:
-        """A resumed stream goes on inside this call (whose arguments were streaming when it broke)."""
-        self._current_call, self._call_names[call_id] = call_id, name
-
-    # -- the watchdogs' arithmetic ------------------------------------------------------------------------
-
-    def connect_deadline(self, since: float | None = None) -> tuple[float, Trigger]:
-        """The connect watchdog's deadline and edge, counted from ``since`` (default the run's start).
-        Counted again from when the request begins to leave, the time the client's own pool or loop held
-        it back is not blamed on the upstream."""
-        connect = deadline_after(self.rec.start if since is None else since, self.config.connect_timeout)
-        total = self.total_deadline
-        return (connect, Trigger.CONNECT_TIMEOUT) if connect <= total else (total, Trigger.TOTAL_TIMEOUT)
-
-    def read_began(self, now: float) -> None:
-        """A read starts waiting on the provider at ``now``: the idle clock runs. Paired with read_ended."""
-        self.reading = True
-        if self._idle_paused_since is None:
-            self._idle_read_started = now
-
-    def read_ended(self) -> None:
-        now = self.read_ended_at = self.clock()  # the time of every event the chunk carries
-        self.reading = False
-        started = self._idle_read_started
-        if started is not None:
-            self.idle_waited += now - started
-            self._idle_read_started = None
-
-    def read_deadline(self, now: float | None = None) -> tuple[float, Trigger]:
-        """The earliest armed watchdog deadline of the waiting read (or of one starting ``now``), and its
-        edge."""
-        if now is None:
-            now = self.clock()
-        started = self._idle_read_started
-        if started is not None:
-            now = started
-        rec = self.rec
-        config = self.config
-        best, edge = self.total_deadline, Trigger.TOTAL_TIMEOUT
-        if rec.first_progress is None:
-            first = deadline_after(rec.headers_at or rec.start, config.first_token_timeout)
-            if first < best:
-                best, edge = first, Trigger.FIRST_TOKEN_TIMEOUT
-        elif self._idle_paused_since is None and config.idle_timeout is not None:
-            idle = now + config.idle_timeout - self.idle_waited
-            if idle < best:
-                best, edge = idle, Trigger.IDLE_TIMEOUT
-        return best, edge
-
-    def _idle_restarted(self, now: float) -> None:
-        """The idle clock (re)started at ``now`` with no read waiting (the first progress, or an effectful
-        tool ended): no later read's idle deadline comes before ``look_by``."""
-        if self.config.idle_timeout is not None:
-            self.look_by = now + self.config.idle_timeout - self.idle_waited
+        if event is None or isinstance(event, str):
+            self.rec.relayed(event and event[:64], nbytes, bool(terminal))
+        else:
+            self.rec.relayed(
+                event.trigger.value, nbytes, isinstance(event, Finish) if terminal is None else terminal
+            )
 
     # -- facts ------------------------------------------------------------------------------------------
 
     def facts(self, **overrides: Any) -> Facts:
-        call = self._current_call
-        fields: dict[str, Any] = {
-            "request_sent": self.rec.request_sent,
-            "tool_name": self._call_names.get(call) if call else None,
-            "tool_ran": call in self._effects,
-            "tool_effectful": self._effects.get(call) if call else None,
-        }
+        fields: dict[str, Any] = {"request_sent": self.rec.request_sent, **self.ledger.call_facts()}
         fields.update(overrides)
         return Facts(**fields)
 
@@ -682,7 +665,7 @@ class RunCore:
         self.rec.watchdog_fired = edge.value
         # The stream ended when the watchdog fired: what the HTTP client does to unwind the cancelled read
         # (on a busy trio loop, a scheduler pass per await of its cleanup) is teardown, not the stream's.
-        self._fail(edge, self.facts(), at=self.fired_at)
+        self._fail(edge, self.facts(), at=self.timing.fired_at)
 
     def _apply_all(self, events: Iterable[StreamEvent]) -> None:
         for event in events:
@@ -695,7 +678,7 @@ class RunCore:
             self._fail(Trigger.PROVIDER_ERROR_EVENT, self.facts(provider=event.error))
         kind = type(event)
         trigger = event.trigger
-        now = self.read_ended_at
+        now = self.timing.read_ended_at
         try:
             state = self.machine.send(trigger)
         except IllegalTransition as illegal:
@@ -710,37 +693,20 @@ class RunCore:
         if trigger in PROVIDER_PROGRESS:  # Trigger.is_provider_progress, without the property call
             first = self.rec.first_progress is None
             self.rec.progress(trigger, now)
-            self.idle_waited = 0.0
-            self.due_at = None  # the deadline moved: a later one is looked at afresh
+            timing = self.timing
+            timing.waited = 0.0
+            timing.due_at = None  # the deadline moved: a later one is looked at afresh
             if first:  # first token → idle
-                self._idle_restarted(now)
+                timing.restarted(now)
         if kind in _CONSUMER_TYPES:
             self._out.append(event)  # type: ignore[arg-type]  # narrowed by _CONSUMER_TYPES
         on_event = self._on_event.get(kind)
         if on_event is not None:
             on_event(self, event)
 
-    def _on_tool_input_start(self, event: ToolInputStart) -> None:
-        self._current_call = event.call_id
-        self._call_names[event.call_id] = event.name
-
-    def _on_text(self, event: TextDelta) -> None:
-        assert self._kept is not None
-        self._kept["refusal" if event.refusal else "text"].append(event.text)
-
-    def _on_reasoning(self, event: ReasoningDelta) -> None:
-        assert self._kept is not None
-        self._kept["reasoning"].append(event.text)
-
-    def _on_tool_call(self, event: ToolCall) -> None:
-        self._calls.append(event)
-        self._completed_calls[event.call_id] = event.name
-        self._call_names[event.call_id] = event.name
-        self._current_call = event.call_id
-
     def _on_usage(self, event: Usage) -> None:
         if event.total_tokens is not None:
-            self._total_tokens = event.total_tokens
+            self.ledger.total_tokens = event.total_tokens
         self.rec.usage(event.input_tokens, event.output_tokens, event.reasoning_tokens, event.cached_tokens)
 
     def _on_metadata(self, event: Metadata) -> None:
@@ -783,7 +749,7 @@ class RunCore:
         diagnosis = diagnose(from_state, edge, facts)
         record = self.rec.finish(diagnosis, final, end=at)
         self._diagnosis, self._record, self.done = diagnosis, record, True
-        self._error = None
+        self.error_read = None
         self._let_go()
         raise StreamFailed(diagnosis, record) from cause
 
@@ -794,14 +760,14 @@ class RunCore:
 
 
 _ON_EVENT: Final[dict[type, Callable[[RunCore, Any], None]]] = {
-    ToolInputStart: RunCore._on_tool_input_start,
-    ToolCall: RunCore._on_tool_call,
+    ToolInputStart: lambda core, event: core.ledger.announced(event),
+    ToolCall: lambda core, event: core.ledger.completed(event),
     Usage: RunCore._on_usage,
     Metadata: RunCore._on_metadata,
     Finish: RunCore._on_finish,
 }
 _ON_EVENT_COLLECTING: Final[dict[type, Callable[[RunCore, Any], None]]] = {
     **_ON_EVENT,
-    TextDelta: RunCore._on_text,
-    ReasoningDelta: RunCore._on_reasoning,
+    TextDelta: lambda core, event: core.ledger.text(event),
+    ReasoningDelta: lambda core, event: core.ledger.reasoning(event),
 }

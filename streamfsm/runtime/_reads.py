@@ -44,6 +44,7 @@ class LoopReads:
         "_arrival_looks",
         "_core",
         "_entry",
+        "_timing",
         "_watchdog",
         "edge",
         "response",
@@ -53,7 +54,7 @@ class LoopReads:
     )
 
     def __init__(self, core: RunCore) -> None:
-        self._core = core
+        self._core, self._timing = core, core.timing
         self.scope: anyio.CancelScope | None = None  # the waiting read's
         self.scope_class: Callable[[], anyio.CancelScope] = anyio.CancelScope
         self.edge = Trigger.TOTAL_TIMEOUT  # the edge of the watchdog that ended the waiting read
@@ -65,9 +66,9 @@ class LoopReads:
 
     def scope_for_read(self) -> anyio.CancelScope:
         """Begin a read: the scope to wait in, which the loop's watchdog (or ``interrupt``) cancels."""
-        core = self._core
-        now = core.clock()
-        core.read_began(now)
+        timing = self._timing
+        now = timing.now()
+        timing.read_began(now)
         scope = self.scope = self.scope_class()  # before _look: the watchdog may look at once
         entry = self._entry
         if entry is None or entry.callback is None or entry.when <= now:
@@ -77,7 +78,7 @@ class LoopReads:
     def ended(self) -> None:
         """The read returned (or raised): its events carry this time."""
         self.scope = None
-        self._core.read_ended()
+        self._timing.read_ended()
 
     def interrupt(self) -> None:
         """``abort()``: end the waiting read now."""
@@ -86,19 +87,19 @@ class LoopReads:
 
     def looked(self) -> None:
         """After the core took something: the idle clock may have restarted with no read waiting."""
-        core = self._core
-        look = core.look_by
+        timing = self._timing
+        look = timing.look_by
         if look is not None:
-            core.look_by = None
+            timing.look_by = None
             self._watch(look)
 
     def tool_started(self, call_id: str, effect: str) -> None:
-        if self._core.tool_started(call_id, effect) and self._core.reading:
+        if self._core.tool_started(call_id, effect) and self._timing.reading:
             self.rearm()
 
     def tool_finished(self, call_id: str, ok: bool) -> None:
         if self._core.tool_finished(call_id, ok):
-            if self._core.reading:
+            if self._timing.reading:
                 self.rearm()
             else:
                 self.looked()
@@ -108,7 +109,7 @@ class LoopReads:
         scope = self.scope
         if scope is not None and scope.cancel_called:
             return  # the watchdog (or abort) already ended this read: keep the edge it fired
-        deadline, self.edge = self._core.read_deadline()
+        deadline, self.edge = self._timing.read_deadline()
         self._watch(deadline)
 
     def forget(self) -> None:
@@ -128,22 +129,22 @@ class LoopReads:
     def _look(self, now: float) -> None:
         """Work out the waiting read's deadline: cancel the read if it is due (with its edge), else have the
         watchdog look again then."""
-        core = self._core
-        deadline, edge = core.read_deadline(now)
+        timing = self._timing
+        deadline, edge = timing.read_deadline(now)
         if deadline > now:
             self._watch(deadline)
         elif self.scope is None:
-            self.edge, core.fired_at = edge, now
+            self.edge, timing.fired_at = edge, now
         elif self._arrival_looked(now, edge):
-            self.edge, core.fired_at = edge, core.due_at
+            self.edge, timing.fired_at = edge, timing.due_at
             self.scope.cancel()
 
     def _arrival_looked(self, now: float, edge: Trigger) -> bool:
         """The waiting read is past its deadline: True once what arrived has been looked at enough for its
         absence to mean silence; until then, have the watchdog look again shortly (see ``_watchdog``)."""
-        core = self._core
-        if core.due_at is None:
-            core.due_at = now
+        timing = self._timing
+        if timing.due_at is None:
+            timing.due_at = now
             if (
                 edge is not Trigger.TOTAL_TIMEOUT
             ):  # progress does not move the total deadline: its looks add up
@@ -175,5 +176,5 @@ class LoopReads:
 
     def _due(self, now: float) -> None:
         self._entry = None
-        if self._core.reading and not self._core.done:
+        if self._timing.reading and not self._core.done:
             self._look(now)  # else the next read looks for itself

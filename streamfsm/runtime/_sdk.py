@@ -555,7 +555,7 @@ class SdkRun(_SdkBase):
 
     async def _open(self) -> Any:
         assert self._opener is not None
-        deadline, edge = self._core.connect_deadline()
+        deadline, edge = self._core.timing.connect_deadline()
         stream: Any = None
         with anyio.CancelScope(deadline=loop_time(deadline)) as scope:
             self._reads.scope = scope
@@ -748,7 +748,7 @@ class SyncSdkRun(_SdkBase):
         helper closes what the opener still opens."""
         assert self._opener is not None
         opener, closer = self._opener, self._closer
-        deadline, edge = self._core.connect_deadline()
+        deadline, edge = self._core.timing.connect_deadline()
         attempt = _OpenAttempt()
 
         def call() -> None:

@@ -301,7 +301,7 @@ class Run:
         """What the core made of a chunk: its events to give, and the run's failure after them."""
         self._pending.extend(events)
         core = self._core
-        if core.look_by is not None:
+        if core.timing.look_by is not None:
             self._reads.looked()
         if core.failure is not None:
             if not self._pending:
@@ -460,7 +460,7 @@ class HttpRun(Run):
             timeout=timeout,
             extensions={"trace": self._trace},
         )
-        deadline, edge = core.connect_deadline()
+        deadline, edge = core.timing.connect_deadline()
         response: httpx.Response | None = None
         reads = self._reads
         with anyio.CancelScope(deadline=loop_time(deadline)) as scope:
@@ -510,7 +510,7 @@ class HttpRun(Run):
             core.lifecycle("resumed")
             call = self._adapter._call  # the call whose arguments were streaming when the stream broke
             if call is not None:
-                core.current_call(call.call_id, call.name)
+                core.ledger.resumed_in(call.call_id, call.name)
 
     def resume_plan(self) -> ResumePlan | None:
         """How to re-attach to this run's stream after its failure, when the provider allows it: a background
@@ -536,14 +536,14 @@ class HttpRun(Run):
             try:
                 async for chunk in response.aiter_bytes():
                     core.feed(chunk)  # kept, bounded
-                    if not core.error_body_short:
+                    if core.error_read is None or not core.error_read.short:
                         break
             except Exception:
                 pass  # the status already says what happened; a broken error body only loses detail
         self._reads.scope = None
         if scope.cancelled_caught and core.abort_request is not None:
             raise core.timed_out(edge)
-        return core.error_body
+        return bytes(core.error_read.body) if core.error_read is not None else b""
 
     async def _close_source(self) -> None:
         try:

@@ -140,10 +140,10 @@ class ThreadReads:
     ``ReadWatchdog`` thread. The driver sets ``socket`` (``socket_of`` its response) once it has one, or
     ``response`` (closed instead, without an HTTP/1.1 socket to shut)."""
 
-    __slots__ = ("__weakref__", "_core", "edge", "response", "socket", "watchdog")
+    __slots__ = ("__weakref__", "_core", "_timing", "edge", "response", "socket", "watchdog")
 
     def __init__(self, core: RunCore) -> None:
-        self._core = core
+        self._core, self._timing = core, core.timing
         self.edge = Trigger.TOTAL_TIMEOUT  # the edge of the deadline the waiting read is watched by
         self.socket: Any = None
         self.response: Any = None
@@ -152,14 +152,14 @@ class ThreadReads:
     def next(self, iterator: Iterator[Any]) -> Any:
         """``next(iterator)`` under the earliest deadline: checked first, then watched by the thread. Raises
         ``Interrupted`` when the watchdog (or ``abort()``) ended it."""
-        core = self._core
+        core, timing = self._core, self._timing
         watchdog = self.watchdog
         # tool_started/tool_finished (maybe on another thread) move the deadline under the watchdog's lock:
         # working out this read's deadline and arming it, and ending the read, happen under it too.
         with watchdog.lock:
-            now = core.clock()
-            core.read_began(now)
-            deadline, self.edge = core.read_deadline(now)
+            now = timing.now()
+            timing.read_began(now)
+            deadline, self.edge = timing.read_deadline(now)
             # A read already due is armed all the same: the thread first looks at what has arrived.
             due = core.abort_request is not None or watchdog.fired
             if not due:
@@ -178,7 +178,7 @@ class ThreadReads:
         finally:
             with watchdog.lock:
                 watchdog.disarm()
-                core.read_ended()
+                timing.read_ended()
         if watchdog.fired:
             raise Interrupted(self.edge)
         return value
@@ -192,23 +192,23 @@ class ThreadReads:
 
     def tool_started(self, call_id: str, effect: str) -> None:
         with self.watchdog.lock:
-            if self._core.tool_started(call_id, effect) and self._core.reading:
+            if self._core.tool_started(call_id, effect) and self._timing.reading:
                 self.rearm()
 
     def tool_finished(self, call_id: str, ok: bool) -> None:
         with self.watchdog.lock:
-            if self._core.tool_finished(call_id, ok) and self._core.reading:
+            if self._core.tool_finished(call_id, ok) and self._timing.reading:
                 self.rearm()
 
     def rearm(self) -> None:
         if self.watchdog.fired:
             return  # the watchdog (or abort) already ended this read: keep the edge it fired
-        deadline, self.edge = self._core.read_deadline()
+        deadline, self.edge = self._timing.read_deadline()
         self.watchdog.move(deadline)
 
     def looked(self) -> None:
         """No read waits: the next one arms its own deadline."""
-        self._core.look_by = None
+        self._timing.look_by = None
 
     def forget(self) -> None:
         self.watchdog.stop()

@@ -193,7 +193,8 @@ class TapRun:
     @property
     def error_body_short(self) -> bool:
         """An HTTP error's body is being read and is still under its bound."""
-        return self.core.error_body_short
+        read = self.core.error_read
+        return read is not None and read.short
 
     def chunk(self, chunk: bytes | None) -> StreamFailed | None:
         """The SDK read ``chunk`` (None: the body ended cleanly); the run's failure if this ended it."""
@@ -201,7 +202,7 @@ class TapRun:
         events = core.feed(chunk) if chunk is not None else core.end()
         if self._events is not None:
             self._events.extend(events)
-        if core.look_by is not None:
+        if core.timing.look_by is not None:
             self.reads.looked()
         failure = core.take_failure()
         return self._settle(failure) if failure is not None else None
@@ -213,7 +214,7 @@ class TapRun:
     def stopped(self, exc: BaseException | None) -> StreamFailed:
         """The consumer closed the response before its end (``exc`` None), or the read was cancelled."""
         core = self.core
-        if core.reading_error:
+        if core.error_read is not None:
             return self._settle(core.http_error())
         request = core.abort_request
         cancelled = exc is not None and self._cancelled(exc)
@@ -243,7 +244,7 @@ class TapRun:
         self.reads.let_go()  # no loop to forget it on here: the timer, when it comes, finds nothing
         core = self.core
         if not core.done:
-            if core.reading_error:
+            if core.error_read is not None:
                 self._settle(core.http_error())
             else:
                 reason = "the response was dropped without being closed"

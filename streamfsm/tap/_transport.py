@@ -322,7 +322,7 @@ class _AsyncTapStream(_StreamBase):
 
     async def __anext__(self) -> bytes:
         run = self._run
-        if run is None or run.done or run.core.reading_error:  # over, or reading an error body
+        if run is None or run.done or run.core.error_read is not None:  # over, or reading an error body
             return await self._passed(run)
         if run.core.abort_request is not None:  # abort() between reads: the next read fails as one it ended
             failure = run.timed_out(Trigger.LOCAL_ABORT)
@@ -421,7 +421,7 @@ class _Leaving:
     async def __call__(self, name: str, info: Any) -> None:
         scope = self.scope
         if self.edge is None and scope is not None and (name in _LEAVING or name.endswith(_HEADERS_LEAVING)):
-            deadline, self.edge = self.run.core.connect_deadline(time.monotonic())
+            deadline, self.edge = self.run.core.timing.connect_deadline(time.monotonic())
             scope.deadline = loop_time(deadline)
             # Done: httpcore looks the hook up at each step, so the steps after this one go untraced.
             if self.inner is None:
@@ -446,14 +446,14 @@ class _AsyncTap(_Tap):
         if not run.asks_stream:
             # A call not known to stream: its headers may come only once the whole answer is generated, so
             # the connect watchdog (request to headers) does not apply; the total deadline does.
-            deadline, edge = run.core.total_deadline, Trigger.TOTAL_TIMEOUT
+            deadline, edge = run.core.timing.total_deadline, Trigger.TOTAL_TIMEOUT
         elif isinstance(self._inner, self._library.AsyncHTTPTransport):
             # Its pool says when the request leaves: the connect watchdog starts then (the pool's own
             # timeout bounds the wait before).
-            deadline, edge = run.core.total_deadline, Trigger.TOTAL_TIMEOUT
+            deadline, edge = run.core.timing.total_deadline, Trigger.TOTAL_TIMEOUT
             request.extensions = leaving.extensions
         else:  # a transport of the caller's: counted from the run's start
-            deadline, edge = run.core.connect_deadline()
+            deadline, edge = run.core.timing.connect_deadline()
         try:
             with anyio.CancelScope(deadline=loop_time(deadline)) as scope:
                 leaving.scope = scope
@@ -501,7 +501,7 @@ class _SyncTapStream(_StreamBase):
 
     def __next__(self) -> bytes:
         run = self._run
-        if run is None or run.done or run.core.reading_error:  # over, or reading an error body
+        if run is None or run.done or run.core.error_read is not None:  # over, or reading an error body
             return self._passed(run)
         assert isinstance(run, SyncTapRun)
         chunk: bytes | None = None
@@ -555,9 +555,9 @@ class _SyncTap(_Tap):
         assert isinstance(run, SyncTapRun)
         # A call not known to stream waits for its headers as long as the total deadline allows (see async).
         deadline, edge = (
-            run.core.connect_deadline()
+            run.core.timing.connect_deadline()
             if run.asks_stream
-            else (run.core.total_deadline, Trigger.TOTAL_TIMEOUT)
+            else (run.core.timing.total_deadline, Trigger.TOTAL_TIMEOUT)
         )
         timeouts = request.extensions.get("timeout")
         capped = _capped(timeouts, deadline - time.monotonic())

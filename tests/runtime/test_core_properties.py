@@ -147,9 +147,9 @@ def play(
         if interruption is not None and index == at and not core.done:
             step(index, [], _interrupt(core, *interruption))
         clock.now += ticks[index % len(ticks)]
-        core.read_began(clock())
+        core.timing.read_began(clock())
         clock.now += ticks[(index + 1) % len(ticks)]
-        core.read_ended()
+        core.timing.read_ended()
         step(index, core.feed(piece))
     if interruption is not None and at >= len(pieces) and not core.done:
         step(len(pieces), [], _interrupt(core, *interruption))

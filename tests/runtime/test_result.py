@@ -71,7 +71,7 @@ async def test_without_collect_the_per_event_path_keeps_nothing() -> None:
             assert run._core._on_event is _ON_EVENT  # the same dispatch table as before result() existed
             async for _ in run:
                 pass
-    assert run._core._kept is None
+    assert run._core.ledger.kept is None
 
 
 async def test_a_failed_run_gives_what_arrived_and_no_finish_reason() -> None:

@@ -332,7 +332,7 @@ def test_an_effectful_tool_ending_after_the_run_asks_nothing_of_the_watchdog() -
     with FaultServerThread((Headers(), *(Send(f) for f in frames), End())) as server:
         run = anyio.run(main, server.base_url)
     assert run.finished
-    run.tool_finished(next(iter(run._core._running)))  # no event loop here: nothing to register with
+    run.tool_finished(next(iter(run._core.ledger.running)))  # no event loop here: nothing to register with
     assert run._reads._entry is None
 
 
