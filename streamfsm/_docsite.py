@@ -393,6 +393,8 @@ def _wire(steps: Iterable[Step], limit: int = 12) -> str:
             lines.append("\n" + cut(step.body))
         elif isinstance(step, Headers):
             lines.append(f"HTTP {step.code}" + "".join(f"\n{k}: {v}" for k, v in step.headers) + "\n")
+        elif isinstance(step, Send) and not _is_text(step.data):
+            lines.append(f"[{len(step.data)} bytes of binary framing]")  # AWS event-stream messages
         elif isinstance(step, Send):
             lines.append(cut(step.data).rstrip("\r\n"))
         elif isinstance(step, SendRaw):
@@ -409,6 +411,15 @@ def _wire(steps: Iterable[Step], limit: int = 12) -> str:
     if len(lines) > limit:
         lines = [*lines[: limit - 2], f"[… {len(lines) - limit + 1} more steps]", lines[-1]]
     return "\n".join(lines)
+
+
+def _is_text(data: bytes) -> bool:
+    return b"\x00" not in data
+
+
+def _readable(scenario: Scenario) -> bool:
+    """Whether every body step of ``scenario`` reads as text (an SSE or JSON wire, not a binary one)."""
+    return all(_is_text(step.data) for step in scenario.script if isinstance(step, Send))
 
 
 def _scenario_key(scenario: Scenario) -> str | None:
@@ -462,7 +473,7 @@ def _taxonomy() -> str:
             title, words = _words(klass, cause)
             heading = f"### `{key}` {{ #{key.replace('.', '-')} }}"
             lines += [heading, "", f"**{title}.** {words.rstrip('.')}.", ""]
-            found = sorted(examples.get(key, []), key=lambda s: s.name)
+            found = sorted(examples.get(key, []), key=lambda s: (not _readable(s), s.name))  # text first
             if not found:
                 lines += ["No catalog scenario shows this one yet.", ""]
                 continue

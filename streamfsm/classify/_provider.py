@@ -243,6 +243,8 @@ GENERIC_WORDS: Final = (
     _rule("internal", _P.SERVER_ERROR, "Gemini INTERNAL"),
     _rule("deadline exceeded", _P.SERVER_ERROR, "Gemini DEADLINE_EXCEEDED"),
     _rule("aborted", _P.SERVER_ERROR, "Gemini ABORTED"),
+    _rule("validation", _P.INVALID_REQUEST, "Amazon Bedrock ValidationException (also in-band)"),
+    _rule("model stream error", _P.SERVER_ERROR, "Amazon Bedrock modelStreamErrorException, in-band"),
 )
 # The last, low-confidence fallback: money, quota and plan-limit language in the message decides under any
 # status.
@@ -326,6 +328,7 @@ PLAN_WINDOW: Final = _phrase(
 _WAIT_PHRASES: Final = (
     ("rate_limit", re.compile(r"rate.?limit|too many requests", re.IGNORECASE), _P.RATE_LIMIT),
     ("overloaded", re.compile(r"overloaded", re.IGNORECASE), _P.OVERLOADED),
+    ("server_busy", re.compile(r"server busy", re.IGNORECASE), _P.OVERLOADED),  # Ollama: its queue is full
 )
 # "Please try again in 9m38.016s" (Groq, OpenAI), "Please retry in 10h17m5.7s" (Gemini), "Please retry after
 # 2 seconds" (Azure OpenAI), "resets in 5 hours".
@@ -889,12 +892,34 @@ _SDK_CLASSES: Final = {
 }
 
 
+def _botocore_error(exc: BaseException) -> ProviderError | None:
+    """botocore's ``ClientError``: its ``response`` holds the error's code and message, and the HTTP status
+    (none for an exception message inside a stream: ``EventStreamError``)."""
+    response = getattr(exc, "response", None)
+    error = response.get("Error") if isinstance(response, Mapping) else None
+    if not isinstance(error, Mapping):
+        return None
+    meta = response.get("ResponseMetadata") if isinstance(response, Mapping) else None
+    meta = meta if isinstance(meta, Mapping) else {}
+    status, headers = meta.get("HTTPStatusCode"), meta.get("HTTPHeaders")
+    payload = {"error": {"type": error.get("Code"), "message": error.get("Message")}}
+    return _build(
+        status if type(status) is int and status >= 400 else None,
+        headers if isinstance(headers, Mapping) else None,
+        payload,
+        ("sdk=botocore",),
+    )
+
+
 def provider_error_from_sdk(exc: BaseException) -> ProviderError | None:
-    """Classify an ``openai``/``anthropic`` ``APIStatusError``, or the bare ``APIError`` openai raises for an
-    in-band error event (matched by name); None for anything else, connection errors included.
+    """Classify an ``openai``/``anthropic`` ``APIStatusError``, the bare ``APIError`` openai raises for an
+    in-band error event (matched by name), or botocore's ``ClientError``; None for anything else, connection
+    errors included.
 
     The body decides over the status: an Anthropic in-band ``event: error`` arrives with ``status_code=200``.
     """
+    if any(k.__name__ == "ClientError" and k.__module__ == "botocore.exceptions" for k in type(exc).__mro__):
+        return _botocore_error(exc)
     sdk, how = "", "skip"
     for klass in type(exc).__mro__:
         top = str(getattr(klass, "__module__", "") or "").partition(".")[0]

@@ -93,6 +93,15 @@ _HTTP_CLASSES: Final = {
 _ROLES: Final[dict[tuple[str, str], _Role]] = {
     **{(family, name): role for family in _HTTP_FAMILIES for name, role in _HTTP_CLASSES.items()},
     ("h11", "RemoteProtocolError"): _Role.H11_REMOTE_PROTOCOL,
+    # boto3 (Bedrock ConverseStream through wrap()) reads over urllib3; botocore wraps some of its errors
+    ("urllib3", "ProtocolError"): _Role.REMOTE_PROTOCOL,  # "Response ended prematurely", IncompleteRead
+    ("urllib3", "ReadTimeoutError"): _Role.READ_TIMEOUT,
+    ("urllib3", "ConnectTimeoutError"): _Role.CONNECT_TIMEOUT,
+    ("urllib3", "NewConnectionError"): _Role.CONNECT_ERROR,
+    ("botocore", "ReadTimeoutError"): _Role.READ_TIMEOUT,
+    ("botocore", "ConnectTimeoutError"): _Role.CONNECT_TIMEOUT,
+    ("botocore", "EndpointConnectionError"): _Role.CONNECT_ERROR,
+    ("botocore", "ConnectionClosedError"): _Role.REMOTE_PROTOCOL,
     ("h11", "LocalProtocolError"): _Role.LOCAL_PROTOCOL,
     ("h11", "ProtocolError"): _Role.PROTOCOL,
     ("anyio", "EndOfStream"): _Role.EOF,

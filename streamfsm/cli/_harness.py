@@ -198,7 +198,7 @@ async def _harness(args: argparse.Namespace) -> int:
     for via in ("wrap", "tap"):
         if via not in vias:
             continue
-        for sdk in SDKS:
+        for sdk in SDKS if via == "wrap" else SDK_FORMATS:
             path = sdk if via == "wrap" else f"{TAP_PREFIX}{sdk}"
             why = sdk_available(path)
             if why is None:
@@ -268,7 +268,7 @@ def run_harness(args: argparse.Namespace) -> int:
 
 
 def add_commands(commands: Any) -> None:
-    from ..testing import FORMATS
+    from ..wire import PROVIDERS  # every format of the registry has catalog scenarios
 
     harness = commands.add_parser(
         "harness",
@@ -294,7 +294,7 @@ def add_commands(commands: Any) -> None:
         help="only this scenario (a name or a shell pattern such as 'anthropic/*'); repeatable",
     )
     harness.add_argument(
-        "--format", action="append", choices=FORMATS, help="only this wire format; repeatable"
+        "--format", action="append", choices=PROVIDERS, help="only this wire format; repeatable"
     )
     harness.add_argument(
         "--json", metavar="PATH", help="write every run record as JSON lines to PATH ('-': stdout)"

@@ -32,13 +32,15 @@ from ..wire import (
 from ._config import MAX_ATTEMPT_LINKS, AttemptLink, Ids, StreamConfig
 from ._core import RunCore, SseWire, Wire
 from ._decoding import as_bytes, content_decoder
+from ._delivery import Partial, RetryingEvent, ToolResult
 from ._errors import StreamError, StreamFailed
 from ._logs import LogProblem, OnProblem, log_files, read_records
 from ._reads import LoopReads
 from ._record import SCHEMA, RelayClose, RunRecord
 from ._recovery import Offer, Recovery
 from ._report import SIGNATURE, Group, field_value, group_failures, iso, request_id, started
-from ._retry import Partial, RetryingEvent, RetryingRun, RetryPolicy, ToolResult, retrying
+from ._retry import RetryingRun, retrying
+from ._retry_policy import RetryPolicy
 from ._sdk import SdkRun, SyncSdkRun, wrap
 from ._sinks import (
     AuditLog,

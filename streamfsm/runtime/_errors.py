@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..classify import Diagnosis
     from ._config import AttemptLink
+    from ._delivery import Partial
     from ._record import RunRecord
-    from ._retry import Partial
 
 
 class StreamError(Exception):

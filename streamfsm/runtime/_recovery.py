@@ -1,6 +1,7 @@
 """How an attempt of a retried stream begins: the recoveries, and the plans the retry executor hands a run.
 
-The executor (``_retry``) decides; a run built with ``ids=ids`` (``open_stream``) carries out the plan in
+The executor (``_retry``) decides and builds the plans here from what the consumer was given (`Partial`,
+``continue_plan``, ``offer``); a run built with ``ids=ids`` (``open_stream``) carries out the plan in
 ``ids.recovery``: a `ResumePlan` re-attaches to the provider's stream after the last event received, a
 `ContinuePlan` sends the request rewritten to carry what the consumer was given. Both reprs show sizes and
 positions only: a plan carries the delivered text to the provider (that is the request), never into a
@@ -24,6 +25,7 @@ from ..wire import (
     dropped_whitespace,
     style_for,
 )
+from ._delivery import Partial
 
 if TYPE_CHECKING:
     from ..wire import OpenAIResponsesAdapter
@@ -35,6 +37,8 @@ __all__ = [
     "Recovery",
     "RecoveryPlan",
     "ResumePlan",
+    "continue_plan",
+    "offer",
 ]
 
 
@@ -154,3 +158,42 @@ class Offer:
     tool_calls: int = 0
     discarded_calls: int = 0
     resume_refused: ResumeRefusal | None = None
+
+
+def continue_plan(
+    partial: Partial, continue_with: ContinueStyle | Rewrite | None, *, prefill_refused: bool = False
+) -> ContinuePlan:
+    """A continuation of what the consumer was given, sent as ``continue_with`` asks (a style, or a rewrite
+    of one's own), by instruction once the model refused a prefill."""
+    results = {r.call_id: r.result for r in partial.tool_results}
+    continuation = Continuation(partial.text, partial.tool_calls, results)
+    if isinstance(continue_with, ContinueStyle) or continue_with is None:
+        style, rewrite = continue_with, None
+    else:
+        style, rewrite = None, continue_with
+    if prefill_refused:
+        style = ContinueStyle.INSTRUCTION
+    return ContinuePlan(continuation, style, rewrite)
+
+
+def offer(
+    partial: Partial, *, discarded_calls: int, rewritable: bool, resume_refused: ResumeRefusal | None
+) -> Offer:
+    """The recoveries on offer after a failure that needs confirmation. A continuation needs a request the
+    executor can rewrite (``rewritable``: an ``open_stream`` run), an answer to carry, no refusal, and a
+    result for every complete call (a call without one could not be answered)."""
+    carried = {r.call_id for r in partial.tool_results}
+    continuable = (
+        rewritable
+        and not partial.refusal
+        and bool(partial.text or partial.tool_calls)
+        and all(call.call_id in carried for call in partial.tool_calls)
+    )
+    recoveries = (Recovery.CONTINUE, Recovery.REPLAY) if continuable else (Recovery.REPLAY,)
+    return Offer(
+        recoveries,
+        after_chars=len(partial.text),
+        tool_calls=len(partial.tool_calls),
+        discarded_calls=discarded_calls,
+        resume_refused=resume_refused,
+    )

@@ -9,7 +9,7 @@
         async for event in run:                  # one seamless stream, whatever happened underneath
             ...
 
-**What happens when an attempt fails**, in this order (`decide` is the rule as a pure function):
+**What happens when an attempt fails**, in this order (`after_failure` is the rule, without I/O):
 
 1. The machine's verdict is ``no_retry`` (credentials, a rejected request, a side effect, a local abort, the
    consumer's own error, ...): stop.
@@ -85,46 +85,33 @@ run; cancellation during a delay leaves no record beyond the attempts already ma
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import logging
-import math
-import random
-import threading
 import time
-import uuid
-from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
-from dataclasses import KW_ONLY, dataclass
+from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
-from typing import Any, Final, Literal, NamedTuple, TypeAlias, TypeVar
+from typing import Any, TypeAlias
 
-import anyio
-
-from ..classify import AbortSource, Action, Diagnosis, Verdict
-from ..classify._diagnose import MAX_EVIDENCE
-from ..classify._summaries import _VERDICT_LEAD
-from ..classify._taxonomy import LONGEST_AUTOMATIC_WAIT_S
+from ..classify import AbortSource, Diagnosis
 from ..machine import State
-from ..wire import (
-    ConsumerEvent,
-    Continuation,
-    Continued,
-    ContinueStyle,
-    Finish,
-    ReasoningDelta,
-    Restarted,
-    Result,
-    ResumeRefusal,
-    Rewrite,
-    TextDelta,
-    ToolCall,
-    ToolInputStart,
-)
-from ._config import MAX_ATTEMPT_LINKS, AttemptLink, Ids
+from ..wire import ContinueStyle, Result, ResumeRefusal, Rewrite, ToolCall
+from ._attempt_io import AttemptIo, drive
+from ._chain import Chain, LinkDecision, link
+from ._config import AttemptLink, Ids
+from ._delivery import DEFAULT_MAX_HELD_EVENTS, Delivery, Partial, RetryingEvent, ToolResult
 from ._errors import StreamFailed
 from ._record import RunRecord
-from ._recovery import ContinuePlan, Offer, Recovery, RecoveryPlan, ResumePlan
+from ._recovery import ContinuePlan, Offer, Recovery, RecoveryPlan, ResumePlan, continue_plan, offer
+from ._retry_policy import (
+    MAX_ATTEMPTS,
+    DecisionKind,
+    Failed,
+    RetryPolicy,
+    after_failure,
+    chosen,
+    decide,
+    stopped_locally,
+)
 from ._stream import HttpRun, Run, ToolScope, _result
 
 __all__ = [
@@ -139,14 +126,7 @@ __all__ = [
     "retrying",
 ]
 
-_T = TypeVar("_T")
 _log = logging.getLogger("streamfsm")
-MAX_ATTEMPTS: Final = MAX_ATTEMPT_LINKS
-DEFAULT_MAX_HELD_EVENTS: Final = 10_000
-
-RetryingEvent: TypeAlias = ConsumerEvent | Restarted | Continued
-"""What a `RetryingRun` yields: the delivering attempts' events, and `Restarted` before a confirmed replay or
-`Continued` before a confirmed continuation."""
 
 OpenAttempt: TypeAlias = Callable[[Ids], "Run | Awaitable[Run]"]
 """Opens one attempt: given the attempt's `Ids`, returns a fresh run (not entered) built with ``ids=ids``."""
@@ -155,223 +135,6 @@ Confirm: TypeAlias = Callable[..., "Awaitable[bool | Recovery | None] | bool | R
 """Asked before a ``user_confirmed_retry`` is retried: ``confirm(diagnosis)``, or ``confirm(diagnosis,
 offer)`` when it takes two arguments (`Offer`: the recoveries on offer). True takes the first recovery
 offered; a `Recovery` on offer takes that one; anything else stops."""
-
-_COMMIT: Final = (TextDelta, ToolCall, Finish)
-_REPEAT: Final = "a retry would repeat them"
-_EXPOSED: Final = "events of this attempt already reached the consumer; " + _REPEAT
-
-
-def _number(name: str, value: object, *, positive: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, not {value!r}")
-    if value < 0 or (positive and value == 0):
-        raise ValueError(f"{name} must be {'positive' if positive else 'zero or more'}, not {value!r}")
-    return float(value)
-
-
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    """How many attempts, and how long, a stream may take. Attempts and total time are bound together, and
-    neither has a default: a policy says both (``RetryPolicy(attempts=4, total_s=90)``).
-
-    * ``attempts``: attempts in all, the first included (1 to 32; 1 never retries).
-    * ``total_s``: no attempt starts later than this many seconds after the first (time spent waiting for a
-      confirmation excluded).
-    * ``initial_delay_s`` (0.5), ``multiplier`` (2), ``max_delay_s`` (10): exponential backoff.
-    * ``jitter`` (0.5): the fraction of each backoff that is random; 1 is full jitter, 0.5 equal jitter.
-    * ``max_provider_delay_s`` (60): the longest provider-requested delay honoured; a longer one stops.
-      The machine never calls a wait longer than ``LONGEST_AUTOMATIC_WAIT_S`` (60) an automatic retry: a
-      larger value here lets a *confirmed* retry wait that long.
-    * ``retry_possibly_delivered`` (True): whether a request that was sent but never answered (the provider
-      may have done, and billed, the work) may be retried automatically. False asks for confirmation instead.
-    """
-
-    attempts: int
-    total_s: float
-    _: KW_ONLY
-    initial_delay_s: float = 0.5
-    max_delay_s: float = 10.0
-    multiplier: float = 2.0
-    jitter: float = 0.5
-    max_provider_delay_s: float = LONGEST_AUTOMATIC_WAIT_S
-    retry_possibly_delivered: bool = True
-
-    def __post_init__(self) -> None:
-        attempts = self.attempts
-        if isinstance(attempts, bool) or not isinstance(attempts, int) or not 1 <= attempts <= MAX_ATTEMPTS:
-            raise ValueError(f"attempts must be an integer from 1 to {MAX_ATTEMPTS}, not {attempts!r}")
-        _number("total_s", self.total_s, positive=True)
-        _number("initial_delay_s", self.initial_delay_s)
-        _number("max_delay_s", self.max_delay_s)
-        _number("max_provider_delay_s", self.max_provider_delay_s)
-        if self.max_delay_s < self.initial_delay_s:
-            raise ValueError(
-                f"max_delay_s ({self.max_delay_s!r}) must not be less than initial_delay_s "
-                f"({self.initial_delay_s!r})"
-            )
-        if _number("multiplier", self.multiplier) < 1:
-            raise ValueError(f"multiplier must be at least 1, not {self.multiplier!r}")
-        if _number("jitter", self.jitter) > 1:
-            raise ValueError(f"jitter must be a fraction from 0 to 1, not {self.jitter!r}")
-        if not isinstance(self.retry_possibly_delivered, bool):
-            raise TypeError(f"retry_possibly_delivered must be a bool, not {self.retry_possibly_delivered!r}")
-
-    def backoff(self, attempt: int, random_unit: float | None = None) -> float:
-        """The delay after attempt ``attempt`` failed; ``random_unit`` in [0, 1) (drawn when None)."""
-        exponent = min(max(attempt - 1, 0), 64)  # past 64 doublings every cap has long been reached
-        base = min(self.max_delay_s, self.initial_delay_s * self.multiplier**exponent)
-        unit = random.random() if random_unit is None else random_unit
-        return base * (1.0 - self.jitter * unit)
-
-
-@dataclass(frozen=True, slots=True, repr=False)
-class ToolResult:
-    """A tool the agent finished running (``RetryingRun.tool_finished``). ``result`` stays in memory only."""
-
-    call_id: str
-    name: str
-    ok: bool
-    result: object = None
-
-    def __repr__(self) -> str:
-        return f"ToolResult({self.call_id!r}, {self.name!r}, ok={self.ok})"
-
-
-@dataclass(frozen=True, slots=True, repr=False)
-class Partial:
-    """What the consumer was given by the delivering attempt (``attempt``; 0 when nothing was delivered): the
-    text so far, complete tool calls, and results of the tools that finished. Enough to build a continuation
-    request instead of a replay. A confirmed retry (`Restarted`) starts it afresh."""
-
-    attempt: int = 0
-    text: str = ""
-    refusal: str = ""
-    tool_calls: tuple[ToolCall, ...] = ()
-    tool_results: tuple[ToolResult, ...] = ()
-
-    @property
-    def empty(self) -> bool:
-        return not (self.text or self.refusal or self.tool_calls)
-
-    def __repr__(self) -> str:
-        return (
-            f"Partial(attempt={self.attempt}, <{len(self.text)} chars>, <{len(self.refusal)} refusal chars>,"
-            f" tool_calls={len(self.tool_calls)}, tool_results={len(self.tool_results)})"
-        )
-
-
-# -- the rule ---------------------------------------------------------------------------------------------
-
-
-class Decision(NamedTuple):
-    """What to do after a failed attempt: ``"retry"`` (automatically), ``"ask"`` (confirm first) or
-    ``"stop"``; the diagnosis reported for the attempt, the delay before the next one and why, and why it
-    stops."""
-
-    kind: Literal["retry", "ask", "stop"]
-    diagnosis: Diagnosis
-    delay_s: float = 0.0
-    delay_reason: str = "none"
-    stop_reason: str | None = None
-
-
-def _reported(diagnosis: Diagnosis, reason: str, action: Action, marker: str) -> Diagnosis:
-    """The machine said safe, the executor cannot stand behind it: the same facts, reported as needing
-    confirmation with the executor's reason."""
-    old = f"{_VERDICT_LEAD[diagnosis.verdict]}: {diagnosis.reason}."
-    new = f"{_VERDICT_LEAD[Verdict.USER_CONFIRMED_RETRY]}: {reason}."
-    detail = diagnosis.detail
-    detail = detail[: -len(old)] + new if detail.endswith(old) else f"{detail} {new}"
-    return dataclasses.replace(
-        diagnosis,
-        verdict=Verdict.USER_CONFIRMED_RETRY,
-        action=action,
-        reason=reason,
-        detail=detail,
-        evidence=(*diagnosis.evidence[: MAX_EVIDENCE - 1], marker),
-    )
-
-
-def _downgraded(policy: RetryPolicy, diagnosis: Diagnosis, exposed: str | None) -> Diagnosis:
-    """Rule 2: the diagnosis reported for a failed attempt. A ``safe_auto_retry`` the executor cannot stand
-    behind (the attempt was exposed, or possibly delivered under a policy that does not retry that) becomes
-    ``user_confirmed_retry``; any other diagnosis is reported as is. Applies whether or not the chain goes on
-    (a local abort stops it, but never reports an exposed attempt as safe)."""
-    if diagnosis.verdict is not Verdict.SAFE_AUTO_RETRY:
-        return diagnosis
-    if exposed is not None:
-        return _reported(diagnosis, exposed, Action.CONTINUE_WITH_PARTIAL, "executor=exposed")
-    if diagnosis.possibly_delivered and not policy.retry_possibly_delivered:
-        reason = (
-            "the request was sent and never answered, so the provider may have done (and billed) it; "
-            "this policy does not retry that automatically"
-        )
-        return _reported(diagnosis, reason, Action.ASK_USER, "executor=possibly_delivered")
-    return diagnosis
-
-
-def decide(
-    policy: RetryPolicy,
-    diagnosis: Diagnosis,
-    *,
-    attempt: int,
-    elapsed_s: float,
-    exposed: str | None = None,
-    random_unit: float | None = None,
-) -> Decision:
-    """The executor's rule for one failed attempt (see the module docstring). ``exposed``: why events of the
-    attempt already reached the consumer, or None if nothing did."""
-    verdict = diagnosis.verdict
-    if verdict is Verdict.NO_RETRY:
-        return Decision("stop", diagnosis, stop_reason=f"the attempt must not be retried: {diagnosis.reason}")
-    reported = _downgraded(policy, diagnosis, exposed)
-    automatic = reported.verdict is Verdict.SAFE_AUTO_RETRY
-    if attempt >= policy.attempts:
-        return Decision(
-            "stop", reported, stop_reason=f"the attempt budget is used ({attempt} of {policy.attempts})"
-        )
-    asked = reported.retry_after_s
-    if asked is not None:
-        if asked > policy.max_provider_delay_s:
-            return Decision(
-                "stop",
-                reported,
-                stop_reason=(
-                    f"the provider asked to wait {asked:g} s, longer than max_provider_delay_s "
-                    f"({policy.max_provider_delay_s:g} s)"
-                ),
-            )
-        delay, why = asked, "retry_after"
-    elif automatic:
-        delay, why = policy.backoff(attempt, random_unit), "backoff"
-    else:
-        delay, why = 0.0, "none"
-    if elapsed_s + delay > policy.total_s:
-        return Decision(
-            "stop",
-            reported,
-            stop_reason=(
-                f"the time budget is used: {elapsed_s:.3g} s spent, the next attempt would start after "
-                f"{elapsed_s + delay:.3g} s (total_s={policy.total_s:g})"
-            ),
-        )
-    return Decision("retry" if automatic else "ask", reported, delay, why)
-
-
-def _budget(policy: RetryPolicy, attempt: int, elapsed_s: float, delay_s: float) -> str | None:
-    """Why no further attempt may start (rules 3 and 4's bounds), or None."""
-    if attempt >= policy.attempts:
-        return f"the attempt budget is used ({attempt} of {policy.attempts})"
-    if elapsed_s + delay_s > policy.total_s:
-        return f"the time budget is used: {elapsed_s:.3g} s spent (total_s={policy.total_s:g})"
-    return None
-
-
-def _refused(basis: Diagnosis, refusal: ResumeRefusal) -> Diagnosis:
-    """The break a refused resume tried to recover from, saying why resuming was not possible."""
-    detail = f"{basis.detail} Resuming the stream was refused: {refusal.reason}."
-    evidence = (*basis.evidence[: MAX_EVIDENCE - 1], f"resume_refused={refusal.value}")
-    return dataclasses.replace(basis, detail=detail, evidence=evidence)
 
 
 def _takes_two(confirm: Callable[..., object]) -> bool:
@@ -384,7 +147,79 @@ def _takes_two(confirm: Callable[..., object]) -> bool:
     return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in parameters)
 
 
-# -- the executor -----------------------------------------------------------------------------------------
+class _Asking:
+    """``confirm``, and the chain's clock: ``total_s`` counts from the first attempt's opening, the time spent
+    waiting for ``confirm`` left out (a person may take minutes to answer)."""
+
+    def __init__(self, confirm: Confirm | None, clock: Callable[[], float]) -> None:
+        self.confirm = confirm
+        self._offers = confirm is not None and _takes_two(confirm)
+        self._clock = clock
+        self._started_at: float | None = None
+        self._asked_s = 0.0
+
+    @property
+    def started(self) -> bool:
+        return self._started_at is not None
+
+    def start(self) -> None:
+        if self._started_at is None:
+            self._started_at = self._clock()
+
+    def elapsed_s(self) -> float:
+        assert self._started_at is not None
+        return self._clock() - self._started_at - self._asked_s
+
+    async def ask(self, io: AttemptIo, diagnosis: Diagnosis, offered: Offer) -> object:
+        """``confirm``'s answer; None when ``abort()`` ended the wait."""
+        asked_at = self._clock()
+        try:
+            return await io.wait(self._answer(diagnosis, offered))
+        finally:
+            self._asked_s += self._clock() - asked_at
+
+    async def _answer(self, diagnosis: Diagnosis, offered: Offer) -> object:
+        assert self.confirm is not None
+        answer = self.confirm(diagnosis, offered) if self._offers else self.confirm(diagnosis)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        return answer
+
+
+async def _opened(open_attempt: OpenAttempt, ids: Ids, plan: RecoveryPlan | None) -> Run:
+    """The attempt ``open_attempt`` opened, checked: a run, built with ``ids``, by open_stream for a plan."""
+    opened = open_attempt(ids)
+    run = await opened if inspect.isawaitable(opened) else opened
+    if not isinstance(run, Run):
+        raise TypeError(f"open_attempt must return a run (open_stream, wrap), not {type(run).__name__}")
+    if run.ids.trace_id != ids.trace_id or run.ids.attempt != ids.attempt:
+        raise TypeError("open_attempt must build the run with the Ids it is given (ids=ids)")
+    if plan is not None and not isinstance(run, HttpRun):
+        raise TypeError("to resume or continue a stream, open_attempt must build its runs with open_stream")
+    return run
+
+
+def _check(
+    policy: RetryPolicy,
+    open_attempt: OpenAttempt,
+    confirm: Confirm | None,
+    max_held_events: int,
+    continue_with: ContinueStyle | Rewrite | None,
+) -> None:
+    if (
+        continue_with is not None
+        and not isinstance(continue_with, ContinueStyle)
+        and not callable(continue_with)
+    ):
+        raise TypeError("continue_with must be a ContinueStyle or a rewrite: (body, Continuation) -> body")
+    if not isinstance(policy, RetryPolicy):
+        raise TypeError(f"policy must be a RetryPolicy, not {type(policy).__name__}")
+    if not callable(open_attempt):
+        raise TypeError("open_attempt must be callable: Ids -> a fresh run")
+    if confirm is not None and not callable(confirm):
+        raise TypeError("confirm must be callable: Diagnosis -> bool")
+    if isinstance(max_held_events, bool) or not isinstance(max_held_events, int) or max_held_events < 1:
+        raise ValueError(f"max_held_events must be a positive integer, not {max_held_events!r}")
 
 
 class RetryingRun:
@@ -395,6 +230,9 @@ class RetryingRun:
     ``abort`` go to the attempt that produced the call, or the running one. ``partial`` is what the
     consumer was given; ``attempts`` the chain so far; ``record`` / ``records`` the attempts' records;
     ``diagnosis`` the reported diagnosis of the last attempt that ended.
+
+    It drives the attempts (opens, reads, waits, asks); what it gives the consumer is a `Delivery`, what it
+    links a `Chain`, and what it does after a failure `after_failure`'s `Step`.
     """
 
     def __init__(
@@ -410,76 +248,34 @@ class RetryingRun:
         resume: bool = True,
         continue_with: ContinueStyle | Rewrite | None = None,
     ) -> None:
-        if (
-            continue_with is not None
-            and not isinstance(continue_with, ContinueStyle)
-            and not callable(continue_with)
-        ):
-            raise TypeError(
-                "continue_with must be a ContinueStyle or a rewrite: (body, Continuation) -> body"
-            )
-        if not isinstance(policy, RetryPolicy):
-            raise TypeError(f"policy must be a RetryPolicy, not {type(policy).__name__}")
-        if not callable(open_attempt):
-            raise TypeError("open_attempt must be callable: Ids -> a fresh run")
-        if confirm is not None and not callable(confirm):
-            raise TypeError("confirm must be callable: Diagnosis -> bool")
-        if isinstance(max_held_events, bool) or not isinstance(max_held_events, int) or max_held_events < 1:
-            raise ValueError(f"max_held_events must be a positive integer, not {max_held_events!r}")
-        base = Ids.coerce(ids)
+        _check(policy, open_attempt, confirm, max_held_events, continue_with)
         self.policy = policy
-        self.trace_id = base.trace_id or uuid.uuid4().hex
-        self._base_ids = base
+        self._chain = Chain(Ids.coerce(ids))
+        self.trace_id = self._chain.trace_id
         self._open_attempt = open_attempt
-        self._confirm = confirm
-        self._offers = confirm is not None and _takes_two(confirm)
+        self._asking = _Asking(confirm, clock)
         self._resume = bool(resume)
         self._continue_with = continue_with
-        self._max_held = max_held_events
-        self._given_sleep = sleep
-        self._sleep: Callable[[float], Any] = anyio.sleep if sleep is None else sleep
-        self._clock = clock
         # Sync use (``with`` / ``for``, over sync runs): the same executor, its coroutines driven to the end
-        # on the caller's thread (nothing in them suspends then: see _drive); abort() wakes a delay.
-        self._sync = False
-        self._wake = threading.Event()
-        # the chain
-        self._links: list[AttemptLink] = []  # attempts that were retried
-        self._end_link: AttemptLink | None = None  # the last attempt, once the chain ended
-        self._records: list[RunRecord] = []
+        # on the caller's thread (nothing in them suspends then: see drive); abort() ends a wait.
+        self._io = AttemptIo(sleep)
         self._diagnosis: Diagnosis | None = None
         self._current: Run | None = None  # the attempt in flight (entered)
         self._last: Run | None = None  # the latest attempt, in flight or ended
-        self._started_at: float | None = None
-        self._confirm_s = 0.0
         self._next_delay = 0.0
-        # the current attempt's events
-        self._held: list[ConsumerEvent] = []
-        self._exposed: str | None = None
         self._completed = False
         self._failure: StreamFailed | None = None  # the latest attempt's failure, awaiting a decision
         self._last_failure: StreamFailed | None = None
-        # what the consumer gets
-        self._out: deque[RetryingEvent] = deque()
+        # what the consumer gets, and who owns each released tool call
+        self._delivery = Delivery(max_held_events)
+        self._owner: dict[str, Run] = {}
         self._final: StreamFailed | None = None
         self._ended = False
         self._entered = False
-        self._wait_scope: anyio.CancelScope | None = None
         self._abort_request: tuple[AbortSource, str | None] | None = None
-        # the partial output of the delivering attempt, and who owns each released tool call
-        self._partial_attempt = 0
-        self._text: list[str] = []
-        self._refusal: list[str] = []
-        self._calls: dict[str, ToolCall] = {}
-        self._reasoning: list[str] | None = None  # kept only once collect() asked for it
-        self._results: dict[str, ToolResult] = {}
-        self._owner: dict[str, Run] = {}
-        # recovery: the plan the next attempt opens with, whether the answer is being continued, how much
-        # leading whitespace a continuation may repeat, and the calls whose input reached the consumer in part
+        # recovery: the plan the next attempt opens with, whether the answer is being continued
         self._plan: RecoveryPlan | None = None
         self._continuing = False
-        self._trim = 0
-        self._open_inputs: dict[str, None] = {}
         self._basis: Diagnosis | None = None  # the break a resume recovers from, to fall back on if refused
         self._prefill_refused = False  # the model refused a prefilled continuation: instructions from now on
 
@@ -503,18 +299,18 @@ class RetryingRun:
     def attempts(self) -> tuple[AttemptLink, ...]:
         """Every attempt that ended, oldest first; the last one ``"completed"`` or ``"stopped"`` once the
         chain ended."""
-        tail = (self._end_link,) if self._end_link is not None else ()
-        return (*self._links, *tail)
+        return self._chain.attempts
 
     @property
     def record(self) -> RunRecord | None:
         """The latest ended attempt's record."""
-        return self._records[-1] if self._records else None
+        records = self._chain.records
+        return records[-1] if records else None
 
     @property
     def records(self) -> tuple[RunRecord, ...]:
         """Every ended attempt's record, oldest first (each also went to the attempt's sinks, once)."""
-        return tuple(self._records)
+        return tuple(self._chain.records)
 
     @property
     def diagnosis(self) -> Diagnosis | None:
@@ -527,21 +323,15 @@ class RetryingRun:
 
     @property
     def partial(self) -> Partial:
-        return Partial(
-            attempt=self._partial_attempt,
-            text="".join(self._text),
-            refusal="".join(self._refusal),
-            tool_calls=tuple(self._calls.values()),
-            tool_results=tuple(self._results.values()),
-        )
+        return self._delivery.partial
 
     def collect(self) -> RetryingRun:
         """Keep the reasoning too for `result()` (the text and the calls are kept anyway); call it before
         iterating. Returns the run."""
-        if self._started_at is not None:
+        if self._asking.started:
             raise RuntimeError("call collect() before the first attempt opens")
-        if self._reasoning is None:
-            self._reasoning = []
+        if self._delivery.reasoning is None:
+            self._delivery.reasoning = []
         return self
 
     def result(self) -> Result:
@@ -552,9 +342,10 @@ class RetryingRun:
             raise RuntimeError(
                 "result() is for a retrying run that has finished: iterate it to the end first"
             )
-        if self._reasoning is None:
+        d = self._delivery
+        if d.reasoning is None:
             raise RuntimeError("call run.collect() before iterating, to keep the reasoning for result()")
-        return _result(self._text, self._reasoning, self._refusal, self._calls.values(), self._last)
+        return _result(d.text, d.reasoning, d.refusal, d.calls.values(), self._last)
 
     def __repr__(self) -> str:
         return f"<RetryingRun attempt={self.attempt} of {self.policy.attempts} trace_id={self.trace_id}>"
@@ -573,53 +364,25 @@ class RetryingRun:
         then sync callables. The decisions, budgets, records and holding back are the async form's own."""
         if self._entered:
             raise RuntimeError("a RetryingRun can be entered only once")
-        self._entered = self._sync = True
-        if self._given_sleep is None:
-            self._sleep = self._sleep_sync
+        self._entered = True
+        self._io.go_sync()
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        _drive(self.__aexit__(exc_type, exc, tb))
+        drive(self.__aexit__(exc_type, exc, tb))
 
     def __iter__(self) -> RetryingRun:
         return self
 
     def __next__(self) -> RetryingEvent:
-        if not self._sync:
+        if not self._io.sync:
             raise RuntimeError("iterate a retrying run with `for` inside its `with` block")
         try:
-            return _drive(self.__anext__())
+            return drive(self.__anext__())
         except StopAsyncIteration:
             raise StopIteration from None
-
-    def _sleep_sync(self, delay: float) -> None:
-        self._wake.wait(delay)  # abort() sets it
-
-    # -- one attempt's run, async or sync -------------------------------------------------------------------
-
-    async def _enter(self, run: Run) -> None:
-        if self._sync:
-            run.__enter__()  # type: ignore[attr-defined]
-        else:
-            await run.__aenter__()
-
-    async def _next(self, run: Run) -> ConsumerEvent:
-        if not self._sync:
-            return await run.__anext__()
-        try:
-            return next(run)  # type: ignore[call-overload,no-any-return]
-        except StopIteration:
-            raise StopAsyncIteration from None
-
-    async def _exit(self, run: Run, exc: BaseException | None) -> None:
-        if self._sync:
-            run.__exit__(*((None, None, None) if exc is None else (type(exc), exc, exc.__traceback__)))  # type: ignore[attr-defined]
-        elif exc is None:
-            await run.__aexit__(None, None, None)
-        else:
-            await run.__aexit__(type(exc), exc, exc.__traceback__)
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -634,7 +397,7 @@ class RetryingRun:
     async def __anext__(self) -> RetryingEvent:
         if not self._entered:
             raise RuntimeError("iterate a retrying run inside its `async with` block")
-        out = self._out
+        out = self._delivery.out
         while not out:
             if self._final is not None:
                 self._ended = True
@@ -658,48 +421,26 @@ class RetryingRun:
     async def _open_next(self) -> None:
         if self._next_delay > 0 and self._abort_request is None:
             delay, self._next_delay = self._next_delay, 0.0
-            await self._wait(self._sleep(delay))
+            await self._io.wait(self._io.sleep(delay))
         if self._abort_request is not None and self._last_failure is not None:
             self._stop_aborted("while waiting to retry")
             return
-        number = len(self._links) + 1
         plan, self._plan = self._plan, None
-        ids = dataclasses.replace(
-            self._base_ids,
-            trace_id=self.trace_id,
-            attempt=number,
-            previous_run_id=self._links[-1].run_id if self._links else None,
-            attempts=tuple(self._links),
-            recovery=plan,
-        )
-        if self._started_at is None:
-            self._started_at = self._clock()
-        opened = self._open_attempt(ids)
-        run = await opened if inspect.isawaitable(opened) else opened
-        if not isinstance(run, Run):
-            raise TypeError(f"open_attempt must return a run (open_stream, wrap), not {type(run).__name__}")
-        if run.ids.trace_id != ids.trace_id or run.ids.attempt != number:
-            raise TypeError("open_attempt must build the run with the Ids it is given (ids=ids)")
-        if plan is not None and not isinstance(run, HttpRun):
-            raise TypeError(
-                "to resume or continue a stream, open_attempt must build its runs with open_stream"
-            )
+        ids = self._chain.next_ids(plan)
+        self._asking.start()
+        run = await _opened(self._open_attempt, ids, plan)
         self._current = self._last = run
         # Needed only to stop during the wait before this attempt. Its cause's traceback reaches, through
         # f_back (kept by finished coroutine frames since Python 3.12), the frames that hold this executor.
         self._last_failure = None
-        # The next attempt opens: only now are the failed attempt's held events dropped (a stop during the
-        # delay or the confirmation releases them), and its exposure forgotten. A resumed attempt goes on
-        # with the same response: what was held stays held, what was exposed stays exposed.
-        if not isinstance(plan, ResumePlan):
-            self._held, self._exposed = [], None
-        if isinstance(plan, ContinuePlan) and isinstance(run, HttpRun):
-            self._trim = run.dropped_whitespace  # the model may write it again; the consumer has it
+        # A continuation's text may begin with whitespace its request left out: the consumer has it.
+        trim = run.dropped_whitespace if isinstance(plan, ContinuePlan) and isinstance(run, HttpRun) else None
+        self._delivery.opened(ids.attempt, resumed=isinstance(plan, ResumePlan), trim=trim)
         if self._abort_request is not None:
             source, reason = self._abort_request
             run.abort(reason, source=source)
         try:
-            await self._enter(run)
+            await self._io.enter(run)
         except StreamFailed as failure:
             self._current = None  # the run has already cleaned up and delivered its record
             self._ended_attempt(run)
@@ -724,12 +465,12 @@ class RetryingRun:
         run = self._current
         assert run is not None
         try:
-            event = await self._next(run)
+            event = await self._io.next(run)
         except StopAsyncIteration:
-            self._release()
+            self._delivery.release()
             self._completed = True
             self._diagnosis = run.diagnosis
-            self._end_link = self._link(run, "completed")
+            self._chain.end = _link(run, LinkDecision.COMPLETED)
             return
         except StreamFailed as failure:
             await self._close(failure)
@@ -737,319 +478,130 @@ class RetryingRun:
             return
         if isinstance(event, ToolCall):
             self._owner[event.call_id] = run  # the run that completed it hears of its execution
-        elif self._trim and isinstance(event, TextDelta) and not event.refusal:
-            # A continuation may write again the whitespace its request left out (an Anthropic prefill).
-            text = event.text
-            head = text[: self._trim]
-            cut = len(head) - len(head.lstrip())
-            if cut == len(text):  # whitespace only, all of it repeated
-                self._trim -= cut
-                return
-            self._trim = 0
-            if cut:
-                event = TextDelta(text[cut:])
-        if self._exposed is not None:
-            self._deliver(event)
-            return
-        held = self._held
-        held.append(event)
-        if isinstance(event, _COMMIT):
-            self._release()
-        elif len(held) > self._max_held:
-            self._release(f"more than {self._max_held} events were held back, then released; {_REPEAT}")
-
-    def _release(self, why: str | None = None) -> None:
-        self._exposed = why or _EXPOSED
-        for event in self._held:
-            self._deliver(event)
-        self._held.clear()
-
-    def _deliver(self, event: ConsumerEvent) -> None:
-        run = self._last
-        assert run is not None
-        self._partial_attempt = run.ids.attempt
-        if isinstance(event, TextDelta):
-            (self._refusal if event.refusal else self._text).append(event.text)
-        elif isinstance(event, ReasoningDelta):
-            if self._reasoning is not None:
-                self._reasoning.append(event.text)
-        elif isinstance(event, ToolCall):
-            self._calls[event.call_id] = event
-            self._open_inputs.pop(event.call_id, None)
-        elif isinstance(event, ToolInputStart):
-            self._open_inputs[event.call_id] = None
-        self._out.append(event)
+        self._delivery.take(event)
 
     async def _close(self, exc: BaseException | None) -> None:
         run, self._current = self._current, None
         assert run is not None
         try:
-            await self._exit(run, exc)
+            await self._io.exit(run, exc)
         finally:
             self._ended_attempt(run)
 
     def _ended_attempt(self, run: Run) -> None:
         if run.record is not None:
-            self._records.append(run.record)
+            self._chain.records.append(run.record)
         hidden = run.sdk_retries
         if hidden and run.diagnosis is not None:
-            # The SDK retried this request itself before the run saw it: those requests are attempts of the
-            # chain too (decision sdk_retry, with this run's outcome: the SDK retried what it got), and count
-            # against policy.attempts; _decide's attempt number is the number of requests made.
+            # The SDK retried this request itself before the run saw it: those requests count against
+            # policy.attempts; _decide's attempt number is the number of requests made.
             _warn_both_layers_retry()
-            room = max(0, MAX_ATTEMPTS - 1 - len(self._links))
-            link = self._link(run, "sdk_retry")
-            self._links.extend([link] * min(hidden, room))
-
-    def _link(
-        self,
-        run: Run,
-        decision: str,
-        delay_s: float = 0.0,
-        delay_reason: str = "none",
-        *,
-        then: Recovery | None = None,
-        plan: RecoveryPlan | None = None,
-    ) -> AttemptLink:
-        diagnosis = run.diagnosis
-        assert diagnosis is not None
-        refused = run.resume_refusal if isinstance(run, HttpRun) else None
-        declined = run.continue_refusal if isinstance(run, HttpRun) else None
-        return AttemptLink(
-            run_id=run.run_id,
-            attempt=run.ids.attempt,
-            summary_key=diagnosis.summary_key,
-            verdict=diagnosis.verdict.value,
-            decision=decision,
-            delay_s=round(delay_s, 4),
-            delay_reason=delay_reason,
-            next=then.value if then is not None else None,
-            resume_from=plan.starting_after if isinstance(plan, ResumePlan) else None,
-            continue_after_chars=plan.after_chars if isinstance(plan, ContinuePlan) else None,
-            resume_refused=refused.value if refused is not None else None,
-            continue_refused=declined.value if declined is not None else None,
-        )
+            self._chain.sdk_retried(_link(run, LinkDecision.SDK_RETRY), hidden)
 
     # -- deciding -------------------------------------------------------------------------------------------
+
+    def _facts(self, run: Run, failure: StreamFailed) -> Failed:
+        """What the rule needs to know of the failed attempt ``run``."""
+        http = run if isinstance(run, HttpRun) else None
+        return Failed(
+            failure.diagnosis,
+            self._chain.requests,  # this run's request and every earlier one (the SDK's too)
+            self._asking.elapsed_s(),
+            exposed=self._delivery.exposed,
+            aborted=self._abort_request[0] if self._abort_request is not None else None,
+            recovery=run.ids.recovery,
+            answered=http is None or http._streaming,
+            resume_refused=http.resume_refusal if http is not None else None,
+            continue_refused=http.continue_refusal if http is not None else None,
+            resumable=http.resume_plan() if http is not None and self._resume else None,
+            basis=self._basis,
+            continuing=self._continuing,
+        )
 
     async def _decide(self) -> None:
         failure, self._failure = self._failure, None
         run = self._last
         assert failure is not None
         assert run is not None
-        if self._abort_request is not None:
-            # Stopped locally, but the attempt is reported by the same rule 2 as any other: an exposed or
-            # possibly delivered attempt is never reported as safe to replay.
-            reported = _downgraded(self.policy, failure.diagnosis, self._exposed)
-            self._stop(failure, reported, self._aborted_reason("before a retry"))
+        facts = self._facts(run, failure)
+        step = after_failure(self.policy, facts)
+        if step.diagnosis is not None:
+            self._diagnosis = step.diagnosis
+        if step.basis is not None:
+            self._basis = step.basis
+        self._prefill_refused |= step.prefill_refused
+        if step.kind is DecisionKind.STOP:
+            assert step.diagnosis is not None
+            assert step.stop_reason is not None
+            self._stop(failure, step.diagnosis, step.stop_reason)
             return
-        assert self._started_at is not None
-        elapsed = self._clock() - self._started_at - self._confirm_s
-        attempt = len(self._links) + 1  # the requests made: this run's, and every earlier one (the SDK's too)
-        refused = run.resume_refusal if isinstance(run, HttpRun) else None
-        resuming = run.ids.recovery
-        if isinstance(resuming, ResumePlan) and refused is None and not run._streaming:
-            # The re-attach itself failed before any answer (a refused connection, a 503): a GET of a stored
-            # stream generates nothing, so it is tried again like any safe request.
-            decision = decide(self.policy, failure.diagnosis, attempt=attempt, elapsed_s=elapsed)
-            if decision.kind != "stop":
-                delay = decision.delay_s or self.policy.backoff(attempt)
-                if elapsed + delay <= self.policy.total_s:
-                    why = decision.delay_reason if decision.delay_s else "backoff"
-                    self._resume_next(run, resuming, delay, why)
-                    return
-        declined = run.continue_refusal if isinstance(run, HttpRun) else None
-        if declined is not None and isinstance(resuming, ContinuePlan):
-            # The model takes no prefill (Anthropic's current ones): the same continuation, once, by
-            # instruction. Nothing of the refused request reached the consumer; no later one is a prefill.
-            self._prefill_refused = True
-            self._diagnosis = failure.diagnosis
-            stop = _budget(self.policy, attempt, elapsed, 0.0)
-            if stop is not None:
-                self._stop(failure, failure.diagnosis, stop)
+        then, decision = step.then, LinkDecision.AUTO_RETRY
+        if step.kind is DecisionKind.ASK:
+            assert step.diagnosis is not None
+            then = await self._ask(run, failure, step.diagnosis, facts.resume_refused)
+            if then is None:
                 return
-            self._plan = dataclasses.replace(resuming, style=ContinueStyle.INSTRUCTION)
-            self._links.append(self._link(run, "auto_retry", then=Recovery.CONTINUE, plan=self._plan))
-            self._next_delay = 0.0
-            return
-        plan = self._resume_plan(run, failure)
-        if plan is not None:
-            stop = _budget(self.policy, attempt, elapsed, 0.0)
-            if stop is None:
-                # What to fall back on if the provider refuses: this break, as the executor reports it.
-                self._basis = _downgraded(self.policy, failure.diagnosis, self._exposed)
-                self._resume_next(run, plan, 0.0, "none")
-                return
-            reported = _downgraded(self.policy, failure.diagnosis, self._exposed)
-            self._diagnosis = reported
-            self._stop(failure, reported, stop)
-            return
-        diagnosis = failure.diagnosis
-        if refused is not None and self._basis is not None:
-            # The provider would not resume: fall back to what the broken stream itself allowed, and say why.
-            diagnosis = _refused(self._basis, refused)
-        decision = decide(self.policy, diagnosis, attempt=attempt, elapsed_s=elapsed, exposed=self._exposed)
-        self._diagnosis = decision.diagnosis
-        if decision.kind == "stop":
-            assert decision.stop_reason is not None
-            self._stop(failure, decision.diagnosis, decision.stop_reason)
-            return
-        if decision.kind == "ask":
-            if self._confirm is None:
-                self._stop(failure, decision.diagnosis, "the retry needs confirmation; no confirm was given")
-                return
-            offer = self._offer(run, refused)
-            asked_at = self._clock()
-            answer: object = None
-            try:
-                answer = await self._wait(self._ask(decision.diagnosis, offer))
-            finally:
-                self._confirm_s += self._clock() - asked_at
-            if self._abort_request is not None:
-                reason = self._aborted_reason("while waiting for confirmation")
-                self._stop(failure, decision.diagnosis, reason)
-                return
-            choice = offer.recoveries[0] if answer is True else answer
-            if not isinstance(choice, Recovery) or choice not in offer.recoveries:
-                self._stop(failure, decision.diagnosis, "the retry was not confirmed")
-                return
-            if choice is Recovery.CONTINUE:
-                self._plan = self._continuation()
-                self._links.append(
-                    self._link(
-                        run,
-                        "confirmed_retry",
-                        decision.delay_s,
-                        decision.delay_reason,
-                        then=choice,
-                        plan=self._plan,
-                    )
-                )
-                self._continue(attempt + 1, diagnosis.summary_key)
+            decision = LinkDecision.CONFIRMED_RETRY
+        plan = step.plan
+        if plan is None and then is Recovery.CONTINUE:
+            partial = self._delivery.partial
+            plan = continue_plan(partial, self._continue_with, prefill_refused=self._prefill_refused)
+        self._plan = plan
+        self._chain.links.append(_link(run, decision, step.delay_s, step.delay_reason, then=then, plan=plan))
+        if decision is LinkDecision.CONFIRMED_RETRY:
+            assert step.diagnosis is not None
+            key = step.diagnosis.summary_key
+            self._continuing = then is Recovery.CONTINUE
+            if self._continuing:
+                self._delivery.continued(facts.attempt + 1, key)
             else:
-                self._links.append(
-                    self._link(run, "confirmed_retry", decision.delay_s, decision.delay_reason, then=choice)
-                )
-                self._restart(attempt + 1, diagnosis.summary_key)
-        else:
-            # Nothing of this attempt reached the consumer: try again as the delivered answer stands, a fresh
-            # request, or (after a continuation) the same continuation.
-            self._plan = self._continuation() if self._continuing else None
-            then = Recovery.CONTINUE if self._continuing else Recovery.RETRY
-            self._links.append(
-                self._link(
-                    run, "auto_retry", decision.delay_s, decision.delay_reason, then=then, plan=self._plan
-                )
-            )
+                self._delivery.restarted(facts.attempt + 1, key)
         # Another attempt follows: nothing held of this one reaches the consumer, but the events stay held
         # until that attempt opens (`_open_next`), so an abort during the delay still releases them.
-        self._next_delay = decision.delay_s
+        self._next_delay = step.delay_s
 
-    def _resume_plan(self, run: Run, failure: StreamFailed) -> ResumePlan | None:
-        """Re-attach when the provider allows it, whatever reached the consumer: nothing is generated twice.
-        Never after a failure the machine forbids retrying (a side effect, a local abort, ...)."""
-        if not self._resume or not isinstance(run, HttpRun) or failure.diagnosis.verdict is Verdict.NO_RETRY:
+    async def _ask(
+        self, run: Run, failure: StreamFailed, diagnosis: Diagnosis, refused: ResumeRefusal | None
+    ) -> Recovery | None:
+        """Rule 5, asking: the recovery ``confirm`` chose, or None when the chain stopped instead."""
+        if self._asking.confirm is None:
+            self._stop(failure, diagnosis, "the retry needs confirmation; no confirm was given")
             return None
-        return run.resume_plan()
-
-    def _resume_next(self, run: Run, plan: ResumePlan, delay: float, why: str) -> None:
-        self._plan = plan
-        self._links.append(self._link(run, "auto_retry", delay, why, then=Recovery.RESUME, plan=plan))
-        self._next_delay = delay
-
-    def _offer(self, run: Run, refused: ResumeRefusal | None) -> Offer:
-        partial = self.partial
-        carried = {r.call_id for r in partial.tool_results}
-        continuable = (
-            isinstance(run, HttpRun)
-            and not partial.refusal
-            and bool(partial.text or partial.tool_calls)
-            and all(call.call_id in carried for call in partial.tool_calls)
-        )
-        recoveries = (Recovery.CONTINUE, Recovery.REPLAY) if continuable else (Recovery.REPLAY,)
-        return Offer(
-            recoveries,
-            after_chars=len(partial.text),
-            tool_calls=len(partial.tool_calls),
-            discarded_calls=len(self._open_inputs),
+        delivery = self._delivery
+        offered = offer(
+            delivery.partial,
+            discarded_calls=len(delivery.open_inputs),
+            rewritable=isinstance(run, HttpRun),
             resume_refused=refused,
         )
-
-    def _continuation(self) -> ContinuePlan:
-        partial = self.partial
-        results = {r.call_id: r.result for r in partial.tool_results}
-        continuation = Continuation(partial.text, partial.tool_calls, results)
-        style = self._continue_with if isinstance(self._continue_with, ContinueStyle) else None
-        rewrite = None if self._continue_with is None or style is not None else self._continue_with
-        if self._prefill_refused:
-            style = ContinueStyle.INSTRUCTION
-        return ContinuePlan(continuation, style, rewrite)  # type: ignore[arg-type]
-
-    def _continue(self, attempt: int, summary_key: str) -> None:
-        text = "".join(self._text)
-        discarded = tuple(self._open_inputs)
-        self._open_inputs.clear()
-        self._out.append(Continued(attempt, summary_key, len(text), discarded))
-        self._continuing = True
-
-    async def _ask(self, diagnosis: Diagnosis, offer: Offer) -> object:
-        assert self._confirm is not None
-        answer = self._confirm(diagnosis, offer) if self._offers else self._confirm(diagnosis)
-        if inspect.isawaitable(answer):
-            answer = await answer
-        return answer
-
-    def _restart(self, attempt: int, summary_key: str) -> None:
-        self._out.append(Restarted(attempt, summary_key))
-        self._continuing, self._trim = False, 0
-        self._open_inputs.clear()
-        self._partial_attempt = 0
-        self._text.clear()
-        self._refusal.clear()
-        if self._reasoning is not None:
-            self._reasoning.clear()
-        self._calls.clear()
-        self._results.clear()
-
-    async def _wait(self, awaitable: Awaitable[Any]) -> Any:
-        """Await a delay or a confirmation; ``abort()`` ends it early (the result is then None)."""
-        if self._sync:  # a sync sleep or confirm has already run (a sync delay wakes on abort())
-            return await awaitable if inspect.isawaitable(awaitable) else awaitable
-        with anyio.CancelScope() as scope:
-            self._wait_scope = scope
-            try:
-                return await awaitable
-            finally:
-                self._wait_scope = None
-        return None
+        answer = await self._asking.ask(self._io, diagnosis, offered)
+        if self._abort_request is not None:
+            self._stop(failure, diagnosis, self._aborted_reason("while waiting for confirmation"))
+            return None
+        choice = chosen(answer, offered.recoveries)
+        if choice is None:
+            self._stop(failure, diagnosis, "the retry was not confirmed")
+        return choice
 
     def _aborted_reason(self, where: str) -> str:
         assert self._abort_request is not None
-        source, _ = self._abort_request
-        return f"the chain was stopped locally (source: {source.value}) {where}"
+        return stopped_locally(self._abort_request[0], where)
 
     def _stop_aborted(self, where: str) -> None:
         """``abort()`` during a delay: the last attempt's failure, its link now the end of the chain."""
         run, failure = self._last, self._last_failure
         assert run is not None
         assert failure is not None
-        if self._links and self._links[-1].run_id == run.run_id:
-            self._links.pop()
+        self._chain.unlink(run.run_id)
         self._stop(failure, self._diagnosis or failure.diagnosis, self._aborted_reason(where))
 
     def _stop(self, failure: StreamFailed, diagnosis: Diagnosis, reason: str) -> None:
         run = self._last
         assert run is not None
-        final = failure
-        if diagnosis is not failure.diagnosis:
-            final = StreamFailed(diagnosis, failure.record)
-            final.__cause__ = failure.__cause__
-            final.__suppress_context__ = True
+        final = failure if diagnosis is failure.diagnosis else _reported(failure, diagnosis)
         self._diagnosis = diagnosis
-        self._end_link = self._link(run, "stopped")
-        for event in self._held:  # the chain ends here: the consumer gets all of it, then the failure
-            self._deliver(event)
-        self._held.clear()
+        self._chain.end = _link(run, LinkDecision.STOPPED)
+        self._delivery.flush()  # the chain ends here: the consumer gets all of it, then the failure
         final.partial = self.partial
         final.attempts = self.attempts
         final.stop_reason = reason
@@ -1065,9 +617,7 @@ class RetryingRun:
         self._abort_request = (source, reason)
         if self._current is not None:
             self._current.abort(reason, source=source)
-        if self._wait_scope is not None:
-            self._wait_scope.cancel()
-        self._wake.set()
+        self._io.interrupt()
 
     def _run_for(self, call_id: str) -> Run:
         run = self._owner.get(call_id) or self._current or self._last
@@ -1077,21 +627,52 @@ class RetryingRun:
 
     def tool_started(self, call_id: str, effect: str = "effectful") -> None:
         """The agent started running a complete tool call (see `Run.tool_started`)."""
-        if call_id in self._owner and call_id not in self._calls:
+        if call_id in self._owner and call_id not in self._delivery.calls:
             raise ValueError(f"tool call {call_id!r} belongs to an attempt that was restarted")
         self._run_for(call_id).tool_started(call_id, effect)
 
     def tool_finished(self, call_id: str, ok: bool = True, result: object = None) -> None:
         """The tool finished; ``result`` is kept in ``partial`` (in memory only, never in a record)."""
         self._run_for(call_id).tool_finished(call_id, ok=ok)
-        call = self._calls.get(call_id)
+        call = self._delivery.calls.get(call_id)
         if call is not None:
-            self._results[call_id] = ToolResult(call_id, call.name, ok, result)
+            self._delivery.results[call_id] = ToolResult(call_id, call.name, ok, result)
 
     def tool(self, call_id: str, effect: str = "effectful") -> ToolScope:
         """``async with run.tool(call_id):`` (``with`` on a sync chain) brackets one tool execution (use
         ``tool_finished`` to keep a result)."""
         return ToolScope(self, call_id, effect)
+
+
+def _reported(failure: StreamFailed, diagnosis: Diagnosis) -> StreamFailed:
+    """``failure`` as the executor reports it (rule 2): a copy with ``diagnosis``, from the same raw cause."""
+    final = StreamFailed(diagnosis, failure.record)
+    final.__cause__ = failure.__cause__
+    final.__suppress_context__ = True
+    return final
+
+
+def _link(
+    run: Run,
+    decision: LinkDecision,
+    delay_s: float = 0.0,
+    delay_reason: str = "none",
+    *,
+    then: Recovery | None = None,
+    plan: RecoveryPlan | None = None,
+) -> AttemptLink:
+    """The chain's link for ``run``, with the provider's refusals (of a resume, a continuation) it met."""
+    http = run if isinstance(run, HttpRun) else None
+    return link(
+        run,
+        decision,
+        delay_s,
+        delay_reason,
+        then=then,
+        plan=plan,
+        resume_refused=http.resume_refusal if http is not None else None,
+        continue_refused=http.continue_refusal if http is not None else None,
+    )
 
 
 _warned_both_layers = False
@@ -1108,17 +689,6 @@ def _warn_both_layers_retry() -> None:
         "both the SDK client and retrying() retry: the SDK's own retries are counted against the policy;"
         " set max_retries=0 on the SDK client when using retrying()"
     )
-
-
-def _drive(coroutine: Coroutine[Any, Any, _T]) -> _T:
-    """Run one of the executor's coroutines to its end on the sync form: its runs, delays and confirmations
-    are sync there, so it never suspends. One that would (an async ``confirm``) is an error."""
-    try:
-        coroutine.send(None)
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
-    coroutine.close()
-    raise TypeError("a sync retrying run awaited something: give it a sync confirm, sleep and open_attempt")
 
 
 def retrying(
@@ -1147,7 +717,7 @@ def retrying(
     the delivered answer, a `ContinueStyle` or a rewrite of one's own ``(body, Continuation) -> body``
     (default: an instruction after the delivered answer, which every current model accepts;
     ``ContinueStyle.PREFILL`` for servers that take an assistant prefill, falling back once to an
-    instruction when the model refuses it; see ``_adapters/_continue.py``). ``sleep`` and ``clock`` are
+    instruction when the model refuses it; see ``wire/_adapters/_continue.py``). ``sleep`` and ``clock`` are
     injectable for tests (``sleep``: anyio's, or on the sync form a wait that ``abort()`` ends; a sync
     form's is a sync callable). Resume and continue need ``open_stream`` runs, so the sync form retries and
     replays. Nothing is sent until iteration starts.

@@ -96,11 +96,13 @@ from ..wire import (
     ConsumerEvent,
     ProtocolViolation,
     SdkAnthropic,
+    SdkBedrockConverse,
     SdkOpenAIChat,
     SdkOpenAIResponses,
     SdkTranslator,
     StreamEvent,
     adapter_for,
+    event_stream_violation,
 )
 from ._config import Ids, StreamConfig
 from ._core import RunCore, Wire
@@ -112,17 +114,19 @@ from ._watchdog import loop_time
 
 __all__ = ["SDK_PROVIDERS", "SdkRun", "SyncSdkRun", "wrap"]
 
-SDK_PROVIDERS: Final = ("openai-chat", "openai-responses", "anthropic")
+SDK_PROVIDERS: Final = ("openai-chat", "openai-responses", "anthropic", "bedrock-converse")
 """The provider formats ``wrap()`` understands."""
 
 _TRANSLATORS: Final[dict[str, type[SdkTranslator]]] = {
     "openai-chat": SdkOpenAIChat,
     "openai-responses": SdkOpenAIResponses,
     "anthropic": SdkAnthropic,
+    "bedrock-converse": SdkBedrockConverse,  # boto3's converse_stream()["stream"]: botocore's EventStream
 }
+_SDK_OF: Final = {"bedrock-converse": "botocore"}  # the SDK each format's stream comes from, beyond its name
 _MAX_REQUEST_BODY: Final = 1 << 20
 _HTTP_FAMILIES: Final = frozenset({"httpx", "httpx2"})  # responses whose body wrap() can read itself
-_SDKS: Final = frozenset({"openai", "anthropic"})
+_SDKS: Final = frozenset({"openai", "anthropic", "botocore"})
 
 # What an object is, by (top-level module, class name) anywhere in its MRO.
 _ASYNC_STREAM: Final = "async_stream"
@@ -149,6 +153,8 @@ _KINDS: Final[dict[tuple[str, str], tuple[str, bool]]] = {
     ("openai", "ChatCompletionStreamManager"): (_SYNC_MANAGER, False),
     ("openai", "AsyncChatCompletionStream"): (_ASYNC_STREAM, False),
     ("openai", "ChatCompletionStream"): (_SYNC_STREAM, False),
+    # boto3's bedrock-runtime converse_stream()["stream"]: botocore parses each message into an item
+    ("botocore", "EventStream"): (_SYNC_STREAM, False),
 }
 _CHAT_HELPERS: Final = frozenset(
     {
@@ -212,7 +218,7 @@ def _sdk_error(exc: BaseException) -> str | None:
                 return "shape"
             if name in _NOT_PROVIDER_ERRORS:
                 return "transport"
-            if name == _SDK_ERROR or name == "APIStatusError":
+            if name == _SDK_ERROR or name == "APIStatusError" or (top, name) == ("botocore", "ClientError"):
                 return "provider"
     return None
 
@@ -328,8 +334,23 @@ def _check_provider(provider: str | None) -> str | None:
     return provider
 
 
+def _sdk_matches(provider: str, sdk: str) -> bool:
+    return _SDK_OF.get(provider, provider).startswith(sdk)
+
+
+def _botocore_flavour(stream: object) -> str:
+    """The format of a botocore ``EventStream``: only ConverseStream's is read (its operation says it)."""
+    try:
+        operation = object.__getattribute__(stream, "_operation_name")
+    except AttributeError:
+        operation = None
+    if operation != "ConverseStream":
+        raise ValueError(f"wrap() supports boto3's ConverseStream event streams, not {operation!r}")
+    return "bedrock-converse"
+
+
 def _check_match(provider: str, sdk: str | None, flavour: str | None) -> None:
-    if sdk is not None and not provider.startswith(sdk):
+    if sdk is not None and not _sdk_matches(provider, sdk):
         raise ValueError(f"provider={provider!r} does not match a stream from the {sdk!r} SDK")
     if flavour is not None and flavour != provider:
         raise ValueError(f"provider={provider!r} does not match a stream of {flavour!r} items")
@@ -406,7 +427,7 @@ class _SdkBase(Run):
         if self._sdk is None:
             self._sdk = sdk
         self._helper_events = self._helper_events or helper
-        flavour, readable = _stream_hint(stream)
+        flavour, readable = (_botocore_flavour(stream), True) if sdk == "botocore" else _stream_hint(stream)
         if sdk == "openai" and readable and flavour is None:
             raise ValueError("wrap() supports openai Chat Completions and Responses streams, not this one")
         if self._given is not None:
@@ -488,6 +509,9 @@ class _SdkBase(Run):
             return core.fail(Trigger.PROVIDER_ERROR_EVENT, facts, exc)
         if isinstance(exc, json.JSONDecodeError):
             return core.fail(Trigger.PROTOCOL_VIOLATION, core.facts(detail=MALFORMED_JSON), exc)
+        damaged = event_stream_violation(exc)  # botocore read a damaged AWS event-stream message
+        if damaged is not None:
+            return core.fail(Trigger.PROTOCOL_VIOLATION, core.facts(detail=damaged), exc)
         if family == "shape" or any(n == ("pydantic_core", "ValidationError") for n in _names(exc)):
             return core.fail(Trigger.PROTOCOL_VIOLATION, core.facts(detail=UNEXPECTED_SHAPE), exc)
         return core.fault(exc)
@@ -515,7 +539,7 @@ class _ItemWire:
 
     def _first_item(self, item: Any) -> list[StreamEvent]:
         flavour = _flavour_of_item(item)
-        if flavour is None or (self._sdk is not None and not flavour.startswith(self._sdk)):
+        if flavour is None or (self._sdk is not None and not _sdk_matches(flavour, self._sdk)):
             raise ProtocolViolation(UNEXPECTED_EVENT, 0)
         self._core.provider = self._core.rec.provider = flavour
         self._translate(flavour)
@@ -877,6 +901,8 @@ def wrap(
         flavour: str | None
         if sdk == "anthropic":
             flavour, readable = "anthropic", True
+        elif sdk == "botocore":
+            flavour, readable = _botocore_flavour(sdk_stream), True
         elif _chat_helper(sdk_stream):
             flavour, readable = "openai-chat", True
         else:

@@ -31,6 +31,7 @@ import importlib
 import queue
 import threading
 import time
+import warnings
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
@@ -188,14 +189,18 @@ class _Tap:
         if call is None:
             return None
         ids, key = self._chains.ids(request, content)
-        run = cls(
-            call.provider,
-            body=call.body,
-            url=str(url),
-            config=self._config,
-            ids=ids,
-            asks_stream=call.streams,
-        )
+        try:
+            run = cls(
+                call.provider,
+                body=call.body,
+                url=str(url),
+                config=self._config,
+                ids=ids,
+                asks_stream=call.streams,
+            )
+        except ImportError as missing:  # a format whose extra is not installed (Bedrock's): pass it untouched
+            _unreadable(call.provider, str(missing))
+            return None
         if relayed():
             run.relayed_bytes(0)
         run.begin()
@@ -630,6 +635,11 @@ class _Streams:
 
 
 @functools.cache
+@functools.cache  # said once per format: every later call of it passes the same way
+def _unreadable(provider: str, why: str) -> None:
+    warnings.warn(f"streamfsm's tap passes {provider} calls untapped: {why}", RuntimeWarning, stacklevel=3)
+
+
 def library(name: str) -> tuple[ModuleType, type, type, _Streams]:
     """(module, async transport class, sync transport class, streams) of ``httpx`` or ``httpx2``."""
     if name not in LIBRARIES:

@@ -14,6 +14,7 @@ _DEFAULT_FINISH = {
     "openai-responses": "completed",
     "anthropic": "end_turn",
     "gemini": "STOP",
+    "ollama": "stop",
 }
 _TOOL_FINISH = {"openai-chat": "tool_calls", "anthropic": "tool_use", "gemini": "STOP"}
 
@@ -105,6 +106,19 @@ def whole_answer(
                 "input_tokens_details": {"cached_tokens": 0},
                 "output_tokens_details": {"reasoning_tokens": 0},
             }
+    elif fmt == "ollama":
+        calls = [
+            {"function": {"name": name, "arguments": json.loads(arguments)}} for name, arguments in tools
+        ]
+        body = {
+            "model": "llama3.2",
+            "created_at": "2025-10-01T12:00:00.000000Z",
+            "message": {"role": "assistant", "content": text, **({"tool_calls": calls} if calls else {})},
+            "done_reason": reason,
+            "done": True,
+        }
+        if usage:
+            body.update(prompt_eval_count=5, eval_count=7)
     else:
         parts: list[dict[str, Any]] = [{"text": text}] if text else []
         parts += [

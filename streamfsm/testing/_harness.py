@@ -17,10 +17,11 @@ The agent's part (`Agent`): tool calls are started with the effect the scenario 
 outside; ``stop_on`` leaves the loop; ``raise_on`` raises inside the loop. Every run is bounded by
 ``timeout`` seconds on top of its own watchdogs.
 
-The tap paths (``"tap:openai"``, ``"tap:anthropic"``; see `TAP_PATHS`) play a scenario the way an agent that
-knows nothing of streamfsm does: the SDK's own ``create(stream=True)`` and iteration over an
-``AsyncOpenAI`` / ``AsyncAnthropic`` client built on ``streamfsm.async_http_client``, and the record the tap
-hands its sink compared with the scenario's expectation. What such an agent does is not what `Agent` does
+The tap paths (``"tap:openai"``, ``"tap:anthropic"``, ``"tap:ollama"``; see `TAP_PATHS`) play a scenario the
+way an agent that knows nothing of streamfsm does: the SDK's own ``create(stream=True)`` and iteration over an
+``AsyncOpenAI`` / ``AsyncAnthropic`` client built on ``streamfsm.async_http_client`` (Ollama's
+``AsyncClient.chat(stream=True)`` over a tap transport), and the record the tap hands its sink compared with
+the scenario's expectation. What such an agent does is not what `Agent` does
 through the runtime (it has no ``run`` to declare tools or abort on), and where the tap's record must
 therefore differ, `TAP_DIFFERENCES` says so, with the reason: the one place those differences are written.
 """
@@ -86,8 +87,11 @@ RUNS_PER_CLIENT: Final = 32  # runs in flight per shared HTTP client in `run_cat
 SDK_FORMATS: Final[Mapping[str, tuple[str, ...]]] = {
     "openai": ("openai-chat", "openai-responses"),
     "anthropic": ("anthropic",),
+    "ollama": ("ollama",),
 }
 """The formats each SDK speaks; a scenario of another format has no SDK path."""
+WRAPPED_SDKS: Final = ("openai", "anthropic")
+"""The SDKs whose streams ``wrap()`` takes; the others (Ollama's client) have a tap path only."""
 TAP_PREFIX: Final = "tap:"
 TAP_PATHS: Final = tuple(f"{TAP_PREFIX}{sdk}" for sdk in SDK_FORMATS)
 """The tap paths: each SDK's own streaming call and iteration, over a ``streamfsm.async_http_client``."""
@@ -116,6 +120,16 @@ BODIES: Final[Mapping[str, Mapping[str, Any]]] = {
         "messages": [{"role": "user", "content": "hi"}],
     },
     "gemini": {"model": "gemini-2.5-flash", "contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
+    "ollama": {"model": "llama3.2", "messages": [{"role": "user", "content": "hi"}]},
+    "anthropic-bedrock": {
+        "model": "anthropic.claude-haiku-4-5-20251001-v1:0",
+        "max_tokens": 64,
+        "messages": [{"role": "user", "content": "hi"}],
+    },
+    "bedrock-converse": {
+        "modelId": "anthropic.claude-haiku-4-5-20251001-v1:0",
+        "messages": [{"role": "user", "content": [{"text": "hi"}]}],
+    },
 }
 """The smallest request body per format: what the harness sends (the fault server ignores it)."""
 
@@ -387,6 +401,8 @@ def sdk_available(sdk: str) -> str | None:
     if importlib.util.find_spec(name) is None:
         return f"the {name} SDK is not installed (pip install {name})"
     if _tap_sdk(sdk) is None:
+        if name not in WRAPPED_SDKS:
+            return f"wrap() takes no {name} stream: play it through tap:{name}"
         if importlib.util.find_spec("streamfsm.runtime._sdk") is None:
             return "streamfsm.wrap() is not available in this version"
         return None
@@ -407,10 +423,14 @@ def _sdk_class(sdk: str, module: Any) -> Any:
 _API_KEYS: Final = {"openai": "sk-test", "anthropic": "sk-ant-test"}
 
 
-def _sdk_call(sdk: str, fmt: str, client: Any, *, streaming: bool = True) -> Any:
+def _sdk_call(sdk: str, fmt: str, client: Any, *, streaming: bool = True, generate: bool = False) -> Any:
     """The SDK's streaming call for ``fmt`` (or its non-streaming one), not yet awaited (``wrap()`` takes it
-    as it is)."""
+    as it is). ``generate``: Ollama's ``/api/generate`` rather than its chat."""
     body = dict(BODIES[fmt])
+    if sdk == "ollama":  # a coroutine; awaited with stream=True, an async generator of the parts
+        if generate:
+            return client.generate(model=body["model"], prompt="hi", stream=streaming)
+        return client.chat(**body, stream=streaming)
     if not streaming:
         if fmt == "anthropic":
             return client.messages.create(**body)
@@ -457,6 +477,14 @@ def tap_client(sdk: str, base_url: str, config: StreamConfig | None = None) -> A
     from .. import tap  # lazily: the tap is needed only on this path
 
     module = importlib.import_module(sdk)
+    if sdk == "ollama":  # its client takes httpx's arguments: the tap is its transport
+        inner = httpx.AsyncHTTPTransport(
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=0), trust_env=False
+        )
+        tapped_transport = tap.async_transport(inner, http="httpx", config=config)
+        return module.AsyncClient(
+            host=base_url, transport=tapped_transport, timeout=TAP_SDK_TIMEOUT_S, trust_env=False
+        )
     http = _sdk_http(module)
     limits = http.Limits(max_connections=None, max_keepalive_connections=0)
     tapped = tap.async_http_client(
@@ -539,6 +567,10 @@ class _SdkRole(_Role):
 
 def _shows_text(fmt: str, item: Any) -> bool:
     """True when the SDK item ``item`` carries visible text."""
+    if fmt == "ollama":
+        return bool(
+            getattr(getattr(item, "message", None), "content", None) or getattr(item, "response", None)
+        )
     if fmt == "openai-chat":
         choices = getattr(item, "choices", None) or ()
         return any(getattr(getattr(choice, "delta", None), "content", None) for choice in choices)
@@ -558,6 +590,7 @@ async def _tap_run(
     from ..tap import failure_of
 
     fmt = scenario.format or ""
+    generate = "/generate-" in scenario.name  # an Ollama /api/generate scenario: its lines carry "response"
     client = tap_client(sdk, url, config)
     try:
         with anyio.CancelScope() as outside:
@@ -565,9 +598,9 @@ async def _tap_run(
             stream: Any = None
             try:
                 if not scenario.streaming:  # one JSON answer: the SDK's call returns it whole
-                    await _sdk_call(sdk, fmt, client, streaming=False)
+                    await _sdk_call(sdk, fmt, client, streaming=False, generate=generate)
                     return
-                stream = await _sdk_call(sdk, fmt, client)
+                stream = await _sdk_call(sdk, fmt, client, generate=generate)
                 async for item in stream:
                     if role.on_item(item):
                         break
@@ -579,10 +612,11 @@ async def _tap_run(
             finally:
                 if stream is not None:  # as `async with stream` would, even when cancelled
                     with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-                        await stream.close()
+                        await (stream.aclose() if hasattr(stream, "aclose") else stream.close())
     finally:
         with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-            await client.close()
+            # an older Ollama client (0.4.0) has no close(): its httpx client is closed instead
+            await (client.close() if hasattr(client, "close") else client._client.aclose())
 
 
 def _tap_problems(
@@ -632,7 +666,7 @@ async def run_scenario(
 
     ``base_url`` is the root URL of a fault server whose router serves this scenario (a `ScenarioRouter`);
     it may be None for a ``no_listener`` scenario. ``sdk`` picks a provider SDK path through ``wrap()``
-    ("openai" or "anthropic") instead of our own client, or a tap path ("tap:openai", "tap:anthropic"): the
+    ("openai" or "anthropic") instead of our own client, or a tap path (`TAP_PATHS`, e.g. "tap:openai"): the
     SDK's own iteration over a tap client (`tap_client`, one per run), whose record is read with the
     ``differences`` that apply to it (default `TAP_DIFFERENCES`). ``client`` is an httpx client to share
     (left open). ``config`` is the base `StreamConfig` (sinks, bounds) that the scenario's own ``config``
@@ -877,11 +911,12 @@ async def run_catalog(
     outcomes in the order of the plan.
 
     ``sdk``: None for the runtime path; an SDK name ("openai", "anthropic") for its ``wrap()`` path, or a
-    tap path ("tap:openai", "tap:anthropic", `TAP_PATHS`); or a sequence mixing them, e.g. ``(None,
-    "openai", "anthropic")`` for the runtime and both SDKs through ``wrap()``, or ``TAP_PATHS`` for both
-    through the tap. An SDK path plays only the scenarios of the formats it speaks; an SDK that cannot run
-    here raises `SdkUnavailable` before anything starts. ``config``: the base `StreamConfig` for every run
-    (see `run_scenario`); ``differences``: the documented differences the tap paths' records are read with.
+    tap path ("tap:openai", "tap:anthropic", "tap:ollama", `TAP_PATHS`); or a sequence mixing them, e.g.
+    ``(None, "openai", "anthropic")`` for the runtime and both SDKs through ``wrap()``, or ``TAP_PATHS`` for
+    every SDK through the tap. An SDK path plays only the scenarios of the formats it speaks; an SDK that
+    cannot run here raises `SdkUnavailable` before anything starts. ``config``: the base `StreamConfig` for
+    every run (see `run_scenario`); ``differences``: the documented differences the tap paths' records are
+    read with.
     """
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")

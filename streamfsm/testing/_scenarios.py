@@ -53,6 +53,9 @@ from typing import Any, Final
 from ..classify import AbortSource, Action, FailureClass, Phase, Verdict
 from ..machine import Trigger
 from ._answers import whole_answer
+from ._eventstream import CONTENT_TYPE as EVENT_STREAM
+from ._eventstream import damaged
+from ._eventstream import exception as aws_exception
 from ._realworld import rows as real_world_rows
 from ._script import (
     Agent,
@@ -69,7 +72,18 @@ from ._script import (
     Step,
     cut_chunk,
 )
-from ._wire import FORMATS, Format, build, error_event, frame, keepalive, text_stream, tool_call_stream
+from ._wire import (
+    EVENT_STREAM_FORMATS,
+    NDJSON_FORMATS,
+    WIRE_FORMATS,
+    Format,
+    build,
+    error_event,
+    frame,
+    keepalive,
+    text_stream,
+    tool_call_stream,
+)
 
 __all__ = ["WATCHDOG_S", "catalog", "find", "names"]
 
@@ -1762,6 +1776,511 @@ def _background_call(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict
     ]
 
 
+# -- Ollama's own API (NDJSON) -------------------------------------------------------------------------------
+
+NDJSON_HEADERS: Final = (("content-type", "application/x-ndjson"),)
+_OLLAMA_ERROR_HEADERS: Final = (("content-type", "application/json; charset=utf-8"),)
+
+
+def _ollama_error(message: str) -> bytes:
+    return json.dumps({"error": message}).encode()
+
+
+def _ollama() -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
+    """Ollama's ``/api/chat`` and ``/api/generate``: one JSON object per line, ``done: true`` last. The faults
+    the SSE formats have, on NDJSON lines: a cut between lines or inside one, a torn last line, a stall, an
+    ``{"error": ...}`` line, an error status, a finish reason not known as whole, a whole answer."""
+    fmt: Format = "ollama"
+    text = text_stream(fmt, TEXT)
+    thought = text_stream(fmt, TEXT, reasoning=REASONING)
+    write = tool_call_stream(fmt, [("write_file", '{"path": "b.txt", "text": "hi"}')])
+    call_line = write[_index(write, b'"tool_calls"')]
+    hello = _escaped(TEXT[0])
+    through_text = _through(text, hello)
+    rest = text[len(through_text)]
+    D, EOF, E = _T.DISCONNECTED, _T.EOF_WITHOUT_TERMINAL, _T.PROVIDER_ERROR_EVENT
+
+    def play(lines: Iterable[bytes], *tail: Step) -> tuple[Step, ...]:
+        return (Headers(headers=NDJSON_HEADERS), *(Send(line) for line in lines), *tail)
+
+    whole = {"streaming": False}
+    answer = whole_answer(fmt, "Hello", tools=[("read_file", '{"path": "a.txt"}')])
+    not_ndjson = _expect(
+        _C.PROTOCOL_ERROR,
+        _V.USER_CONFIRMED_RETRY,
+        _T.PROTOCOL_VIOLATION,
+        _P.EARLY_STREAM,
+        "protocol_violation",
+    )
+    return [
+        (
+            "text-with-usage-and-reasoning",
+            "/api/chat: thinking, text, then the done line with done_reason 'stop' and the counts",
+            play(thought, End()),
+            COMPLETED,
+            {},
+        ),
+        (
+            "generate-clean-end",
+            "/api/generate: response lines, then the done line with done_reason 'stop'",
+            play(text_stream(fmt, TEXT, generate=True), End()),
+            COMPLETED,
+            {},
+        ),
+        (
+            "tool-call-completes",
+            "a tool call whose arguments arrive whole as an object in one line, then done_reason 'stop'",
+            play(
+                tool_call_stream(fmt, [("read_file", '{"path": "README.md"}')], text=["Let me look."]), End()
+            ),
+            COMPLETED,
+            {},
+        ),
+        (
+            "headers-then-fin",
+            "200 and headers, then FIN before any line",
+            (Headers(headers=NDJSON_HEADERS), Fin()),
+            _safe(_C.EARLY_STREAM, D, _P.EARLY_STREAM, "closed_mid_body"),
+            {},
+        ),
+        (
+            "reasoning-then-fin",
+            "thinking lines (not visible output), then FIN",
+            play(_before(thought, hello), Fin()),
+            _safe(_C.EARLY_STREAM, D, _P.EARLY_STREAM, "closed_mid_body"),
+            {},
+        ),
+        (
+            "text-then-rst",
+            "visible text, then a TCP reset",
+            play(through_text, Rst()),
+            _shown(_C.MID_GENERATION, D, "reset"),
+            {},
+        ),
+        (
+            "chunk-cut-short",
+            "visible text, then an HTTP chunk that announces more bytes than it delivers, then FIN",
+            play(through_text, cut_chunk(rest, 9), Fin()),
+            _shown(_C.MID_GENERATION, D, "closed_mid_body"),
+            {},
+        ),
+        (
+            "tool-call-line-cut",
+            "the line carrying a whole tool call cut in half, then FIN: no call was seen, the tool cannot"
+            " have run",
+            play((), Send(call_line[: len(call_line) // 2]), Fin()),
+            _safe(_C.EARLY_STREAM, D, _P.EARLY_STREAM, "closed_mid_body"),
+            {},
+        ),
+        (
+            "tool-call-then-fin",
+            "a complete tool call the agent has not started, then FIN before the done line",
+            play(write[:-1], Fin()),
+            _safe(_C.TOOL_CALL_INTERRUPTED, D, _P.TOOL_CALL, "closed_mid_body"),
+            {},
+        ),
+        (
+            "effectful-tool-running-then-fin",
+            "a complete tool call; the agent declares write_file effectful and starts it; then FIN",
+            play(write[:-1], Fin()),
+            _expect(
+                _C.TOOL_SIDE_EFFECT,
+                _V.NO_RETRY,
+                D,
+                _P.TOOL_EXECUTION,
+                "closed_mid_body",
+                _A.CONTINUE_WITH_PARTIAL,
+            ),
+            {"agent": Agent(tools={"write_file": "effectful"})},
+        ),
+        (
+            "parallel-tool-calls",
+            "two tool calls in one turn, completing normally; the agent starts read_file (read_only) and"
+            " write_file (effectful) as each call completes",
+            play(
+                tool_call_stream(
+                    fmt,
+                    [("read_file", '{"path": "a.txt"}'), ("write_file", '{"path": "b.txt", "text": "hi"}')],
+                ),
+                End(),
+            ),
+            COMPLETED,
+            {"agent": Agent(tools={"read_file": "read_only", "write_file": "effectful"})},
+        ),
+        (
+            "malformed-json",
+            "visible text, then a line whose JSON is cut off and ended (a proxy that splits lines)",
+            play(through_text, Send(rest[:30] + b"\n"), Stall()),
+            _shown(_C.PROTOCOL_ERROR, _T.PROTOCOL_VIOLATION, "protocol_violation"),
+            {},
+        ),
+        (
+            "oversize-line",
+            "a 6000-byte line against a 4096-byte line bound, before any output",
+            play((), Send(text_stream(fmt, ["y" * 6000])[0]), Stall()),
+            _expect(
+                _C.PROTOCOL_ERROR,
+                _V.USER_CONFIRMED_RETRY,
+                _T.PROTOCOL_VIOLATION,
+                _P.EARLY_STREAM,
+                "protocol_violation",
+                _A.ASK_USER,
+            ),
+            {"config": {"max_line_bytes": 4096}},
+        ),
+        (
+            "user-abort",
+            "the user presses stop on the first visible text (run.abort, source user)",
+            play(through_text, Stall()),
+            _expect(_C.LOCAL_ABORT, _V.NO_RETRY, _T.LOCAL_ABORT, _P.MID_GENERATION, "user", _A.NONE),
+            {
+                "agent": Agent(
+                    abort_on=_T.TEXT_DELTA, abort_source=AbortSource.USER, abort_reason="user pressed stop"
+                )
+            },
+        ),
+        (
+            "outside-cancellation",
+            "the code around the run cancels its scope on the first visible text",
+            play(through_text, Stall()),
+            _expect(_C.LOCAL_ABORT, _V.NO_RETRY, _T.LOCAL_ABORT, _P.MID_GENERATION, "cancelled", _A.NONE),
+            {"agent": Agent(cancel_on=_T.TEXT_DELTA)},
+        ),
+        (
+            "http-500",
+            "500 with Ollama's error body",
+            (
+                Status(
+                    500,
+                    _OLLAMA_ERROR_HEADERS,
+                    _ollama_error("llama runner process has terminated: exit status 2"),
+                ),
+            ),
+            _http("server_error", _V.SAFE_AUTO_RETRY, _A.RETRY_AFTER_BACKOFF),
+            {},
+        ),
+        (
+            "http-400-context-overflow",
+            "400 with Ollama's error body: the prompt is longer than the context",
+            (
+                Status(
+                    400, _OLLAMA_ERROR_HEADERS, _ollama_error("the input length exceeds the context length")
+                ),
+            ),
+            _http("context_overflow", _V.NO_RETRY, _A.FIX_REQUEST),
+            {},
+        ),
+        (
+            "http-413",
+            "413 from the front proxy, as HTML",
+            (Status(413, (("content-type", "text/html"),), _HTML_413),),
+            _http("request_too_large", _V.NO_RETRY, _A.FIX_REQUEST),
+            {},
+        ),
+        (
+            "text-then-fin",
+            "visible text, then FIN between lines, before the done line",
+            play(through_text, Fin()),
+            _shown(_C.MID_GENERATION, D, "closed_mid_body"),
+            {},
+        ),
+        (
+            "cut-mid-line",
+            "visible text, then half a line, then FIN",
+            play(through_text, Send(rest[:30]), Fin()),
+            _shown(_C.MID_GENERATION, D, "closed_mid_body"),
+            {},
+        ),
+        (
+            "torn-last-line",
+            "visible text, then the done line without its end (a clean end of the body inside it): a torn"
+            " line is no finish",
+            play(text[:-1], Send(text[-1][:-20]), End()),
+            _shown(_C.MID_GENERATION, EOF, "eof_without_terminal"),
+            {},
+        ),
+        (
+            "text-then-clean-close",
+            "visible text, then a clean end of the body without the done line",
+            play(through_text, End()),
+            _shown(_C.MID_GENERATION, EOF, "eof_without_terminal"),
+            {},
+        ),
+        (
+            "first-token-stall",
+            "headers, then silence: the first-token watchdog fires",
+            play((), Stall()),
+            _safe(_C.WATCHDOG, _T.FIRST_TOKEN_TIMEOUT, _P.EARLY_STREAM, "first_token_timeout"),
+            {"config": {"first_token_timeout": WATCHDOG_S}},
+        ),
+        (
+            "text-then-silent-stall",
+            "visible text, then silence with the connection open: the idle watchdog fires",
+            play(through_text, Stall()),
+            _shown(_C.WATCHDOG, _T.IDLE_TIMEOUT, "idle_timeout"),
+            {"config": {"idle_timeout": WATCHDOG_S}},
+        ),
+        (
+            "error-line-before-output",
+            "an {'error': ...} line before any output (Ollama's queue is full: 'server busy')",
+            play((), Send(error_event(fmt, "overloaded")), End()),
+            _safe(_C.PROVIDER_ERROR, E, _P.EARLY_STREAM, "overloaded", _A.RETRY_AFTER_BACKOFF),
+            {},
+        ),
+        (
+            "error-line-after-output",
+            "an {'error': ...} line after visible text (the model runner failed mid-answer; its words name"
+            " no kind)",
+            play(through_text, Send(error_event(fmt, "server_error")), End()),
+            _shown(_C.PROVIDER_ERROR, E, "unknown"),
+            {},
+        ),
+        (
+            "http-404-model-not-found",
+            "404 with Ollama's error body: the model is not pulled",
+            (
+                Status(
+                    404,
+                    _OLLAMA_ERROR_HEADERS,
+                    _ollama_error('model "llama3.2" not found, try pulling it first'),
+                ),
+            ),
+            _http("not_found", _V.NO_RETRY, _A.FIX_REQUEST),
+            {},
+        ),
+        (
+            "http-503-server-busy",
+            "503 with Ollama's 'server busy' body (its request queue is full): no code, the status decides",
+            (
+                Status(
+                    503,
+                    _OLLAMA_ERROR_HEADERS,
+                    _ollama_error("server busy, please try again.  maximum pending requests exceeded"),
+                ),
+            ),
+            _http("server_error", _V.SAFE_AUTO_RETRY, _A.RETRY_AFTER_BACKOFF),
+            {},
+        ),
+        (
+            "finish-length",
+            "visible text, then done_reason 'length' (num_predict reached): finished, not a whole answer",
+            play(text_stream(fmt, TEXT[:1], finish="length"), End()),
+            _expect(_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "length", _A.NONE),
+            {},
+        ),
+        (
+            "finish-unrecognised",
+            "visible text, then done_reason 'unload' (the model was unloaded): no whole-answer set holds it,"
+            " so finished, never called a whole answer, and the reason is named",
+            play(text_stream(fmt, TEXT[:1], finish="unload"), End()),
+            _expect(
+                _C.COMPLETED,
+                _V.USER_CONFIRMED_RETRY,
+                None,
+                _P.FINISHED,
+                "unrecognised",
+                _A.CONTINUE_WITH_PARTIAL,
+            ),
+            {},
+        ),
+        (
+            "generate-image-unread",
+            "/api/generate answering with an image (a line with a field not read): finished, but nothing of"
+            " the answer was read, so never a whole answer",
+            play(
+                (
+                    b'{"model":"x/z-image","created_at":"2025-10-01T12:00:00Z","response":"",'
+                    b'"image":"iVBORw0KGgo=","done":false}\n',
+                    text_stream(fmt, [], generate=True)[-1],
+                ),
+                End(),
+            ),
+            _UNREAD,
+            {},
+        ),
+        (
+            "html-at-200",
+            "HTTP 200 text/html from a proxy's page where NDJSON was due: a protocol error",
+            (Status(200, (("content-type", "text/html; charset=UTF-8"),), _HTML_200),),
+            {**not_ndjson, "expected_action": _A.ASK_USER},
+            {},
+        ),
+        (
+            "json-error-at-200",
+            "HTTP 200 whose body is one JSON document, Ollama's error object, where NDJSON was due: the error"
+            " it names, as an SSE format reads such a body",
+            (Status(200, _OLLAMA_ERROR_HEADERS, _ollama_error("server busy, please try again.")),),
+            _safe(_C.PROVIDER_ERROR, E, _P.EARLY_STREAM, "overloaded", _A.RETRY_AFTER_BACKOFF),
+            {},
+        ),
+        (
+            "garbage-at-200",
+            "HTTP 200 application/x-ndjson whose lines are no JSON at all: not an NDJSON stream",
+            (Status(200, NDJSON_HEADERS, b"OK\nserver ready\n"),),
+            {**not_ndjson, "expected_action": _A.ASK_USER},
+            {},
+        ),
+        (
+            "pretty-json-at-200",
+            "HTTP 200 with a pretty-printed JSON document where NDJSON was due: its first line is no JSON",
+            (Status(200, _OLLAMA_ERROR_HEADERS, json.dumps(json.loads(answer), indent=2).encode()),),
+            {**not_ndjson, "expected_action": _A.ASK_USER},
+            {},
+        ),
+        (
+            "whole/clean-end",
+            "stream: false: one JSON answer (text and a tool call), done_reason 'stop': completed",
+            (Status(200, _OLLAMA_ERROR_HEADERS, answer),),
+            COMPLETED,
+            whole,
+        ),
+        (
+            "whole/cut-mid-body",
+            "stream: false, the answer cut mid-JSON (FIN): nothing was handed out, safe to retry",
+            (Headers(headers=_OLLAMA_ERROR_HEADERS), Send(answer[:40]), Fin()),
+            _safe(_C.EARLY_STREAM, _T.DISCONNECTED, _P.EARLY_STREAM, "closed_mid_body"),
+            whole,
+        ),
+        (
+            "whole/truncated-body",
+            "stream: false, the answer's JSON stops at a clean end of the body: never completed",
+            (Headers(headers=_OLLAMA_ERROR_HEADERS), Send(answer[:-3]), End()),
+            _safe(_C.EARLY_STREAM, _T.EOF_WITHOUT_TERMINAL, _P.EARLY_STREAM, "eof_without_terminal"),
+            whole,
+        ),
+        (
+            "whole/stall",
+            "stream: false, the answer stops arriving: the first-token watchdog fires",
+            (Headers(headers=_OLLAMA_ERROR_HEADERS), Send(answer[:40]), Stall()),
+            _safe(_C.WATCHDOG, _T.FIRST_TOKEN_TIMEOUT, _P.EARLY_STREAM, "first_token_timeout"),
+            {**whole, "config": {"first_token_timeout": WATCHDOG_S}},
+        ),
+    ]
+
+
+_BEDROCK_HEADERS: Final = (("content-type", EVENT_STREAM), ("x-amzn-requestid", "2c9f3b1e-6a0d-4e57-9b1c"))
+_BEDROCK_THROTTLED: Final = (
+    *JSON_HEADERS,
+    ("x-amzn-errortype", "ThrottlingException:http://internal.amazon.com/coral/com.amazon.bedrock/"),
+)
+
+
+_CONVERSE_ANSWER: Final = json.dumps(
+    {
+        "output": {
+            "message": {
+                "role": "assistant",
+                "content": [
+                    {"text": "Hello"},
+                    {"toolUse": {"toolUseId": "tooluse_00kq3x", "name": "read_file", "input": {"path": "a"}}},
+                ],
+            }
+        },
+        "stopReason": "tool_use",
+        "usage": {"inputTokens": 20, "outputTokens": 40, "totalTokens": 60},
+        "metrics": {"latencyMs": 412},
+    }
+).encode()
+
+
+def _bedrock(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
+    """Bedrock's AWS event-stream messages (prelude and message CRCs): Claude's own stream
+    (``anthropic-bedrock``, each Anthropic event base64 in a chunk) or ConverseStream (``bedrock-converse``,
+    each event its own message); exceptions as messages of their own, a damaged CRC, and the non-streaming
+    call (``invoke``, ``converse``)."""
+    text = text_stream(fmt, TEXT)
+    if fmt == "anthropic-bedrock":
+        shown = len(_through(text_stream("anthropic", TEXT), _escaped(TEXT[0])))  # through the first text
+        whole = whole_answer("anthropic", "Hello", tools=[("read_file", '{"path": "a.txt"}')])
+    else:
+        shown = 2  # messageStart, then the first text delta
+        whole = _CONVERSE_ANSWER
+    preamble, through_text, after = text[: shown - 1], text[:shown], text[shown]
+    head = (Headers(headers=_BEDROCK_HEADERS),)
+    D, EOF, E = _T.DISCONNECTED, _T.EOF_WITHOUT_TERMINAL, _T.PROVIDER_ERROR_EVENT
+    throttled = aws_exception("throttlingException", "Too many tokens, please wait before trying again.")
+    stream_error = aws_exception("modelStreamErrorException", "The model stream failed.")
+    return [
+        (
+            "clean-end",
+            "the whole stream, each event in its event-stream message: completed",
+            (*head, *(Send(m) for m in text), End()),
+            COMPLETED,
+            {},
+        ),
+        (
+            "cut-mid-message",
+            "visible text, then half of the next event-stream message, then FIN",
+            (*head, *(Send(m) for m in through_text), Send(after[: len(after) // 2]), Fin()),
+            _shown(_C.MID_GENERATION, D, "closed_mid_body"),
+            {},
+        ),
+        (
+            "cut-between-messages",
+            "visible text, then FIN between two whole messages",
+            (*head, *(Send(m) for m in through_text), Fin()),
+            _shown(_C.MID_GENERATION, D, "closed_mid_body"),
+            {},
+        ),
+        (
+            "torn-last-message",
+            "visible text, then half a message and a clean end of the body: truncated, never a finish",
+            (*head, *(Send(m) for m in through_text), Send(after[: len(after) // 2]), End()),
+            _shown(_C.MID_GENERATION, EOF, "eof_without_terminal"),
+            {},
+        ),
+        (
+            "stall",
+            "visible text, then silence with the connection open: the idle watchdog fires",
+            (*head, *(Send(m) for m in through_text), Stall()),
+            _shown(_C.WATCHDOG, _T.IDLE_TIMEOUT, "idle_timeout"),
+            {"config": {"idle_timeout": WATCHDOG_S}},
+        ),
+        (
+            "exception-before-output",
+            "a throttlingException message before any output: a rate limit, safe to retry after a wait",
+            (*head, *(Send(m) for m in preamble), Send(throttled), End()),
+            _safe(_C.PROVIDER_ERROR, E, _P.EARLY_STREAM, "rate_limit", _A.RETRY_AFTER_BACKOFF),
+            {},
+        ),
+        (
+            "exception-after-output",
+            "a modelStreamErrorException message after visible text: the provider's error mid-answer",
+            (*head, *(Send(m) for m in through_text), Send(stream_error), End()),
+            _shown(_C.PROVIDER_ERROR, E, "server_error"),
+            {},
+        ),
+        (
+            "damaged-crc",
+            "visible text, then a message whose CRC does not match: the stream broke its framing",
+            (*head, *(Send(m) for m in through_text), Send(damaged(after)), End()),
+            _shown(_C.PROTOCOL_ERROR, _T.PROTOCOL_VIOLATION, "protocol_violation"),
+            {},
+        ),
+        (
+            "http-429-throttled",
+            "429 ThrottlingException (x-amzn-errortype, a JSON message): a rate limit before anything began",
+            (Status(429, _BEDROCK_THROTTLED, b'{"message":"Too many requests, please wait."}'),),
+            _http("rate_limit", _V.SAFE_AUTO_RETRY, _A.RETRY_AFTER_BACKOFF),
+            {},
+        ),
+        (
+            "whole/clean-end",
+            "a non-streaming call: its JSON answer whole (text and a tool call): completed",
+            (Status(200, JSON_HEADERS, whole),),
+            COMPLETED,
+            {"streaming": False},
+        ),
+        (
+            "whole/truncated-body",
+            "a non-streaming answer whose JSON stops at a clean end of the body: no answer, never completed",
+            (Headers(headers=JSON_HEADERS), Send(whole[:-3]), End()),
+            _safe(_C.EARLY_STREAM, EOF, _P.EARLY_STREAM, "eof_without_terminal"),
+            {"streaming": False},
+        ),
+    ]
+
+
 def _real_world(
     fmt: Format, family: str
 ) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
@@ -1773,6 +2292,19 @@ def _real_world(
 
 
 def _for_format(fmt: Format) -> list[Scenario]:
+    if fmt in NDJSON_FORMATS:
+        rows = [*_connection(fmt), *_ollama()]
+    elif fmt in EVENT_STREAM_FORMATS:
+        rows = _bedrock(fmt)
+    else:
+        rows = _sse_rows(fmt)
+    return [
+        Scenario(f"{fmt}/{slug}", script, format=fmt, description=text, **expect, **extra)
+        for slug, text, script, expect, extra in rows
+    ]
+
+
+def _sse_rows(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
     rows = _connection(fmt)
     rows += [(slug, text, script, expect, {}) for slug, text, script, expect in _http_errors(fmt)]
     rows += _streams(fmt)
@@ -1781,16 +2313,13 @@ def _for_format(fmt: Format) -> list[Scenario]:
     rows += _content_shapes(fmt)
     rows += _real_world(fmt, "content")
     rows += _whole_calls(fmt)
-    return [
-        Scenario(f"{fmt}/{slug}", script, format=fmt, description=text, **expect, **extra)
-        for slug, text, script, expect, extra in rows
-    ]
+    return rows
 
 
 @cache
 def _by_name() -> dict[str, Scenario]:
     scenarios: dict[str, Scenario] = {}
-    for fmt in FORMATS:
+    for fmt in WIRE_FORMATS:
         for scenario in _for_format(fmt):
             if scenario.name in scenarios:
                 raise AssertionError(f"duplicate scenario name {scenario.name!r}")
@@ -1805,9 +2334,10 @@ def catalog(formats: Iterable[str] | str | None = None) -> list[Scenario]:
         wanted = lambda scenario: True  # noqa: E731
     else:
         chosen = {formats} if isinstance(formats, str) else set(formats)
-        unknown = chosen - set(FORMATS)
+        unknown = chosen - set(WIRE_FORMATS)
         if unknown:
-            raise ValueError(f"unknown format(s) {sorted(unknown)}; expected some of {', '.join(FORMATS)}")
+            known = ", ".join(WIRE_FORMATS)
+            raise ValueError(f"unknown format(s) {sorted(unknown)}; expected some of {known}")
         wanted = lambda scenario: scenario.format in chosen  # noqa: E731
     return [scenario for scenario in _by_name().values() if wanted(scenario)]
 

@@ -20,8 +20,24 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, Literal, TypeAlias
 
+from ._eventstream import converse, from_sse
+
 FORMATS: Final = ("openai-chat", "openai-responses", "anthropic", "gemini")
-Format: TypeAlias = Literal["openai-chat", "openai-responses", "anthropic", "gemini"]
+Format: TypeAlias = Literal[
+    "openai-chat",
+    "openai-responses",
+    "anthropic",
+    "gemini",
+    "ollama",
+    "anthropic-bedrock",
+    "bedrock-converse",
+]
+NDJSON_FORMATS: Final = ("ollama",)
+"""Formats streamed as NDJSON lines, not SSE events: each frame is one line (``\\n`` included)."""
+EVENT_STREAM_FORMATS: Final = ("anthropic-bedrock", "bedrock-converse")
+"""Formats streamed as AWS event-stream messages (Bedrock): each frame is one message, both CRCs included."""
+WIRE_FORMATS: Final = (*FORMATS, *NDJSON_FORMATS, *EVENT_STREAM_FORMATS)
+"""Every format the fault provider speaks."""
 Part: TypeAlias = tuple[str, ...]  # ("text", s), ("reasoning", s), ("refusal", s), ("tool", name, args)
 ErrorKind: TypeAlias = Literal["overloaded", "rate_limit", "server_error", "context_overflow"]
 
@@ -36,6 +52,7 @@ MODELS: Final = {
     "openai-responses": "gpt-5-mini-2025-08-07",
     "anthropic": "claude-sonnet-4-5-20250929",
     "gemini": "gemini-2.5-flash",
+    "ollama": "llama3.2",
 }
 RESPONSE_IDS: Final = {
     "openai-chat": "chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG",
@@ -409,11 +426,80 @@ def _gemini(parts: Sequence[Part], usage: bool, finish: str | None, parallel: bo
     return [chunk(group, last=i == len(groups) - 1) for i, group in enumerate(groups)]
 
 
+# -- Ollama (/api/chat, /api/generate: NDJSON) ---------------------------------------------------------------
+
+OLLAMA_CREATED: Final = "2025-10-01T12:00:00.000000Z"
+
+
+def line(data: object) -> bytes:
+    """One NDJSON line. ``data`` is JSON-encoded unless it is already a string."""
+    return (data if isinstance(data, str) else _dumps(data)).encode() + b"\n"
+
+
+def _ollama(
+    parts: Sequence[Part], usage: bool, finish: str | None, generate: bool = False, **_: Any
+) -> list[bytes]:
+    """Chat lines carry ``message`` (content, thinking, tool_calls with arguments as an object); generate
+    lines carry ``response`` and ``thinking``. The last line: ``done: true``, ``done_reason``, the counts."""
+    head = {"model": MODELS["ollama"], "created_at": OLLAMA_CREATED}
+
+    def piece(body: dict[str, Any], done: bool = False) -> dict[str, Any]:
+        if generate:
+            return {
+                **head,
+                "response": body.get("content", ""),
+                **({"thinking": body["thinking"]} if "thinking" in body else {}),
+                "done": done,
+            }
+        return {**head, "message": {"role": "assistant", "content": "", **body}, "done": done}
+
+    lines: list[bytes] = []
+    for part in parts:
+        if part[0] == "tool":
+            try:
+                arguments: Any = json.loads(part[2])
+            except ValueError:
+                arguments = part[2]  # not JSON: sent as the string it is
+            call = {
+                "id": f"call_{len(lines)}",
+                "function": {"index": 0, "name": part[1], "arguments": arguments},
+            }
+            lines.append(line(piece({"tool_calls": [call]})))
+        elif part[0] == "reasoning":
+            lines.append(line(piece({"thinking": part[1]})))
+        else:
+            lines.append(line(piece({"content": part[1]})))
+    last = piece({}, done=True)
+    last["done_reason"] = finish or "stop"
+    last.update(total_duration=5_043_500_667, load_duration=5_025_959)
+    if usage:
+        last.update(prompt_eval_count=PROMPT_TOKENS, prompt_eval_duration=325_953_000)
+        last.update(eval_count=OUTPUT_TOKENS, eval_duration=4_709_213_000)
+    if generate:
+        last["context"] = [1, 2, 3]
+    lines.append(line(last))
+    return lines
+
+
+def _anthropic_bedrock(parts: Sequence[Part], usage: bool, finish: str | None, **_: Any) -> list[bytes]:
+    """The Anthropic stream, each event in the AWS event-stream message Bedrock sends it in."""
+    return from_sse(_anthropic(parts, usage, finish))
+
+
+def _bedrock_converse(parts: Sequence[Part], usage: bool, finish: str | None, **_: Any) -> list[bytes]:
+    """Bedrock ConverseStream: each event its own AWS event-stream message."""
+    prompt, cached, output, _reasoning = _usage_numbers(parts)
+    return converse(parts, (prompt, cached, output) if usage else None, finish)
+
+
 _BUILDERS: Final[dict[str, Callable[..., list[bytes]]]] = {
     "openai-chat": _chat,
     "openai-responses": _responses,
     "anthropic": _anthropic,
     "gemini": _gemini,
+    "ollama": _ollama,
+    "anthropic-bedrock": _anthropic_bedrock,
+    "bedrock-converse": _bedrock_converse,
 }
 
 
@@ -426,19 +512,21 @@ def build(
     parallel: bool = True,
     reasoning_key: str = "reasoning_content",
     background: bool = False,
+    generate: bool = False,
 ) -> list[bytes]:
-    """A whole stream of ``parts``, ending with the format's terminal event.
+    """A whole stream of ``parts``, ending with the format's terminal event (Ollama: its ``done`` line).
 
     ``finish`` overrides the raw finish reason (chat ``finish_reason``, Anthropic ``stop_reason``, Gemini
     ``finishReason``; for Responses it ends with ``response.incomplete`` and that reason). ``parallel``:
     Gemini sends adjacent function calls in one chunk (the streamed formats always serialise calls).
     ``reasoning_key``: chat's reasoning field, ``reasoning_content`` or ``reasoning``. ``background``
-    (Responses): a background request's stream, ``response.queued`` before the work starts.
+    (Responses): a background request's stream, ``response.queued`` before the work starts. ``generate``
+    (Ollama): ``/api/generate`` lines instead of ``/api/chat``.
     """
     try:
         builder = _BUILDERS[fmt]
     except KeyError:
-        raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}") from None
+        raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(_BUILDERS)}") from None
     return builder(
         list(parts),
         usage=usage,
@@ -446,6 +534,7 @@ def build(
         parallel=parallel,
         reasoning_key=reasoning_key,
         background=background,
+        generate=generate,
     )
 
 
@@ -499,6 +588,12 @@ _ERRORS: Final[dict[str, dict[str, tuple[Any, ...]]]] = {
         "server_error": ("api_error", "Internal server error"),
         "context_overflow": ("invalid_request_error", "prompt is too long: 210000 tokens > 200000 maximum"),
     },
+    "ollama": {  # (error,): Ollama's errors are one string
+        "overloaded": ("server busy, please try again.  maximum pending requests exceeded",),
+        "rate_limit": ("too many requests",),
+        "server_error": ("an error was encountered while running the model: unexpected EOF",),
+        "context_overflow": ("the input length exceeds the context length",),
+    },
     "gemini": {
         "overloaded": (503, "UNAVAILABLE", "The model is overloaded. Please try again later."),
         "rate_limit": (429, "RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota)."),
@@ -525,6 +620,8 @@ def error_event(
     if fmt == "anthropic":
         error_type, message = _ERRORS["anthropic"][kind]
         return frame({"type": "error", "error": {"type": error_type, "message": message}}, "error")
+    if fmt == "ollama":
+        return line({"error": _ERRORS["ollama"][kind][0]})
     if fmt == "gemini":
         code, status, message = _ERRORS["gemini"][kind]
         return frame({"error": {"code": code, "message": message, "status": status}}, crlf=True)

@@ -15,6 +15,7 @@ from ._adapters._base import (
     as_dict,
     document_events,
 )
+from ._adapters._bedrock_converse import SdkBedrockConverse
 from ._adapters._continue import (
     CONTINUE_INSTRUCTION,
     Continuation,
@@ -56,6 +57,7 @@ from ._events import (
     ToolInputStart,
     Usage,
 )
+from ._eventstream import encode_message, event_stream_violation, exception_message
 from ._formats import (
     ABSENT,
     FORMATS,
@@ -108,6 +110,7 @@ __all__ = [
     "SSEDecoder",
     "SSEEvent",
     "SdkAnthropic",
+    "SdkBedrockConverse",
     "SdkOpenAIChat",
     "SdkOpenAIResponses",
     "SdkTranslator",
@@ -123,6 +126,9 @@ __all__ = [
     "continuation_body",
     "document_events",
     "dropped_whitespace",
+    "encode_message",
+    "event_stream_violation",
+    "exception_message",
     "format_named",
     "prefill_refused",
     "refusal_of",

@@ -18,7 +18,10 @@ from typing import Any, Final, Protocol
 from ._adapters import Adapter
 from ._adapters._anthropic import AnthropicAdapter
 from ._adapters._anthropic import answer_frames as anthropic_answer
+from ._adapters._anthropic_bedrock import AnthropicBedrockAdapter
 from ._adapters._base import AnswerFrames
+from ._adapters._bedrock_converse import BedrockConverseAdapter
+from ._adapters._bedrock_converse import answer_frames as converse_answer
 from ._adapters._continue import (
     Continuation,
     ContinueStyle,
@@ -30,10 +33,15 @@ from ._adapters._continue import (
 )
 from ._adapters._gemini import GeminiAdapter
 from ._adapters._gemini import answer_frames as gemini_answer
+from ._adapters._ollama import OllamaAdapter
+from ._adapters._ollama import answer_frames as ollama_answer
 from ._adapters._openai_chat import OpenAIChatAdapter
 from ._adapters._openai_chat import answer_frames as chat_answer
 from ._adapters._openai_responses import OpenAIResponsesAdapter
 from ._adapters._openai_responses import answer_frames as responses_answer
+from ._eventstream import CONTENT_TYPE as AWS_EVENT_STREAM
+from ._eventstream import EventStreamDecoder, exception_message
+from ._ndjson import NDJSONDecoder
 from ._sse import SSEDecoder, SSEEvent
 
 __all__ = [
@@ -76,6 +84,16 @@ def _stream_in_path(path: str, flag: object) -> bool | None:
     return True if "streamGenerateContent" in path else False if "generateContent" in path else None
 
 
+def _stream_unless_false(path: str, flag: object) -> bool | None:
+    """Ollama: a request streams unless its body says ``"stream": false`` (absent, it streams)."""
+    return None if flag is None else flag is not False
+
+
+def _stream_in_bedrock_path(path: str, flag: object) -> bool | None:
+    """Bedrock: the operation in the path says it (``invoke-with-response-stream``, ``converse-stream``)."""
+    return path.endswith(("/invoke-with-response-stream", "/converse-stream"))
+
+
 def _openai_error(message: str) -> bytes:
     error = {"type": "server_error", "code": "upstream_stream_failed", "message": message}
     data = {"type": "error", "code": error["code"], "message": message, "param": None, "error": error}
@@ -90,6 +108,10 @@ def _anthropic_error(message: str) -> bytes:
 def _gemini_error(message: str) -> bytes:
     data = {"error": {"code": 502, "message": message, "status": "UNAVAILABLE"}}
     return b"data: " + json.dumps(data).encode() + b"\n\n"
+
+
+def _ollama_error(message: str) -> bytes:
+    return json.dumps({"error": message}).encode() + b"\n"  # a line the ollama client raises ResponseError on
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +192,40 @@ FORMATS: Final[Mapping[str, Format]] = {
             in_band_error=_gemini_error,
             continuation=gemini_continuation,
             asks_to_stream=_stream_in_path,
+        ),
+        Format(
+            "ollama",  # Ollama's own API (https://github.com/ollama/ollama/blob/main/docs/api.md)
+            OllamaAdapter,
+            ollama_answer,
+            otel_name="ollama",
+            paths=(r"/api/chat$", r"/api/generate$"),
+            in_band_error=_ollama_error,
+            asks_to_stream=_stream_unless_false,
+            framing=NDJSONDecoder,
+            sniffs_documents=False,  # every line opens with "{": the framing tells a document apart
+            stream_types=("application/x-ndjson",),
+        ),
+        Format(
+            "anthropic-bedrock",
+            AnthropicBedrockAdapter,
+            anthropic_answer,  # InvokeModel answers the Messages JSON as it is
+            otel_name="aws.bedrock",  # as anthropic's Bedrock client names it
+            paths=(r"/model/[^/]+/invoke-with-response-stream$", r"/model/[^/]+/invoke$"),
+            in_band_error=exception_message,
+            asks_to_stream=_stream_in_bedrock_path,
+            framing=EventStreamDecoder,
+            stream_types=(AWS_EVENT_STREAM,),
+        ),
+        Format(
+            "bedrock-converse",
+            BedrockConverseAdapter,
+            converse_answer,
+            otel_name="aws.bedrock",
+            paths=(r"/model/[^/]+/converse-stream$", r"/model/[^/]+/converse$"),
+            in_band_error=exception_message,
+            asks_to_stream=_stream_in_bedrock_path,
+            framing=EventStreamDecoder,
+            stream_types=(AWS_EVENT_STREAM,),
         ),
     )
 }

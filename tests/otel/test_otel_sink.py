@@ -46,12 +46,14 @@ BODIES: dict[str, dict[str, Any]] = {
         "messages": [{"role": "user", "content": "hi"}],
     },
     "gemini": {"model": "gemini-2.5-flash", "contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
+    "ollama": {"model": "llama3.2", "messages": [{"role": "user", "content": "hi"}]},
 }
 PROVIDER_NAMES = {
     "openai-chat": "openai",
     "openai-responses": "openai",
     "anthropic": "anthropic",
     "gemini": "gcp.gemini",
+    "ollama": "ollama",
 }
 SSE_HEADERS = (("content-type", "text/event-stream"), ("x-request-id", "req_otel_123"))
 
@@ -175,6 +177,16 @@ def common_attributes(record: RunRecord, fmt: str) -> dict[str, Any]:
         "server.address": "127.0.0.1",
         "server.port": int(record["endpoint"].split(":")[2].split("/")[0]),
     }
+
+
+@pytest.mark.anyio
+async def test_an_ollama_run_is_a_span_of_its_provider_with_its_counts(otel: Otel) -> None:
+    record = await finished_run("ollama", otel.sink)
+    attrs = dict(otel.only_span().attributes or {})
+    assert {k: attrs[k] for k in common_attributes(record, "ollama")} == common_attributes(record, "ollama")
+    assert attrs["gen_ai.response.finish_reasons"] == ("stop",)
+    assert (attrs["gen_ai.usage.input_tokens"], attrs["gen_ai.usage.output_tokens"]) == (25, 40)
+    assert "gen_ai.response.id" not in attrs  # Ollama names no response; none is made up
 
 
 # -- a failed run ------------------------------------------------------------------------------------------

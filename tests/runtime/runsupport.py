@@ -27,6 +27,7 @@ BODIES: dict[str, dict[str, Any]] = {
         "messages": [{"role": "user", "content": "hi"}],
     },
     "gemini": {"model": "gemini-2.5-flash", "contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
+    "ollama": {"model": "llama3.2", "messages": [{"role": "user", "content": "hi"}]},
 }
 __all__ = [
     "BODIES",

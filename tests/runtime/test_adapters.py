@@ -26,8 +26,8 @@ from streamfsm.testing import (
     text_stream,
     tool_call_stream,
 )
-from streamfsm.testing._wire import MODELS, RESPONSE_IDS
-from streamfsm.wire import PROVIDERS, Adapter, adapter_for
+from streamfsm.testing._wire import MODELS, NDJSON_FORMATS, RESPONSE_IDS
+from streamfsm.wire import PROVIDERS, Adapter, adapter_for, format_named
 from streamfsm.wire._adapters._base import KEEPALIVE_COMMENT, MAX_DELTA_KEYS
 from streamfsm.wire._events import (
     Finish,
@@ -45,7 +45,7 @@ from streamfsm.wire._events import (
     ToolInputStart,
     Usage,
 )
-from streamfsm.wire._sse import SSEDecoder, SSEEvent
+from streamfsm.wire._sse import MAX_LINE_BYTES, SSEDecoder, SSEEvent
 
 EVENT_TYPES = (
     TextDelta,
@@ -75,8 +75,8 @@ BOOKKEEPING = (Metadata, Keepalive)
 
 
 def run(fmt: str, frames: list[bytes], *, end: bool = True) -> tuple[Adapter, list[StreamEvent]]:
-    decoder = SSEDecoder()
     adapter = adapter_for(fmt)
+    decoder = format_named(fmt).framing(MAX_LINE_BYTES)  # SSE, or Ollama's NDJSON
     events: list[StreamEvent] = []
     for chunk in frames:
         for sse in decoder.feed(chunk):
@@ -776,7 +776,7 @@ def test_comments_are_keepalives_and_empty_events_are_not_progress(fmt: str) -> 
     assert [e.trigger for e in empty] == [Trigger.KEEPALIVE]
 
 
-@pytest.mark.parametrize("fmt", PROVIDERS)
+@pytest.mark.parametrize("fmt", FORMATS)  # the SSE streams: the test kit builds them
 def test_data_after_finish_is_a_violation_but_comments_are_ignored(fmt: str) -> None:
     frames = text_stream(fmt, ["a"])  # type: ignore[arg-type]
     adapter, events = run(fmt, frames)
@@ -880,7 +880,7 @@ def _split(data: bytes, cuts: list[int]) -> list[bytes]:
 
 
 @given(
-    st.sampled_from(FORMATS),
+    st.sampled_from((*FORMATS, *NDJSON_FORMATS)),
     st.lists(_PART, max_size=8),
     st.booleans(),
     st.booleans(),
@@ -905,7 +905,7 @@ def test_adapters_speak_the_machines_grammar(
     assert all(isinstance(e, EVENT_TYPES) for e in events)
 
 
-@given(st.sampled_from(FORMATS), st.lists(_PART, min_size=1, max_size=6), st.data())
+@given(st.sampled_from((*FORMATS, *NDJSON_FORMATS)), st.lists(_PART, min_size=1, max_size=6), st.data())
 def test_a_cut_stream_is_never_terminal(fmt: str, parts: list[tuple[str, ...]], data: st.DataObject) -> None:
     frames = build(fmt, parts)  # type: ignore[arg-type]
     cut = data.draw(st.integers(0, len(frames) - 1))
@@ -1148,3 +1148,13 @@ def test_every_field_removed_or_retyped_never_crashes(fmt: str) -> None:
                     checked += 1
             adapter.feed(item)
     assert checked > 500
+
+
+def test_ollama_content_it_cannot_read_is_evidence_not_silence() -> None:
+    image = b'{"model":"x","created_at":"t","image":"iVBORw0KGgo=","done":false}\n'
+    done = b'{"model":"x","created_at":"t","response":"","done":true,"done_reason":"stop"}\n'
+    adapter, events = run("ollama", [image, done])
+    assert adapter.anomalies == {"unread_content": 1} and adapter.delta_keys["image"] == 1
+    assert [type(e).__name__ for e in events] == ["Metadata", "Finish"]
+    known, _ = run("ollama", build("ollama", [("text", "Hi")], generate=True))
+    assert known.anomalies == {}  # every field of a real generate stream is known

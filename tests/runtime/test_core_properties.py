@@ -226,7 +226,9 @@ def test_the_bodies_are_many_and_varied() -> None:
     # Guards against a filter that keeps nothing worth driving: every format, clean ends and failures.
     bodies = _bodies()
     assert len(bodies) > 150
-    assert {body.fmt for body in bodies} == {"openai-chat", "openai-responses", "anthropic", "gemini"}
+    # Every framing: SSE, Ollama's NDJSON, AWS's binary event stream (Claude on Bedrock).
+    sse = {"openai-chat", "openai-responses", "anthropic", "gemini"}
+    assert {body.fmt for body in bodies} >= {*sse, "ollama", "anthropic-bedrock"}
     outcomes = {play(body, []).core.finished for body in bodies}
     assert outcomes == {True, False}
     assert any(body.status >= 400 for body in bodies)

@@ -18,6 +18,7 @@ from test_sdk_wrap import create, script, serving
 import streamfsm
 from streamfsm import Usage
 from streamfsm.testing import End, FaultServer, Fin, Headers, Send, text_stream
+from streamfsm.testing._wire import NDJSON_FORMATS
 
 pytestmark = pytest.mark.anyio
 BOUND_S = 20.0
@@ -33,14 +34,14 @@ async def _usages(fmt: str, steps: tuple[object, ...]) -> tuple[list[Usage], str
                 return [], run
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", [*FORMATS, *NDJSON_FORMATS])
 async def test_the_total_is_the_providers_where_it_gives_one(fmt: str) -> None:
     usages, run = await _usages(fmt, (Headers(), *(Send(f) for f in text_stream(fmt, ["Hel", "lo"])), End()))  # type: ignore[arg-type]
     final = run.result().usage
     assert final is not None and usages[-1].input_tokens == final.input_tokens
     assert final.input_tokens and final.output_tokens
-    if fmt == "anthropic":
-        assert final.total_tokens is None  # Anthropic gives no total; none is made up
+    if fmt in ("anthropic", "ollama"):
+        assert final.total_tokens is None  # Anthropic and Ollama give no total; none is made up
     else:
         assert final.total_tokens == final.input_tokens + final.output_tokens == usages[-1].total_tokens
 

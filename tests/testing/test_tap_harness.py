@@ -69,7 +69,7 @@ def test_scenario_through_the_tap_matches_or_is_a_documented_difference(
 def test_the_tap_catalog_covers_every_sdk_format_and_uses_every_documented_difference(
     played_tap: dict[tuple[str, str], Outcome],
 ) -> None:
-    assert {s.format for s, _ in TAP_JOBS} == {"openai-chat", "openai-responses", "anthropic"}
+    assert {s.format for s, _ in TAP_JOBS} == {"openai-chat", "openai-responses", "anthropic", "ollama"}
     assert len(played_tap) == len(TAP_JOBS)
     used = {d for outcome in played_tap.values() for d in outcome.differences}
     assert used == set(TAP_DIFFERENCES)  # no row of the table is dead
@@ -195,12 +195,12 @@ def test_via_tap_prints_the_table_the_documented_differences_and_a_summary(
     )
     assert any(line.split()[:3] == ["anthropic", "text-then-fin", "tap:anthropic"] for line in lines)
     assert not any("gemini" in line for line in lines)  # no SDK speaks it
-    assert "documented differences of the transparent view (≠): 1, in 3 runs" in out
-    assert "  */user-abort  (3 runs: tap:openai, tap:anthropic)" in out
+    assert "documented differences of the transparent view (≠): 1, in 4 runs" in out
+    assert "  */user-abort  (4 runs: tap:openai, tap:anthropic, tap:ollama)" in out
     assert "      cause: user -> consumer_stopped" in out
     assert "An agent on an SDK has no run.abort()" in out
-    assert lines[-1].startswith("4 scenario runs in ")
-    assert lines[-1].endswith(", all matched (3 as documented differences)")
+    assert lines[-1].startswith("5 scenario runs in ")
+    assert lines[-1].endswith(", all matched (4 as documented differences)")
 
 
 def test_via_tap_exits_1_on_a_mismatch(

@@ -1,0 +1,82 @@
+"""Bedrock ConverseStream through ``wrap()``: boto3's real ``bedrock-runtime`` client (fake AWS credentials,
+``endpoint_url`` the fault server on loopback), its botocore ``EventStream`` driven through the machine. The
+catalog's ``bedrock-converse`` scenarios: clean, cut mid-message and between messages, torn, stalled, an
+exception message before and after output, a damaged CRC, and a 429 answered before the stream."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from runsupport import validate_record
+
+import streamfsm
+from streamfsm import StreamConfig, StreamFailed
+from streamfsm.testing import Scenario, catalog
+from streamfsm.testing._server import FaultServerThread
+
+boto3 = pytest.importorskip("boto3")
+botocore_config = pytest.importorskip("botocore.config")
+
+MODEL = "anthropic.claude-haiku-4-5-20251001-v1:0"
+MESSAGES = [{"role": "user", "content": [{"text": "hi"}]}]
+STREAMING = [s for s in catalog("bedrock-converse") if s.streaming]
+
+
+def client(base_url: str) -> Any:
+    return boto3.client(
+        "bedrock-runtime",
+        region_name="us-east-1",
+        endpoint_url=base_url,
+        aws_access_key_id="AKIDEXAMPLE",
+        aws_secret_access_key="not-a-secret",
+        config=botocore_config.Config(retries={"max_attempts": 1}, read_timeout=5, connect_timeout=5),
+    )
+
+
+@pytest.mark.parametrize("scenario", STREAMING, ids=[s.name for s in STREAMING])
+def test_converse_stream_through_wrap(scenario: Scenario) -> None:
+    """The call is made under the run (a 429 never makes a stream, so the format is named)."""
+    records: list[Any] = []
+    config = StreamConfig(**scenario.config).replace(sinks=(records.append,))
+    events: list[Any] = []
+    failure: StreamFailed | None = None
+    with FaultServerThread(scenario.script) as server:
+        bedrock = client(server.base_url)
+        call = lambda: bedrock.converse_stream(modelId=MODEL, messages=MESSAGES)["stream"]  # noqa: E731
+        try:
+            with streamfsm.wrap(call, provider="bedrock-converse", config=config) as run:
+                events.extend(run)
+        except StreamFailed as failed:
+            failure = failed
+    (record,) = records
+    validate_record(record)
+    assert record["provider"] == "bedrock-converse"
+    assert scenario.expected_class is not None and scenario.expected_verdict is not None
+    assert record["outcome"]["class"] == scenario.expected_class.value
+    assert record["retry"]["verdict"] == scenario.expected_verdict.value
+    assert (failure is None) is (scenario.expected_edge is None)
+    if failure is not None:
+        assert failure.diagnosis.edge is scenario.expected_edge
+        assert failure.diagnosis.summary_key == record["outcome"]["summary_key"]
+    else:
+        assert any(type(e).__name__ == "TextDelta" for e in events)
+
+
+def test_the_stream_object_itself_is_wrapped_too() -> None:
+    scenario = next(s for s in STREAMING if s.name.endswith("/exception-after-output"))
+    with FaultServerThread(scenario.script) as server:
+        stream = client(server.base_url).converse_stream(modelId=MODEL, messages=MESSAGES)["stream"]
+        with pytest.raises(StreamFailed) as failed, streamfsm.wrap(stream) as run:
+            for _ in run:
+                pass
+    assert failed.value.diagnosis.summary_key == "provider_error.server_error"
+    assert failed.value.record["provider"] == "bedrock-converse"  # told by the stream itself
+
+
+def test_another_bedrock_event_stream_is_refused_in_plain_words() -> None:
+    scenario = next(s for s in catalog("anthropic-bedrock") if s.name.endswith("/clean-end"))
+    with FaultServerThread(scenario.script) as server:
+        response = client(server.base_url).invoke_model_with_response_stream(modelId=MODEL, body=b"{}")
+        with pytest.raises(ValueError, match="ConverseStream"):
+            streamfsm.wrap(response["body"])
