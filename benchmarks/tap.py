@@ -107,39 +107,46 @@ class _NoScope:
 
 def _run_classes() -> dict[str, type]:
     """The tap's run with its pipeline cut back, one class per layer below the whole tap."""
+    from streamfsm.runtime import LoopReads
     from streamfsm.tap._run import TapRun
 
     class Stubbed(TapRun):
-        def _apply_chunk(self, chunk: Any) -> None:
+        def chunk(self, chunk: bytes | None) -> Any:
             if chunk is None:  # the clean end: the run fails (no terminal event seen) and is sealed
-                super()._apply_chunk(None)
-            else:
-                self._rec.bytes_received += len(chunk)
+                return super().chunk(None)
+            self.core.rec.bytes_received += len(chunk)
+            return None
 
-    class Scopeless(Stubbed):
-        @property  # type: ignore[override]
-        def _scope_class(self) -> Callable[[], Any]:
+    class ScopelessReads(LoopReads):
+        @property
+        def scope_class(self) -> Callable[[], Any]:
             return _NoScope
 
-        @_scope_class.setter
-        def _scope_class(self, value: Any) -> None:
+        @scope_class.setter
+        def scope_class(self, value: Any) -> None:
             pass
 
+    class Scopeless(Stubbed):
+        def _reader(self) -> Any:
+            return ScopelessReads(self.core)
+
     class Decoded(TapRun):
-        def _apply_chunk(self, chunk: Any) -> None:
-            if chunk is None:
-                super()._apply_chunk(None)
-            else:
-                self._frames_of(chunk)
+        def chunk(self, chunk: bytes | None) -> Any:
+            wire = self.core.wire
+            if chunk is None or wire is None:
+                return super().chunk(chunk)
+            wire.frames(chunk)
+            return None
 
     class Adapted(TapRun):
-        def _apply_chunk(self, chunk: Any) -> None:
-            if chunk is None:
-                super()._apply_chunk(None)
-                return
-            feed = self._feed
-            for frame in self._frames_of(chunk):
+        def chunk(self, chunk: bytes | None) -> Any:
+            wire = self.core.wire
+            if chunk is None or wire is None:
+                return super().chunk(chunk)
+            feed = wire.feed
+            for frame in wire.frames(chunk):
                 feed(frame)
+            return None
 
     return {"scopeless": Scopeless, "wrapper": Stubbed, "sse": Decoded, "adapter": Adapted, "tap": TapRun}
 
@@ -244,11 +251,11 @@ def _alone(fmt: str, chunks: list[bytes], seen: Seen) -> Contender:
         tap_run.connected(200, headers)
         applied = 0
         for chunk in chunks:
-            if tap_run._done:
+            if tap_run.done:
                 break
             tap_run.chunk(chunk)
             applied += 1
-        if not tap_run._done:
+        if not tap_run.done:
             tap_run.chunk(None)
         tap_run.end()
         return applied

@@ -30,19 +30,30 @@ from ..wire import (
     continuation_body,
 )
 from ._config import MAX_ATTEMPT_LINKS, AttemptLink, Ids, StreamConfig
+from ._core import RunCore, SseWire, Wire
 from ._decoding import as_bytes, content_decoder
 from ._delivery import Partial, RetryingEvent, ToolResult
 from ._errors import StreamError, StreamFailed
 from ._logs import LogProblem, OnProblem, log_files, read_records
+from ._reads import LoopReads
 from ._record import SCHEMA, RelayClose, RunRecord
 from ._recovery import Offer, Recovery
 from ._report import SIGNATURE, Group, field_value, group_failures, iso, request_id, started
 from ._retry import RetryingRun, retrying
 from ._retry_policy import RetryPolicy
 from ._sdk import SdkRun, SyncSdkRun, wrap
-from ._sinks import AuditLog, BackgroundSink, Backlog, ErrorLog, JsonlSink, count_sink_failure, sink_failures
-from ._stream import HttpRun, Run, open_stream
-from ._sync_reads import Interrupted, SyncReads, socket_of
+from ._sinks import (
+    AuditLog,
+    BackgroundSink,
+    Backlog,
+    ErrorLog,
+    JsonlSink,
+    count_sink_failure,
+    deliver,
+    sink_failures,
+)
+from ._stream import HttpRun, Run, ToolScope, open_stream
+from ._sync_reads import Interrupted, ThreadReads, socket_of
 from ._watchdog import loop_time, plain_scope_class, running_trio
 from ._whole import WholeBody
 
@@ -69,6 +80,7 @@ __all__ = [
     "JsonlSink",
     "Keepalive",
     "LogProblem",
+    "LoopReads",
     "Metadata",
     "Offer",
     "OnProblem",
@@ -86,26 +98,31 @@ __all__ = [
     "RetryingRun",
     "Rewrite",
     "Run",
+    "RunCore",
     "RunRecord",
     "SdkRun",
+    "SseWire",
     "StreamConfig",
     "StreamError",
     "StreamEvent",
     "StreamFailed",
-    "SyncReads",
     "SyncSdkRun",
     "TextDelta",
+    "ThreadReads",
     "ToolCall",
     "ToolInputDelta",
     "ToolInputEnd",
     "ToolInputStart",
     "ToolResult",
+    "ToolScope",
     "Usage",
     "WholeBody",
+    "Wire",
     "as_bytes",
     "content_decoder",
     "continuation_body",
     "count_sink_failure",
+    "deliver",
     "field_value",
     "group_failures",
     "iso",

@@ -13,7 +13,7 @@ import json
 import re
 import time
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timezone
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
@@ -200,6 +200,7 @@ class Recorder:
         "abort",
         "adapter",
         "bytes_received",
+        "clock",
         "config",
         "counts",
         "delta_keys",
@@ -246,8 +247,10 @@ class Recorder:
         config: StreamConfig,
         run_id: str,
         trace_id: str,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.start = time.monotonic()
+        self.clock = clock  # monotonic seconds; injected so that a run core runs on a fake clock
+        self.start = clock()
         self.started_wall = time.time()
         self.provider = provider
         self.model = _redacted_model(model) if model else None
@@ -321,12 +324,12 @@ class Recorder:
 
     def lifecycle(self, kind: str, state: State, *, at: float | None = None) -> None:
         """``at``: when it happened (monotonic), if earlier than now."""
-        self.timeline.add(kind, (time.monotonic() if at is None else at) - self.start, state)
+        self.timeline.add(kind, (self.clock() if at is None else at) - self.start, state)
 
     # -- facts -----------------------------------------------------------------------------------------------
 
     def response_headers(self, status: int, headers: Mapping[str, str]) -> None:
-        self.headers_at = time.monotonic()
+        self.headers_at = self.clock()
         self.status = status
         self.http_headers = redact_headers(headers)
         for name in ("x-request-id", "request-id", "x-goog-request-id", "x-amzn-requestid", "cf-ray"):
@@ -354,7 +357,7 @@ class Recorder:
         self.abort = {
             "source": source,
             "reason": redact_text(reason, limit=200) if reason else None,
-            "at_s": round(time.monotonic() - self.start, 4),
+            "at_s": round(self.clock() - self.start, 4),
         }
 
     def relayed(self, kind: str | None, nbytes: int, terminal: bool) -> None:
@@ -412,7 +415,7 @@ class Recorder:
 
     def finish(self, diagnosis: Diagnosis, final: State, *, end: float | None = None) -> RunRecord:
         """Seal the record. ``end``: when the stream ended, if earlier than now."""
-        end = time.monotonic() if end is None else end
+        end = self.clock() if end is None else end
         start = self.start
         ids = self.ids
         transport = self.transport

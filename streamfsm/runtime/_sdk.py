@@ -77,7 +77,7 @@ import typing
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from types import TracebackType
-from typing import Any, Final, NoReturn, overload
+from typing import Any, Final, overload
 
 import anyio
 
@@ -105,10 +105,11 @@ from ..wire import (
     event_stream_violation,
 )
 from ._config import Ids, StreamConfig
+from ._core import RunCore, Wire
 from ._errors import StreamFailed
 from ._record import request_shape
 from ._stream import Run, body_chunks, sync_body_chunks
-from ._sync_reads import Interrupted, SyncReads, socket_of
+from ._sync_reads import Interrupted, ThreadReads, socket_of
 from ._watchdog import loop_time
 
 __all__ = ["SDK_PROVIDERS", "SdkRun", "SyncSdkRun", "wrap"]
@@ -398,7 +399,7 @@ class _SdkBase(Run):
         self._format: str | None = None
         self._given = provider
         self._helper_events = helper_events
-        self._translator: SdkTranslator | None = None
+        self._reads_body = False  # whether the run reads the SSE body itself, or the SDK's items
         known = provider or flavour
         if known is not None:
             self._use(known)
@@ -407,13 +408,14 @@ class _SdkBase(Run):
 
     def _use(self, provider: str) -> None:
         self._format = provider
-        self.provider = self._rec.provider = provider
+        self._core.provider = self._rec.provider = provider
 
     # -- the opened stream --------------------------------------------------------------------------------
 
     def _attach(self, stream: Any, mode: str) -> Any:
-        """Take the opened SDK stream: check it, read its response's facts, and set the run's source. Returns
-        the chunk source: the response's byte chunks, or the SDK's items (see ``_read_items``)."""
+        """Take the opened SDK stream: check it, read its response's facts, and hand the core its headers and
+        the wire to read with. Returns the chunk source: the response's byte chunks, or the SDK's items (see
+        ``_ItemWire``)."""
         found = _kind_of(stream)
         if found is None or found[1] != mode:
             raise TypeError(
@@ -433,39 +435,23 @@ class _SdkBase(Run):
         if self._format is None and (flavour or sdk == "anthropic"):
             self._use(flavour or "anthropic")
         self._sdk_stream = outer
-        self._response = response = getattr(stream, "response", None)
+        self._response = self._reads.response = response = getattr(stream, "response", None)
         self._rec.request_sent = True
         self._response_facts(response)
-        if self._format is not None and not self._helper_events and _sse_body_unread(stream, response):
-            self._read_wire(adapter_for(self._format))
-            return body_chunks(response) if mode == _ASYNC_STREAM else sync_body_chunks(response)
-        self._read_items()
-        return _RawEvents(stream) if self._helper_events else stream
-
-    def _read_items(self) -> None:
-        """The source is the SDK's own iteration: each item is translated by attribute access."""
-        self._frames_of = self._item_frames
-        if self._format is None:
-            self._feed = self._first_item
-            return
-        translator = self._translator = _TRANSLATORS[self._format]()
-        self._rec.delta_keys = translator.delta_keys
-        self._rec.adapter = translator  # its anomalies are the record's wire evidence, as on the wire
-        self._feed = translator.feed_item
-
-    def _first_item(self, item: Any) -> list[StreamEvent]:
-        """The format was not known before the first item: decide it now, then translate as usual."""
-        flavour = _flavour_of_item(item)
-        if flavour is None or (self._sdk is not None and not _sdk_matches(flavour, self._sdk)):
-            raise ProtocolViolation(UNEXPECTED_EVENT, 0)
-        self._use(flavour)
-        self._read_items()
-        return self._feed(item)
-
-    def _item_frames(self, item: Any) -> list[Any]:
-        if self._response is not None:
-            self._rec.bytes_received = getattr(self._response, "num_bytes_downloaded", 0)
-        return [item]  # an SDK item is one frame
+        core = self._core
+        wire: Wire
+        self._reads_body = (
+            self._format is not None and not self._helper_events and _sse_body_unread(stream, response)
+        )
+        if self._reads_body:
+            assert self._format is not None
+            wire = core.stream_wire(adapter_for(self._format))
+            chunks = body_chunks(response) if mode == _ASYNC_STREAM else sync_body_chunks(response)
+        else:
+            wire = _ItemWire(core, response, self._format, self._sdk)
+            chunks = _RawEvents(stream) if self._helper_events else stream
+        core.headers(None, {}, wire)  # the status and headers, if any, are in the record already
+        return chunks
 
     def _response_facts(self, response: Any) -> None:
         rec = self._rec
@@ -494,8 +480,10 @@ class _SdkBase(Run):
 
     # -- faults -------------------------------------------------------------------------------------------
 
-    def _connect_failed(self, exc: Exception) -> None:
-        """Fail the run for an SDK or transport fault raised while connecting; return for anything else."""
+    def _connect_failed(self, exc: Exception) -> StreamFailed | None:
+        """The run's failure for an SDK or transport fault raised while connecting; None for anything else
+        (the caller's own error, raised as it was)."""
+        core = self._core
         family = _sdk_error(exc)
         provider = provider_error_from_sdk(exc)
         if provider is not None or family == "provider":
@@ -503,38 +491,73 @@ class _SdkBase(Run):
             if response is not None:
                 self._response_facts(response)
             self._rec.request_sent = True
-            self._fail(Trigger.HTTP_ERROR, self._http_error_facts(provider or _UNKNOWN_PROVIDER_ERROR), exc)
-        facts = transport_facts(exc, headers_received=False)
-        if facts.kind is TransportKind.UNKNOWN and family is None and not facts.markers:
-            return  # not a fault of the connection: the caller's own error, raised as it was
-        self._connect_fault(facts, exc)
+            facts = core.http_error_facts(provider or _UNKNOWN_PROVIDER_ERROR)
+            return core.fail(Trigger.HTTP_ERROR, facts, exc)
+        transport = transport_facts(exc, headers_received=False)
+        if transport.kind is TransportKind.UNKNOWN and family is None and not transport.markers:
+            return None
+        return core.fault(exc)
 
-    def _read_failed(self, exc: Exception) -> NoReturn:
+    def _read_failed(self, exc: Exception) -> StreamFailed:
+        core = self._core
         family = _sdk_error(exc)
         provider = provider_error_from_sdk(exc)
         if provider is not None or family == "provider":
             # openai raises in-band error data as a bare APIError; anthropic raises `event: error` as an
             # APIStatusError with status 200: the body decides, never the 200.
-            facts = self._facts(provider=provider or _UNKNOWN_PROVIDER_ERROR)
-            self._fail(Trigger.PROVIDER_ERROR_EVENT, facts, exc)
+            facts = core.facts(provider=provider or _UNKNOWN_PROVIDER_ERROR)
+            return core.fail(Trigger.PROVIDER_ERROR_EVENT, facts, exc)
         if isinstance(exc, json.JSONDecodeError):
-            self._fail(Trigger.PROTOCOL_VIOLATION, self._facts(detail=MALFORMED_JSON), exc)
+            return core.fail(Trigger.PROTOCOL_VIOLATION, core.facts(detail=MALFORMED_JSON), exc)
         damaged = event_stream_violation(exc)  # botocore read a damaged AWS event-stream message
         if damaged is not None:
-            self._fail(Trigger.PROTOCOL_VIOLATION, self._facts(detail=damaged), exc)
+            return core.fail(Trigger.PROTOCOL_VIOLATION, core.facts(detail=damaged), exc)
         if family == "shape" or any(n == ("pydantic_core", "ValidationError") for n in _names(exc)):
-            self._fail(Trigger.PROTOCOL_VIOLATION, self._facts(detail=UNEXPECTED_SHAPE), exc)
-        super()._read_failed(exc)
+            return core.fail(Trigger.PROTOCOL_VIOLATION, core.facts(detail=UNEXPECTED_SHAPE), exc)
+        return core.fault(exc)
 
-    def _eof_events(self) -> list[StreamEvent]:
-        if self._translator is None:
-            return super()._eof_events()
-        return self._translator.end()
 
-    def _eof_detail(self) -> str | None:
-        if isinstance(self._translator, SdkOpenAIChat) and self._translator.finish_raw is None:
+class _ItemWire:
+    """An SDK's own iteration read as a wire: each item is one frame, translated by attribute access. Where
+    the format was not known before the first item, that item decides it."""
+
+    __slots__ = ("_core", "_response", "_sdk", "feed", "translator")
+
+    def __init__(self, core: RunCore, response: Any, flavour: str | None, sdk: str | None) -> None:
+        self._core, self._response, self._sdk = core, response, sdk
+        self.translator: SdkTranslator | None = None
+        self.feed: Callable[[Any], list[StreamEvent]] = self._first_item
+        if flavour is not None:
+            self._translate(flavour)
+
+    def _translate(self, flavour: str) -> None:
+        translator = self.translator = _TRANSLATORS[flavour]()
+        rec = self._core.rec
+        rec.delta_keys = translator.delta_keys
+        rec.adapter = translator  # its anomalies are the record's wire evidence, as on the wire
+        self.feed = translator.feed_item
+
+    def _first_item(self, item: Any) -> list[StreamEvent]:
+        flavour = _flavour_of_item(item)
+        if flavour is None or (self._sdk is not None and not _sdk_matches(flavour, self._sdk)):
+            raise ProtocolViolation(UNEXPECTED_EVENT, 0)
+        self._core.provider = self._core.rec.provider = flavour
+        self._translate(flavour)
+        return self.feed(item)
+
+    def frames(self, item: Any) -> list[Any]:
+        if self._response is not None:
+            self._core.rec.bytes_received = getattr(self._response, "num_bytes_downloaded", 0)
+        return [item]  # an SDK item is one frame
+
+    def end(self) -> list[StreamEvent]:
+        return self.translator.end() if self.translator is not None else []
+
+    def eof_detail(self) -> str | None:
+        translator = self.translator
+        if isinstance(translator, SdkOpenAIChat) and translator.finish_raw is None:
             return NO_FINISH_REASON
-        return super()._eof_detail()
+        return None
 
 
 # -- async --------------------------------------------------------------------------------------------------
@@ -548,29 +571,27 @@ class SdkRun(_SdkBase):
         return self
 
     async def _connect(self) -> None:
-        self._machine.send(Trigger.REQUEST_SENT)
-        self._rec.lifecycle(Trigger.REQUEST_SENT.value, self._machine.state)
+        self._core.begin()
         stream = self._sdk_stream
         if stream is None:
             stream = self._sdk_stream = await self._open()  # closed at cleanup even if _attach refuses it
         self._next_chunk = _anext_of(self._attach(stream, _ASYNC_STREAM))
-        self._headers_received()
 
     async def _open(self) -> Any:
         assert self._opener is not None
-        deadline, edge = self._connect_deadline()
+        deadline, edge = self._core.timing.connect_deadline()
         stream: Any = None
         with anyio.CancelScope(deadline=loop_time(deadline)) as scope:
-            self._read_scope = scope
+            self._reads.scope = scope
             try:
                 stream = await self._opener()
             except Exception as exc:
-                self._connect_failed(exc)
-                raise
-        self._read_scope = None
+                # Raised from a call, never from a local: the raising frame would hold it, and it that frame.
+                raise self._connect_failed(exc) or exc  # noqa: B904  # chained from exc by the core
+        self._reads.scope = None
         if scope.cancelled_caught:
             self._rec.request_sent = True  # unknown; the request may well have left: say it may be delivered
-            self._fail_cancelled(edge)
+            raise self._core.timed_out(edge)
         return stream
 
     async def _close_source(self) -> None:
@@ -668,16 +689,24 @@ class _OpenAttempt:
             return self._finished
 
 
-class SyncSdkRun(SyncReads, _SdkBase):
+class SyncSdkRun(_SdkBase):
     """A run over a sync SDK stream: ``with wrap(stream) as run: for event in run: ...``.
 
     The same interface as the async run, minus what needs an event loop (``async with``): ``with
     run.tool(call_id):``, ``tool_started`` / ``tool_finished`` and ``abort`` (also from another thread) work
     as there."""
 
+    _reads: ThreadReads
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._opening: _OpenAttempt | None = None  # set while a manager's __enter__ runs on its helper
+
+    def _reader(self) -> ThreadReads:
+        return ThreadReads(self._core)
+
+    def _end_locally(self, exc: BaseException | None) -> None:
+        self._core.local_end(exc)  # no event loop here: nothing is a cancellation
 
     # -- lifecycle --------------------------------------------------------------------------------------
 
@@ -686,11 +715,11 @@ class SyncSdkRun(SyncReads, _SdkBase):
             raise RuntimeError("a run can be entered only once; open a new stream for a new attempt")
         self._entered = True
         try:
-            if self._abort_request is not None:  # aborted before it started: send nothing
-                self._fail_cancelled(Trigger.LOCAL_ABORT)
+            if self._core.abort_request is not None:  # aborted before it started: send nothing
+                raise self._core.timed_out(Trigger.LOCAL_ABORT)
             self._connect_sync()
         except BaseException as exc:
-            if not self._done:
+            if not self._core.done:
                 self._end_locally(exc)
             self._cleanup_sync()
             raise
@@ -700,7 +729,7 @@ class SyncSdkRun(SyncReads, _SdkBase):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         try:
-            if not self._done:
+            if not self._core.done:
                 self._end_locally(exc)
             self._seal()
         finally:
@@ -723,20 +752,18 @@ class SyncSdkRun(SyncReads, _SdkBase):
         except Exception as exc:  # the class only: a message may quote data
             _log.warning("closing the SDK stream failed (%s)", type(exc).__name__)
         finally:
-            self._watchdog.stop()
+            self._reads.forget()
             self._emit()
 
     # -- connecting -------------------------------------------------------------------------------------
 
     def _connect_sync(self) -> None:
-        self._machine.send(Trigger.REQUEST_SENT)
-        self._rec.lifecycle(Trigger.REQUEST_SENT.value, self._machine.state)
+        self._core.begin()
         stream = self._sdk_stream
         if stream is None:
             stream = self._sdk_stream = self._open_sync()
         self._iterator: Iterator[Any] = _next_source(self._attach(stream, _SYNC_STREAM))
-        self._socket = socket_of(self._response)
-        self._headers_received()
+        self._reads.socket = socket_of(self._response)
 
     def _open_sync(self) -> Any:
         """Call the opener (a ``MessageStreamManager.__enter__`` or the caller's zero-argument callable,
@@ -745,7 +772,7 @@ class SyncSdkRun(SyncReads, _SdkBase):
         helper closes what the opener still opens."""
         assert self._opener is not None
         opener, closer = self._opener, self._closer
-        deadline, edge = self._connect_deadline()
+        deadline, edge = self._core.timing.connect_deadline()
         attempt = _OpenAttempt()
 
         def call() -> None:
@@ -769,18 +796,16 @@ class SyncSdkRun(SyncReads, _SdkBase):
         self._opening = attempt
         threading.Thread(target=call, name="streamfsm-connect", daemon=True).start()
         try:
-            finished = attempt.wait(deadline, lambda: self._abort_request is not None)
+            finished = attempt.wait(deadline, lambda: self._core.abort_request is not None)
         finally:
             self._opening = None
         if not finished:
             self._rec.request_sent = True  # unknown; the request may well have left: say it may be delivered
-            self._fail_cancelled(edge)
+            raise self._core.timed_out(edge)
         error = attempt.take_error()
         if error is not None:
             try:
-                if isinstance(error, Exception):
-                    self._connect_failed(error)
-                raise error
+                raise (self._connect_failed(error) if isinstance(error, Exception) else None) or error
             finally:
                 del error  # this frame is in its traceback: a cycle
         return attempt.stream
@@ -792,41 +817,33 @@ class SyncSdkRun(SyncReads, _SdkBase):
 
     def __next__(self) -> ConsumerEvent:
         pending = self._pending
+        core = self._core
         while not pending:
-            if self._done:
+            if core.done:
                 if self._deferred is not None:
                     raise self._take_deferred()
                 self._seal()
                 raise StopIteration
+            self._ready_to_read("with")
             try:
-                self._ready_to_read("with")
-                self._apply_chunk(self._read_sync())
-            except StreamFailed as failure:
-                if not pending:
-                    raise
-                self._deferred = failure  # events that came before the fault are delivered first
+                item = self._reads.next(self._iterator)
+            except StopIteration:
+                self._took(core.end())
+                continue
+            except Interrupted as stop:
+                raise core.timed_out(stop.edge) from None
+            except Exception as exc:
+                raise self._read_failed(exc)  # noqa: B904  # chained from exc by the core
+            self._took(core.feed(item))
         return pending.popleft()
-
-    def _read_sync(self) -> Any:
-        try:
-            item = self._watched_next(self._iterator)
-        except StopIteration:
-            return None
-        except Interrupted as stop:
-            self._fail_cancelled(stop.edge)
-        except Exception as exc:
-            self._read_failed(exc)
-        return item
 
     def abort(self, reason: str | None = None, *, source: AbortSource | str = AbortSource.USER) -> None:
         """Stop the stream now, also from another thread; the run fails as ``local_abort``."""
-        already = self._done or self._abort_request is not None
-        super().abort(reason, source=source)
-        if not already:
+        if self._core.abort(reason, source):
             opening = self._opening
             if opening is not None:
                 opening.wake()
-            self._watchdog.interrupt_now()
+            self._reads.interrupt()
 
 
 def _next_source(stream: Any) -> Iterator[Any]:

@@ -1,11 +1,11 @@
 """Sync reads under a deadline: a blocked ``recv`` cannot be cancelled, so a thread per run shuts its socket.
 
-Shared by the sync SDK drop-in (``SyncSdkRun``) and the sync transport tap: each read waits under the run's
-earliest deadline, watched by the run's ``ReadWatchdog`` thread which, when the deadline passes (or
-``abort()`` is called from another thread), shuts the socket down (``shutdown(SHUT_RDWR)``: closing a socket
-from another thread does not wake a blocked ``recv``, measured), so the blocked read returns; the fired
-flag, never the exception's message, decides the edge. Without an HTTP/1.1 socket to shut (HTTP/2), the
-response is closed instead, which may not wake a blocked read.
+Shared by the sync SDK drop-in (``SyncSdkRun``) and the sync transport tap (``ThreadReads``): each read
+waits under the run's earliest deadline, watched by the run's ``ReadWatchdog`` thread which, when the
+deadline passes (or ``abort()`` is called from another thread), shuts the socket down
+(``shutdown(SHUT_RDWR)``: closing a socket from another thread does not wake a blocked ``recv``, measured),
+so the blocked read returns; the fired flag, never the exception's message, decides the edge. Without an
+HTTP/1.1 socket to shut (HTTP/2), the response is closed instead, which may not wake a blocked read.
 """
 
 from __future__ import annotations
@@ -18,13 +18,12 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
-from ..classify import AbortSource
 from ..machine import Trigger
+from ._core import RunCore
 from ._cycles import release_traceback_cycles
-from ._stream import Run
 from ._watchdog import ARRIVAL_LOOK_S, ARRIVAL_LOOKS, MAX_ARRIVAL_LOOKS, readable, socket_of
 
-__all__ = ["Interrupted", "ReadWatchdog", "SyncReads", "socket_of"]
+__all__ = ["Interrupted", "ReadWatchdog", "ThreadReads", "socket_of"]
 
 _WATCHDOG_JOIN_S: Final = 1.0
 
@@ -136,85 +135,96 @@ class ReadWatchdog:
             self._call_interrupt()
 
 
-class SyncReads(Run):
-    """A run whose reads block a thread: each is watched by the run's ``ReadWatchdog``. A subclass sets
-    ``_socket`` (``socket_of`` its response) once it has one."""
+class ThreadReads:
+    """One sync run's reads: each ``next`` waits under the run's earliest deadline, watched by the run's
+    ``ReadWatchdog`` thread. The driver sets ``socket`` (``socket_of`` its response) once it has one, or
+    ``response`` (closed instead, without an HTTP/1.1 socket to shut)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._watchdog = ReadWatchdog(self._interrupt_read, self._socket_readable)
+    __slots__ = ("__weakref__", "_core", "_timing", "edge", "response", "socket", "watchdog")
 
-    def _end_locally(self, exc: BaseException | None) -> None:
-        # No event loop here: nothing is a cancellation, so no anyio lookup (the base's version needs one).
-        if exc is None:
-            self._finalize_failure(Trigger.LOCAL_ABORT, self._abort_facts(AbortSource.CONSUMER_STOPPED, None))
-        elif isinstance(exc, Exception):
-            self._finalize_failure(Trigger.CONSUMER_ERROR, self._facts())
-        else:  # KeyboardInterrupt, SystemExit, GeneratorExit
-            self._finalize_failure(
-                Trigger.LOCAL_ABORT, self._abort_facts(AbortSource.APP, type(exc).__name__)
-            )
+    def __init__(self, core: RunCore) -> None:
+        self._core, self._timing = core, core.timing
+        self.edge = Trigger.TOTAL_TIMEOUT  # the edge of the deadline the waiting read is watched by
+        self.socket: Any = None
+        self.response: Any = None
+        self.watchdog = ReadWatchdog(self._interrupt_read, self._socket_readable)
 
-    def _watched_next(self, iterator: Iterator[Any]) -> Any:
-        """``next(iterator)`` under the earliest deadline: checked first, then watched by the thread."""
-        watchdog = self._watchdog
+    def next(self, iterator: Iterator[Any]) -> Any:
+        """``next(iterator)`` under the earliest deadline: checked first, then watched by the thread. Raises
+        ``Interrupted`` when the watchdog (or ``abort()``) ended it."""
+        core, timing = self._core, self._timing
+        watchdog = self.watchdog
         # tool_started/tool_finished (maybe on another thread) move the deadline under the watchdog's lock:
         # working out this read's deadline and arming it, and ending the read, happen under it too.
         with watchdog.lock:
-            now = time.monotonic()
-            self._read_began(now)
-            deadline, self._read_edge = self._read_deadline(now)
+            now = timing.now()
+            timing.read_began(now)
+            deadline, self.edge = timing.read_deadline(now)
             # A read already due is armed all the same: the thread first looks at what has arrived.
-            due = self._abort_request is not None or watchdog.fired
+            due = core.abort_request is not None or watchdog.fired
             if not due:
                 watchdog.arm(deadline)
         try:
             if due or watchdog.fired:  # fired: abort() came just after arm()
-                raise Interrupted(self._read_edge)
+                raise Interrupted(self.edge)
             value = next(iterator)
         except Interrupted:
             raise
         except BaseException as exc:
             if watchdog.fired:  # the read failed because we shut it down: the flag says so, not the message
                 release_traceback_cycles(exc)  # still the context of what we raise: see _cycles
-                raise Interrupted(self._read_edge) from None
+                raise Interrupted(self.edge) from None
             raise
         finally:
             with watchdog.lock:
                 watchdog.disarm()
-                self._read_ended()
+                timing.read_ended()
         if watchdog.fired:
-            raise Interrupted(self._read_edge)
+            raise Interrupted(self.edge)
         return value
 
-    def _watch(self, deadline: float) -> None:
-        # The read blocked in the SDK is watched by this run's thread, not by a loop's watchdog.
-        self._watchdog.move(deadline)
-
-    def _read_interrupted(self) -> bool:
-        return self._watchdog.fired
+    def interrupt(self) -> None:
+        """``abort()``, also from another thread: the read in progress is interrupted."""
+        self.watchdog.interrupt_now()
 
     # The idle clock's state is shared with the reader, which works out and arms each read's deadline
     # under the watchdog's lock: a tool thread changes it under the same lock.
 
-    def tool_started(self, call_id: str, effect: str = "effectful") -> None:
-        with self._watchdog.lock:
-            super().tool_started(call_id, effect)
+    def tool_started(self, call_id: str, effect: str) -> None:
+        with self.watchdog.lock:
+            if self._core.tool_started(call_id, effect) and self._timing.reading:
+                self.rearm()
 
-    def tool_finished(self, call_id: str, ok: bool = True) -> None:
-        with self._watchdog.lock:
-            super().tool_finished(call_id, ok)
+    def tool_finished(self, call_id: str, ok: bool) -> None:
+        with self.watchdog.lock:
+            if self._core.tool_finished(call_id, ok) and self._timing.reading:
+                self.rearm()
+
+    def rearm(self) -> None:
+        if self.watchdog.fired:
+            return  # the watchdog (or abort) already ended this read: keep the edge it fired
+        deadline, self.edge = self._timing.read_deadline()
+        self.watchdog.move(deadline)
+
+    def looked(self) -> None:
+        """No read waits: the next one arms its own deadline."""
+        self._timing.look_by = None
+
+    def forget(self) -> None:
+        self.watchdog.stop()
+
+    let_go = forget
 
     def _socket_readable(self) -> bool:
-        return readable(self._connection_socket())
+        return readable(self.socket if self.socket is not None else socket_of(self.response))
 
     def _interrupt_read(self) -> None:
         """Make a blocked read return: shut the socket down (a close from another thread would not)."""
-        sock = self._socket
+        sock = self.socket
         try:
             if sock is not None:
                 sock.shutdown(socket.SHUT_RDWR)
-            elif self._response is not None:
-                self._response.close()
+            elif self.response is not None:
+                self.response.close()
         except Exception:
             pass  # already closed: the read has returned or is about to

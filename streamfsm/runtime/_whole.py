@@ -32,8 +32,8 @@ from ..wire import (
     StreamEvent,
     format_named,
 )
+from ._core import SseWire
 from ._record import Recorder
-from ._stream import _Wire
 
 MAX_ANSWER_BYTES: Final = 64 << 20  # a bigger "answer" is kept no further: the run fails, the SDK reads on
 ANSWER_TOO_LARGE: Final = "answer_too_large"
@@ -43,14 +43,15 @@ WHOLE_ANSWER_MARKER: Final = "body=whole_answer"  # the evidence of an error obj
 _BLANKS: Final = b" \t\r\n\xef\xbb\xbf"
 
 
-class WholeBody(_Wire):
+class WholeBody(SseWire):
     """The body of a non-streaming answer: kept (bounded) as it arrives, read at its clean end."""
 
     __slots__ = ("_body", "_detail")
 
     def __init__(self, adapter: Adapter, rec: Recorder) -> None:  # no SSE decoder: not an event stream
-        self.adapter, self.rec = adapter, rec
+        self.adapter, self.rec, self.feed = adapter, rec, adapter.feed
         rec.adapter = adapter
+        rec.delta_keys = adapter.delta_keys
         self._head = None
         self._body = bytearray()
         self._detail: str | None = None

@@ -47,6 +47,7 @@ from ..runtime import (
     AttemptLink,
     Ids,
     Interrupted,
+    LoopReads,
     StreamConfig,
     StreamFailed,
     content_decoder,
@@ -220,7 +221,7 @@ class _Tap:
         if _redirect(response, run):
             return False
         run.connected(response.status_code, response.headers, content_decoder(response))
-        run._socket = socket_of(response)  # what arrived is looked at before a watchdog fires
+        run.reads.socket = socket_of(response)  # what arrived is looked at before a watchdog fires
         remember(run, response, request)
         return True
 
@@ -259,17 +260,17 @@ class _StreamBase:
     # reading an error body, takes them.
 
     def _passed_chunk(self, run: TapRun | None, chunk: bytes) -> bytes:
-        if run is not None and not run._done:
+        if run is not None and not run.done:
             run.chunk(chunk)
         return chunk
 
     def _passed_end(self, run: TapRun | None) -> None:
-        if run is not None and not run._done:
+        if run is not None and not run.done:
             run.chunk(None)
         self._end()
 
     def _passed_fault(self, run: TapRun | None, exc: Exception) -> None:
-        self._failed(exc, run.read_failed(exc) if run is not None and not run._done else None)
+        self._failed(exc, run.read_failed(exc) if run is not None and not run.done else None)
 
 
 def _dropped(run: TapRun, chains: _Chains, key: bytes) -> None:
@@ -326,13 +327,15 @@ class _AsyncTapStream(_StreamBase):
 
     async def __anext__(self) -> bytes:
         run = self._run
-        if run is None or run._done or run._error_body is not None:  # over, or reading an error body
+        if run is None or run.done or run.core.error_read is not None:  # over, or reading an error body
             return await self._passed(run)
-        if run._abort_request is not None:  # abort() between reads: the next read fails as one it ended
+        if run.core.abort_request is not None:  # abort() between reads: the next read fails as one it ended
             failure = run.timed_out(Trigger.LOCAL_ABORT)
             self._end()
             raise self._tap._timeout(failure, self._request)
-        scope = run._watched_read_scope()
+        reads = run.reads
+        assert isinstance(reads, LoopReads)
+        scope = reads.scope_for_read()
         chunk: bytes | None = None
         try:
             with scope:
@@ -342,20 +345,19 @@ class _AsyncTapStream(_StreamBase):
                     pass
                 except Exception as exc:
                     if scope.cancel_called:  # our watchdog (the read failed as it was cancelled)
-                        failure = run.timed_out(run._read_edge)
+                        failure = run.timed_out(reads.edge)
                         self._end()
                         raise self._tap._timeout(failure, self._request) from exc
                     self._failed(exc, run.read_failed(exc))
                     raise
                 finally:
-                    run._read_scope = None
-                    run._read_ended()
+                    reads.ended()
         except BaseException as exc:
             if self._run is not None:  # cancelled from outside, or the application is going away
-                self._failed(exc, run.failure if run._done else run.stopped(exc))
+                self._failed(exc, run.failure if run.done else run.stopped(exc))
             raise
         if scope.cancelled_caught:
-            failure = run.timed_out(run._read_edge)
+            failure = run.timed_out(reads.edge)
             self._end()
             raise self._tap._timeout(failure, self._request)
         if chunk is None:
@@ -382,7 +384,7 @@ class _AsyncTapStream(_StreamBase):
             if run is not None and run.error_body_short:
                 await self._read_error_body(run)
         finally:  # also when the close is cancelled: the run still ends, once
-            if run is not None and not run._done:
+            if run is not None and not run.done:
                 run.stopped(None)
             self._end()
             await self._inner.aclose()
@@ -424,7 +426,7 @@ class _Leaving:
     async def __call__(self, name: str, info: Any) -> None:
         scope = self.scope
         if self.edge is None and scope is not None and (name in _LEAVING or name.endswith(_HEADERS_LEAVING)):
-            deadline, self.edge = self.run._connect_deadline(time.monotonic())
+            deadline, self.edge = self.run.core.timing.connect_deadline(time.monotonic())
             scope.deadline = loop_time(deadline)
             # Done: httpcore looks the hook up at each step, so the steps after this one go untraced.
             if self.inner is None:
@@ -441,21 +443,22 @@ class _AsyncTap(_Tap):
         if started is None:
             return await self._inner.handle_async_request(request)
         run, key = started
-        run._scope_class = plain_scope_class()
+        assert isinstance(run.reads, LoopReads)
+        run.reads.scope_class = plain_scope_class()
         response: Any = None
         extensions = request.extensions
         leaving = _Leaving(run, extensions)
         if not run.asks_stream:
             # A call not known to stream: its headers may come only once the whole answer is generated, so
             # the connect watchdog (request to headers) does not apply; the total deadline does.
-            deadline, edge = run._total_deadline, Trigger.TOTAL_TIMEOUT
+            deadline, edge = run.core.timing.total_deadline, Trigger.TOTAL_TIMEOUT
         elif isinstance(self._inner, self._library.AsyncHTTPTransport):
             # Its pool says when the request leaves: the connect watchdog starts then (the pool's own
             # timeout bounds the wait before).
-            deadline, edge = run._total_deadline, Trigger.TOTAL_TIMEOUT
+            deadline, edge = run.core.timing.total_deadline, Trigger.TOTAL_TIMEOUT
             request.extensions = leaving.extensions
         else:  # a transport of the caller's: counted from the run's start
-            deadline, edge = run._connect_deadline()
+            deadline, edge = run.core.timing.connect_deadline()
         try:
             with anyio.CancelScope(deadline=loop_time(deadline)) as scope:
                 leaving.scope = scope
@@ -469,7 +472,7 @@ class _AsyncTap(_Tap):
                 finally:
                     request.extensions = extensions  # the response keeps its request: not the run
         except BaseException as exc:
-            if not run._done:
+            if not run.done:
                 run.stopped(exc)
             run.end()
             self._chains.ended(key, run)
@@ -503,12 +506,12 @@ class _SyncTapStream(_StreamBase):
 
     def __next__(self) -> bytes:
         run = self._run
-        if run is None or run._done or run._error_body is not None:  # over, or reading an error body
+        if run is None or run.done or run.core.error_read is not None:  # over, or reading an error body
             return self._passed(run)
         assert isinstance(run, SyncTapRun)
         chunk: bytes | None = None
         try:
-            chunk = run._watched_next(self._next)
+            chunk = run.reads.next(self._next)
         except StopIteration:
             pass
         except Interrupted as stop:
@@ -541,7 +544,7 @@ class _SyncTapStream(_StreamBase):
     def close(self) -> None:
         run = self._run
         try:
-            if run is not None and not run._done:
+            if run is not None and not run.done:
                 run.stopped(None)
             self._end()
         finally:
@@ -557,7 +560,9 @@ class _SyncTap(_Tap):
         assert isinstance(run, SyncTapRun)
         # A call not known to stream waits for its headers as long as the total deadline allows (see async).
         deadline, edge = (
-            run._connect_deadline() if run.asks_stream else (run._total_deadline, Trigger.TOTAL_TIMEOUT)
+            run.core.timing.connect_deadline()
+            if run.asks_stream
+            else (run.core.timing.total_deadline, Trigger.TOTAL_TIMEOUT)
         )
         timeouts = request.extensions.get("timeout")
         capped = _capped(timeouts, deadline - time.monotonic())
@@ -571,19 +576,19 @@ class _SyncTap(_Tap):
             attach(exc, run.timed_out(edge) if late else run.connect_failed(exc))
             raise
         except BaseException as exc:
-            if not run._done:
+            if not run.done:
                 run.stopped(exc)
             raise
         finally:
             if capped is not None:
                 request.extensions["timeout"] = timeouts  # the body's reads keep the caller's timeouts
-            if run._done:
+            if run.done:
                 run.end()
                 self._chains.ended(key, run)
                 remember(run, request)
         if not self._tapped(response, run, request):
             return response
-        run._response = response  # without an HTTP/1.1 socket to shut, the watchdog closes the response
+        run.reads.response = response  # without an HTTP/1.1 socket to shut, the watchdog closes the response
         response.stream = self._streams.sync_stream(response.stream, run, self, request, key)
         return response
 

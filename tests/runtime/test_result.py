@@ -18,7 +18,7 @@ from test_sdk_wrap import FMTS, create, script, serving, sync_serving
 
 import streamfsm
 from streamfsm import FinishReason, TextDelta, ToolCall
-from streamfsm.runtime._stream import _ON_EVENT
+from streamfsm.runtime._core import _ON_EVENT
 from streamfsm.testing import End, FaultServer, Fin, Headers, Send, text_stream, tool_call_stream
 from streamfsm.testing._wire import NDJSON_FORMATS
 
@@ -69,10 +69,10 @@ async def test_without_collect_the_per_event_path_keeps_nothing() -> None:
     async with FaultServer((Headers(), *(Send(f) for f in frames), End())) as server:
         body = BODIES["openai-chat"]
         async with streamfsm.open_stream("openai-chat", base_url=server.base_url, json=body) as run:
-            assert run._on_event is _ON_EVENT  # the same dispatch table as before result() existed
+            assert run._core._on_event is _ON_EVENT  # the same dispatch table as before result() existed
             async for _ in run:
                 pass
-    assert run._kept is None
+    assert run._core.ledger.kept is None
 
 
 async def test_a_failed_run_gives_what_arrived_and_no_finish_reason() -> None:

@@ -24,6 +24,7 @@ from runsupport import BODIES, cut_before, cut_through
 
 import streamfsm
 from streamfsm import Finish, Run, StreamConfig, StreamFailed, ToolCall, ToolInputStart
+from streamfsm.runtime._reads import LoopReads
 from streamfsm.runtime._sync_reads import ReadWatchdog as _SyncWatchdog
 from streamfsm.runtime._watchdog import (
     ARRIVAL_LOOKS,
@@ -276,13 +277,13 @@ async def test_a_read_after_a_consumer_that_blocked_the_loop_past_its_deadline_f
     # read starts. What arrived is looked at first (issue 25): the socket holds nothing (the upstream
     # stalls), so a few looks later the read fails, as of when the deadline was found passed.
     looked: list[float] = []
-    arrival_looked = Run._arrival_looked
+    arrival_looked = LoopReads._arrival_looked
 
-    def spy(self: Run, now: float, edge: Any) -> bool:
+    def spy(self: LoopReads, now: float, edge: Any) -> bool:
         looked.append(now)
         return arrival_looked(self, now, edge)
 
-    monkeypatch.setattr(Run, "_arrival_looked", spy)
+    monkeypatch.setattr(LoopReads, "_arrival_looked", spy)
     failure = await _stalled_run(StreamConfig(total_timeout=0.3), blocking_consumer=0.5)
     assert failure.record["watchdog"]["fired"] == "total_timeout"
     assert len(looked) >= ARRIVAL_LOOKS + 1
@@ -331,8 +332,8 @@ def test_an_effectful_tool_ending_after_the_run_asks_nothing_of_the_watchdog() -
     with FaultServerThread((Headers(), *(Send(f) for f in frames), End())) as server:
         run = anyio.run(main, server.base_url)
     assert run.finished
-    run.tool_finished(next(iter(run._running)))  # no event loop here: nothing to register with
-    assert run._watch_entry is None
+    run.tool_finished(next(iter(run._core.ledger.running)))  # no event loop here: nothing to register with
+    assert run._reads._entry is None
 
 
 @pytest.mark.anyio
@@ -343,14 +344,14 @@ async def test_a_tool_starting_after_the_watchdog_fired_does_not_change_which_wa
     # which pauses the idle clock. The run must still fail as idle_timeout (there is no total timeout).
     frames = cut_through("openai-chat", tool_call_stream("openai-chat", [("write_file", "{}")]), ToolCall)
     calls: list[str] = []
-    watch_due = Run._watch_due
+    watch_due = LoopReads._due
 
-    def due_then_tool(self: Run, now: float) -> None:
+    def due_then_tool(self: LoopReads, now: float) -> None:
         watch_due(self, now)
-        if calls and self._read_scope is not None and self._read_scope.cancel_called:
+        if calls and self.scope is not None and self.scope.cancel_called:
             self.tool_started(calls[0], effect="effectful")
 
-    monkeypatch.setattr(Run, "_watch_due", due_then_tool)
+    monkeypatch.setattr(LoopReads, "_due", due_then_tool)
     config = StreamConfig(idle_timeout=0.3, pause_idle_during_tools=True)
     async with FaultServer((Headers(), *(Send(f) for f in frames), Stall())) as server:
         with anyio.fail_after(5), pytest.raises(StreamFailed) as info:
@@ -455,7 +456,7 @@ async def test_a_tool_ending_while_the_client_unwinds_falls_inside_the_run() -> 
 
     async def finish_the_tool_once_fired(run: Run) -> None:
         with anyio.fail_after(5):
-            while not (calls and run._read_scope is not None and run._read_scope.cancel_called):
+            while not (calls and run._reads.scope is not None and run._reads.scope.cancel_called):
                 await anyio.sleep(0.01)
         run.tool_finished(calls[0])
 

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamfsm.runtime import Ids, StreamConfig
-from streamfsm.runtime._whole import ANSWER_TOO_LARGE, MAX_ANSWER_BYTES, WholeBody
+from streamfsm.runtime._whole import ANSWER_TOO_LARGE, MAX_ANSWER_BYTES
 from streamfsm.tap._run import TapRun
 from streamfsm.testing import FORMATS, whole_answer
 from streamfsm.wire._events import TextDelta, ToolCall
@@ -92,5 +92,4 @@ def test_an_answer_over_its_bound_fails_the_run_and_is_kept_no_further() -> None
         if failure is not None:
             break
     assert failure is not None and ANSWER_TOO_LARGE in str(run.record["outcome"])
-    wire = run._wire
-    assert isinstance(wire, WholeBody) and len(wire._body) == 0
+    assert run.core.wire is None  # the run let go of its wire, and of what it had kept

@@ -34,7 +34,7 @@ async def test_the_async_manager_is_wrapped_and_read_by_the_run() -> None:
     assert sum(isinstance(e, ToolCall) for e in events) == 1
     assert run.record is not None and run.record["outcome"]["class"] == "completed"
     assert run.record["transport"]["bytes_received"] > 0
-    assert run._wire is not None  # the body was read by the run itself, not through the helper's events
+    assert run._reads_body  # the body was read by the run itself, not through the helper's events
     assert len(server.requests) == 1
 
 
@@ -65,7 +65,7 @@ def test_the_sync_manager_is_wrapped_and_read_by_the_run() -> None:
             assert isinstance(run, SyncSdkRun)
             text = "".join(e.text for e in run if isinstance(e, TextDelta))
     assert text == "Hello" and run.finished
-    assert run.record is not None and run._wire is not None
+    assert run.record is not None and run._reads_body
 
 
 def test_the_sync_managers_entered_stream_is_wrapped_too() -> None:

@@ -34,7 +34,7 @@ async def wrapped(fmt: str, name: str) -> tuple[streamfsm.Run, list[Any]]:
         run = streamfsm.wrap(create(fmt, client))
         try:
             async with run:
-                assert run._wire is None  # type: ignore[attr-defined]
+                assert not run._reads_body  # type: ignore[attr-defined]
                 events = [e async for e in run]
         except StreamFailed:
             pass

@@ -670,7 +670,7 @@ async def test_a_stream_already_iterated_is_read_item_by_item_and_watched() -> N
         assert first.choices[0].delta.role == "assistant"
         with anyio.fail_after(BOUND_S), pytest.raises(StreamFailed) as info:
             async with streamfsm.wrap(stream, config=StreamConfig(idle_timeout=0.4)) as run:
-                assert run._wire is None
+                assert not run._reads_body
                 await consume(run)
     failure = check_failure(info.value)
     expect(failure, "watchdog", "user_confirmed_retry", "idle_timeout", "mid_generation")
@@ -696,7 +696,7 @@ async def test_a_body_the_sdk_does_not_decode_as_sse_is_read_item_by_item(
             monkeypatch.setattr(client, "_make_sse_decoder", type("EventStreamDecoder", (stock,), {}))
         async with streamfsm.wrap(create(fmt, client)) as run:
             events = await consume(run)
-            assert run._wire is None
+            assert not run._reads_body
     assert run.finished
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Hello"
 
@@ -722,7 +722,7 @@ async def _after_one_item(frames: list[bytes]) -> tuple[streamfsm.Run, StreamFai
         run = streamfsm.wrap(stream)
         try:
             async with run:
-                assert run._wire is None
+                assert not run._reads_body
                 await consume(run)
         except StreamFailed as failure:
             return run, check_failure(failure)

@@ -50,10 +50,10 @@ async def _fed_run(fmt: str, status: int, chunks: list[bytes], end: str, lean: b
     run.begin()
     run.connected(status, {"content-type": "text/event-stream"})
     for chunk in chunks:
-        if run._done:
+        if run.done:
             break
         run.chunk(chunk)
-    if not run._done:
+    if not run.done:
         if end == "eof":
             run.chunk(None)
         elif end == "rst":

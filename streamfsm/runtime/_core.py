@@ -1,0 +1,773 @@
+"""The run core: one LLM call's tracking without I/O. Bytes and facts in; events, state and the record out.
+
+    core = RunCore(provider="openai-chat", model=..., body=..., url=..., config=..., ids=...)
+    core.begin()                                  # the request leaves
+    core.headers(200, headers, core.stream_wire(adapter))   # the headers, and how the body is framed
+    events = core.feed(chunk)                     # each chunk read: the consumer events it carried
+    events = core.end()                           # the body's clean end
+    core.fault(exc) / core.timed_out(edge) / core.local_end(exc, cancelled=...)   # how else it ends
+
+As h11's ``Connection`` is to HTTP: no sockets, no tasks, no event loop, and the clock is injected (a callable
+returning monotonic seconds). The drivers (``HttpRun``, the SDK runs, the tap's runs; async and sync) read,
+write and time, and hand what happened to one core. A method that ends the run returns its ``StreamFailed``
+(also kept as ``failure``); ``feed`` and ``end`` return the events that came before it. The run is over once
+``done``: nothing after that changes its outcome, and no event is given after its terminal one.
+
+The core keeps the watchdogs' arithmetic (``ReadClock``: the idle clock, paused during effectful tools; each
+read's deadline and edge), not their timers: a driver asks ``timing.read_deadline`` and arms its own.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final, NoReturn, Protocol, TypeVar
+from urllib.parse import urlsplit
+
+from ..classify import (
+    AbortSource,
+    Diagnosis,
+    Facts,
+    TransportFacts,
+    diagnose,
+    diagnose_finished,
+    finish_cause,
+)
+from ..classify._diagnose import UNPARSEABLE_ARGUMENTS
+from ..classify._finish import shown_reason
+from ..classify._provider import provider_error_from_http
+from ..classify._taxonomy import ENDPOINT_AT_ROOT, FinishCause, ProviderError, TransportKind
+from ..classify._transport import transport_facts
+from ..machine import PROVIDER_PROGRESS, Activity, IllegalTransition, State, StreamMachine, Trigger
+from ..wire import (
+    CONSUMER_EVENT_TYPES,
+    MAX_DOCUMENT_BYTES,
+    NOT_EVENT_STREAM,
+    Adapter,
+    ConsumerEvent,
+    Finish,
+    Framing,
+    Metadata,
+    ProtocolViolation,
+    ProviderErrorEvent,
+    ReasoningDelta,
+    Result,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    ToolInputStart,
+    Usage,
+    document_events,
+    format_named,
+    whole_answers_of,
+)
+from ._config import Ids, StreamConfig
+from ._cycles import release_traceback_cycles
+from ._errors import StreamFailed
+from ._ledger import Ledger
+from ._record import Recorder, RunRecord
+
+__all__ = ["RunCore", "SseWire", "Wire"]
+
+# OpenAI's endpoints as a base_url without its /v1 makes them (the SDKs and open_stream append these)
+_ENDPOINTS_AT_ROOT: Final = frozenset({"/chat/completions", "/responses"})
+_CONSUMER_TYPES: Final = frozenset(CONSUMER_EVENT_TYPES)
+# Connect faults after which no request can have left: the run never reached the provider.
+_NOT_CONNECTED: Final = frozenset(
+    {
+        TransportKind.REFUSED,
+        TransportKind.DNS,
+        TransportKind.TLS,
+        TransportKind.UNREACHABLE,
+        TransportKind.UNKNOWN,
+    }
+)
+
+_C = TypeVar("_C", bound="RunCore")
+
+
+def deadline_after(start: float, timeout: float | None) -> float:
+    return math.inf if timeout is None else start + timeout
+
+
+class Wire(Protocol):
+    """What a core reads a body with: chunk → frames → events, and what it owes at the body's end."""
+
+    def frames(self, chunk: Any) -> list[Any]: ...
+
+    def feed(self, frame: Any) -> list[StreamEvent]: ...
+
+    def end(self) -> list[StreamEvent]: ...
+
+    def eof_detail(self) -> str | None: ...
+
+
+class SseWire:
+    """A streamed body read by the run itself: bytes → the format's framing (SSE, NDJSON, ...) → frames →
+    one wire adapter → events."""
+
+    __slots__ = ("_head", "adapter", "decoder", "feed", "rec")
+
+    def __init__(self, adapter: Adapter, decoder: Framing, rec: Recorder, sniff: bool = True) -> None:
+        self.adapter, self.decoder, self.rec = adapter, decoder, rec
+        self.feed = adapter.feed
+        rec.adapter = adapter  # the record reads what the wire said: a finish reason that arrived, [DONE]
+        rec.delta_keys = adapter.delta_keys  # the adapter's live, bounded counter
+        # SSE: the body's start until it shows itself, SSE (then None) or a JSON document or HTML page (kept
+        # whole, bounded, and read at the end: never as half an SSE event). A framing whose frames may start
+        # so (NDJSON) tells a document from a stream itself.
+        self._head: bytearray | None = bytearray() if sniff else None
+
+    def frames(self, chunk: bytes) -> list[Any]:
+        self.rec.bytes_received += len(chunk)
+        if self._head is None:
+            return self.decoder.feed(chunk)
+        head = self._head
+        head += chunk
+        start = head.lstrip(_BLANKS)
+        if not start:
+            return []
+        if bytes(start[:1]) not in _DOCUMENT_STARTS:
+            self._head = None  # an SSE line (data:, event:, a comment, ...)
+            return self.decoder.feed(bytes(head))
+        if len(head) > MAX_DOCUMENT_BYTES:
+            raise ProtocolViolation(NOT_EVENT_STREAM, 0)
+        return []
+
+    def end(self) -> list[StreamEvent]:
+        adapter = self.adapter
+        if self._head is not None and self._head.strip(_BLANKS):
+            return document_events(bytes(self._head))
+        events = [event for frame in self.decoder.close() for event in adapter.feed(frame)]
+        if self.decoder.truncated:
+            return events  # a torn last event: the body did not end cleanly, so no finish without a sentinel
+        return events + adapter.end()
+
+    def eof_detail(self) -> str | None:
+        return "incomplete_event" if self.decoder.truncated else None
+
+
+_BLANKS: Final = b" \t\r\n\xef\xbb\xbf"  # whitespace and a UTF-8 BOM before the first line
+_DOCUMENT_STARTS: Final = (b"{", b"[", b"<")  # no SSE line starts so: a JSON document or an HTML page
+
+
+class ErrorBody:
+    """An HTTP error's body, kept (bounded) while it is read: what the status alone cannot say."""
+
+    __slots__ = ("body", "headers", "limit", "status")
+
+    def __init__(self, status: int, headers: Mapping[str, str], limit: int) -> None:
+        self.status, self.headers, self.limit, self.body = status, headers, limit, bytearray()
+
+    def feed(self, chunk: bytes) -> None:
+        room = self.limit - len(self.body)
+        if room > 0:
+            self.body += chunk[:room]
+
+    @property
+    def short(self) -> bool:
+        """Still under its bound: worth reading on."""
+        return len(self.body) < self.limit
+
+    def error(self) -> ProviderError:
+        return provider_error_from_http(self.status, self.headers, bytes(self.body))
+
+
+class ReadClock:
+    """The watchdogs' arithmetic for one run: the idle clock (time spent waiting on the provider since its
+    last progress; a slow consumer, or an effectful tool with ``pause_idle_during_tools``, does not count)
+    and each read's deadline and edge. No timers: a driver arms its own from ``read_deadline``."""
+
+    __slots__ = (
+        "_paused_since",
+        "_read_started",
+        "config",
+        "due_at",
+        "fired_at",
+        "look_by",
+        "now",
+        "read_ended_at",
+        "reading",
+        "rec",
+        "total_deadline",
+        "waited",
+    )
+
+    def __init__(self, config: StreamConfig, rec: Recorder, now: Callable[[], float]) -> None:
+        self.config, self.rec, self.now = config, rec, now
+        self._paused_since: float | None = None
+        self.waited = 0.0  # the finished reads' share of the idle time
+        self._read_started: float | None = None  # set while a read waits and the idle clock runs
+        self.reading = False
+        self.read_ended_at = rec.start  # the time of every event the chunk read last carries
+        self.fired_at: float | None = None  # when a watchdog found the waiting read past its deadline
+        self.due_at: float | None = None  # when a deadline was first found passed, until progress
+        self.look_by: float | None = None  # the idle clock restarted: no read's deadline comes before this
+        self.total_deadline = deadline_after(rec.start, config.total_timeout)
+
+    def connect_deadline(self, since: float | None = None) -> tuple[float, Trigger]:
+        """The connect watchdog's deadline and edge, counted from ``since`` (default the run's start).
+        Counted again from when the request begins to leave, the time the client's own pool or loop held
+        it back is not blamed on the upstream."""
+        connect = deadline_after(self.rec.start if since is None else since, self.config.connect_timeout)
+        total = self.total_deadline
+        return (connect, Trigger.CONNECT_TIMEOUT) if connect <= total else (total, Trigger.TOTAL_TIMEOUT)
+
+    def read_began(self, now: float) -> None:
+        """A read starts waiting on the provider at ``now``: the idle clock runs. Paired with read_ended."""
+        self.reading = True
+        if self._paused_since is None:
+            self._read_started = now
+
+    def read_ended(self) -> None:
+        now = self.read_ended_at = self.now()  # the time of every event the chunk carries
+        self.reading = False
+        started = self._read_started
+        if started is not None:
+            self.waited += now - started
+            self._read_started = None
+
+    def read_deadline(self, now: float | None = None) -> tuple[float, Trigger]:
+        """The earliest armed watchdog deadline of the waiting read (or of one starting ``now``), and its
+        edge."""
+        if now is None:
+            now = self.now()
+        started = self._read_started
+        if started is not None:
+            now = started
+        rec = self.rec
+        config = self.config
+        best, edge = self.total_deadline, Trigger.TOTAL_TIMEOUT
+        if rec.first_progress is None:
+            first = deadline_after(rec.headers_at or rec.start, config.first_token_timeout)
+            if first < best:
+                best, edge = first, Trigger.FIRST_TOKEN_TIMEOUT
+        elif self._paused_since is None and config.idle_timeout is not None:
+            idle = now + config.idle_timeout - self.waited
+            if idle < best:
+                best, edge = idle, Trigger.IDLE_TIMEOUT
+        return best, edge
+
+    def restarted(self, now: float) -> None:
+        """The idle clock (re)started at ``now`` with no read waiting (the first progress, or an effectful
+        tool ended): no later read's idle deadline comes before ``look_by``."""
+        if self.config.idle_timeout is not None:
+            self.look_by = now + self.config.idle_timeout - self.waited
+
+    def pause(self) -> bool:
+        """An effectful tool started: the idle clock stops (True), unless it had already."""
+        if self._paused_since is not None:
+            return False
+        now = self._paused_since = self.now()
+        if self._read_started is not None:  # a read is waiting: bank its time, stop its clock
+            self.waited += now - self._read_started
+            self._read_started = None
+        return True
+
+    def resume(self, running: bool) -> bool:
+        """The last effectful tool ended: the idle clock runs again (True), unless it was not paused."""
+        if self._paused_since is None:
+            return False
+        now = self.now()
+        self.rec.paused_s += now - self._paused_since
+        self._paused_since = None
+        if self.reading:  # a read is waiting: its idle clock runs again from now
+            self._read_started = now
+        elif running and self.rec.first_progress is not None:
+            self.restarted(now)
+        return True
+
+
+class RunCore:
+    """One run's machine, record, wire and facts; see the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        provider: str,
+        model: str | None,
+        body: Mapping[str, Any],
+        url: str,
+        config: StreamConfig | None = None,
+        ids: Ids | Mapping[str, Any] | None = None,
+        delta_keys: Mapping[str, int] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.config = config = config or StreamConfig()
+        self.ids = Ids.coerce(ids)
+        self.provider = provider
+        self.clock = clock
+        self.run_id = uuid.uuid4().hex
+        self.trace_id = self.ids.trace_id or uuid.uuid4().hex
+        self.machine = StreamMachine(history_size=config.history_size)
+        rec = self.rec = Recorder(
+            provider=provider,
+            model=model,
+            body=body,
+            url=url,
+            ids=self.ids,
+            config=config,
+            run_id=self.run_id,
+            trace_id=self.trace_id,
+            clock=clock,
+        )
+        rec.delta_keys = delta_keys or {}  # the source's live, bounded counter
+        self.wire: Wire | None = None
+        self.streaming = False  # the headers arrived and the body is the run's to read
+        self.done = False
+        # The failure the last feed() or end() ended the run with, until a driver takes it: kept no longer,
+        # as a driver raises it and its traceback's frames hold the driver.
+        self.failure: StreamFailed | None = None
+        self.abort_request: tuple[AbortSource, str | None] | None = None
+        self._record: RunRecord | None = None
+        self._diagnosis: Diagnosis | None = None
+        self._finished_at: float | None = None
+        self._out: list[ConsumerEvent] = []  # the consumer events of the chunk being fed
+        self.error_read: ErrorBody | None = None  # an HTTP error's body, while it is read
+        self.ledger = Ledger()
+        # What the per-event path dispatches on. collect() swaps in a table that also keeps the text, so a
+        # run whose result() nobody asked for pays nothing for it.
+        self._on_event: Mapping[type, Callable[[RunCore, Any], None]] = _ON_EVENT
+        self.timing = ReadClock(config, rec, clock)  # the watchdogs' arithmetic; a driver arms timers
+
+    # -- what a caller reads ----------------------------------------------------------------------------
+
+    @property
+    def state(self) -> State:
+        return self.machine.state
+
+    @property
+    def history(self) -> tuple[Trigger, ...]:
+        return tuple(self.machine.history)
+
+    @property
+    def record(self) -> RunRecord | None:
+        """The run record, once the run has ended (finished or failed) and, if finished, been sealed."""
+        return self._record
+
+    @property
+    def diagnosis(self) -> Diagnosis | None:
+        return self._diagnosis
+
+    @property
+    def finished(self) -> bool:
+        return self.machine.state.activity is Activity.FINISHED
+
+    @property
+    def progressed(self) -> bool:
+        return self.rec.first_progress is not None
+
+    def collect(self: _C) -> _C:
+        """Keep the text and reasoning for `result()`; only before the first event."""
+        if self.rec.counts:
+            raise RuntimeError("call collect() before the run's first event")
+        if self.ledger.kept is None:
+            self.ledger.kept = {"text": [], "reasoning": [], "refusal": []}
+            self._on_event = _ON_EVENT_COLLECTING
+        return self
+
+    def result(self) -> Result:
+        """What the run produced, once it has ended; see ``Run.result``."""
+        if not self.done:
+            raise RuntimeError("result() is for a run that has ended: iterate it to the end first")
+        return self.ledger.result(self.rec)
+
+    def result_of(
+        self, text: list[str], reasoning: list[str], refusal: list[str], calls: Iterable[ToolCall]
+    ) -> Result:
+        """A result of this run's usage and finish, with the text and calls given (a retry's, across its
+        attempts)."""
+        return self.ledger.result_of(self.rec, text, reasoning, refusal, calls)
+
+    # -- the exchange -----------------------------------------------------------------------------------
+
+    def begin(self) -> None:
+        """The request starts to leave."""
+        self.lifecycle(Trigger.REQUEST_SENT.value, self.machine.send(Trigger.REQUEST_SENT))
+
+    def lifecycle(self, kind: str, state: State | None = None) -> None:
+        """A step on the timeline that is no stream event (``connected``, ``request_written``, ...)."""
+        self.rec.lifecycle(kind, self.machine.state if state is None else state)
+
+    def stream_wire(self, adapter: Adapter) -> SseWire:
+        """A streamed body read by ``adapter``, in its format's framing."""
+        fmt = format_named(adapter.name)
+        framing = fmt.framing(self.config.max_line_bytes)
+        return SseWire(adapter, framing, self.rec, sniff=fmt.sniffs_documents)
+
+    def headers(self, status: int | None, headers: Mapping[str, str], wire: Wire | None = None) -> None:
+        """The response's headers arrived. A 2xx (or an unknown status: an SDK's stream) makes the body the
+        run's to read through ``wire``; another status's body is an HTTP error's, read (bounded) by
+        ``feed`` until ``end`` (or a fault) ends the run with it."""
+        if status is not None:
+            self.rec.response_headers(status, headers)
+            if not 200 <= status < 300:
+                self.error_read = ErrorBody(status, headers, self.config.max_error_body_bytes)
+                return
+        self.wire = wire
+        # A lifecycle step like the connect: on the timeline, but not a stream event to count.
+        self.lifecycle(Trigger.HEADERS_RECEIVED.value, self.machine.send(Trigger.HEADERS_RECEIVED))
+        self.streaming = True
+
+    def feed(self, chunk: Any) -> list[ConsumerEvent]:
+        """A chunk of the body arrived: the consumer events it carried, up to the run's end if it ended
+        the run (``failure`` then says how). Nothing after the terminal event is applied."""
+        out = self._out = []
+        if self.done:
+            return out
+        if self.error_read is not None:
+            self.error_read.feed(chunk)
+            return out
+        try:
+            try:
+                wire = self.wire
+                assert wire is not None, "feed() before headers() gave a wire"
+                feed, apply = wire.feed, self._apply
+                for frame in wire.frames(chunk):
+                    if self.done:
+                        break  # data after the terminal event is not part of this response
+                    for event in feed(frame):  # _apply_all, inlined: this is the per-event path
+                        if self.done:
+                            break
+                        apply(event)
+            except ProtocolViolation as violation:
+                self._violated(violation)
+            except StreamFailed:
+                raise
+            except Exception as exc:  # the body does not decode: a read that fails
+                self._read_fault(exc)
+        except StreamFailed as failure:
+            self._kept_failure(failure)
+        return out
+
+    def end(self) -> list[ConsumerEvent]:
+        """The body ended cleanly (EOF): the events the wire still owed; without a terminal event by then,
+        the run fails as ``eof_without_terminal``."""
+        out = self._out = []
+        if self.done:
+            return out
+        if self.error_read is not None:
+            self._kept_failure(self.http_error())
+            return out
+        try:
+            try:
+                wire = self.wire
+                self._apply_all(wire.end() if wire is not None else [])
+                if not self.done:
+                    detail = wire.eof_detail() if wire is not None else None
+                    self._fail(Trigger.EOF_WITHOUT_TERMINAL, self.facts(detail=detail))
+            except ProtocolViolation as violation:
+                self._violated(violation)
+        except StreamFailed as failure:
+            self._kept_failure(failure)
+        return out
+
+    def fault(self, exc: Exception, edge: Trigger | None = None) -> StreamFailed:
+        """A transport error: the failure it means. Before the headers, a connect fault (``edge``, where the
+        driver knows better, e.g. that a connection existed); after them, a disconnect; while an HTTP error's
+        body is read, the status says what happened."""
+        if self.done:
+            return self._settled()
+        if self.error_read is not None:
+            return self.http_error()
+        return self._caught(self._read_fault if self.streaming else self._connect_fault, exc, edge)
+
+    def timed_out(self, edge: Trigger) -> StreamFailed:
+        """A watchdog's deadline passed (at ``timing.fired_at`` when set), or the read was interrupted: with
+        an ``abort()`` requested, the run fails as that abort."""
+        if self.done:
+            return self._settled()
+        return self._caught(self._fail_cancelled, edge)
+
+    def abort(self, reason: str | None = None, source: AbortSource | str = AbortSource.USER) -> bool:
+        """Ask the run to stop (the driver interrupts its read, then calls ``timed_out``); True if this is
+        the first request of a run still going."""
+        source = AbortSource(source)
+        if self.done or self.abort_request is not None:
+            return False
+        self.abort_request = (source, reason)
+        return True
+
+    def local_end(self, exc: BaseException | None, *, cancelled: bool = False) -> StreamFailed:
+        """The run stopped before its terminal event for a reason on our side of the wire: the consumer left
+        (``exc`` None), a cancellation, the consumer's own error, or the application going away."""
+        if self.done:
+            return self._settled()
+        if exc is None:
+            return self.fail(Trigger.LOCAL_ABORT, self.abort_facts(AbortSource.CONSUMER_STOPPED, None))
+        if cancelled:
+            return self.fail(Trigger.LOCAL_ABORT, self.abort_facts(AbortSource.CANCELLED, None))
+        if isinstance(exc, Exception):
+            return self.fail(Trigger.CONSUMER_ERROR, self.facts())
+        # KeyboardInterrupt, SystemExit, GeneratorExit: the application is going away
+        return self.fail(Trigger.LOCAL_ABORT, self.abort_facts(AbortSource.APP, type(exc).__name__))
+
+    def aborted(self) -> StreamFailed:
+        """End the run as its requested abort (or, with none, as the consumer's own stop)."""
+        if self.done:
+            return self._settled()
+        source, reason = self.abort_request or (AbortSource.CONSUMER_STOPPED, None)
+        return self.fail(Trigger.LOCAL_ABORT, self.abort_facts(source, reason))
+
+    def http_error(self, error: ProviderError | None = None) -> StreamFailed:
+        """The run fails with its HTTP error status; ``error`` as the driver read it, else read here from the
+        status, headers and the body ``feed`` kept."""
+        if self.done:
+            return self._settled()
+        if error is None:
+            read = self.error_read or ErrorBody(self.rec.status or 0, {}, 0)
+            error = read.error()
+        self.error_read = None
+        return self.fail(Trigger.HTTP_ERROR, self.http_error_facts(error))
+
+    def fail(
+        self,
+        edge: Trigger,
+        facts: Facts | None = None,
+        cause: BaseException | None = None,
+        *,
+        at: float | None = None,
+    ) -> StreamFailed:
+        """End the run failed by ``edge`` (the driver's own reading of what happened); ``at``: when, if
+        earlier than now."""
+        if self.done:
+            return self._settled()
+        return self._caught(self._fail, edge, self.facts() if facts is None else facts, cause, at)
+
+    def seal(self) -> RunRecord | None:
+        """The consumer is done with the run: a finished run's record is made now (what it did with the last
+        events, relaying the terminal event, starting tools, is still counted)."""
+        if self._record is None and self._diagnosis is not None:
+            self._record = self.rec.finish(self._diagnosis, self.machine.state, end=self._finished_at)
+        return self._record
+
+    # -- the agent's facts ------------------------------------------------------------------------------
+
+    def tool_started(self, call_id: str, effect: str = "effectful") -> bool:
+        """The agent started running a complete tool call. True if the idle clock paused."""
+        ledger = self.ledger
+        trigger, effectful = ledger.starting(call_id, effect, self.machine.state)
+        # The record changes now, maybe after the watchdog fired (this runs on the agent's task): a failure
+        # then ends when it is handled, so that nothing recorded falls after the run's end.
+        self.timing.fired_at = None
+        tools = self.rec.tools
+        tools["started"] += 1
+        tools["effectful"] += effectful
+        if not self.done:
+            state = self.machine.send(trigger)
+            self.rec.lifecycle(trigger.value, state)
+            if state.activity is Activity.TOOL_EXECUTING:  # else the stream is busy with another call
+                ledger.current = call_id
+        ledger.started(call_id, effectful)
+        return effectful and self.config.pause_idle_during_tools and self.timing.pause()
+
+    def tool_finished(self, call_id: str, ok: bool = True) -> bool:
+        """The agent's tool call ended. True if the idle clock resumed (``timing.look_by`` then says by when
+        a watchdog must look, when no read waits)."""
+        running = self.ledger.running
+        self.ledger.finished(call_id, self.machine.state)
+        self.timing.fired_at = None  # see tool_started
+        self.rec.tools["finished" if ok else "failed"] += 1
+        resumed = not any(running.values()) and self.timing.resume(not self.done)
+        if not running and not self.done:
+            self.machine.send(Trigger.TOOL_EXECUTION_END)
+            self.rec.lifecycle(Trigger.TOOL_EXECUTION_END.value, self.machine.state)
+        return resumed
+
+    def relayed(
+        self, event: ConsumerEvent | str | None, nbytes: int = 0, terminal: bool | None = None
+    ) -> None:
+        """A relay wrote ``nbytes`` downstream carrying ``event`` (or a wire event's name; None: bytes of no
+        event of their own)."""
+        if event is None or isinstance(event, str):
+            self.rec.relayed(event and event[:64], nbytes, bool(terminal))
+        else:
+            self.rec.relayed(
+                event.trigger.value, nbytes, isinstance(event, Finish) if terminal is None else terminal
+            )
+
+    # -- facts ------------------------------------------------------------------------------------------
+
+    def facts(self, **overrides: Any) -> Facts:
+        fields: dict[str, Any] = {"request_sent": self.rec.request_sent, **self.ledger.call_facts()}
+        fields.update(overrides)
+        return Facts(**fields)
+
+    def http_error_facts(self, provider: ProviderError) -> Facts:
+        """An HTTP error status's facts; a request to an OpenAI endpoint at the server's root says so (with
+        a 404: a base_url without its /v1, which the summary then suggests)."""
+        at_root = urlsplit(self.rec.url).path.rstrip("/") in _ENDPOINTS_AT_ROOT
+        return self.facts(provider=provider, detail=ENDPOINT_AT_ROOT if at_root else None)
+
+    def abort_facts(self, source: AbortSource, reason: str | None) -> Facts:
+        self.rec.set_abort(source.value, reason)
+        return self.facts(abort_source=source)
+
+    # -- inside: each step that ends the run raises its StreamFailed, caught at the public boundary ---------
+
+    def take_failure(self) -> StreamFailed | None:
+        """The failure the last ``feed`` or ``end`` ended the run with (once; None if it did not)."""
+        failure, self.failure = self.failure, None
+        return failure
+
+    def _caught(self, step: Callable[..., Any], *args: Any) -> StreamFailed:
+        try:
+            step(*args)
+        except StreamFailed as failure:
+            failure.__traceback__ = None  # the core's frames: a driver raises it afresh (its cause stays)
+            return failure
+        raise AssertionError("a failing step returned")
+
+    def _kept_failure(self, failure: StreamFailed) -> None:
+        failure.__traceback__ = None
+        self.failure = failure
+
+    def _settled(self) -> StreamFailed:
+        """The failure of a run already over, again (without its cause)."""
+        if self._diagnosis is None or self._record is None or self.finished:
+            # A finished run's end is no failure, and a later one is no part of it.
+            raise RuntimeError("the run has finished")
+        return StreamFailed(self._diagnosis, self._record)
+
+    def _violated(self, violation: ProtocolViolation) -> NoReturn:
+        if violation.detail == UNPARSEABLE_ARGUMENTS:  # the provider ended a call that is not JSON
+            before, violation.before = violation.before, ()  # the exception keeps no model output
+            self._apply_all(before)  # the call's start, when the chunk that ended it carried it
+            self._fail(Trigger.TOOL_INPUT_UNFINISHED, self.facts(detail=UNPARSEABLE_ARGUMENTS))
+        self._fail(Trigger.PROTOCOL_VIOLATION, self.facts(detail=violation.detail), violation)
+
+    def _read_fault(self, exc: Exception, edge: Trigger | None = None) -> NoReturn:
+        facts = transport_facts(exc, headers_received=True)
+        self.rec.transport = facts
+        self._fail(edge or Trigger.DISCONNECTED, self.facts(transport=facts), exc)
+
+    def _connect_fault(self, exc: Exception, edge: Trigger | None = None) -> NoReturn:
+        facts: TransportFacts = transport_facts(exc, headers_received=False)
+        if edge is None:
+            if facts.kind is TransportKind.CONNECT_TIMEOUT:
+                edge = Trigger.CONNECT_TIMEOUT
+            elif facts.kind in _NOT_CONNECTED:
+                edge = Trigger.CONNECT_FAILED
+            else:  # a connection existed and broke before the headers: the request may have been delivered
+                edge = Trigger.DISCONNECTED
+                self.rec.request_sent = True
+        self.rec.transport = facts
+        self._fail(edge, self.facts(transport=facts), exc)
+
+    def _fail_cancelled(self, edge: Trigger, _: Any = None) -> NoReturn:
+        if self.abort_request is not None:
+            source, reason = self.abort_request
+            self._fail(Trigger.LOCAL_ABORT, self.abort_facts(source, reason))
+        if not self.streaming:
+            self.rec.request_sent = True  # unknown; the request may well have left: say it may be delivered
+        self.rec.watchdog_fired = edge.value
+        # The stream ended when the watchdog fired: what the HTTP client does to unwind the cancelled read
+        # (on a busy trio loop, a scheduler pass per await of its cleanup) is teardown, not the stream's.
+        self._fail(edge, self.facts(), at=self.timing.fired_at)
+
+    def _apply_all(self, events: Iterable[StreamEvent]) -> None:
+        for event in events:
+            if self.done:
+                return
+            self._apply(event)
+
+    def _apply(self, event: StreamEvent) -> None:
+        if isinstance(event, ProviderErrorEvent):
+            self._fail(Trigger.PROVIDER_ERROR_EVENT, self.facts(provider=event.error))
+        kind = type(event)
+        trigger = event.trigger
+        now = self.timing.read_ended_at
+        try:
+            state = self.machine.send(trigger)
+        except IllegalTransition as illegal:
+            if kind is Finish and illegal.state.activity is Activity.TOOL_INPUT_OPEN:
+                self._unfinished_call(event)  # type: ignore[arg-type]  # narrowed by kind
+            self._fail(
+                Trigger.PROTOCOL_VIOLATION,
+                self.facts(detail=f"illegal {trigger.value} in {illegal.state}"),
+                illegal,
+            )
+        self.rec.event(trigger._value_, now, state)  # .value is a Python-level property; per event
+        if trigger in PROVIDER_PROGRESS:  # Trigger.is_provider_progress, without the property call
+            first = self.rec.first_progress is None
+            self.rec.progress(trigger, now)
+            timing = self.timing
+            timing.waited = 0.0
+            timing.due_at = None  # the deadline moved: a later one is looked at afresh
+            if first:  # first token → idle
+                timing.restarted(now)
+        if kind in _CONSUMER_TYPES:
+            self._out.append(event)  # type: ignore[arg-type]  # narrowed by _CONSUMER_TYPES
+        on_event = self._on_event.get(kind)
+        if on_event is not None:
+            on_event(self, event)
+
+    def _on_usage(self, event: Usage) -> None:
+        if event.total_tokens is not None:
+            self.ledger.total_tokens = event.total_tokens
+        self.rec.usage(event.input_tokens, event.output_tokens, event.reasoning_tokens, event.cached_tokens)
+
+    def _on_metadata(self, event: Metadata) -> None:
+        self.rec.response_id(event.response_id)
+
+    def _unfinished_call(self, event: Finish) -> NoReturn:
+        """The provider's terminal event arrived with a tool call still open (the adapters leave it open at a
+        finish that is not a whole answer): the call was never complete and its tool never ran."""
+        raw = self.rec.finish_raw = event.raw_reason
+        self.rec.finish_unified = event.reason.value  # as _on_finish: the terminal event did arrive
+        finish = finish_cause(whole_answers_of(self.provider), raw)
+        facts = self.facts(finish=finish, detail=f"finish_reason={shown_reason(raw)}")
+        self._fail(Trigger.TOOL_INPUT_UNFINISHED, facts)
+
+    def _on_finish(self, event: Finish) -> None:
+        rec = self.rec
+        rec.finish_raw = event.raw_reason
+        rec.finish_unified = event.reason.value
+        cause = finish_cause(
+            whole_answers_of(self.provider), rec.finish_raw
+        )  # a cut, filtered or unknown end says so
+        if cause is FinishCause.FINISHED and rec.content_unread():
+            cause = FinishCause.UNREAD_CONTENT  # not a whole answer: none of it could be read
+        self._diagnosis, self._finished_at, self.done = (
+            diagnose_finished(self.machine.state, cause, rec.wire_evidence(), rec.finish_raw),
+            self.clock(),
+            True,
+        )
+        self._let_go()
+
+    def _fail(
+        self, edge: Trigger, facts: Facts, cause: BaseException | None = None, at: float | None = None
+    ) -> NoReturn:
+        """``at``: when the stream ended, if earlier than now."""
+        if cause is not None:
+            release_traceback_cycles(cause)
+        from_state = self.machine.state
+        final = self.machine.send(edge)
+        self.rec.lifecycle(edge.value, final, at=at)
+        diagnosis = diagnose(from_state, edge, facts)
+        record = self.rec.finish(diagnosis, final, end=at)
+        self._diagnosis, self._record, self.done = diagnosis, record, True
+        self.error_read = None
+        self._let_go()
+        raise StreamFailed(diagnosis, record) from cause
+
+    def _let_go(self) -> None:
+        # A wire may be a driver's own (the SDK item path reads with the run's methods): a cycle that would
+        # leave the run to the cyclic collector. Once the run is done nothing reads.
+        self.wire = None
+
+
+_ON_EVENT: Final[dict[type, Callable[[RunCore, Any], None]]] = {
+    ToolInputStart: lambda core, event: core.ledger.announced(event),
+    ToolCall: lambda core, event: core.ledger.completed(event),
+    Usage: RunCore._on_usage,
+    Metadata: RunCore._on_metadata,
+    Finish: RunCore._on_finish,
+}
+_ON_EVENT_COLLECTING: Final[dict[type, Callable[[RunCore, Any], None]]] = {
+    **_ON_EVENT,
+    TextDelta: lambda core, event: core.ledger.text(event),
+    ReasoningDelta: lambda core, event: core.ledger.reasoning(event),
+}
