@@ -634,12 +634,12 @@ class _Streams:
         return self.sync_class(inner, run, tap, request, key)
 
 
-@functools.cache
 @functools.cache  # said once per format: every later call of it passes the same way
 def _unreadable(provider: str, why: str) -> None:
     warnings.warn(f"streamfsm's tap passes {provider} calls untapped: {why}", RuntimeWarning, stacklevel=3)
 
 
+@functools.cache
 def library(name: str) -> tuple[ModuleType, type, type, _Streams]:
     """(module, async transport class, sync transport class, streams) of ``httpx`` or ``httpx2``."""
     if name not in LIBRARIES:

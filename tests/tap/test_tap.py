@@ -562,3 +562,11 @@ async def test_a_cancelled_close_of_an_unread_error_body_still_leaves_its_record
                     await anyio.sleep(1.0)  # cancelled here; the close then runs, and is cancelled too
     (record,) = records
     assert record["outcome"]["edge"] == "http_error"
+
+
+def test_every_tap_transport_of_a_library_is_of_one_class() -> None:
+    # The transport classes are made once per library: a class per call would cost each client a type and
+    # make one client's transport another's stranger to isinstance.
+    assert library("httpx") is library("httpx")
+    first, second = streamfsm.tap.async_transport(http="httpx"), streamfsm.tap.async_transport(http="httpx")
+    assert type(first) is type(second)
