@@ -71,6 +71,7 @@ import inspect
 import json
 import logging
 import math
+import socket
 import threading
 import time
 import typing
@@ -763,7 +764,7 @@ class SyncSdkRun(_SdkBase):
         if stream is None:
             stream = self._sdk_stream = self._open_sync()
         self._iterator: Iterator[Any] = _next_source(self._attach(stream, _SYNC_STREAM))
-        self._reads.socket = socket_of(self._response)
+        self._reads.socket = socket_of(self._response) or _botocore_socket(stream)
 
     def _open_sync(self) -> Any:
         """Call the opener (a ``MessageStreamManager.__enter__`` or the caller's zero-argument callable,
@@ -844,6 +845,20 @@ class SyncSdkRun(_SdkBase):
             if opening is not None:
                 opening.wake()
             self._reads.interrupt()
+
+
+def _botocore_socket(stream: object) -> Any:
+    """The socket under a botocore ``EventStream`` (its urllib3 response's HTTP/1.1 connection), for the
+    watchdog and ``abort()`` to shut under a blocked read (botocore's stream has no httpx response); None for
+    anything else."""
+    if _top(type(stream)) != "botocore":
+        return None
+    try:
+        raw = object.__getattribute__(stream, "_raw_stream")
+        sock = raw.connection.sock if raw.version == 11 else None
+    except Exception:  # another botocore or urllib3 generation: the read is bounded by botocore's own timeout
+        return None
+    return sock if isinstance(sock, socket.socket) else None
 
 
 def _next_source(stream: Any) -> Iterator[Any]:

@@ -5,6 +5,8 @@ exception message before and after output, a damaged CRC, and a 429 answered bef
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -80,3 +82,41 @@ def test_another_bedrock_event_stream_is_refused_in_plain_words() -> None:
         response = client(server.base_url).invoke_model_with_response_stream(modelId=MODEL, body=b"{}")
         with pytest.raises(ValueError, match="ConverseStream"):
             streamfsm.wrap(response["body"])
+
+
+# botocore's own read timeout, far past the run's watchdogs: only the run can end the read in time.
+SLOW_CLIENT_S = 30.0
+WATCHDOG_BOUND_S = 10.0  # generous: the watchdog fires after 0.3 s
+
+
+@pytest.mark.parametrize("how", ["idle_timeout", "abort"])
+def test_a_stalled_botocore_read_is_interrupted_by_the_watchdog_and_by_abort(how: str) -> None:
+    """The run shuts the urllib3 connection's socket under botocore's blocked read, as it does under an
+    httpx read: the stall ends at the watchdog (or ``abort()``), not at botocore's read timeout."""
+    scenario = next(s for s in STREAMING if s.name.endswith("/stall"))
+    config = StreamConfig(**scenario.config) if how == "idle_timeout" else StreamConfig(idle_timeout=None)
+    with FaultServerThread(scenario.script) as server:
+        bedrock = boto3.client(
+            "bedrock-runtime",
+            region_name="us-east-1",
+            endpoint_url=server.base_url,
+            aws_access_key_id="AKIDEXAMPLE",
+            aws_secret_access_key="not-a-secret",
+            config=botocore_config.Config(retries={"max_attempts": 1}, read_timeout=SLOW_CLIENT_S),
+        )
+        call = lambda: bedrock.converse_stream(modelId=MODEL, messages=MESSAGES)["stream"]  # noqa: E731
+        started = time.monotonic()
+        with pytest.raises(StreamFailed) as failed, streamfsm.wrap(call, config=config) as run:
+            if how == "abort":
+                timer = threading.Timer(0.3, run.abort)
+                timer.start()
+            try:
+                for _ in run:
+                    pass
+            finally:
+                if how == "abort":
+                    timer.cancel()
+        took = time.monotonic() - started
+    expected = "watchdog.idle_timeout" if how == "idle_timeout" else "local_abort.user"
+    assert failed.value.diagnosis.summary_key == expected
+    assert took < WATCHDOG_BOUND_S, f"the stall ended after {took:.1f} s, at botocore's read timeout"
