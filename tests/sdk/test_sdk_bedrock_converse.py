@@ -14,8 +14,10 @@ from runsupport import validate_record
 
 import streamfsm
 from streamfsm import StreamConfig, StreamFailed
-from streamfsm.testing import Scenario, catalog
+from streamfsm.testing import End, FaultServer, Headers, Scenario, Send, catalog
+from streamfsm.testing._eventstream import EVENT_HEADERS, converse
 from streamfsm.testing._server import FaultServerThread
+from streamfsm.wire import encode_message
 
 boto3 = pytest.importorskip("boto3")
 botocore_config = pytest.importorskip("botocore.config")
@@ -120,3 +122,40 @@ def test_a_stalled_botocore_read_is_interrupted_by_the_watchdog_and_by_abort(how
     expected = "watchdog.idle_timeout" if how == "idle_timeout" else "local_abort.user"
     assert failed.value.diagnosis.summary_key == expected
     assert took < WATCHDOG_BOUND_S, f"the stall ended after {took:.1f} s, at botocore's read timeout"
+
+
+def _cut_payload_stream() -> list[bytes]:
+    """A whole ConverseStream but for one text delta whose JSON payload is cut short (its CRCs valid)."""
+    frames = converse([("text", "Hello"), ("text", " world")], (5, 0, 2), None)
+    headers = {
+        ":event-type": "contentBlockDelta",
+        ":content-type": "application/json",
+        ":message-type": "event",
+    }
+    frames[3] = encode_message(headers, b'{"contentBlockIndex":1,"delta":{"text":" wor')
+    return frames
+
+
+def test_a_delta_whose_payload_botocore_could_not_parse_is_no_whole_answer() -> None:
+    """botocore reads a payload that is no JSON as an item without its fields (``{"contentBlockDelta": {}}``):
+    the text it carried is lost, so the run must not be a whole answer (it was ``completed.finished``)."""
+    script = [Headers(200, EVENT_HEADERS), *(Send(frame) for frame in _cut_payload_stream()), End()]
+    with FaultServerThread(script) as server:
+        bedrock = client(server.base_url)
+        call = lambda: bedrock.converse_stream(modelId=MODEL, messages=MESSAGES)["stream"]  # noqa: E731
+        with pytest.raises(StreamFailed) as failed, streamfsm.wrap(call, provider="bedrock-converse") as run:
+            for _ in run:
+                pass
+    assert failed.value.diagnosis.summary_key == "protocol_error.protocol_violation"
+
+
+@pytest.mark.anyio
+async def test_the_same_stream_read_from_its_bytes_is_no_whole_answer_either() -> None:
+    script = [Headers(200, EVENT_HEADERS), *(Send(frame) for frame in _cut_payload_stream()), End()]
+    async with FaultServer(script) as server:
+        body = {"modelId": MODEL, "messages": MESSAGES}
+        with pytest.raises(StreamFailed) as failed:
+            async with streamfsm.open_stream("bedrock-converse", base_url=server.base_url, json=body) as run:
+                async for _ in run:
+                    pass
+    assert failed.value.diagnosis.summary_key == "protocol_error.protocol_violation"

@@ -10,6 +10,8 @@ Judgement calls:
   usage, or at a clean end when no ``metadata`` came.
 * Usage: ``input_tokens`` is the whole prompt (``inputTokens`` + ``cacheReadInputTokens`` +
   ``cacheWriteInputTokens``, as the other formats count it), ``cached_tokens`` the cache reads.
+* A ``contentBlockDelta`` without its ``delta`` (botocore's item for a payload that is no JSON) is
+  ``unexpected_shape``: the content it carried is lost, so the answer is not whole.
 * A ``toolUse`` block's input streams as text (``delta.toolUse.input``); ``contentBlockStop`` ends the call
   only when it parses. Reasoning is ``delta.reasoningContent.text``; its ``signature`` and
   ``redactedContent`` carry nothing to read. Any other delta is counted as ``unread_content``.
@@ -31,6 +33,7 @@ from .._eventstream import CONTENT_TYPE, require_botocore
 from .._sse import SSEEvent
 from ._base import (
     UNEXPECTED_EVENT,
+    UNEXPECTED_SHAPE,
     UNKNOWN_TOOL_CALL,
     UNREAD_CONTENT,
     Adapter,
@@ -134,7 +137,9 @@ class BedrockConverseAdapter(Adapter):
         return out
 
     def _on_block_delta(self, body: dict[str, Any], index: int) -> list[StreamEvent]:
-        delta = as_dict(body.get("delta")) or {}
+        delta = as_dict(body.get("delta"))
+        if delta is None:  # required; botocore reads a payload that is no JSON as an item without it
+            raise ProtocolViolation(UNEXPECTED_SHAPE, index)
         out: list[StreamEvent] = []
         for kind, value in delta.items():
             self.count_key(kind)
