@@ -210,7 +210,8 @@ FORMATS: Final[Mapping[str, Format]] = {
             AnthropicBedrockAdapter,
             anthropic_answer,  # InvokeModel answers the Messages JSON as it is
             otel_name="aws.bedrock",  # as anthropic's Bedrock client names it
-            paths=(r"/model/[^/]+/invoke-with-response-stream$", r"/model/[^/]+/invoke$"),
+            # .+: the tap matches the decoded path; a model named by its ARN holds a "/" (sent as %2F)
+            paths=(r"/model/.+/invoke-with-response-stream$", r"/model/.+/invoke$"),
             in_band_error=exception_message,
             asks_to_stream=_stream_in_bedrock_path,
             framing=EventStreamDecoder,
@@ -221,7 +222,7 @@ FORMATS: Final[Mapping[str, Format]] = {
             BedrockConverseAdapter,
             converse_answer,
             otel_name="aws.bedrock",
-            paths=(r"/model/[^/]+/converse-stream$", r"/model/[^/]+/converse$"),
+            paths=(r"/model/.+/converse-stream$", r"/model/.+/converse$"),
             in_band_error=exception_message,
             asks_to_stream=_stream_in_bedrock_path,
             framing=EventStreamDecoder,

@@ -146,3 +146,30 @@ def test_without_botocore_the_tap_passes_bedrock_calls_untouched_and_says_so_onc
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
     )
     assert done.stdout.split() == ["200", "200", "0", "1", "True"]
+
+
+# A model named by its ARN (an inference profile, provisioned throughput): the SDKs send its "/" as %2F.
+ARN_MODEL = "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/a1b2c3d4e5f6"
+
+
+@pytest.mark.parametrize("slug", ["clean-end", "whole/clean-end"])
+def test_a_model_named_by_its_arn_is_tapped_too(slug: str) -> None:
+    """The tap matches the path httpx decodes (``%2F`` becomes ``/``): the model segment may hold a slash."""
+    scenario = find(f"anthropic-bedrock/{slug}")
+    records: list[Any] = []
+    with FaultServerThread(scenario.script) as server:
+        http = streamfsm.http_client(config=config_of(scenario, records))
+        client = anthropic.AnthropicBedrock(
+            **CREDENTIALS, base_url=server.base_url, max_retries=0, timeout=5.0, http_client=http
+        )
+        try:
+            if scenario.streaming:
+                for _ in client.messages.create(
+                    model=ARN_MODEL, max_tokens=64, messages=MESSAGES, stream=True
+                ):
+                    pass
+            else:
+                client.messages.create(model=ARN_MODEL, max_tokens=64, messages=MESSAGES)
+        finally:
+            client.close()
+    check(scenario, None, records)
