@@ -94,7 +94,7 @@ from typing import Any, TypeAlias
 
 from ..classify import AbortSource, Diagnosis
 from ..machine import State
-from ..wire import ContinueStyle, Result, ResumeRefusal, Rewrite, ToolCall
+from ..wire import FORMATS, ContinueStyle, Result, ResumeRefusal, Rewrite, ToolCall
 from ._attempt_io import AttemptIo, drive
 from ._chain import Chain, LinkDecision, link
 from ._config import AttemptLink, Ids
@@ -571,7 +571,7 @@ class RetryingRun:
         offered = offer(
             delivery.partial,
             discarded_calls=len(delivery.open_inputs),
-            rewritable=isinstance(run, HttpRun),
+            rewritable=isinstance(run, HttpRun) and self._rewritable(run.provider),
             resume_refused=refused,
         )
         answer = await self._asking.ask(self._io, diagnosis, offered)
@@ -582,6 +582,12 @@ class RetryingRun:
         if choice is None:
             self._stop(failure, diagnosis, "the retry was not confirmed")
         return choice
+
+    def _rewritable(self, fmt: str) -> bool:
+        """Whether a continuation of ``fmt`` can be sent: by a rewrite of the caller's own, or by the format's
+        (Ollama's and Bedrock's have none)."""
+        own = self._continue_with is not None and not isinstance(self._continue_with, ContinueStyle)
+        return own or FORMATS[fmt].continuation is not None
 
     def _aborted_reason(self, where: str) -> str:
         assert self._abort_request is not None

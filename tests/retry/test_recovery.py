@@ -937,3 +937,30 @@ def test_streamfsm_harness_plays_the_recovery_scenarios(tmp_path: Any) -> None:
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(records) == sum(len(s.chain) + 1 for s in recovery_catalog()), "every attempt's record"
     assert {r["recovery"]["kind"] for r in records if r["recovery"]} == {"resume", "continue"}
+
+
+async def test_a_format_without_a_continuation_rewrite_is_offered_a_replay_only() -> None:
+    """Ollama's API has no continuation rewrite: a continuation was offered first all the same, and taking
+    it raised ValueError out of the chain. A replay alone is on offer (a rewrite of one's own allows one)."""
+    fmt = "ollama"
+    frames = text_stream(fmt, ["Hello", " world"])
+    ndjson = Headers(200, (("content-type", "application/x-ndjson"),))
+    cut = (ndjson, Send(frames[0]), Fin())  # "Hello", then the connection closes
+    whole = (ndjson, *(Send(f) for f in frames), End())
+    offers: list[tuple[Recovery, ...]] = []
+
+    def confirm(diagnosis: Diagnosis, offered: Offer) -> bool:
+        offers.append(offered.recoveries)
+        return True
+
+    async with FaultServer(per_attempt([cut, whole])) as server:
+
+        def open_attempt(ids: streamfsm.Ids) -> streamfsm.Run:
+            return streamfsm.open_stream(fmt, base_url=server.base_url, json=BODIES[fmt], ids=ids)
+
+        with anyio.fail_after(20):
+            async with retrying(policy(), open_attempt, confirm=confirm) as run:
+                async for _ in run:
+                    pass
+    assert offers == [(Recovery.REPLAY,)]
+    assert run.finished
