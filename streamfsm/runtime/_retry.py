@@ -112,7 +112,8 @@ from ._retry_policy import (
     decide,
     stopped_locally,
 )
-from ._stream import HttpRun, Run, ToolScope, _result
+from ._retry_routing import AgentRouting
+from ._stream import HttpRun, Run, _result
 
 __all__ = [
     "MAX_ATTEMPTS",
@@ -222,7 +223,7 @@ def _check(
         raise ValueError(f"max_held_events must be a positive integer, not {max_held_events!r}")
 
 
-class RetryingRun:
+class RetryingRun(AgentRouting):
     """One logical stream run as a chain of attempts under a `RetryPolicy`. Make one with `retrying`.
 
     Use it like a `Run`: ``async with``, then ``async for`` over its events (the delivering attempts' events,
@@ -612,42 +613,6 @@ class RetryingRun:
         final.attempts = self.attempts
         final.stop_reason = reason
         self._final, self._last_failure = final, None
-
-    # -- the agent's facts ----------------------------------------------------------------------------------
-
-    def abort(self, reason: str | None = None, *, source: AbortSource | str = AbortSource.USER) -> None:
-        """Stop now: the running attempt fails as ``local_abort``; a delay or a confirmation ends at once."""
-        source = AbortSource(source)
-        if self._ended or self._abort_request is not None:
-            return
-        self._abort_request = (source, reason)
-        if self._current is not None:
-            self._current.abort(reason, source=source)
-        self._io.interrupt()
-
-    def _run_for(self, call_id: str) -> Run:
-        run = self._owner.get(call_id) or self._current or self._last
-        if run is None:
-            raise RuntimeError("no attempt has started yet")
-        return run
-
-    def tool_started(self, call_id: str, effect: str = "effectful") -> None:
-        """The agent started running a complete tool call (see `Run.tool_started`)."""
-        if call_id in self._owner and call_id not in self._delivery.calls:
-            raise ValueError(f"tool call {call_id!r} belongs to an attempt that was restarted")
-        self._run_for(call_id).tool_started(call_id, effect)
-
-    def tool_finished(self, call_id: str, ok: bool = True, result: object = None) -> None:
-        """The tool finished; ``result`` is kept in ``partial`` (in memory only, never in a record)."""
-        self._run_for(call_id).tool_finished(call_id, ok=ok)
-        call = self._delivery.calls.get(call_id)
-        if call is not None:
-            self._delivery.results[call_id] = ToolResult(call_id, call.name, ok, result)
-
-    def tool(self, call_id: str, effect: str = "effectful") -> ToolScope:
-        """``async with run.tool(call_id):`` (``with`` on a sync chain) brackets one tool execution (use
-        ``tool_finished`` to keep a result)."""
-        return ToolScope(self, call_id, effect)
 
 
 def _reported(failure: StreamFailed, diagnosis: Diagnosis) -> StreamFailed:
