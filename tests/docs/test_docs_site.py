@@ -108,6 +108,13 @@ def test_every_page_and_picture_is_built(site: Path) -> None:
     )
 
 
+def test_the_reference_lists_what_a_class_inherits(site: Path) -> None:
+    # RetryingRun's tool and abort methods live in a base class of its own (runtime/_retry_routing.py).
+    reference = (site / "reference" / "index.html").read_text()
+    for method in ("streamfsm.RetryingRun.tool_started", "streamfsm.RetryingRun.abort"):
+        assert f'id="{method}"' in reference, method
+
+
 def test_a_page_per_format_comes_from_the_registry(site: Path) -> None:
     from streamfsm.testing import catalog
     from streamfsm.wire import FORMATS
