@@ -215,6 +215,18 @@ def _verdict(state: State, edge: Trigger, facts: Facts) -> tuple[Verdict, Action
         provider is None or provider.kind is ProviderErrorKind.UNKNOWN
     ):
         return Verdict.USER_CONFIRMED_RETRY, Action.ASK_USER, "the provider's error could not be identified"
+    if (
+        transport is not None
+        and transport.kind is TransportKind.UNKNOWN
+        and transport.confidence is Confidence.LOW
+    ):
+        # No transport error streamfsm knows (a parser's ValueError, an SDK's own exception): it may be
+        # deterministic, so it is not called transient (DESIGN §12: unknown is never safe).
+        return (
+            Verdict.USER_CONFIRMED_RETRY,
+            Action.ASK_USER,
+            "the read failed with an error streamfsm does not recognise; a retry may meet it again",
+        )
     if provider is not None and (provider.retry_after_s or 0.0) > LONGEST_AUTOMATIC_WAIT_S:
         return (
             Verdict.USER_CONFIRMED_RETRY,

@@ -803,3 +803,20 @@ def test_any_chain_gives_bounded_facts_without_secrets(exc: BaseException, heade
     assert all(MARKER.fullmatch(m) for m in facts.markers), facts.markers
     assert SECRET not in repr(facts)
     assert facts.confidence is not Confidence.HIGH or facts.kind is not T.UNKNOWN
+
+
+@pytest.mark.parametrize("exc", [ValueError("unparseable"), KeyError("x"), RuntimeError("sdk internals")])
+def test_an_error_no_transport_knows_is_never_safe_to_retry_on_its_own(exc: Exception) -> None:
+    # DESIGN §12: what is not recognised is said so, never called transient. Before any output a known
+    # transport fault is safe to retry automatically; an exception of no transport may be deterministic.
+    from streamfsm.classify import Facts, Verdict, diagnose
+    from streamfsm.machine import Activity, Commitment, State, Trigger
+
+    facts = transport_facts(exc, headers_received=True)
+    assert facts.kind is TransportKind.UNKNOWN
+    early = State(Activity.STREAMING, Commitment.NONE)
+    unknown = diagnose(early, Trigger.DISCONNECTED, Facts(transport=facts))
+    assert unknown.verdict is Verdict.USER_CONFIRMED_RETRY
+    assert "does not recognise" in unknown.reason
+    known = transport_facts(ConnectionResetError(errno.ECONNRESET, "reset"), headers_received=True)
+    assert diagnose(early, Trigger.DISCONNECTED, Facts(transport=known)).verdict is Verdict.SAFE_AUTO_RETRY
