@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cache
 from typing import Any, Final
 
@@ -133,8 +133,12 @@ def _call_complete(fmt: Format, frames: Sequence[bytes]) -> list[bytes]:
     return _through(frames, b'"functionCall"')  # gemini: a whole call in one chunk
 
 
-def _play(frames: Iterable[bytes], *tail: Step) -> tuple[Step, ...]:
-    return (Headers(), *(Send(frame) for frame in frames), *tail)
+_SSE_HEAD: Final = Headers()  # 200, text/event-stream
+
+
+def _play(frames: Iterable[bytes], *tail: Step, head: Headers = _SSE_HEAD) -> tuple[Step, ...]:
+    """``head`` (SSE's headers unless told), one chunk per frame, then ``tail``."""
+    return (head, *(Send(frame) for frame in frames), *tail)
 
 
 def _expect(
@@ -593,6 +597,162 @@ _MALFORMED: Final[dict[str, bytes]] = {
 }
 
 
+def _shared_faults(
+    fmt: Format, head: Headers, malformed: bytes, said: Mapping[str, str]
+) -> dict[str, tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
+    """The streaming faults the SSE formats and Ollama's NDJSON share, by slug. They differ only in the
+    ``head`` that opens the body, the ``malformed`` piece (a frame or line cut off inside its JSON) and some
+    words: ``said`` replaces a description (the defaults speak of SSE)."""
+    text = text_stream(fmt, TEXT)
+    thought = text_stream(fmt, TEXT, reasoning=REASONING)
+    hello = _escaped(TEXT[0])
+    preamble = _before(text, hello)  # headers' worth of bookkeeping: nothing the user sees (none in NDJSON)
+    through_text = _through(text, hello)
+    D, EOF = _T.DISCONNECTED, _T.EOF_WITHOUT_TERMINAL
+
+    def play(frames: Iterable[bytes], *tail: Step) -> tuple[Step, ...]:
+        return _play(frames, *tail, head=head)
+
+    rows: list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]] = [
+        (
+            "headers-then-fin",
+            "200 and headers, then FIN before any event",
+            play((), Fin()),
+            _safe(_C.EARLY_STREAM, D, _P.EARLY_STREAM, "closed_mid_body"),
+            {},
+        ),
+        (
+            "reasoning-then-fin",
+            "reasoning deltas (not visible output), then FIN",
+            play(_before(thought, hello), Fin()),
+            _safe(_C.EARLY_STREAM, D, _P.EARLY_STREAM, "closed_mid_body"),
+            {},
+        ),
+        (
+            "text-then-fin",
+            "visible text, then FIN without the terminating chunk",
+            play(through_text, Fin()),
+            _shown(_C.MID_GENERATION, D, "closed_mid_body"),
+            {},
+        ),
+        (
+            "text-then-rst",
+            "visible text, then a TCP reset",
+            play(through_text, Rst()),
+            _shown(_C.MID_GENERATION, D, "reset"),
+            {},
+        ),
+        (
+            "chunk-cut-short",
+            "visible text, then an HTTP chunk that announces more bytes than it delivers, then FIN",
+            play(through_text, cut_chunk(text[len(through_text)], 9), Fin()),
+            _shown(_C.MID_GENERATION, D, "closed_mid_body"),
+            {},
+        ),
+        (
+            "text-then-clean-close",
+            "visible text, then a clean end of the body without the format's terminal event",
+            play(through_text, End()),
+            _shown(_C.MID_GENERATION, EOF, "eof_without_terminal"),
+            {},
+        ),
+        (
+            "first-token-stall",
+            "headers and bookkeeping, then silence: the first-token watchdog fires",
+            play(preamble, Stall()),
+            _safe(_C.WATCHDOG, _T.FIRST_TOKEN_TIMEOUT, _P.EARLY_STREAM, "first_token_timeout"),
+            {"config": {"first_token_timeout": WATCHDOG_S}},
+        ),
+        (
+            "text-then-silent-stall",
+            "visible text, then silence with the connection open: the idle watchdog fires (never a success)",
+            play(through_text, Stall()),
+            _shown(_C.WATCHDOG, _T.IDLE_TIMEOUT, "idle_timeout"),
+            {"config": {"idle_timeout": WATCHDOG_S}},
+        ),
+        (
+            "malformed-json",
+            "visible text, then an event whose JSON is cut off",
+            play(through_text, Send(malformed), Stall()),
+            _shown(_C.PROTOCOL_ERROR, _T.PROTOCOL_VIOLATION, "protocol_violation"),
+            {},
+        ),
+        (
+            "oversize-line",
+            "a 6000-byte event line against a 4096-byte line bound, before any output",
+            play(preamble, Send(_through(text_stream(fmt, ["y" * 6000]), b"y" * 6000)[-1]), Stall()),
+            _expect(
+                _C.PROTOCOL_ERROR,
+                _V.USER_CONFIRMED_RETRY,
+                _T.PROTOCOL_VIOLATION,
+                _P.EARLY_STREAM,
+                "protocol_violation",
+                _A.ASK_USER,
+            ),
+            {"config": {"max_line_bytes": 4096}},
+        ),
+        (
+            "text-with-usage-and-reasoning",
+            "a normal completion: reasoning, text, usage, the terminal event",
+            play(thought, End()),
+            COMPLETED,
+            {},
+        ),
+        (
+            "tool-call-completes",
+            "a normal completion with one tool call (the agent does not start it before the end)",
+            play(
+                tool_call_stream(fmt, [("read_file", '{"path": "README.md"}')], text=["Let me look."]), End()
+            ),
+            COMPLETED,
+            {},
+        ),
+        (
+            "parallel-tool-calls",
+            "two tool calls in one turn, completing normally; the agent starts read_file (read_only) and"
+            " write_file (effectful) as each call completes",
+            play(
+                tool_call_stream(
+                    fmt,
+                    [("read_file", '{"path": "a.txt"}'), ("write_file", '{"path": "b.txt", "text": "hi"}')],
+                ),
+                End(),
+            ),
+            COMPLETED,
+            {"agent": Agent(tools={"read_file": "read_only", "write_file": "effectful"})},
+        ),
+        (
+            "user-abort",
+            "the user presses stop on the first visible text (run.abort, source user)",
+            play(through_text, Stall()),
+            _expect(_C.LOCAL_ABORT, _V.NO_RETRY, _T.LOCAL_ABORT, _P.MID_GENERATION, "user", _A.NONE),
+            {
+                "agent": Agent(
+                    abort_on=_T.TEXT_DELTA, abort_source=AbortSource.USER, abort_reason="user pressed stop"
+                )
+            },
+        ),
+        (
+            "outside-cancellation",
+            "the code around the run cancels its scope on the first visible text",
+            play(through_text, Stall()),
+            _expect(_C.LOCAL_ABORT, _V.NO_RETRY, _T.LOCAL_ABORT, _P.MID_GENERATION, "cancelled", _A.NONE),
+            {"agent": Agent(cancel_on=_T.TEXT_DELTA)},
+        ),
+    ]
+    return {
+        slug: (slug, said.get(slug, words), script, expect, extra)
+        for slug, words, script, expect, extra in rows
+    }
+
+
+def _pick(
+    rows: Mapping[str, tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]], *slugs: str
+) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
+    """The rows named ``slugs``, in that order (the catalog's order is stable)."""
+    return [rows[slug] for slug in slugs]
+
+
 def _streams(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
     """(slug, description, script, expectation, extra fields) for the streaming faults of ``fmt``."""
     text = text_stream(fmt, TEXT)
@@ -600,43 +760,17 @@ def _streams(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, An
     hello = _escaped(TEXT[0])
     preamble = _before(text, hello)  # headers' worth of bookkeeping: nothing the user sees
     through_text = _through(text, hello)
+    shared = _shared_faults(fmt, _SSE_HEAD, _MALFORMED[fmt], {})
     watch = {"idle_timeout": WATCHDOG_S}
-    D, EOF, IDLE = _T.DISCONNECTED, _T.EOF_WITHOUT_TERMINAL, _T.IDLE_TIMEOUT
+    D, IDLE = _T.DISCONNECTED, _T.IDLE_TIMEOUT
     out: list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]] = [
-        (
+        *_pick(
+            shared,
             "headers-then-fin",
-            "200 and headers, then FIN before any event",
-            (Headers(), Fin()),
-            _safe(_C.EARLY_STREAM, D, _P.EARLY_STREAM, "closed_mid_body"),
-            {},
-        ),
-        (
             "reasoning-then-fin",
-            "reasoning deltas (not visible output), then FIN",
-            _play(_before(thought, hello), Fin()),
-            _safe(_C.EARLY_STREAM, D, _P.EARLY_STREAM, "closed_mid_body"),
-            {},
-        ),
-        (
             "text-then-fin",
-            "visible text, then FIN without the terminating chunk",
-            _play(through_text, Fin()),
-            _shown(_C.MID_GENERATION, D, "closed_mid_body"),
-            {},
-        ),
-        (
             "text-then-rst",
-            "visible text, then a TCP reset",
-            _play(through_text, Rst()),
-            _shown(_C.MID_GENERATION, D, "reset"),
-            {},
-        ),
-        (
             "chunk-cut-short",
-            "visible text, then an HTTP chunk that announces more bytes than it delivers, then FIN",
-            _play(through_text, cut_chunk(text[len(through_text)], 9), Fin()),
-            _shown(_C.MID_GENERATION, D, "closed_mid_body"),
-            {},
         ),
         (
             "bad-chunk-header",
@@ -658,20 +792,7 @@ def _streams(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, An
             _safe(_C.EARLY_STREAM, D, _P.EARLY_STREAM, "decoding"),
             {},
         ),
-        (
-            "text-then-clean-close",
-            "visible text, then a clean end of the body without the format's terminal event",
-            _play(through_text, End()),
-            _shown(_C.MID_GENERATION, EOF, "eof_without_terminal"),
-            {},
-        ),
-        (
-            "first-token-stall",
-            "headers and bookkeeping, then silence: the first-token watchdog fires",
-            _play(preamble, Stall()),
-            _safe(_C.WATCHDOG, _T.FIRST_TOKEN_TIMEOUT, _P.EARLY_STREAM, "first_token_timeout"),
-            {"config": {"first_token_timeout": WATCHDOG_S}},
-        ),
+        *_pick(shared, "text-then-clean-close", "first-token-stall"),
         (
             "keepalive-before-output-stall",
             "headers and bookkeeping, then only keepalives: they are not progress, so the first-token"
@@ -680,13 +801,7 @@ def _streams(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, An
             _safe(_C.WATCHDOG, _T.FIRST_TOKEN_TIMEOUT, _P.EARLY_STREAM, "first_token_timeout"),
             {"config": {"first_token_timeout": WATCHDOG_S}},
         ),
-        (
-            "text-then-silent-stall",
-            "visible text, then silence with the connection open: the idle watchdog fires (never a success)",
-            _play(through_text, Stall()),
-            _shown(_C.WATCHDOG, IDLE, "idle_timeout"),
-            {"config": watch},
-        ),
+        shared["text-then-silent-stall"],
         (
             "text-then-keepalive-stall",
             "visible text, then only keepalives ("
@@ -703,74 +818,15 @@ def _streams(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, An
             _safe(_C.WATCHDOG, IDLE, _P.EARLY_STREAM, "idle_timeout"),
             {"config": watch},
         ),
-        (
+        *_pick(
+            shared,
             "malformed-json",
-            "visible text, then an event whose JSON is cut off",
-            _play(through_text, Send(_MALFORMED[fmt]), Stall()),
-            _shown(_C.PROTOCOL_ERROR, _T.PROTOCOL_VIOLATION, "protocol_violation"),
-            {},
-        ),
-        (
             "oversize-line",
-            "a 6000-byte event line against a 4096-byte line bound, before any output",
-            _play(preamble, Send(_through(text_stream(fmt, ["y" * 6000]), b"y" * 6000)[-1]), Stall()),
-            _expect(
-                _C.PROTOCOL_ERROR,
-                _V.USER_CONFIRMED_RETRY,
-                _T.PROTOCOL_VIOLATION,
-                _P.EARLY_STREAM,
-                "protocol_violation",
-                _A.ASK_USER,
-            ),
-            {"config": {"max_line_bytes": 4096}},
-        ),
-        (
             "text-with-usage-and-reasoning",
-            "a normal completion: reasoning, text, usage, the terminal event",
-            _play(thought, End()),
-            COMPLETED,
-            {},
-        ),
-        (
             "tool-call-completes",
-            "a normal completion with one tool call (the agent does not start it before the end)",
-            _play(
-                tool_call_stream(fmt, [("read_file", '{"path": "README.md"}')], text=["Let me look."]), End()
-            ),
-            COMPLETED,
-            {},
-        ),
-        (
             "parallel-tool-calls",
-            "two tool calls in one turn, completing normally; the agent starts read_file (read_only) and"
-            " write_file (effectful) as each call completes",
-            _play(
-                tool_call_stream(
-                    fmt,
-                    [("read_file", '{"path": "a.txt"}'), ("write_file", '{"path": "b.txt", "text": "hi"}')],
-                ),
-                End(),
-            ),
-            COMPLETED,
-            {"agent": Agent(tools={"read_file": "read_only", "write_file": "effectful"})},
-        ),
-        (
             "user-abort",
-            "the user presses stop on the first visible text (run.abort, source user)",
-            _play(through_text, Stall()),
-            _expect(_C.LOCAL_ABORT, _V.NO_RETRY, _T.LOCAL_ABORT, _P.MID_GENERATION, "user", _A.NONE),
-            {
-                "agent": Agent(
-                    abort_on=_T.TEXT_DELTA, abort_source=AbortSource.USER, abort_reason="user pressed stop"
-                )
-            },
-        ),
-        (
             "outside-cancellation",
-            "the code around the run cancels its scope on the first visible text",
-            _play(through_text, Stall()),
-            _expect(_C.LOCAL_ABORT, _V.NO_RETRY, _T.LOCAL_ABORT, _P.MID_GENERATION, "cancelled", _A.NONE),
-            {"agent": Agent(cancel_on=_T.TEXT_DELTA)},
         ),
         (
             "consumer-stops-early",
@@ -1786,13 +1842,29 @@ def _ollama_error(message: str) -> bytes:
     return json.dumps({"error": message}).encode()
 
 
+# What the shared faults (`_shared_faults`) are called on NDJSON lines where the SSE words do not fit.
+_NDJSON_SAID: Final = {
+    "text-with-usage-and-reasoning": "/api/chat: thinking, text, then the done line with done_reason 'stop'"
+    " and the counts",
+    "tool-call-completes": "a tool call whose arguments arrive whole as an object in one line, then"
+    " done_reason 'stop'",
+    "headers-then-fin": "200 and headers, then FIN before any line",
+    "reasoning-then-fin": "thinking lines (not visible output), then FIN",
+    "malformed-json": "visible text, then a line whose JSON is cut off and ended (a proxy that splits lines)",
+    "oversize-line": "a 6000-byte line against a 4096-byte line bound, before any output",
+    "text-then-fin": "visible text, then FIN between lines, before the done line",
+    "text-then-clean-close": "visible text, then a clean end of the body without the done line",
+    "first-token-stall": "headers, then silence: the first-token watchdog fires",
+    "text-then-silent-stall": "visible text, then silence with the connection open: the idle watchdog fires",
+}
+
+
 def _ollama() -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
     """Ollama's ``/api/chat`` and ``/api/generate``: one JSON object per line, ``done: true`` last. The faults
     the SSE formats have, on NDJSON lines: a cut between lines or inside one, a torn last line, a stall, an
     ``{"error": ...}`` line, an error status, a finish reason not known as whole, a whole answer."""
     fmt: Format = "ollama"
     text = text_stream(fmt, TEXT)
-    thought = text_stream(fmt, TEXT, reasoning=REASONING)
     write = tool_call_stream(fmt, [("write_file", '{"path": "b.txt", "text": "hi"}')])
     call_line = write[_index(write, b'"tool_calls"')]
     hello = _escaped(TEXT[0])
@@ -1800,8 +1872,11 @@ def _ollama() -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str
     rest = text[len(through_text)]
     D, EOF, E = _T.DISCONNECTED, _T.EOF_WITHOUT_TERMINAL, _T.PROVIDER_ERROR_EVENT
 
+    head = Headers(headers=NDJSON_HEADERS)
+    shared = _shared_faults(fmt, head, rest[:30] + b"\n", _NDJSON_SAID)
+
     def play(lines: Iterable[bytes], *tail: Step) -> tuple[Step, ...]:
-        return (Headers(headers=NDJSON_HEADERS), *(Send(line) for line in lines), *tail)
+        return _play(lines, *tail, head=head)
 
     whole = {"streaming": False}
     answer = whole_answer(fmt, "Hello", tools=[("read_file", '{"path": "a.txt"}')])
@@ -1813,13 +1888,7 @@ def _ollama() -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str
         "protocol_violation",
     )
     return [
-        (
-            "text-with-usage-and-reasoning",
-            "/api/chat: thinking, text, then the done line with done_reason 'stop' and the counts",
-            play(thought, End()),
-            COMPLETED,
-            {},
-        ),
+        shared["text-with-usage-and-reasoning"],
         (
             "generate-clean-end",
             "/api/generate: response lines, then the done line with done_reason 'stop'",
@@ -1827,42 +1896,13 @@ def _ollama() -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str
             COMPLETED,
             {},
         ),
-        (
+        *_pick(
+            shared,
             "tool-call-completes",
-            "a tool call whose arguments arrive whole as an object in one line, then done_reason 'stop'",
-            play(
-                tool_call_stream(fmt, [("read_file", '{"path": "README.md"}')], text=["Let me look."]), End()
-            ),
-            COMPLETED,
-            {},
-        ),
-        (
             "headers-then-fin",
-            "200 and headers, then FIN before any line",
-            (Headers(headers=NDJSON_HEADERS), Fin()),
-            _safe(_C.EARLY_STREAM, D, _P.EARLY_STREAM, "closed_mid_body"),
-            {},
-        ),
-        (
             "reasoning-then-fin",
-            "thinking lines (not visible output), then FIN",
-            play(_before(thought, hello), Fin()),
-            _safe(_C.EARLY_STREAM, D, _P.EARLY_STREAM, "closed_mid_body"),
-            {},
-        ),
-        (
             "text-then-rst",
-            "visible text, then a TCP reset",
-            play(through_text, Rst()),
-            _shown(_C.MID_GENERATION, D, "reset"),
-            {},
-        ),
-        (
             "chunk-cut-short",
-            "visible text, then an HTTP chunk that announces more bytes than it delivers, then FIN",
-            play(through_text, cut_chunk(rest, 9), Fin()),
-            _shown(_C.MID_GENERATION, D, "closed_mid_body"),
-            {},
         ),
         (
             "tool-call-line-cut",
@@ -1893,58 +1933,13 @@ def _ollama() -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str
             ),
             {"agent": Agent(tools={"write_file": "effectful"})},
         ),
-        (
+        *_pick(
+            shared,
             "parallel-tool-calls",
-            "two tool calls in one turn, completing normally; the agent starts read_file (read_only) and"
-            " write_file (effectful) as each call completes",
-            play(
-                tool_call_stream(
-                    fmt,
-                    [("read_file", '{"path": "a.txt"}'), ("write_file", '{"path": "b.txt", "text": "hi"}')],
-                ),
-                End(),
-            ),
-            COMPLETED,
-            {"agent": Agent(tools={"read_file": "read_only", "write_file": "effectful"})},
-        ),
-        (
             "malformed-json",
-            "visible text, then a line whose JSON is cut off and ended (a proxy that splits lines)",
-            play(through_text, Send(rest[:30] + b"\n"), Stall()),
-            _shown(_C.PROTOCOL_ERROR, _T.PROTOCOL_VIOLATION, "protocol_violation"),
-            {},
-        ),
-        (
             "oversize-line",
-            "a 6000-byte line against a 4096-byte line bound, before any output",
-            play((), Send(text_stream(fmt, ["y" * 6000])[0]), Stall()),
-            _expect(
-                _C.PROTOCOL_ERROR,
-                _V.USER_CONFIRMED_RETRY,
-                _T.PROTOCOL_VIOLATION,
-                _P.EARLY_STREAM,
-                "protocol_violation",
-                _A.ASK_USER,
-            ),
-            {"config": {"max_line_bytes": 4096}},
-        ),
-        (
             "user-abort",
-            "the user presses stop on the first visible text (run.abort, source user)",
-            play(through_text, Stall()),
-            _expect(_C.LOCAL_ABORT, _V.NO_RETRY, _T.LOCAL_ABORT, _P.MID_GENERATION, "user", _A.NONE),
-            {
-                "agent": Agent(
-                    abort_on=_T.TEXT_DELTA, abort_source=AbortSource.USER, abort_reason="user pressed stop"
-                )
-            },
-        ),
-        (
             "outside-cancellation",
-            "the code around the run cancels its scope on the first visible text",
-            play(through_text, Stall()),
-            _expect(_C.LOCAL_ABORT, _V.NO_RETRY, _T.LOCAL_ABORT, _P.MID_GENERATION, "cancelled", _A.NONE),
-            {"agent": Agent(cancel_on=_T.TEXT_DELTA)},
         ),
         (
             "http-500",
@@ -1977,13 +1972,7 @@ def _ollama() -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str
             _http("request_too_large", _V.NO_RETRY, _A.FIX_REQUEST),
             {},
         ),
-        (
-            "text-then-fin",
-            "visible text, then FIN between lines, before the done line",
-            play(through_text, Fin()),
-            _shown(_C.MID_GENERATION, D, "closed_mid_body"),
-            {},
-        ),
+        shared["text-then-fin"],
         (
             "cut-mid-line",
             "visible text, then half a line, then FIN",
@@ -1999,27 +1988,7 @@ def _ollama() -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str
             _shown(_C.MID_GENERATION, EOF, "eof_without_terminal"),
             {},
         ),
-        (
-            "text-then-clean-close",
-            "visible text, then a clean end of the body without the done line",
-            play(through_text, End()),
-            _shown(_C.MID_GENERATION, EOF, "eof_without_terminal"),
-            {},
-        ),
-        (
-            "first-token-stall",
-            "headers, then silence: the first-token watchdog fires",
-            play((), Stall()),
-            _safe(_C.WATCHDOG, _T.FIRST_TOKEN_TIMEOUT, _P.EARLY_STREAM, "first_token_timeout"),
-            {"config": {"first_token_timeout": WATCHDOG_S}},
-        ),
-        (
-            "text-then-silent-stall",
-            "visible text, then silence with the connection open: the idle watchdog fires",
-            play(through_text, Stall()),
-            _shown(_C.WATCHDOG, _T.IDLE_TIMEOUT, "idle_timeout"),
-            {"config": {"idle_timeout": WATCHDOG_S}},
-        ),
+        *_pick(shared, "text-then-clean-close", "first-token-stall", "text-then-silent-stall"),
         (
             "error-line-before-output",
             "an {'error': ...} line before any output (Ollama's queue is full: 'server busy')",
