@@ -61,6 +61,7 @@ from ._script import (
     Agent,
     End,
     Fin,
+    HeaderPairs,
     Headers,
     Keepalive,
     Rst,
@@ -1760,6 +1761,49 @@ _SDK_SPOKEN: Final = (
 )  # the non-streaming calls a tap path plays
 
 
+def _whole_faults(
+    headers: HeaderPairs, body: bytes, said: Mapping[str, str]
+) -> dict[str, tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
+    """The non-streaming answers the SDK formats and Ollama share, by slug: ``body`` whole, cut, stalled or
+    truncated, served with ``headers``; ``said`` replaces a description (the defaults speak of SDK calls)."""
+    whole = {"streaming": False}
+    rows: list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]] = [
+        (
+            "whole/clean-end",
+            "a non-streaming call's whole JSON answer (text and a tool call): completed",
+            (Status(200, headers, body),),
+            COMPLETED,
+            whole,
+        ),
+        (
+            "whole/cut-mid-body",
+            "a non-streaming answer cut mid-JSON (FIN): nothing was handed out, safe to retry",
+            (Headers(headers=headers), Send(body[:40]), Fin()),
+            _safe(_C.EARLY_STREAM, _T.DISCONNECTED, _P.EARLY_STREAM, "closed_mid_body"),
+            whole,
+        ),
+        (
+            "whole/stall",
+            "a non-streaming answer that stops arriving: the first-token watchdog fires (its first event is"
+            " the whole body)",
+            (Headers(headers=headers), Send(body[:40]), Stall()),
+            _safe(_C.WATCHDOG, _T.FIRST_TOKEN_TIMEOUT, _P.EARLY_STREAM, "first_token_timeout"),
+            {**whole, "config": {"first_token_timeout": WATCHDOG_S}},
+        ),
+        (
+            "whole/truncated-body",
+            "a non-streaming answer whose JSON stops at a clean end of the body: no answer, never completed",
+            (Headers(headers=headers), Send(body[:-3]), End()),
+            _safe(_C.EARLY_STREAM, _T.EOF_WITHOUT_TERMINAL, _P.EARLY_STREAM, "eof_without_terminal"),
+            whole,
+        ),
+    ]
+    return {
+        slug: (slug, said.get(slug, words), script, expect, extra)
+        for slug, words, script, expect, extra in rows
+    }
+
+
 def _whole_calls(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
     """Non-streaming calls (``streaming=False``): one JSON answer, whole, cut, stalled, truncated or an error.
     Nothing reaches anyone before the body is whole, so every failure is safe to retry."""
@@ -1771,44 +1815,17 @@ def _whole_calls(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str
         if fmt == "anthropic"
         else _openai_error("The server is overloaded.", "server_error", None)
     )
-    whole = {"streaming": False}
+    shared = _whole_faults(JSON_HEADERS, body, {})
     return [
-        (
-            "whole/clean-end",
-            "a non-streaming call's whole JSON answer (text and a tool call): completed",
-            (Status(200, JSON_HEADERS, body),),
-            COMPLETED,
-            whole,
-        ),
-        (
-            "whole/cut-mid-body",
-            "a non-streaming answer cut mid-JSON (FIN): nothing was handed out, safe to retry",
-            (Headers(headers=JSON_HEADERS), Send(body[:40]), Fin()),
-            _safe(_C.EARLY_STREAM, _T.DISCONNECTED, _P.EARLY_STREAM, "closed_mid_body"),
-            whole,
-        ),
-        (
-            "whole/stall",
-            "a non-streaming answer that stops arriving: the first-token watchdog fires (its first event is"
-            " the whole body)",
-            (Headers(headers=JSON_HEADERS), Send(body[:40]), Stall()),
-            _safe(_C.WATCHDOG, _T.FIRST_TOKEN_TIMEOUT, _P.EARLY_STREAM, "first_token_timeout"),
-            {**whole, "config": {"first_token_timeout": WATCHDOG_S}},
-        ),
+        *_pick(shared, "whole/clean-end", "whole/cut-mid-body", "whole/stall"),
         (
             "whole/provider-error",
             "a non-streaming call answered 529 with the provider's overloaded error",
             (Status(529, JSON_HEADERS, overloaded),),
             _http("overloaded", _V.SAFE_AUTO_RETRY, _A.RETRY_AFTER_BACKOFF),
-            whole,
+            {"streaming": False},
         ),
-        (
-            "whole/truncated-body",
-            "a non-streaming answer whose JSON stops at a clean end of the body: no answer, never completed",
-            (Headers(headers=JSON_HEADERS), Send(body[:-3]), End()),
-            _safe(_C.EARLY_STREAM, _T.EOF_WITHOUT_TERMINAL, _P.EARLY_STREAM, "eof_without_terminal"),
-            whole,
-        ),
+        shared["whole/truncated-body"],
         *_background_call(fmt),
     ]
 
@@ -1858,6 +1875,16 @@ _NDJSON_SAID: Final = {
     "text-then-silent-stall": "visible text, then silence with the connection open: the idle watchdog fires",
 }
 
+# What the shared non-streaming answers (`_whole_faults`) are called for Ollama's ``stream: false``.
+_NDJSON_WHOLE_SAID: Final = {
+    "whole/clean-end": "stream: false: one JSON answer (text and a tool call), done_reason 'stop': completed",
+    "whole/cut-mid-body": "stream: false, the answer cut mid-JSON (FIN): nothing was handed out, safe to"
+    " retry",
+    "whole/truncated-body": "stream: false, the answer's JSON stops at a clean end of the body: never"
+    " completed",
+    "whole/stall": "stream: false, the answer stops arriving: the first-token watchdog fires",
+}
+
 
 def _ollama() -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
     """Ollama's ``/api/chat`` and ``/api/generate``: one JSON object per line, ``done: true`` last. The faults
@@ -1878,7 +1905,6 @@ def _ollama() -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str
     def play(lines: Iterable[bytes], *tail: Step) -> tuple[Step, ...]:
         return _play(lines, *tail, head=head)
 
-    whole = {"streaming": False}
     answer = whole_answer(fmt, "Hello", tools=[("read_file", '{"path": "a.txt"}')])
     not_ndjson = _expect(
         _C.PROTOCOL_ERROR,
@@ -2096,33 +2122,12 @@ def _ollama() -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str
             {**not_ndjson, "expected_action": _A.ASK_USER},
             {},
         ),
-        (
+        *_pick(
+            _whole_faults(_OLLAMA_ERROR_HEADERS, answer, _NDJSON_WHOLE_SAID),
             "whole/clean-end",
-            "stream: false: one JSON answer (text and a tool call), done_reason 'stop': completed",
-            (Status(200, _OLLAMA_ERROR_HEADERS, answer),),
-            COMPLETED,
-            whole,
-        ),
-        (
             "whole/cut-mid-body",
-            "stream: false, the answer cut mid-JSON (FIN): nothing was handed out, safe to retry",
-            (Headers(headers=_OLLAMA_ERROR_HEADERS), Send(answer[:40]), Fin()),
-            _safe(_C.EARLY_STREAM, _T.DISCONNECTED, _P.EARLY_STREAM, "closed_mid_body"),
-            whole,
-        ),
-        (
             "whole/truncated-body",
-            "stream: false, the answer's JSON stops at a clean end of the body: never completed",
-            (Headers(headers=_OLLAMA_ERROR_HEADERS), Send(answer[:-3]), End()),
-            _safe(_C.EARLY_STREAM, _T.EOF_WITHOUT_TERMINAL, _P.EARLY_STREAM, "eof_without_terminal"),
-            whole,
-        ),
-        (
             "whole/stall",
-            "stream: false, the answer stops arriving: the first-token watchdog fires",
-            (Headers(headers=_OLLAMA_ERROR_HEADERS), Send(answer[:40]), Stall()),
-            _safe(_C.WATCHDOG, _T.FIRST_TOKEN_TIMEOUT, _P.EARLY_STREAM, "first_token_timeout"),
-            {**whole, "config": {"first_token_timeout": WATCHDOG_S}},
         ),
     ]
 
@@ -2152,6 +2157,12 @@ _CONVERSE_ANSWER: Final = json.dumps(
 ).encode()
 
 
+# What the shared non-streaming answers (`_whole_faults`) are called on Bedrock where SDK words do not fit.
+_BEDROCK_WHOLE_SAID: Final = {
+    "whole/clean-end": "a non-streaming call: its JSON answer whole (text and a tool call): completed",
+}
+
+
 def _bedrock(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
     """Bedrock's AWS event-stream messages (prelude and message CRCs): Claude's own stream
     (``anthropic-bedrock``, each Anthropic event base64 in a chunk) or ConverseStream (``bedrock-converse``,
@@ -2165,7 +2176,7 @@ def _bedrock(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, An
         shown = 2  # messageStart, then the first text delta
         whole = _CONVERSE_ANSWER
     preamble, through_text, after = text[: shown - 1], text[:shown], text[shown]
-    head = (Headers(headers=_BEDROCK_HEADERS),)
+    head = Headers(headers=_BEDROCK_HEADERS)
     D, EOF, E = _T.DISCONNECTED, _T.EOF_WITHOUT_TERMINAL, _T.PROVIDER_ERROR_EVENT
     throttled = aws_exception("throttlingException", "Too many tokens, please wait before trying again.")
     stream_error = aws_exception("modelStreamErrorException", "The model stream failed.")
@@ -2173,56 +2184,56 @@ def _bedrock(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, An
         (
             "clean-end",
             "the whole stream, each event in its event-stream message: completed",
-            (*head, *(Send(m) for m in text), End()),
+            _play(text, End(), head=head),
             COMPLETED,
             {},
         ),
         (
             "cut-mid-message",
             "visible text, then half of the next event-stream message, then FIN",
-            (*head, *(Send(m) for m in through_text), Send(after[: len(after) // 2]), Fin()),
+            _play(through_text, Send(after[: len(after) // 2]), Fin(), head=head),
             _shown(_C.MID_GENERATION, D, "closed_mid_body"),
             {},
         ),
         (
             "cut-between-messages",
             "visible text, then FIN between two whole messages",
-            (*head, *(Send(m) for m in through_text), Fin()),
+            _play(through_text, Fin(), head=head),
             _shown(_C.MID_GENERATION, D, "closed_mid_body"),
             {},
         ),
         (
             "torn-last-message",
             "visible text, then half a message and a clean end of the body: truncated, never a finish",
-            (*head, *(Send(m) for m in through_text), Send(after[: len(after) // 2]), End()),
+            _play(through_text, Send(after[: len(after) // 2]), End(), head=head),
             _shown(_C.MID_GENERATION, EOF, "eof_without_terminal"),
             {},
         ),
         (
             "stall",
             "visible text, then silence with the connection open: the idle watchdog fires",
-            (*head, *(Send(m) for m in through_text), Stall()),
+            _play(through_text, Stall(), head=head),
             _shown(_C.WATCHDOG, _T.IDLE_TIMEOUT, "idle_timeout"),
             {"config": {"idle_timeout": WATCHDOG_S}},
         ),
         (
             "exception-before-output",
             "a throttlingException message before any output: a rate limit, safe to retry after a wait",
-            (*head, *(Send(m) for m in preamble), Send(throttled), End()),
+            _play(preamble, Send(throttled), End(), head=head),
             _safe(_C.PROVIDER_ERROR, E, _P.EARLY_STREAM, "rate_limit", _A.RETRY_AFTER_BACKOFF),
             {},
         ),
         (
             "exception-after-output",
             "a modelStreamErrorException message after visible text: the provider's error mid-answer",
-            (*head, *(Send(m) for m in through_text), Send(stream_error), End()),
+            _play(through_text, Send(stream_error), End(), head=head),
             _shown(_C.PROVIDER_ERROR, E, "server_error"),
             {},
         ),
         (
             "damaged-crc",
             "visible text, then a message whose CRC does not match: the stream broke its framing",
-            (*head, *(Send(m) for m in through_text), Send(damaged(after)), End()),
+            _play(through_text, Send(damaged(after)), End(), head=head),
             _shown(_C.PROTOCOL_ERROR, _T.PROTOCOL_VIOLATION, "protocol_violation"),
             {},
         ),
@@ -2233,19 +2244,8 @@ def _bedrock(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, An
             _http("rate_limit", _V.SAFE_AUTO_RETRY, _A.RETRY_AFTER_BACKOFF),
             {},
         ),
-        (
-            "whole/clean-end",
-            "a non-streaming call: its JSON answer whole (text and a tool call): completed",
-            (Status(200, JSON_HEADERS, whole),),
-            COMPLETED,
-            {"streaming": False},
-        ),
-        (
-            "whole/truncated-body",
-            "a non-streaming answer whose JSON stops at a clean end of the body: no answer, never completed",
-            (Headers(headers=JSON_HEADERS), Send(whole[:-3]), End()),
-            _safe(_C.EARLY_STREAM, EOF, _P.EARLY_STREAM, "eof_without_terminal"),
-            {"streaming": False},
+        *_pick(
+            _whole_faults(JSON_HEADERS, whole, _BEDROCK_WHOLE_SAID), "whole/clean-end", "whole/truncated-body"
         ),
     ]
 
