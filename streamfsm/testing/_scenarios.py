@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cache
 from typing import Any, Final
 
@@ -61,6 +61,7 @@ from ._script import (
     Agent,
     End,
     Fin,
+    HeaderPairs,
     Headers,
     Keepalive,
     Rst,
@@ -133,8 +134,12 @@ def _call_complete(fmt: Format, frames: Sequence[bytes]) -> list[bytes]:
     return _through(frames, b'"functionCall"')  # gemini: a whole call in one chunk
 
 
-def _play(frames: Iterable[bytes], *tail: Step) -> tuple[Step, ...]:
-    return (Headers(), *(Send(frame) for frame in frames), *tail)
+_SSE_HEAD: Final = Headers()  # 200, text/event-stream
+
+
+def _play(frames: Iterable[bytes], *tail: Step, head: Headers = _SSE_HEAD) -> tuple[Step, ...]:
+    """``head`` (SSE's headers unless told), one chunk per frame, then ``tail``."""
+    return (head, *(Send(frame) for frame in frames), *tail)
 
 
 def _expect(
@@ -593,6 +598,162 @@ _MALFORMED: Final[dict[str, bytes]] = {
 }
 
 
+def _shared_faults(
+    fmt: Format, head: Headers, malformed: bytes, said: Mapping[str, str]
+) -> dict[str, tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
+    """The streaming faults the SSE formats and Ollama's NDJSON share, by slug. They differ only in the
+    ``head`` that opens the body, the ``malformed`` piece (a frame or line cut off inside its JSON) and some
+    words: ``said`` replaces a description (the defaults speak of SSE)."""
+    text = text_stream(fmt, TEXT)
+    thought = text_stream(fmt, TEXT, reasoning=REASONING)
+    hello = _escaped(TEXT[0])
+    preamble = _before(text, hello)  # headers' worth of bookkeeping: nothing the user sees (none in NDJSON)
+    through_text = _through(text, hello)
+    D, EOF = _T.DISCONNECTED, _T.EOF_WITHOUT_TERMINAL
+
+    def play(frames: Iterable[bytes], *tail: Step) -> tuple[Step, ...]:
+        return _play(frames, *tail, head=head)
+
+    rows: list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]] = [
+        (
+            "headers-then-fin",
+            "200 and headers, then FIN before any event",
+            play((), Fin()),
+            _safe(_C.EARLY_STREAM, D, _P.EARLY_STREAM, "closed_mid_body"),
+            {},
+        ),
+        (
+            "reasoning-then-fin",
+            "reasoning deltas (not visible output), then FIN",
+            play(_before(thought, hello), Fin()),
+            _safe(_C.EARLY_STREAM, D, _P.EARLY_STREAM, "closed_mid_body"),
+            {},
+        ),
+        (
+            "text-then-fin",
+            "visible text, then FIN without the terminating chunk",
+            play(through_text, Fin()),
+            _shown(_C.MID_GENERATION, D, "closed_mid_body"),
+            {},
+        ),
+        (
+            "text-then-rst",
+            "visible text, then a TCP reset",
+            play(through_text, Rst()),
+            _shown(_C.MID_GENERATION, D, "reset"),
+            {},
+        ),
+        (
+            "chunk-cut-short",
+            "visible text, then an HTTP chunk that announces more bytes than it delivers, then FIN",
+            play(through_text, cut_chunk(text[len(through_text)], 9), Fin()),
+            _shown(_C.MID_GENERATION, D, "closed_mid_body"),
+            {},
+        ),
+        (
+            "text-then-clean-close",
+            "visible text, then a clean end of the body without the format's terminal event",
+            play(through_text, End()),
+            _shown(_C.MID_GENERATION, EOF, "eof_without_terminal"),
+            {},
+        ),
+        (
+            "first-token-stall",
+            "headers and bookkeeping, then silence: the first-token watchdog fires",
+            play(preamble, Stall()),
+            _safe(_C.WATCHDOG, _T.FIRST_TOKEN_TIMEOUT, _P.EARLY_STREAM, "first_token_timeout"),
+            {"config": {"first_token_timeout": WATCHDOG_S}},
+        ),
+        (
+            "text-then-silent-stall",
+            "visible text, then silence with the connection open: the idle watchdog fires (never a success)",
+            play(through_text, Stall()),
+            _shown(_C.WATCHDOG, _T.IDLE_TIMEOUT, "idle_timeout"),
+            {"config": {"idle_timeout": WATCHDOG_S}},
+        ),
+        (
+            "malformed-json",
+            "visible text, then an event whose JSON is cut off",
+            play(through_text, Send(malformed), Stall()),
+            _shown(_C.PROTOCOL_ERROR, _T.PROTOCOL_VIOLATION, "protocol_violation"),
+            {},
+        ),
+        (
+            "oversize-line",
+            "a 6000-byte event line against a 4096-byte line bound, before any output",
+            play(preamble, Send(_through(text_stream(fmt, ["y" * 6000]), b"y" * 6000)[-1]), Stall()),
+            _expect(
+                _C.PROTOCOL_ERROR,
+                _V.USER_CONFIRMED_RETRY,
+                _T.PROTOCOL_VIOLATION,
+                _P.EARLY_STREAM,
+                "protocol_violation",
+                _A.ASK_USER,
+            ),
+            {"config": {"max_line_bytes": 4096}},
+        ),
+        (
+            "text-with-usage-and-reasoning",
+            "a normal completion: reasoning, text, usage, the terminal event",
+            play(thought, End()),
+            COMPLETED,
+            {},
+        ),
+        (
+            "tool-call-completes",
+            "a normal completion with one tool call (the agent does not start it before the end)",
+            play(
+                tool_call_stream(fmt, [("read_file", '{"path": "README.md"}')], text=["Let me look."]), End()
+            ),
+            COMPLETED,
+            {},
+        ),
+        (
+            "parallel-tool-calls",
+            "two tool calls in one turn, completing normally; the agent starts read_file (read_only) and"
+            " write_file (effectful) as each call completes",
+            play(
+                tool_call_stream(
+                    fmt,
+                    [("read_file", '{"path": "a.txt"}'), ("write_file", '{"path": "b.txt", "text": "hi"}')],
+                ),
+                End(),
+            ),
+            COMPLETED,
+            {"agent": Agent(tools={"read_file": "read_only", "write_file": "effectful"})},
+        ),
+        (
+            "user-abort",
+            "the user presses stop on the first visible text (run.abort, source user)",
+            play(through_text, Stall()),
+            _expect(_C.LOCAL_ABORT, _V.NO_RETRY, _T.LOCAL_ABORT, _P.MID_GENERATION, "user", _A.NONE),
+            {
+                "agent": Agent(
+                    abort_on=_T.TEXT_DELTA, abort_source=AbortSource.USER, abort_reason="user pressed stop"
+                )
+            },
+        ),
+        (
+            "outside-cancellation",
+            "the code around the run cancels its scope on the first visible text",
+            play(through_text, Stall()),
+            _expect(_C.LOCAL_ABORT, _V.NO_RETRY, _T.LOCAL_ABORT, _P.MID_GENERATION, "cancelled", _A.NONE),
+            {"agent": Agent(cancel_on=_T.TEXT_DELTA)},
+        ),
+    ]
+    return {
+        slug: (slug, said.get(slug, words), script, expect, extra)
+        for slug, words, script, expect, extra in rows
+    }
+
+
+def _pick(
+    rows: Mapping[str, tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]], *slugs: str
+) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
+    """The rows named ``slugs``, in that order (the catalog's order is stable)."""
+    return [rows[slug] for slug in slugs]
+
+
 def _streams(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
     """(slug, description, script, expectation, extra fields) for the streaming faults of ``fmt``."""
     text = text_stream(fmt, TEXT)
@@ -600,43 +761,17 @@ def _streams(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, An
     hello = _escaped(TEXT[0])
     preamble = _before(text, hello)  # headers' worth of bookkeeping: nothing the user sees
     through_text = _through(text, hello)
+    shared = _shared_faults(fmt, _SSE_HEAD, _MALFORMED[fmt], {})
     watch = {"idle_timeout": WATCHDOG_S}
-    D, EOF, IDLE = _T.DISCONNECTED, _T.EOF_WITHOUT_TERMINAL, _T.IDLE_TIMEOUT
+    D, IDLE = _T.DISCONNECTED, _T.IDLE_TIMEOUT
     out: list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]] = [
-        (
+        *_pick(
+            shared,
             "headers-then-fin",
-            "200 and headers, then FIN before any event",
-            (Headers(), Fin()),
-            _safe(_C.EARLY_STREAM, D, _P.EARLY_STREAM, "closed_mid_body"),
-            {},
-        ),
-        (
             "reasoning-then-fin",
-            "reasoning deltas (not visible output), then FIN",
-            _play(_before(thought, hello), Fin()),
-            _safe(_C.EARLY_STREAM, D, _P.EARLY_STREAM, "closed_mid_body"),
-            {},
-        ),
-        (
             "text-then-fin",
-            "visible text, then FIN without the terminating chunk",
-            _play(through_text, Fin()),
-            _shown(_C.MID_GENERATION, D, "closed_mid_body"),
-            {},
-        ),
-        (
             "text-then-rst",
-            "visible text, then a TCP reset",
-            _play(through_text, Rst()),
-            _shown(_C.MID_GENERATION, D, "reset"),
-            {},
-        ),
-        (
             "chunk-cut-short",
-            "visible text, then an HTTP chunk that announces more bytes than it delivers, then FIN",
-            _play(through_text, cut_chunk(text[len(through_text)], 9), Fin()),
-            _shown(_C.MID_GENERATION, D, "closed_mid_body"),
-            {},
         ),
         (
             "bad-chunk-header",
@@ -658,20 +793,7 @@ def _streams(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, An
             _safe(_C.EARLY_STREAM, D, _P.EARLY_STREAM, "decoding"),
             {},
         ),
-        (
-            "text-then-clean-close",
-            "visible text, then a clean end of the body without the format's terminal event",
-            _play(through_text, End()),
-            _shown(_C.MID_GENERATION, EOF, "eof_without_terminal"),
-            {},
-        ),
-        (
-            "first-token-stall",
-            "headers and bookkeeping, then silence: the first-token watchdog fires",
-            _play(preamble, Stall()),
-            _safe(_C.WATCHDOG, _T.FIRST_TOKEN_TIMEOUT, _P.EARLY_STREAM, "first_token_timeout"),
-            {"config": {"first_token_timeout": WATCHDOG_S}},
-        ),
+        *_pick(shared, "text-then-clean-close", "first-token-stall"),
         (
             "keepalive-before-output-stall",
             "headers and bookkeeping, then only keepalives: they are not progress, so the first-token"
@@ -680,13 +802,7 @@ def _streams(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, An
             _safe(_C.WATCHDOG, _T.FIRST_TOKEN_TIMEOUT, _P.EARLY_STREAM, "first_token_timeout"),
             {"config": {"first_token_timeout": WATCHDOG_S}},
         ),
-        (
-            "text-then-silent-stall",
-            "visible text, then silence with the connection open: the idle watchdog fires (never a success)",
-            _play(through_text, Stall()),
-            _shown(_C.WATCHDOG, IDLE, "idle_timeout"),
-            {"config": watch},
-        ),
+        shared["text-then-silent-stall"],
         (
             "text-then-keepalive-stall",
             "visible text, then only keepalives ("
@@ -703,74 +819,15 @@ def _streams(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, An
             _safe(_C.WATCHDOG, IDLE, _P.EARLY_STREAM, "idle_timeout"),
             {"config": watch},
         ),
-        (
+        *_pick(
+            shared,
             "malformed-json",
-            "visible text, then an event whose JSON is cut off",
-            _play(through_text, Send(_MALFORMED[fmt]), Stall()),
-            _shown(_C.PROTOCOL_ERROR, _T.PROTOCOL_VIOLATION, "protocol_violation"),
-            {},
-        ),
-        (
             "oversize-line",
-            "a 6000-byte event line against a 4096-byte line bound, before any output",
-            _play(preamble, Send(_through(text_stream(fmt, ["y" * 6000]), b"y" * 6000)[-1]), Stall()),
-            _expect(
-                _C.PROTOCOL_ERROR,
-                _V.USER_CONFIRMED_RETRY,
-                _T.PROTOCOL_VIOLATION,
-                _P.EARLY_STREAM,
-                "protocol_violation",
-                _A.ASK_USER,
-            ),
-            {"config": {"max_line_bytes": 4096}},
-        ),
-        (
             "text-with-usage-and-reasoning",
-            "a normal completion: reasoning, text, usage, the terminal event",
-            _play(thought, End()),
-            COMPLETED,
-            {},
-        ),
-        (
             "tool-call-completes",
-            "a normal completion with one tool call (the agent does not start it before the end)",
-            _play(
-                tool_call_stream(fmt, [("read_file", '{"path": "README.md"}')], text=["Let me look."]), End()
-            ),
-            COMPLETED,
-            {},
-        ),
-        (
             "parallel-tool-calls",
-            "two tool calls in one turn, completing normally; the agent starts read_file (read_only) and"
-            " write_file (effectful) as each call completes",
-            _play(
-                tool_call_stream(
-                    fmt,
-                    [("read_file", '{"path": "a.txt"}'), ("write_file", '{"path": "b.txt", "text": "hi"}')],
-                ),
-                End(),
-            ),
-            COMPLETED,
-            {"agent": Agent(tools={"read_file": "read_only", "write_file": "effectful"})},
-        ),
-        (
             "user-abort",
-            "the user presses stop on the first visible text (run.abort, source user)",
-            _play(through_text, Stall()),
-            _expect(_C.LOCAL_ABORT, _V.NO_RETRY, _T.LOCAL_ABORT, _P.MID_GENERATION, "user", _A.NONE),
-            {
-                "agent": Agent(
-                    abort_on=_T.TEXT_DELTA, abort_source=AbortSource.USER, abort_reason="user pressed stop"
-                )
-            },
-        ),
-        (
             "outside-cancellation",
-            "the code around the run cancels its scope on the first visible text",
-            _play(through_text, Stall()),
-            _expect(_C.LOCAL_ABORT, _V.NO_RETRY, _T.LOCAL_ABORT, _P.MID_GENERATION, "cancelled", _A.NONE),
-            {"agent": Agent(cancel_on=_T.TEXT_DELTA)},
         ),
         (
             "consumer-stops-early",
@@ -1704,6 +1761,49 @@ _SDK_SPOKEN: Final = (
 )  # the non-streaming calls a tap path plays
 
 
+def _whole_faults(
+    headers: HeaderPairs, body: bytes, said: Mapping[str, str]
+) -> dict[str, tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
+    """The non-streaming answers the SDK formats and Ollama share, by slug: ``body`` whole, cut, stalled or
+    truncated, served with ``headers``; ``said`` replaces a description (the defaults speak of SDK calls)."""
+    whole = {"streaming": False}
+    rows: list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]] = [
+        (
+            "whole/clean-end",
+            "a non-streaming call's whole JSON answer (text and a tool call): completed",
+            (Status(200, headers, body),),
+            COMPLETED,
+            whole,
+        ),
+        (
+            "whole/cut-mid-body",
+            "a non-streaming answer cut mid-JSON (FIN): nothing was handed out, safe to retry",
+            (Headers(headers=headers), Send(body[:40]), Fin()),
+            _safe(_C.EARLY_STREAM, _T.DISCONNECTED, _P.EARLY_STREAM, "closed_mid_body"),
+            whole,
+        ),
+        (
+            "whole/stall",
+            "a non-streaming answer that stops arriving: the first-token watchdog fires (its first event is"
+            " the whole body)",
+            (Headers(headers=headers), Send(body[:40]), Stall()),
+            _safe(_C.WATCHDOG, _T.FIRST_TOKEN_TIMEOUT, _P.EARLY_STREAM, "first_token_timeout"),
+            {**whole, "config": {"first_token_timeout": WATCHDOG_S}},
+        ),
+        (
+            "whole/truncated-body",
+            "a non-streaming answer whose JSON stops at a clean end of the body: no answer, never completed",
+            (Headers(headers=headers), Send(body[:-3]), End()),
+            _safe(_C.EARLY_STREAM, _T.EOF_WITHOUT_TERMINAL, _P.EARLY_STREAM, "eof_without_terminal"),
+            whole,
+        ),
+    ]
+    return {
+        slug: (slug, said.get(slug, words), script, expect, extra)
+        for slug, words, script, expect, extra in rows
+    }
+
+
 def _whole_calls(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
     """Non-streaming calls (``streaming=False``): one JSON answer, whole, cut, stalled, truncated or an error.
     Nothing reaches anyone before the body is whole, so every failure is safe to retry."""
@@ -1715,44 +1815,17 @@ def _whole_calls(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str
         if fmt == "anthropic"
         else _openai_error("The server is overloaded.", "server_error", None)
     )
-    whole = {"streaming": False}
+    shared = _whole_faults(JSON_HEADERS, body, {})
     return [
-        (
-            "whole/clean-end",
-            "a non-streaming call's whole JSON answer (text and a tool call): completed",
-            (Status(200, JSON_HEADERS, body),),
-            COMPLETED,
-            whole,
-        ),
-        (
-            "whole/cut-mid-body",
-            "a non-streaming answer cut mid-JSON (FIN): nothing was handed out, safe to retry",
-            (Headers(headers=JSON_HEADERS), Send(body[:40]), Fin()),
-            _safe(_C.EARLY_STREAM, _T.DISCONNECTED, _P.EARLY_STREAM, "closed_mid_body"),
-            whole,
-        ),
-        (
-            "whole/stall",
-            "a non-streaming answer that stops arriving: the first-token watchdog fires (its first event is"
-            " the whole body)",
-            (Headers(headers=JSON_HEADERS), Send(body[:40]), Stall()),
-            _safe(_C.WATCHDOG, _T.FIRST_TOKEN_TIMEOUT, _P.EARLY_STREAM, "first_token_timeout"),
-            {**whole, "config": {"first_token_timeout": WATCHDOG_S}},
-        ),
+        *_pick(shared, "whole/clean-end", "whole/cut-mid-body", "whole/stall"),
         (
             "whole/provider-error",
             "a non-streaming call answered 529 with the provider's overloaded error",
             (Status(529, JSON_HEADERS, overloaded),),
             _http("overloaded", _V.SAFE_AUTO_RETRY, _A.RETRY_AFTER_BACKOFF),
-            whole,
+            {"streaming": False},
         ),
-        (
-            "whole/truncated-body",
-            "a non-streaming answer whose JSON stops at a clean end of the body: no answer, never completed",
-            (Headers(headers=JSON_HEADERS), Send(body[:-3]), End()),
-            _safe(_C.EARLY_STREAM, _T.EOF_WITHOUT_TERMINAL, _P.EARLY_STREAM, "eof_without_terminal"),
-            whole,
-        ),
+        shared["whole/truncated-body"],
         *_background_call(fmt),
     ]
 
@@ -1786,13 +1859,39 @@ def _ollama_error(message: str) -> bytes:
     return json.dumps({"error": message}).encode()
 
 
+# What the shared faults (`_shared_faults`) are called on NDJSON lines where the SSE words do not fit.
+_NDJSON_SAID: Final = {
+    "text-with-usage-and-reasoning": "/api/chat: thinking, text, then the done line with done_reason 'stop'"
+    " and the counts",
+    "tool-call-completes": "a tool call whose arguments arrive whole as an object in one line, then"
+    " done_reason 'stop'",
+    "headers-then-fin": "200 and headers, then FIN before any line",
+    "reasoning-then-fin": "thinking lines (not visible output), then FIN",
+    "malformed-json": "visible text, then a line whose JSON is cut off and ended (a proxy that splits lines)",
+    "oversize-line": "a 6000-byte line against a 4096-byte line bound, before any output",
+    "text-then-fin": "visible text, then FIN between lines, before the done line",
+    "text-then-clean-close": "visible text, then a clean end of the body without the done line",
+    "first-token-stall": "headers, then silence: the first-token watchdog fires",
+    "text-then-silent-stall": "visible text, then silence with the connection open: the idle watchdog fires",
+}
+
+# What the shared non-streaming answers (`_whole_faults`) are called for Ollama's ``stream: false``.
+_NDJSON_WHOLE_SAID: Final = {
+    "whole/clean-end": "stream: false: one JSON answer (text and a tool call), done_reason 'stop': completed",
+    "whole/cut-mid-body": "stream: false, the answer cut mid-JSON (FIN): nothing was handed out, safe to"
+    " retry",
+    "whole/truncated-body": "stream: false, the answer's JSON stops at a clean end of the body: never"
+    " completed",
+    "whole/stall": "stream: false, the answer stops arriving: the first-token watchdog fires",
+}
+
+
 def _ollama() -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
     """Ollama's ``/api/chat`` and ``/api/generate``: one JSON object per line, ``done: true`` last. The faults
     the SSE formats have, on NDJSON lines: a cut between lines or inside one, a torn last line, a stall, an
     ``{"error": ...}`` line, an error status, a finish reason not known as whole, a whole answer."""
     fmt: Format = "ollama"
     text = text_stream(fmt, TEXT)
-    thought = text_stream(fmt, TEXT, reasoning=REASONING)
     write = tool_call_stream(fmt, [("write_file", '{"path": "b.txt", "text": "hi"}')])
     call_line = write[_index(write, b'"tool_calls"')]
     hello = _escaped(TEXT[0])
@@ -1800,10 +1899,12 @@ def _ollama() -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str
     rest = text[len(through_text)]
     D, EOF, E = _T.DISCONNECTED, _T.EOF_WITHOUT_TERMINAL, _T.PROVIDER_ERROR_EVENT
 
-    def play(lines: Iterable[bytes], *tail: Step) -> tuple[Step, ...]:
-        return (Headers(headers=NDJSON_HEADERS), *(Send(line) for line in lines), *tail)
+    head = Headers(headers=NDJSON_HEADERS)
+    shared = _shared_faults(fmt, head, rest[:30] + b"\n", _NDJSON_SAID)
 
-    whole = {"streaming": False}
+    def play(lines: Iterable[bytes], *tail: Step) -> tuple[Step, ...]:
+        return _play(lines, *tail, head=head)
+
     answer = whole_answer(fmt, "Hello", tools=[("read_file", '{"path": "a.txt"}')])
     not_ndjson = _expect(
         _C.PROTOCOL_ERROR,
@@ -1813,13 +1914,7 @@ def _ollama() -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str
         "protocol_violation",
     )
     return [
-        (
-            "text-with-usage-and-reasoning",
-            "/api/chat: thinking, text, then the done line with done_reason 'stop' and the counts",
-            play(thought, End()),
-            COMPLETED,
-            {},
-        ),
+        shared["text-with-usage-and-reasoning"],
         (
             "generate-clean-end",
             "/api/generate: response lines, then the done line with done_reason 'stop'",
@@ -1827,42 +1922,13 @@ def _ollama() -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str
             COMPLETED,
             {},
         ),
-        (
+        *_pick(
+            shared,
             "tool-call-completes",
-            "a tool call whose arguments arrive whole as an object in one line, then done_reason 'stop'",
-            play(
-                tool_call_stream(fmt, [("read_file", '{"path": "README.md"}')], text=["Let me look."]), End()
-            ),
-            COMPLETED,
-            {},
-        ),
-        (
             "headers-then-fin",
-            "200 and headers, then FIN before any line",
-            (Headers(headers=NDJSON_HEADERS), Fin()),
-            _safe(_C.EARLY_STREAM, D, _P.EARLY_STREAM, "closed_mid_body"),
-            {},
-        ),
-        (
             "reasoning-then-fin",
-            "thinking lines (not visible output), then FIN",
-            play(_before(thought, hello), Fin()),
-            _safe(_C.EARLY_STREAM, D, _P.EARLY_STREAM, "closed_mid_body"),
-            {},
-        ),
-        (
             "text-then-rst",
-            "visible text, then a TCP reset",
-            play(through_text, Rst()),
-            _shown(_C.MID_GENERATION, D, "reset"),
-            {},
-        ),
-        (
             "chunk-cut-short",
-            "visible text, then an HTTP chunk that announces more bytes than it delivers, then FIN",
-            play(through_text, cut_chunk(rest, 9), Fin()),
-            _shown(_C.MID_GENERATION, D, "closed_mid_body"),
-            {},
         ),
         (
             "tool-call-line-cut",
@@ -1893,58 +1959,13 @@ def _ollama() -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str
             ),
             {"agent": Agent(tools={"write_file": "effectful"})},
         ),
-        (
+        *_pick(
+            shared,
             "parallel-tool-calls",
-            "two tool calls in one turn, completing normally; the agent starts read_file (read_only) and"
-            " write_file (effectful) as each call completes",
-            play(
-                tool_call_stream(
-                    fmt,
-                    [("read_file", '{"path": "a.txt"}'), ("write_file", '{"path": "b.txt", "text": "hi"}')],
-                ),
-                End(),
-            ),
-            COMPLETED,
-            {"agent": Agent(tools={"read_file": "read_only", "write_file": "effectful"})},
-        ),
-        (
             "malformed-json",
-            "visible text, then a line whose JSON is cut off and ended (a proxy that splits lines)",
-            play(through_text, Send(rest[:30] + b"\n"), Stall()),
-            _shown(_C.PROTOCOL_ERROR, _T.PROTOCOL_VIOLATION, "protocol_violation"),
-            {},
-        ),
-        (
             "oversize-line",
-            "a 6000-byte line against a 4096-byte line bound, before any output",
-            play((), Send(text_stream(fmt, ["y" * 6000])[0]), Stall()),
-            _expect(
-                _C.PROTOCOL_ERROR,
-                _V.USER_CONFIRMED_RETRY,
-                _T.PROTOCOL_VIOLATION,
-                _P.EARLY_STREAM,
-                "protocol_violation",
-                _A.ASK_USER,
-            ),
-            {"config": {"max_line_bytes": 4096}},
-        ),
-        (
             "user-abort",
-            "the user presses stop on the first visible text (run.abort, source user)",
-            play(through_text, Stall()),
-            _expect(_C.LOCAL_ABORT, _V.NO_RETRY, _T.LOCAL_ABORT, _P.MID_GENERATION, "user", _A.NONE),
-            {
-                "agent": Agent(
-                    abort_on=_T.TEXT_DELTA, abort_source=AbortSource.USER, abort_reason="user pressed stop"
-                )
-            },
-        ),
-        (
             "outside-cancellation",
-            "the code around the run cancels its scope on the first visible text",
-            play(through_text, Stall()),
-            _expect(_C.LOCAL_ABORT, _V.NO_RETRY, _T.LOCAL_ABORT, _P.MID_GENERATION, "cancelled", _A.NONE),
-            {"agent": Agent(cancel_on=_T.TEXT_DELTA)},
         ),
         (
             "http-500",
@@ -1977,13 +1998,7 @@ def _ollama() -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str
             _http("request_too_large", _V.NO_RETRY, _A.FIX_REQUEST),
             {},
         ),
-        (
-            "text-then-fin",
-            "visible text, then FIN between lines, before the done line",
-            play(through_text, Fin()),
-            _shown(_C.MID_GENERATION, D, "closed_mid_body"),
-            {},
-        ),
+        shared["text-then-fin"],
         (
             "cut-mid-line",
             "visible text, then half a line, then FIN",
@@ -1999,27 +2014,7 @@ def _ollama() -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str
             _shown(_C.MID_GENERATION, EOF, "eof_without_terminal"),
             {},
         ),
-        (
-            "text-then-clean-close",
-            "visible text, then a clean end of the body without the done line",
-            play(through_text, End()),
-            _shown(_C.MID_GENERATION, EOF, "eof_without_terminal"),
-            {},
-        ),
-        (
-            "first-token-stall",
-            "headers, then silence: the first-token watchdog fires",
-            play((), Stall()),
-            _safe(_C.WATCHDOG, _T.FIRST_TOKEN_TIMEOUT, _P.EARLY_STREAM, "first_token_timeout"),
-            {"config": {"first_token_timeout": WATCHDOG_S}},
-        ),
-        (
-            "text-then-silent-stall",
-            "visible text, then silence with the connection open: the idle watchdog fires",
-            play(through_text, Stall()),
-            _shown(_C.WATCHDOG, _T.IDLE_TIMEOUT, "idle_timeout"),
-            {"config": {"idle_timeout": WATCHDOG_S}},
-        ),
+        *_pick(shared, "text-then-clean-close", "first-token-stall", "text-then-silent-stall"),
         (
             "error-line-before-output",
             "an {'error': ...} line before any output (Ollama's queue is full: 'server busy')",
@@ -2127,33 +2122,12 @@ def _ollama() -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str
             {**not_ndjson, "expected_action": _A.ASK_USER},
             {},
         ),
-        (
+        *_pick(
+            _whole_faults(_OLLAMA_ERROR_HEADERS, answer, _NDJSON_WHOLE_SAID),
             "whole/clean-end",
-            "stream: false: one JSON answer (text and a tool call), done_reason 'stop': completed",
-            (Status(200, _OLLAMA_ERROR_HEADERS, answer),),
-            COMPLETED,
-            whole,
-        ),
-        (
             "whole/cut-mid-body",
-            "stream: false, the answer cut mid-JSON (FIN): nothing was handed out, safe to retry",
-            (Headers(headers=_OLLAMA_ERROR_HEADERS), Send(answer[:40]), Fin()),
-            _safe(_C.EARLY_STREAM, _T.DISCONNECTED, _P.EARLY_STREAM, "closed_mid_body"),
-            whole,
-        ),
-        (
             "whole/truncated-body",
-            "stream: false, the answer's JSON stops at a clean end of the body: never completed",
-            (Headers(headers=_OLLAMA_ERROR_HEADERS), Send(answer[:-3]), End()),
-            _safe(_C.EARLY_STREAM, _T.EOF_WITHOUT_TERMINAL, _P.EARLY_STREAM, "eof_without_terminal"),
-            whole,
-        ),
-        (
             "whole/stall",
-            "stream: false, the answer stops arriving: the first-token watchdog fires",
-            (Headers(headers=_OLLAMA_ERROR_HEADERS), Send(answer[:40]), Stall()),
-            _safe(_C.WATCHDOG, _T.FIRST_TOKEN_TIMEOUT, _P.EARLY_STREAM, "first_token_timeout"),
-            {**whole, "config": {"first_token_timeout": WATCHDOG_S}},
         ),
     ]
 
@@ -2183,6 +2157,12 @@ _CONVERSE_ANSWER: Final = json.dumps(
 ).encode()
 
 
+# What the shared non-streaming answers (`_whole_faults`) are called on Bedrock where SDK words do not fit.
+_BEDROCK_WHOLE_SAID: Final = {
+    "whole/clean-end": "a non-streaming call: its JSON answer whole (text and a tool call): completed",
+}
+
+
 def _bedrock(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
     """Bedrock's AWS event-stream messages (prelude and message CRCs): Claude's own stream
     (``anthropic-bedrock``, each Anthropic event base64 in a chunk) or ConverseStream (``bedrock-converse``,
@@ -2196,7 +2176,7 @@ def _bedrock(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, An
         shown = 2  # messageStart, then the first text delta
         whole = _CONVERSE_ANSWER
     preamble, through_text, after = text[: shown - 1], text[:shown], text[shown]
-    head = (Headers(headers=_BEDROCK_HEADERS),)
+    head = Headers(headers=_BEDROCK_HEADERS)
     D, EOF, E = _T.DISCONNECTED, _T.EOF_WITHOUT_TERMINAL, _T.PROVIDER_ERROR_EVENT
     throttled = aws_exception("throttlingException", "Too many tokens, please wait before trying again.")
     stream_error = aws_exception("modelStreamErrorException", "The model stream failed.")
@@ -2204,56 +2184,56 @@ def _bedrock(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, An
         (
             "clean-end",
             "the whole stream, each event in its event-stream message: completed",
-            (*head, *(Send(m) for m in text), End()),
+            _play(text, End(), head=head),
             COMPLETED,
             {},
         ),
         (
             "cut-mid-message",
             "visible text, then half of the next event-stream message, then FIN",
-            (*head, *(Send(m) for m in through_text), Send(after[: len(after) // 2]), Fin()),
+            _play(through_text, Send(after[: len(after) // 2]), Fin(), head=head),
             _shown(_C.MID_GENERATION, D, "closed_mid_body"),
             {},
         ),
         (
             "cut-between-messages",
             "visible text, then FIN between two whole messages",
-            (*head, *(Send(m) for m in through_text), Fin()),
+            _play(through_text, Fin(), head=head),
             _shown(_C.MID_GENERATION, D, "closed_mid_body"),
             {},
         ),
         (
             "torn-last-message",
             "visible text, then half a message and a clean end of the body: truncated, never a finish",
-            (*head, *(Send(m) for m in through_text), Send(after[: len(after) // 2]), End()),
+            _play(through_text, Send(after[: len(after) // 2]), End(), head=head),
             _shown(_C.MID_GENERATION, EOF, "eof_without_terminal"),
             {},
         ),
         (
             "stall",
             "visible text, then silence with the connection open: the idle watchdog fires",
-            (*head, *(Send(m) for m in through_text), Stall()),
+            _play(through_text, Stall(), head=head),
             _shown(_C.WATCHDOG, _T.IDLE_TIMEOUT, "idle_timeout"),
             {"config": {"idle_timeout": WATCHDOG_S}},
         ),
         (
             "exception-before-output",
             "a throttlingException message before any output: a rate limit, safe to retry after a wait",
-            (*head, *(Send(m) for m in preamble), Send(throttled), End()),
+            _play(preamble, Send(throttled), End(), head=head),
             _safe(_C.PROVIDER_ERROR, E, _P.EARLY_STREAM, "rate_limit", _A.RETRY_AFTER_BACKOFF),
             {},
         ),
         (
             "exception-after-output",
             "a modelStreamErrorException message after visible text: the provider's error mid-answer",
-            (*head, *(Send(m) for m in through_text), Send(stream_error), End()),
+            _play(through_text, Send(stream_error), End(), head=head),
             _shown(_C.PROVIDER_ERROR, E, "server_error"),
             {},
         ),
         (
             "damaged-crc",
             "visible text, then a message whose CRC does not match: the stream broke its framing",
-            (*head, *(Send(m) for m in through_text), Send(damaged(after)), End()),
+            _play(through_text, Send(damaged(after)), End(), head=head),
             _shown(_C.PROTOCOL_ERROR, _T.PROTOCOL_VIOLATION, "protocol_violation"),
             {},
         ),
@@ -2264,19 +2244,8 @@ def _bedrock(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, An
             _http("rate_limit", _V.SAFE_AUTO_RETRY, _A.RETRY_AFTER_BACKOFF),
             {},
         ),
-        (
-            "whole/clean-end",
-            "a non-streaming call: its JSON answer whole (text and a tool call): completed",
-            (Status(200, JSON_HEADERS, whole),),
-            COMPLETED,
-            {"streaming": False},
-        ),
-        (
-            "whole/truncated-body",
-            "a non-streaming answer whose JSON stops at a clean end of the body: no answer, never completed",
-            (Headers(headers=JSON_HEADERS), Send(whole[:-3]), End()),
-            _safe(_C.EARLY_STREAM, EOF, _P.EARLY_STREAM, "eof_without_terminal"),
-            {"streaming": False},
+        *_pick(
+            _whole_faults(JSON_HEADERS, whole, _BEDROCK_WHOLE_SAID), "whole/clean-end", "whole/truncated-body"
         ),
     ]
 
