@@ -179,12 +179,29 @@ class _Progress:
             self._stream.flush()
 
 
+def _playable(scenarios: list[Any]) -> list[Any]:
+    """The scenarios whose format this install can read: a format whose extra is missing (Bedrock's needs
+    botocore) is skipped, and said so with the extra to install, rather than failing every run of it."""
+    from ..wire import adapter_for
+
+    missing: dict[str, str] = {}
+    for fmt in dict.fromkeys(s.format for s in scenarios if s.format is not None):
+        try:
+            adapter_for(fmt)
+        except ImportError as exc:
+            missing[fmt] = str(exc)
+    for fmt, why in missing.items():
+        count = sum(1 for s in scenarios if s.format == fmt)
+        print(f"streamfsm harness: skipping the {count} {fmt} scenarios: {why}", file=sys.stderr)
+    return [s for s in scenarios if s.format not in missing]
+
+
 async def _harness(args: argparse.Namespace) -> int:
     from ..testing import SDK_FORMATS, plan, run_catalog, sdk_available
     from ..testing._harness import TAP_PREFIX
     from ..testing._recovery_scenarios import recovery_catalog, run_recovery
 
-    scenarios = select(args.scenario, args.format)
+    scenarios = _playable(select(args.scenario, args.format))
     # Recovery chains (resume, continue) run on the runtime path, after the catalog.
     chains = recovery_catalog(args.scenario, args.format) if "runtime" in (args.via or ["runtime"]) else []
     if args.list:

@@ -155,3 +155,23 @@ def _fake_outcome() -> streamfsm.testing.Outcome:
         record=None,
         seconds=0.0,
     )
+
+
+def test_without_the_bedrock_extra_its_scenarios_are_skipped_with_the_extra_named() -> None:
+    # The README's first command on an install without botocore: the rest still plays, and says what is
+    # missing, instead of failing every Bedrock run.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['botocore'] = None; from streamfsm.cli import main;"
+        " sys.exit(main(['harness', '--scenario', '*/clean-end', '--scenario', 'openai-chat/text-then-fin']))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "skipping the" in done.stderr and "anthropic-bedrock scenarios" in done.stderr
+    assert "pip install 'streamfsm[bedrock]'" in done.stderr
+    assert done.stdout.splitlines()[-1].endswith(", all matched")
+    assert "text-then-fin" in done.stdout and "anthropic-bedrock" not in done.stdout
