@@ -48,36 +48,28 @@ IO_LIBRARIES = frozenset({"httpx", "httpx2", "anyio", "trio", "asyncio", "socket
 
 
 def _imports(path: Path, package: Path = ROOT / "streamfsm") -> list[tuple[str, int]]:
-    """Each module ``path`` imports and its line: ours without ``streamfsm.``, others after a ``!``."""
+    """Each module ``path`` imports and its line: ours dotted without ``streamfsm.`` (relative imports
+    resolved), others after a ``!``."""
     import ast
 
-    room = path.relative_to(package).parts[0]
+    parts = path.relative_to(package.parent).with_suffix("").parts
+    here = parts[:-1]  # the package ``path`` is in (an __init__'s own package too)
     found: list[tuple[str, int]] = []
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module is not None:
-            if node.level == 0:
-                name = (
-                    node.module.removeprefix("streamfsm.")
-                    if node.module.startswith("streamfsm.")
-                    else "!" + node.module
-                )
-            elif node.level == 1 and path.parent.name == room:
-                name = f"{room}.{node.module}"
-            elif node.level == 1:  # a sub-package of a room: from .x is still inside the room
-                name = f"{room}.~{node.module}"
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here[: len(here) - node.level + 1]
+                name = ".".join([*base, *([node.module] if node.module else [])])
             else:
-                name = node.module
+                name = node.module or ""
             found.append((name, node.lineno))
         elif isinstance(node, ast.Import):
-            for alias in node.names:
-                name = alias.name
-                found.append(
-                    (
-                        name.removeprefix("streamfsm.") if name.startswith("streamfsm.") else "!" + name,
-                        node.lineno,
-                    )
-                )
-    return found
+            found += [(alias.name, node.lineno) for alias in node.names]
+    return [
+        (name.removeprefix("streamfsm.") if name.startswith("streamfsm.") else "!" + name, line)
+        for name, line in found
+        if name != "streamfsm"
+    ]
 
 
 def _rooms_imported(path: Path, package: Path = ROOT / "streamfsm") -> set[str]:
