@@ -36,6 +36,7 @@ from ._adapters._sdk_items import (
     SdkOpenAIResponses,
     SdkTranslator,
 )
+from ._definitions import Decided, Decision, Definitions, undecided
 from ._events import (
     CONSUMER_EVENT_TYPES,
     ConsumerEvent,
@@ -93,6 +94,9 @@ __all__ = [
     "ContinueRefusal",
     "ContinueStyle",
     "Continued",
+    "Decided",
+    "Decision",
+    "Definitions",
     "Finish",
     "FinishReason",
     "Format",
@@ -135,5 +139,6 @@ __all__ = [
     "resumable_request",
     "resume_url",
     "style_for",
+    "undecided",
     "whole_answers_of",
 ]

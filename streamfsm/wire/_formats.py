@@ -39,6 +39,7 @@ from ._adapters._openai_chat import OpenAIChatAdapter
 from ._adapters._openai_chat import answer_frames as chat_answer
 from ._adapters._openai_responses import OpenAIResponsesAdapter
 from ._adapters._openai_responses import answer_frames as responses_answer
+from ._definitions import NO_DEFINITIONS, Definitions
 from ._eventstream import CONTENT_TYPE as AWS_EVENT_STREAM
 from ._eventstream import EventStreamDecoder, exception_message
 from ._ndjson import NDJSONDecoder
@@ -129,7 +130,8 @@ class Format:
     * ``answer_frames``: a whole JSON answer as the frames its stream would carry (None: not an answer);
     * ``continuation``: the request rewritten to continue after what was delivered (None: not supported);
     * ``otel_name``: ``gen_ai.provider.name``; ``paths``: the URL paths (regular expressions, searched) the
-      tap recognises the format by; ``in_band_error``: the format's own error frame, which its SDKs raise on.
+      tap recognises the format by; ``in_band_error``: the format's own error frame, which its SDKs raise on;
+    * ``definitions``: the decision on every event, content kind, tool kind and finish its provider defines.
     """
 
     name: str
@@ -143,6 +145,7 @@ class Format:
     framing: Callable[[int], Framing] = SSEDecoder
     sniffs_documents: bool = True
     stream_types: tuple[str, ...] = ("text/event-stream",)
+    definitions: Definitions = NO_DEFINITIONS
 
     @property
     def whole_answers(self) -> frozenset[str]:
