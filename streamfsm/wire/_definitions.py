@@ -53,14 +53,18 @@ Table = Mapping[str, Decided]
 _EMPTY: Final[Table] = MappingProxyType({})
 
 
+def _empty() -> Table:
+    return _EMPTY
+
+
 @dataclass(frozen=True, slots=True)
 class Definitions:
     """A format's decisions, by kind of member: the wire names as the provider sends them."""
 
-    events: Table = field(default=_EMPTY)  # stream event types (or chunk fields, where events are untyped)
-    content: Table = field(default=_EMPTY)  # content part / block / part-field kinds
-    tools: Table = field(default=_EMPTY)  # tool call kinds (function, custom, hosted ...)
-    finishes: Table = field(default=_EMPTY)  # finish / stop reasons and terminal statuses
+    events: Table = field(default_factory=_empty)  # stream event types (chunk fields where untyped)
+    content: Table = field(default_factory=_empty)  # content part / block / part-field kinds
+    tools: Table = field(default_factory=_empty)  # tool call kinds (function, custom, hosted ...)
+    finishes: Table = field(default_factory=_empty)  # finish / stop reasons and terminal statuses
 
     def tables(self) -> Mapping[str, Table]:
         return {
