@@ -662,7 +662,9 @@ FINISH_CASES = [
     ("openai-chat", "tool_calls", FinishReason.TOOL_CALLS),
     ("openai-chat", "function_call", FinishReason.TOOL_CALLS),
     ("openai-chat", "content_filter", FinishReason.CONTENT_FILTER),
-    ("openai-chat", "eos", FinishReason.OTHER),
+    ("openai-chat", "eos", FinishReason.STOP),  # a whole answer (vLLM, TGI), as completed.finished says
+    ("openai-chat", "sensitive", FinishReason.CONTENT_FILTER),  # Zhipu's own name for a filter stop
+    ("openai-chat", "model_length", FinishReason.LENGTH),  # Mistral's own name for a length stop
     ("openai-responses", "max_output_tokens", FinishReason.LENGTH),
     ("openai-responses", "content_filter", FinishReason.CONTENT_FILTER),
     ("openai-responses", "something_new", FinishReason.OTHER),

@@ -21,9 +21,9 @@ from types import MappingProxyType
 from typing import Any, ClassVar, Final
 
 from ...classify._diagnose import UNPARSEABLE_ARGUMENTS
-from ...classify._finish import finish_error, is_whole
+from ...classify._finish import finish_cause, finish_error
 from ...classify._provider import provider_error_from_document, provider_error_from_event
-from ...classify._taxonomy import JSON_COMPLETION
+from ...classify._taxonomy import JSON_COMPLETION, FinishCause
 from .._events import (
     Finish,
     FinishReason,
@@ -123,6 +123,25 @@ def parses(arguments: str) -> bool:
     except (ValueError, RecursionError):
         return False
     return True
+
+
+# The unified reason each finish cause stands for; a whole answer keeps the adapter's STOP or TOOL_CALLS.
+_UNIFIED: Final[Mapping[FinishCause, FinishReason]] = MappingProxyType(
+    {
+        FinishCause.LENGTH: FinishReason.LENGTH,
+        FinishCause.CONTENT_FILTER: FinishReason.CONTENT_FILTER,
+        FinishCause.REFUSAL: FinishReason.CONTENT_FILTER,
+    }
+)
+
+
+def unified_reason(cause: FinishCause, hinted: FinishReason) -> FinishReason:
+    """The unified finish reason of a finish whose cause is ``cause``: one voice with the summary key. The
+    adapter's own reading (``hinted``) decides only between STOP and TOOL_CALLS for a whole answer; a vendor's
+    own name for a length or filter stop reads as that, and every other cause is OTHER."""
+    if cause is FinishCause.FINISHED:
+        return hinted if hinted is FinishReason.TOOL_CALLS else FinishReason.STOP
+    return _UNIFIED.get(cause, FinishReason.OTHER)
 
 
 # Typed content parts a chat ``content`` list may hold, and what each carries: the field whose string is
@@ -409,18 +428,23 @@ class Adapter:
     def finish(self, out: list[StreamEvent], reason: FinishReason, raw: str | None) -> None:
         """The terminal event, the one way every format ends: a reason that reads as an error is the
         provider's error here; a whole-answer reason closes the open call (whose arguments must parse); any
-        other reason leaves it open (only a call whose input the provider ended is closed first), so that the
-        run fails as ``tool_input_unfinished`` instead of handing out a cut call."""
+        other reason leaves it open (only a call whose input the provider ended is closed first, and not even
+        that when the finish says the call was malformed), so that the run fails as ``tool_input_unfinished``
+        instead of handing out a cut or malformed call. The unified reason is the one the finish's cause
+        gives (``unified_reason``): the record's ``finish_reason.unified`` says what its summary key says."""
         self.terminal_seen = True
         error = finish_error(raw)
         if error is not None:
             self._errored = True
             out.append(ProviderErrorEvent(error))
             return
+        cause = finish_cause(self.whole_answers, raw)
         call = self._call
-        if call is not None and (call.ended or is_whole(self.whole_answers, raw)):
+        if call is not None and (
+            cause is FinishCause.FINISHED or (call.ended and cause is not FinishCause.MALFORMED_TOOL_CALL)
+        ):
             self.close_call(out)
-        out.append(Finish(reason, raw))
+        out.append(Finish(unified_reason(cause, reason), raw))
 
     def close_call(self, out: list[StreamEvent]) -> OpenCall | None:
         """Emit what the open call still owes (its end, then the complete call) and forget it. Arguments
