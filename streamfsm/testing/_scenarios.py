@@ -763,7 +763,7 @@ def _streams(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, An
     through_text = _through(text, hello)
     shared = _shared_faults(fmt, _SSE_HEAD, _MALFORMED[fmt], {})
     watch = {"idle_timeout": WATCHDOG_S}
-    D, IDLE = _T.DISCONNECTED, _T.IDLE_TIMEOUT
+    D, IDLE, EOF = _T.DISCONNECTED, _T.IDLE_TIMEOUT, _T.EOF_WITHOUT_TERMINAL
     out: list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]] = [
         *_pick(
             shared,
@@ -794,6 +794,22 @@ def _streams(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, An
             {},
         ),
         *_pick(shared, "text-then-clean-close", "first-token-stall"),
+        (
+            "last-event-without-blank-line",
+            "a whole stream whose last event's line ends but its blank line never comes (a gateway that"
+            " closes right after the last field): the event is whole and read, as openai-node reads it",
+            _play([*text[:-1], text[-1].rstrip(b"\r\n") + b"\n"], End()),
+            COMPLETED,
+            {},
+        ),
+        (
+            "last-event-torn",
+            "visible text, then the last event cut inside its data line and a clean close: a torn event is"
+            " never read, so the terminal event never came",
+            _play([*text[:-1], text[-1].rstrip(b"\r\n")[:-3]], End()),
+            _shown(_C.MID_GENERATION, EOF, "eof_without_terminal"),
+            {},
+        ),
         (
             "keepalive-before-output-stall",
             "headers and bookkeeping, then only keepalives: they are not progress, so the first-token"
