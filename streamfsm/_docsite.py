@@ -58,7 +58,7 @@ from streamfsm.testing._script import (
     Status,
     Step,
 )
-from streamfsm.wire import FORMATS, Format
+from streamfsm.wire import FORMATS, Decision, Format
 
 if TYPE_CHECKING:
     from mkdocs.config.defaults import MkDocsConfig
@@ -584,6 +584,7 @@ def _format_page(fmt: Format) -> str:
         f"| OpenTelemetry `gen_ai.provider.name` | `{fmt.otel_name}` |",
         f"| Continuation after a cut | {'rewritten' if fmt.continuation else 'not supported'} |",
         "",
+        *_definitions(fmt),
         "## Scenarios in the catalog",
         "",
         "What the fault provider plays in this format (`streamfsm harness`), and what streamfsm says.",
@@ -597,6 +598,43 @@ def _format_page(fmt: Format) -> str:
             verdict = scenario.expected_verdict.value if scenario.expected_verdict is not None else "-"
             lines.append(f"| `{scenario.name.partition('/')[2]}` | `{key}` | {verdict} |")
     return "\n".join([*lines, ""])
+
+
+_DECIDED: Final = {
+    Decision.READ: "read",
+    Decision.INFORMATIONAL: "informational",
+    Decision.NOT_UNDERSTOOD: "**not understood**",
+}
+_MEMBER_KINDS: Final = {
+    "events": "Stream events",
+    "content": "Content kinds",
+    "tools": "Tool kinds",
+    "finishes": "Finish reasons",
+}
+
+
+def _definitions(fmt: Format) -> list[str]:
+    """What the format decides about every member its provider defines (``Format.definitions``)."""
+    tables = {kind: table for kind, table in fmt.definitions.tables().items() if table}
+    if not tables:
+        return []
+    lines = [
+        "## What the provider defines, and what streamfsm does with it",
+        "",
+        "Every member of the provider's own typed definitions (its SDK's models, its API reference), decided:"
+        " *read* (it drives the machine), *informational* (counted, harmless) or *not understood* (counted as"
+        " unread content: never silently a whole answer). A test walks the installed SDKs' definitions and"
+        " fails, naming the member, when one has no decision here.",
+        "",
+    ]
+    for kind, table in tables.items():
+        lines += [f"### {_MEMBER_KINDS[kind]}", "", "| member | decision | what it means | defined in |"]
+        lines.append("|---|---|---|---|")
+        for member, decided in sorted(table.items()):
+            means = decided.means.replace("|", "\\|") or "-"
+            lines.append(f"| `{member}` | {_DECIDED[decided.decision]} | {means} | {decided.source} |")
+        lines.append("")
+    return lines
 
 
 def _reference(module: str, intro: str) -> str:
