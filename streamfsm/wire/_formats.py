@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from ._adapters import Adapter
+from ._adapters._anthropic import DEFINITIONS as ANTHROPIC_DEFINITIONS
 from ._adapters._anthropic import AnthropicAdapter
 from ._adapters._anthropic import answer_frames as anthropic_answer
+from ._adapters._anthropic_bedrock import DEFINITIONS as ANTHROPIC_BEDROCK_DEFINITIONS
 from ._adapters._anthropic_bedrock import AnthropicBedrockAdapter
 from ._adapters._base import AnswerFrames
 from ._adapters._bedrock_converse import BedrockConverseAdapter
@@ -185,6 +187,7 @@ FORMATS: Final[Mapping[str, Format]] = {
             paths=(r"/messages$",),
             in_band_error=_anthropic_error,
             continuation=anthropic_continuation,
+            definitions=ANTHROPIC_DEFINITIONS,
         ),
         Format(
             "gemini",
@@ -219,6 +222,7 @@ FORMATS: Final[Mapping[str, Format]] = {
             asks_to_stream=_stream_in_bedrock_path,
             framing=EventStreamDecoder,
             stream_types=(AWS_EVENT_STREAM,),
+            definitions=ANTHROPIC_BEDROCK_DEFINITIONS,
         ),
         Format(
             "bedrock-converse",
