@@ -978,7 +978,7 @@ def _finishes(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, A
 _UNRECOGNISED: Final = {
     "openai-chat": "eos_reached",  # a local server's own end-of-sequence word
     "openai-responses": "max_prompt_tokens",  # an incomplete_details.reason the Responses docs do not list
-    "anthropic": "compaction",  # a stop_reason newer than this table
+    "anthropic": "max_thinking_tokens",  # a stop_reason no SDK defines
     "gemini": "LANGUAGE",  # Gemini: an unsupported language stopped it; not a whole answer
 }
 # The output limit hit while a call's arguments streamed, per format: the raw reason.

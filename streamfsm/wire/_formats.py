@@ -22,6 +22,7 @@ from ._adapters._anthropic import answer_frames as anthropic_answer
 from ._adapters._anthropic_bedrock import DEFINITIONS as ANTHROPIC_BEDROCK_DEFINITIONS
 from ._adapters._anthropic_bedrock import AnthropicBedrockAdapter
 from ._adapters._base import AnswerFrames
+from ._adapters._bedrock_converse import DEFINITIONS as CONVERSE_DEFINITIONS
 from ._adapters._bedrock_converse import BedrockConverseAdapter
 from ._adapters._bedrock_converse import answer_frames as converse_answer
 from ._adapters._continue import (
@@ -234,6 +235,7 @@ FORMATS: Final[Mapping[str, Format]] = {
             asks_to_stream=_stream_in_bedrock_path,
             framing=EventStreamDecoder,
             stream_types=(AWS_EVENT_STREAM,),
+            definitions=CONVERSE_DEFINITIONS,
         ),
     )
 }

@@ -15,7 +15,7 @@ import pytest
 from streamfsm.wire import FORMATS, SSEEvent, adapter_for
 from streamfsm.wire._adapters import _anthropic
 from streamfsm.wire._adapters._base import UNREAD_CONTENT
-from streamfsm.wire._adapters._sdk_items import _ITEMS
+from streamfsm.wire._adapters._sdk_items import _ITEMS, HELPER_EVENTS, SdkAnthropic
 from streamfsm.wire._definitions import Decision, undecided
 
 anthropic = pytest.importorskip("anthropic")
@@ -188,8 +188,45 @@ def test_an_informational_delta_is_counted_never_unread(kind: str) -> None:
 
 
 def test_a_block_or_delta_nobody_decided_is_unread_content() -> None:
-    for block, delta in (({"type": "hologram"}, None), ({"type": "text", "text": ""}, {"type": "smell_delta"})):
+    text = {"type": "text", "text": ""}
+    for block, delta in (({"type": "hologram"}, None), (text, {"type": "smell_delta"})):
         adapter = adapter_for("anthropic")
         for frame in _frames(block, delta):
             adapter.feed(frame)
         assert adapter.anomalies.get(UNREAD_CONTENT) == 1
+
+
+def test_the_helper_events_of_the_sdks_message_streams_are_the_ones_skipped() -> None:
+    streaming = pytest.importorskip("anthropic.lib.streaming")
+    raw = {kind for union in _both("RawMessageStreamEvent") for kind in _types(union)}
+    helpers: set[str] = set()
+    for name in ("MessageStreamEvent", "BetaMessageStreamEvent"):
+        union = getattr(streaming, name, None)
+        if union is not None:
+            helpers |= _types(union) - raw
+    assert helpers and helpers <= HELPER_EVENTS
+
+
+def _items(block: dict[str, Any]) -> list[Any]:
+    """The SDK's own objects for a stream with ``block``, built as its decoder builds them."""
+    from anthropic._models import construct_type
+
+    union = B.BetaRawMessageStreamEvent if B is not None else T.RawMessageStreamEvent
+    return [construct_type(type_=union, value=json.loads(frame.data)) for frame in _frames(block)]
+
+
+@pytest.mark.parametrize("kind", _informational("blocks"))
+def test_the_sdk_translator_follows_the_same_decisions(kind: str) -> None:
+    block: dict[str, Any] = {"type": kind, "tool_use_id": "srvtoolu_1"}
+    if kind == "mcp_tool_result":
+        block |= {"is_error": True, "content": "the MCP server refused"}
+    elif kind.endswith("_tool_result"):  # a hosted tool's error object
+        block["content"] = {"type": f"{kind}_error", "error_code": "max_uses_exceeded"}
+    translator, wire = SdkAnthropic(), adapter_for("anthropic")
+    for item in _items(block):
+        translator.feed_item(item)
+    for frame in _frames(block):
+        wire.feed(frame)
+    assert translator.delta_keys == wire.delta_keys
+    assert wire.delta_keys.get(f"block.{kind}.error") == (1 if kind.endswith("_tool_result") else None)
+    assert UNREAD_CONTENT not in translator.anomalies

@@ -370,7 +370,9 @@ class AnthropicAdapter(Adapter):
         elif kind in _INFORMATIONAL:
             self.count_key(f"block.{kind}")
             result = block.get("content")
-            if type(result) is dict and str(result.get("type", "")).endswith("_error"):
+            if block.get("is_error") is True or (
+                type(result) is dict and str(result.get("type", "")).endswith("_error")
+            ):
                 self.count_key(f"block.{kind}.error")  # the hosted tool failed; the model reads why
         else:
             self.unread(f"block.{kind}" if isinstance(kind, str) else "block.untyped")
