@@ -36,6 +36,7 @@ from ._adapters._continue import (
 )
 from ._adapters._gemini import GeminiAdapter
 from ._adapters._gemini import answer_frames as gemini_answer
+from ._adapters._ollama import DEFINITIONS as OLLAMA_DEFINITIONS
 from ._adapters._ollama import OllamaAdapter
 from ._adapters._ollama import answer_frames as ollama_answer
 from ._adapters._openai_chat import OpenAIChatAdapter
@@ -211,6 +212,7 @@ FORMATS: Final[Mapping[str, Format]] = {
             framing=NDJSONDecoder,
             sniffs_documents=False,  # every line opens with "{": the framing tells a document apart
             stream_types=("application/x-ndjson",),
+            definitions=OLLAMA_DEFINITIONS,
         ),
         Format(
             "anthropic-bedrock",
