@@ -230,3 +230,13 @@ def test_the_sdk_translator_follows_the_same_decisions(kind: str) -> None:
     assert translator.delta_keys == wire.delta_keys
     assert wire.delta_keys.get(f"block.{kind}.error") == (1 if kind.endswith("_tool_result") else None)
     assert UNREAD_CONTENT not in translator.anomalies
+
+
+@pytest.mark.parametrize("error", ["Overloaded", {"type": "overloaded_error", "message": "Overloaded"}])
+def test_an_error_event_is_read_whether_its_error_is_an_object_or_a_string(error: object) -> None:
+    from streamfsm.classify import ProviderErrorKind
+    from streamfsm.wire import ProviderErrorEvent
+
+    events = adapter_for("anthropic").feed(SSEEvent(json.dumps({"type": "error", "error": error}), "error"))
+    assert [type(e) for e in events] == [ProviderErrorEvent]
+    assert events[0].error.kind is ProviderErrorKind.OVERLOADED  # type: ignore[attr-defined]
