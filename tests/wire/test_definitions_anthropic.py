@@ -240,3 +240,32 @@ def test_an_error_event_is_read_whether_its_error_is_an_object_or_a_string(error
     events = adapter_for("anthropic").feed(SSEEvent(json.dumps({"type": "error", "error": error}), "error"))
     assert [type(e) for e in events] == [ProviderErrorEvent]
     assert events[0].error.kind is ProviderErrorKind.OVERLOADED  # type: ignore[attr-defined]
+
+
+def _result_contents() -> list[tuple[str, str]]:
+    """(result block, content type) for every hosted tool result the SDK defines and each of its contents."""
+    out: set[tuple[str, str]] = set()
+    for union in _block_union():
+        for model in _models(union):
+            hints = _hints(model)
+            for kind in _literals(hints.get("type")):
+                if kind.endswith("_tool_result") and "content" in hints:
+                    out |= {(kind, inner) for m in _models(hints["content"]) for inner in _types(m)}
+    return sorted(out)
+
+
+def test_the_walk_finds_the_hosted_tools_results_and_their_errors() -> None:
+    contents = _result_contents()
+    assert ("web_search_tool_result", "web_search_tool_result_error") in contents
+    assert all(kind in _anthropic.CONTENT for kind, _ in contents)
+
+
+@pytest.mark.parametrize(("kind", "content"), _result_contents())
+def test_a_hosted_tools_error_result_is_counted_as_one_and_a_result_is_not(kind: str, content: str) -> None:
+    adapter = adapter_for("anthropic")
+    block = {"type": kind, "tool_use_id": "srvtoolu_1", "content": {"type": content, "error_code": "x"}}
+    for frame in _frames(block):
+        adapter.feed(frame)
+    error = content.endswith("_error")  # every error content the SDK defines is named so
+    assert adapter.delta_keys.get(f"block.{kind}.error") == (1 if error else None)
+    assert UNREAD_CONTENT not in adapter.anomalies

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from streamfsm.wire import SSEEvent, adapter_for
 from streamfsm.wire._adapters._base import UNREAD_CONTENT
+from streamfsm.wire._adapters._sdk_items import SdkAnthropic
 from streamfsm.wire._events import ProtocolViolation, ToolCall
 
 JSON = st.recursive(
@@ -131,21 +132,28 @@ def _expected(blocks: list[dict[str, Any]]) -> list[tuple[str, bool]]:
     return out
 
 
-@pytest.mark.parametrize("fmt", ["anthropic"])
-@settings(max_examples=150, deadline=None)
+@pytest.mark.parametrize("path", ["wire", "sdk"])
+@settings(max_examples=100, deadline=None)
 @given(
     blocks=st.lists(BLOCK, max_size=6),
     stop=st.none() | st.sampled_from(STOPS),
     error_results=st.booleans(),
 )
 def test_a_call_is_handed_out_only_complete_and_every_documented_block_is_read(
-    fmt: str, blocks: list[dict[str, Any]], stop: str | None, error_results: bool
+    path: str, blocks: list[dict[str, Any]], stop: str | None, error_results: bool
 ) -> None:
-    adapter = adapter_for(fmt)
+    """On the wire (SSE) and through the SDK (its own objects, built as its decoder builds them) alike."""
+    from anthropic._models import construct_type
+
+    union = getattr(anthropic.types.beta, "BetaRawMessageStreamEvent", anthropic.types.RawMessageStreamEvent)
+    adapter = adapter_for("anthropic") if path == "wire" else SdkAnthropic()
     events: list[Any] = []
     try:
         for event in _message(blocks, stop, error_results):
-            events += adapter.feed(SSEEvent(json.dumps(event), event=event["type"]))
+            if isinstance(adapter, SdkAnthropic):
+                events += adapter.feed_item(construct_type(type_=union, value=event))
+            else:
+                events += adapter.feed(SSEEvent(json.dumps(event), event=event["type"]))
     except ProtocolViolation as violation:
         detail = violation.detail
         events += violation.before  # what the event that failed carried before the call it ended

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from streamfsm.wire import SSEEvent, adapter_for
 from streamfsm.wire._adapters._base import UNREAD_CONTENT
+from streamfsm.wire._adapters._bedrock_converse import SdkBedrockConverse
 from streamfsm.wire._events import ProtocolViolation, ToolCall
 
 botocore_session = pytest.importorskip(
@@ -95,16 +96,21 @@ def _parses(text: str) -> bool:
     return True
 
 
-@settings(max_examples=150, deadline=None)
+@pytest.mark.parametrize("path", ["wire", "sdk"])
+@settings(max_examples=100, deadline=None)
 @given(blocks=st.lists(BLOCK, max_size=6), stop=st.sampled_from(STOPS))
 def test_a_call_is_handed_out_only_complete_and_never_at_a_malformed_finish(
-    blocks: list[dict[str, Any]], stop: str
+    path: str, blocks: list[dict[str, Any]], stop: str
 ) -> None:
-    adapter = adapter_for("bedrock-converse")
+    """On the wire (event-stream frames) and through boto3 (botocore's ``{name: body}`` items) alike."""
+    adapter = adapter_for("bedrock-converse") if path == "wire" else SdkBedrockConverse()
     events: list[Any] = []
     try:
         for event in _message(blocks, stop):
-            events += adapter.feed(SSEEvent(json.dumps(event)))
+            if isinstance(adapter, SdkBedrockConverse):
+                events += adapter.feed_item(event)
+            else:
+                events += adapter.feed(SSEEvent(json.dumps(event)))
     except ProtocolViolation as violation:
         detail = violation.detail
         events += violation.before  # what the event that failed carried before the call it ended

@@ -52,7 +52,7 @@ def _parses(arguments: Any) -> bool:
     return True
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(lines=st.lists(LINE, max_size=5), done=st.none() | st.sampled_from(DONE_REASONS))
 def test_whole_calls_are_handed_out_in_order_up_to_the_first_that_does_not_parse(
     lines: list[dict[str, Any]], done: str | None
