@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
-from .._definitions import Definitions, read
+from .._definitions import Definitions, informational, read
 from .._eventstream import CONTENT_TYPE, require_botocore
 from ._anthropic import DEFINITIONS as ANTHROPIC
 from ._anthropic import AnthropicAdapter
@@ -36,6 +36,11 @@ _EXCEPTIONS: Final = (
 ENVELOPE: Final = {
     "chunk": read(_MODEL + "chunk", "one Anthropic stream event (base64 JSON in its bytes)"),
     **{name: read(_MODEL + name, "the stream's error: its type read as words") for name in _EXCEPTIONS},
+    # Bedrock adds its own counts to the last event (AWS docs, "Anthropic Claude Messages API": streaming)
+    "message_stop.amazon-bedrock-invocationMetrics": informational(
+        "https://docs.aws.amazon.com/bedrock/latest/userguide/model-parameters-anthropic-claude-messages.html",
+        "Bedrock's token counts and latencies: the usage events already said them",
+    ),
 }
 DEFINITIONS: Final = Definitions(
     events=MappingProxyType({**ANTHROPIC.events, **ENVELOPE}),
