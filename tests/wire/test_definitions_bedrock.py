@@ -151,3 +151,16 @@ def test_a_member_nobody_decided_or_not_understood_is_unread_content() -> None:
         for frame in _frames(start, deltas):
             adapter.feed(frame)
         assert adapter.anomalies.get(UNREAD_CONTENT) == 1
+
+
+@pytest.mark.parametrize(
+    "name", sorted(m for m in _members("ConverseStreamOutput") if m.endswith("Exception"))
+)
+def test_every_exception_member_is_the_providers_error_however_it_is_framed(name: str) -> None:
+    from streamfsm.wire import ProviderErrorEvent
+
+    body = {"message": "The model stream failed."}
+    unnamed = adapter_for("bedrock-converse").feed(SSEEvent(json.dumps({name: body})))  # {name: body}
+    named = adapter_for("bedrock-converse").feed(SSEEvent(json.dumps(body), name))  # its event type
+    assert [type(e) for e in unnamed] == [type(e) for e in named] == [ProviderErrorEvent]
+    assert unnamed[0].error.type == named[0].error.type == name  # type: ignore[attr-defined]
