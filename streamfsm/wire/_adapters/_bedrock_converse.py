@@ -20,8 +20,8 @@ Judgement calls:
   text; ``signature`` is informational.
 * A call is ended by its ``contentBlockStop`` (or the next block) when its input parses, and handed out at
   the finish: ``malformed_tool_use`` and ``malformed_model_output`` say the message's calls are malformed,
-  so none of them is handed out (counted as ``calls_withheld``); a call still open at a finish that is not
-  a whole answer fails the run with it open, and the calls before it are not handed out either.
+  so none of them is handed out (the anomaly ``calls_withheld``); a call still open at a finish that is
+  not a whole answer fails the run with it open, and the calls before it are not handed out either.
 * Stop reasons: ``end_turn`` / ``stop_sequence`` → STOP, ``tool_use`` → TOOL_CALLS, ``max_tokens`` and
   ``model_context_window_exceeded`` → LENGTH, ``guardrail_intervened`` / ``content_filtered`` →
   CONTENT_FILTER, anything else → OTHER (and never a whole answer).
@@ -345,7 +345,7 @@ class BedrockConverseAdapter(Adapter):
         reason = _FINISH.get(raw, FinishReason.OTHER) if raw else FinishReason.OTHER
         if raw in _MALFORMED:
             if self._ended:
-                self.count_key("calls_withheld")  # the finish says the message's calls are malformed
+                self.note("calls_withheld")  # the finish says the message's calls are malformed
             self._ended = []
         elif self._call is not None and is_whole(self.whole_answers, raw):
             self._end_call(out)
