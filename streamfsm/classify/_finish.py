@@ -47,6 +47,9 @@ NOT_WHOLE: Final[Mapping[str, FinishCause]] = {
     "unexpected_tool_call": FinishCause.MALFORMED_TOOL_CALL,  # Gemini: a call to a tool it was not given
     "too_many_tool_calls": FinishCause.MALFORMED_TOOL_CALL,  # Gemini
     "pause_turn": FinishCause.PAUSED,  # Anthropic: a long server-tool turn paused; send it back to continue
+    "compaction": FinishCause.PAUSED,  # Anthropic (beta): paused after compacting the context; send it back
+    "malformed_tool_use": FinishCause.MALFORMED_TOOL_CALL,  # Bedrock Converse: the model's call is malformed
+    "malformed_model_output": FinishCause.MALFORMED_TOOL_CALL,  # Bedrock Converse: output it could not parse
     # OpenAI Responses background mode (https://platform.openai.com/docs/guides/background): a request with
     # background=true is answered at once with status queued or in_progress; poll GET /responses/{id}
     "queued": FinishCause.BACKGROUND,

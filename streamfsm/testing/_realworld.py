@@ -265,6 +265,111 @@ _row(
     (_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "paused", _A.NONE, None),
 )
 
+# Anthropic docs "Compaction" (beta, pause_after_compaction); anthropic SDK BetaStopReason
+_row(
+    "finish",
+    "anthropic",
+    "compaction-then-pause",
+    "a compaction block (the earlier context summarised), then stop_reason 'compaction': the turn paused"
+    " after compacting, to be sent back; the summary is not the answer",
+    stream(
+        a_start("claude-opus-4-6"),
+        a_block(0, {"type": "compaction", "content": None}),
+        a_delta(0, {"type": "compaction_delta", "content": "The user is migrating a Django app to 5.2."}),
+        a_stop_block(0),
+        *a_end("compaction", 180),
+    ),
+    (_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "paused", _A.NONE, None),
+)
+
+# Anthropic docs "Web search tool" (errors: the result's content is a web_search_tool_result_error)
+_row(
+    "tool",
+    "anthropic",
+    "web-search-error-result",
+    "a server web search whose result is an error object (max_uses_exceeded), then the model's answer: the"
+    " provider ran the tool, the model read the error and answered; a whole answer",
+    stream(
+        a_start("claude-sonnet-4-6"),
+        a_block(0, {"type": "server_tool_use", "id": "srvtoolu_01WsErr", "name": "web_search", "input": {}}),
+        a_json(0, '{"query": "ECB rate decision'),
+        a_json(0, ' December"}'),
+        a_stop_block(0),
+        a_block(
+            1,
+            {
+                "type": "web_search_tool_result",
+                "tool_use_id": "srvtoolu_01WsErr",
+                "content": {"type": "web_search_tool_result_error", "error_code": "max_uses_exceeded"},
+            },
+        ),
+        a_stop_block(1),
+        a_block(2, {"type": "text", "text": ""}),
+        a_text(2, "I could not search again, but the last decision held rates."),
+        a_stop_block(2),
+        *a_end("end_turn", 60),
+    ),
+    (_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "finished", _A.NONE, None),
+)
+
+# Anthropic docs "MCP connector" (beta): mcp_tool_use and mcp_tool_result blocks, is_error
+_row(
+    "tool",
+    "anthropic",
+    "mcp-call-and-failed-result",
+    "an MCP call the provider made and its result marked is_error, then text: the provider ran it, the"
+    " model answered; a whole answer, nothing for the agent to run",
+    stream(
+        a_start("claude-sonnet-4-6"),
+        a_block(
+            0,
+            {"type": "mcp_tool_use", "id": "mcptoolu_01Lin", "name": "list_issues", "server_name": "linear"},
+        ),
+        a_json(0, '{"team": "core"}'),
+        a_stop_block(0),
+        a_block(
+            1,
+            {
+                "type": "mcp_tool_result",
+                "tool_use_id": "mcptoolu_01Lin",
+                "is_error": True,
+                "content": [{"type": "text", "text": "401 from the MCP server"}],
+            },
+        ),
+        a_stop_block(1),
+        a_block(2, {"type": "text", "text": ""}),
+        a_text(2, "The Linear server refused the request."),
+        a_stop_block(2),
+        *a_end("end_turn", 40),
+    ),
+    (_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "finished", _A.NONE, None),
+)
+
+# Anthropic docs "Fine-grained tool streaming": input streamed eagerly may be invalid JSON at max_tokens
+_row(
+    "tool",
+    "anthropic",
+    "eager-input-invalid-at-max-tokens",
+    "fine-grained tool streaming: the input arrives unbuffered and the output limit ends it mid-value; the"
+    " block is stopped on JSON that never parses: no call is handed out, the tool did not run",
+    stream(
+        a_start("claude-sonnet-4-6"),
+        a_block(0, {"type": "tool_use", "id": "toolu_01Eag", "name": "write_file", "input": {}}),
+        a_json(0, '{"path": "notes.md", "content": "# Plan\\n1. Measure'),
+        a_stop_block(0),
+        *a_end("max_tokens", 4096),
+    ),
+    (
+        _C.TOOL_INPUT_INTERRUPTED,
+        _V.NO_RETRY,
+        _T.TOOL_INPUT_UNFINISHED,
+        _P.TOOL_INPUT,
+        "length",
+        _A.FIX_REQUEST,
+        None,
+    ),
+)
+
 # Firebase Vertex AI FinishReason reference
 _row(
     "finish",

@@ -54,7 +54,7 @@ from ..classify import AbortSource, Action, FailureClass, Phase, Verdict
 from ..machine import Trigger
 from ._answers import whole_answer
 from ._eventstream import CONTENT_TYPE as EVENT_STREAM
-from ._eventstream import damaged
+from ._eventstream import converse, converse_event, damaged
 from ._eventstream import exception as aws_exception
 from ._realworld import rows as real_world_rows
 from ._script import (
@@ -994,7 +994,7 @@ def _finishes(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, A
 _UNRECOGNISED: Final = {
     "openai-chat": "eos_reached",  # a local server's own end-of-sequence word
     "openai-responses": "max_prompt_tokens",  # an incomplete_details.reason the Responses docs do not list
-    "anthropic": "compaction",  # a stop_reason newer than this table
+    "anthropic": "max_thinking_tokens",  # a stop_reason no SDK defines
     "gemini": "LANGUAGE",  # Gemini: an unsupported language stopped it; not a whole answer
 }
 # The output limit hit while a call's arguments streamed, per format: the raw reason.
@@ -2263,6 +2263,27 @@ def _bedrock(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, An
         *_pick(
             _whole_faults(JSON_HEADERS, whole, _BEDROCK_WHOLE_SAID), "whole/clean-end", "whole/truncated-body"
         ),
+        *([] if fmt != "bedrock-converse" else _converse_malformed(head)),
+    ]
+
+
+def _converse_malformed(
+    head: Headers,
+) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
+    """botocore's StopReason ``malformed_tool_use``: the provider says the message's call is malformed, even
+    though its input parses; no call is handed out."""
+    frames = converse([("text", "Reading it."), ("tool", "read_file", '{"path": "a.txt"}')], (9, 0, 4), None)
+    stop = converse_event("messageStop", {"stopReason": "malformed_tool_use"})
+    frames = [*frames[:-2], stop, frames[-1]]
+    return [
+        (
+            "malformed-tool-use",
+            "a call whose input parses, then stopReason 'malformed_tool_use': the provider says the call is"
+            " malformed, so it is never handed out",
+            _play(frames, End(), head=head),
+            _expect(_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "malformed_tool_call", _A.NONE),
+            {},
+        )
     ]
 
 

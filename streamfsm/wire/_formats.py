@@ -16,10 +16,13 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from ._adapters import Adapter
+from ._adapters._anthropic import DEFINITIONS as ANTHROPIC_DEFINITIONS
 from ._adapters._anthropic import AnthropicAdapter
 from ._adapters._anthropic import answer_frames as anthropic_answer
+from ._adapters._anthropic_bedrock import DEFINITIONS as ANTHROPIC_BEDROCK_DEFINITIONS
 from ._adapters._anthropic_bedrock import AnthropicBedrockAdapter
 from ._adapters._base import AnswerFrames
+from ._adapters._bedrock_converse import DEFINITIONS as CONVERSE_DEFINITIONS
 from ._adapters._bedrock_converse import BedrockConverseAdapter
 from ._adapters._bedrock_converse import answer_frames as converse_answer
 from ._adapters._continue import (
@@ -33,6 +36,7 @@ from ._adapters._continue import (
 )
 from ._adapters._gemini import GeminiAdapter
 from ._adapters._gemini import answer_frames as gemini_answer
+from ._adapters._ollama import DEFINITIONS as OLLAMA_DEFINITIONS
 from ._adapters._ollama import OllamaAdapter
 from ._adapters._ollama import answer_frames as ollama_answer
 from ._adapters._openai_chat import OpenAIChatAdapter
@@ -185,6 +189,7 @@ FORMATS: Final[Mapping[str, Format]] = {
             paths=(r"/messages$",),
             in_band_error=_anthropic_error,
             continuation=anthropic_continuation,
+            definitions=ANTHROPIC_DEFINITIONS,
         ),
         Format(
             "gemini",
@@ -207,6 +212,7 @@ FORMATS: Final[Mapping[str, Format]] = {
             framing=NDJSONDecoder,
             sniffs_documents=False,  # every line opens with "{": the framing tells a document apart
             stream_types=("application/x-ndjson",),
+            definitions=OLLAMA_DEFINITIONS,
         ),
         Format(
             "anthropic-bedrock",
@@ -219,6 +225,7 @@ FORMATS: Final[Mapping[str, Format]] = {
             asks_to_stream=_stream_in_bedrock_path,
             framing=EventStreamDecoder,
             stream_types=(AWS_EVENT_STREAM,),
+            definitions=ANTHROPIC_BEDROCK_DEFINITIONS,
         ),
         Format(
             "bedrock-converse",
@@ -230,6 +237,7 @@ FORMATS: Final[Mapping[str, Format]] = {
             asks_to_stream=_stream_in_bedrock_path,
             framing=EventStreamDecoder,
             stream_types=(AWS_EVENT_STREAM,),
+            definitions=CONVERSE_DEFINITIONS,
         ),
     )
 }

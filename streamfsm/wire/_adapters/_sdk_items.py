@@ -27,7 +27,8 @@ mapping are the wire adapter's, not a copy. No item is ``model_dump``-ed:
   Responses ``error`` event and ``response.failed`` are yielded, and translated here.
 * Comments and Anthropic pings are dropped by the SDKs' decoders: no ``Keepalive`` is seen.
 * ``anthropic``'s ``MessageStream`` adds helper events (``text``, ``thinking``, ``input_json``, ``citation``,
-  ``signature``) beside the raw ones; they repeat what a raw event said and are skipped.
+  ``signature``; the beta stream's ``compaction``) beside the raw ones; they repeat what a raw event said
+  and are skipped.
 """
 
 from __future__ import annotations
@@ -298,10 +299,11 @@ _NESTED: Final[dict[str, _ItemHandler]] = {
 
 # -- Anthropic Messages ------------------------------------------------------------------------------------
 
-HELPER_EVENTS: Final = frozenset({"text", "thinking", "input_json", "citation", "signature"})
-"""Types ``anthropic``'s ``MessageStream`` adds beside the raw events; each repeats a raw event."""
+HELPER_EVENTS: Final = frozenset({"text", "thinking", "input_json", "citation", "signature", "compaction"})
+"""Types ``anthropic``'s ``MessageStream`` (and ``BetaMessageStream``) add beside the raw events; each repeats
+a raw event."""
 
-_BLOCK_FIELDS: Final = ("type", "id", "name", "input", "text", "thinking")
+_BLOCK_FIELDS: Final = ("type", "id", "name", "input", "text", "thinking", "is_error")
 
 
 class SdkAnthropic(SdkTranslator, AnthropicAdapter):
@@ -347,10 +349,11 @@ class SdkAnthropic(SdkTranslator, AnthropicAdapter):
 
     def _item_block_start(self, item: Any, index: int) -> list[StreamEvent]:
         block = getattr(item, "content_block", None)
-        payload = {
-            "index": getattr(item, "index", None),
-            "content_block": pick(block, *_BLOCK_FIELDS) if block is not None else {},
-        }
+        picked = pick(block, *_BLOCK_FIELDS) if block is not None else {}
+        result = getattr(block, "content", None)
+        if result is not None and not isinstance(result, (list, str)):  # a hosted tool's error object
+            picked["content"] = pick(result, "type", "error_code")
+        payload = {"index": getattr(item, "index", None), "content_block": picked}
         return self._on_block_start(payload, index)
 
     def _item_block_stop(self, item: Any, index: int) -> list[StreamEvent]:
