@@ -1152,7 +1152,11 @@ def test_a_monthly_limit_without_a_stated_wait_is_a_plan_limit() -> None:
     got = provider_error_from_http(429, {}, json.dumps(body))
     assert got.kind is K.QUOTA_EXHAUSTED and got.confidence is Confidence.LOW
     assert "message=money:plan_window" in got.markers
-    assert provider_error_from_http(429, {"retry-after": "30"}, json.dumps(body)).kind is K.RATE_LIMIT
+    # the window says when it lifts: a 30 s retry-after on a monthly limit is no reset, never automatic
+    assert provider_error_from_http(429, {"retry-after": "30"}, json.dumps(body)).kind is K.QUOTA_EXHAUSTED
+    # a wait the provider states past an automatic retry is kept: the verdict asks
+    later = provider_error_from_http(429, {"retry-after": "7200"}, json.dumps(body))
+    assert (later.kind, later.retry_after_s) == (K.RATE_LIMIT, 7200.0)
 
 
 def test_gemini_per_minute_details_decide_over_money_words() -> None:
