@@ -530,11 +530,11 @@ def _provider_words() -> list[str]:
         "## How a provider error's kind is read { #provider-error-words }",
         "",
         "An error is read as evidence, weighed in one ordered table: the first row that reads something"
-        " decides, and its markers (the run's `evidence`) say which evidence it was. What the body says"
-        " beats the status; a time window decides between transient and not; words that say the model"
-        " cannot be served are never transient. Then a rate limit the request alone exceeds is"
-        ' `request_too_large` (a 413, or "Limit N, Requested M" with M > N), and an invalid request that'
-        " speaks of the context window is `context_overflow`.",
+        " decides, its markers (the run's `evidence`) say which evidence it was, and `row=<name>` names the"
+        " row. What the body says beats the status; a time window decides between transient and not; words"
+        " that say the model cannot be served are never transient. Then a rate limit the request alone"
+        ' exceeds is `request_too_large` (a 413, or "Limit N, Requested M" with M > N), and an invalid'
+        " request that speaks of the context window is `context_overflow`.",
         "",
         "| # | row | reads | decides | why it outranks the rows below |",
         "|---|---|---|---|---|",

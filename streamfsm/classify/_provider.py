@@ -3,16 +3,16 @@
 The error is read as evidence and weighed in one ordered table, ``EVIDENCE``: each row reads one kind of
 evidence (Gemini's quota details, a code's words, a window, words in the message, the status), says what it
 decides and why it outranks the rows below, and the first row that reads something decides; its markers are
-the evidence that decided, and its confidence is that evidence's (a code or a status: high; words in the
-message: low). The order, in short: what the body says beats the status; money decides under any status;
-a time window decides between transient and not (per second or minute: a rate limit; per hour, day or
-month: spent, unless the provider states a wait past an automatic retry, which the verdict then asks
-about); words that say the model cannot be served (no channel, route or deployment for it, not loaded, more
-memory than the server has, not found) are never transient; a cancelled operation is; a status that names
-a kind (401, 403, 404, 413, 429, 529) outweighs the words "cancelled" and a per-minute window, one that
-names none (400, 422, 499, 5xx) does not. Then ``_refine_size`` tells which size: a rate limit the request
-alone exceeds is ``request_too_large`` (a 413, "Limit N, Requested M" with M > N), an invalid request that
-speaks of the context window is ``context_overflow``.
+the evidence that decided, ``row=<name>`` names the row, and its confidence is that evidence's (a code or a
+status: high; words in the message: low). The order, in short: what the body says beats the status; money
+decides under any status; a time window decides between transient and not (per second or minute: a rate limit;
+per hour, day or month: spent, unless the provider states a wait past an automatic retry, which the verdict
+then asks about); words that say the model cannot be served (no channel, route or deployment for it, not
+loaded, more memory than the server has, not found) are never transient; a cancelled operation is; a status
+that names a kind (401, 403, 404, 413, 429, 529) outweighs the words "cancelled" and a per-minute window, one
+that names none (400, 422, 499, 5xx) does not. Then ``_refine_size`` tells which size: a rate limit the
+request alone exceeds is ``request_too_large`` (a 413, "Limit N, Requested M" with M > N), an invalid request
+that speaks of the context window is ``context_overflow``.
 
 Codes, types and statuses are read as **words** (``code_words``: split on ``_``, ``-``, ``.``, spaces and
 camel case, case-folded), so ``too_many_requests``, ``RESOURCE_EXHAUSTED`` and ``TooManyRequests`` meet in
@@ -1207,9 +1207,9 @@ def _build(
         retry_after_s, wait_marker = min(reset[0], RETRY_AFTER_CAP_S), reset[1]
     elif (said := _retry_in(fields.message)) is not None:
         retry_after_s, wait_marker = min(said, RETRY_AFTER_CAP_S), "message=retry_in"
-    _, reading = decide(_evidence(status, fields, retry_after_s))
+    row, reading = decide(_evidence(status, fields, retry_after_s))
     markers = [] if status is None else [f"status={status}"]
-    markers += reading.markers
+    markers += [*reading.markers, f"row={row.name}"]
     if wait_marker is not None:
         markers.append(wait_marker)
     should_retry: bool | None = None
