@@ -815,7 +815,6 @@ def _retry_in(message: str) -> float | None:
 # Statuses that name a kind; every other error status only says "the client's" or "the server's" fault, and
 # words that say which outweigh it.
 NAMED_STATUSES: Final = frozenset({401, 402, 403, 404, 413, 429, 529})
-_RATE_KINDS: Final = frozenset({_P.RATE_LIMIT})
 _LIMIT_CODE_WORDS: Final = frozenset({"limit", "limits", "quota", "exceeded", "exhausted"})
 
 
@@ -906,7 +905,7 @@ def _evidence(status: int | None, f: _Fields, wait_s: float | None) -> Evidence:
     rate_code = _match(TRANSIENT_WORDS, f)
     limit = (
         limit_code is not None
-        or (rate_code is not None and rate_code.kind in _RATE_KINDS)
+        or (rate_code is not None and rate_code.kind is _P.RATE_LIMIT)
         or any(code_words(value) & _LIMIT_CODE_WORDS for _, value in f.said)
         or effective == 429
         or bool(f.message and _LIMIT_RE.search(f.message))
@@ -995,7 +994,8 @@ def _read_cancelled(e: Evidence) -> Reading | None:
 def _read_short_window(e: Evidence) -> Reading | None:
     if e.window != "short" or not e.limit or e.status_is_named or e.window_marker is None:
         return None
-    return Reading(_P.RATE_LIMIT, (e.window_marker,), Confidence.LOW)
+    said = e.window_marker.startswith("message=")
+    return Reading(_P.RATE_LIMIT, (e.window_marker,), Confidence.LOW if said else Confidence.HIGH)
 
 
 def _read_status(e: Evidence) -> Reading | None:
