@@ -1151,7 +1151,8 @@ _row(
     "content",
     "openai-chat",
     "object-error-after-output-then-done",
-    "vLLM's error shape {'object': 'error', ...} mid-stream (no 'error' key): a provider error after output",
+    "vLLM's error shape {'object': 'error', ...} mid-stream (no 'error' key): a provider error after output;"
+    " its words say the GPU ran out of memory, which no wait cures, whatever the 500 says",
     stream(
         *chat_text("Sure, here is", " the summary:", model="meta-llama/Llama-3.1-8B-Instruct"),
         sse(
@@ -1167,11 +1168,11 @@ _row(
     ),
     (
         _C.PROVIDER_ERROR,
-        _V.USER_CONFIRMED_RETRY,
+        _V.NO_RETRY,
         _T.PROVIDER_ERROR_EVENT,
         _P.MID_GENERATION,
-        "server_error",
-        _A.CONTINUE_WITH_PARTIAL,
+        "model_unavailable",
+        _A.FIX_REQUEST,
         None,
     ),
 )

@@ -1770,6 +1770,119 @@ def _limits(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any
     return [(slug, text, script, expect, {}) for slug, text, script, expect in rows]
 
 
+# An error's words say more than its status: windows, the model's resources, cancellation and wrappers, as
+# providers, gateways and local servers word them (DESIGN §13.2: evidence is weighed, not first-matched).
+def _evidence(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
+    if fmt != "openai-chat":
+        return []
+    quota, safe = _http("quota_exhausted", _V.NO_RETRY, _A.STOP), _V.SAFE_AUTO_RETRY
+    unavailable = _http("model_unavailable", _V.NO_RETRY, _A.FIX_REQUEST)
+
+    def body(payload: object) -> bytes:
+        return json.dumps(payload).encode()
+
+    no_route = {"error": {"message": "No available channel for model gpt-4o under group default", "type": ""}}
+    rows: list[tuple[str, str, tuple[Step, ...], dict[str, Any]]] = [
+        (
+            "http-500-tokens-per-day",
+            "a gateway's 500 whose words say a per-day token limit was reached, with no stated wait: spent"
+            " until a reset no retry sits out, whatever the 500 says",
+            (
+                Status(
+                    500,
+                    JSON_HEADERS,
+                    _openai_error(
+                        "Rate limit reached for model `llama-3.3-70b` on tokens per day (TPD): Limit 500000,"
+                        " Used 499000, Requested 2000.",
+                        "server_error",
+                        None,
+                    ),
+                ),
+            ),
+            quota,
+        ),
+        (
+            "http-429-quota-code-per-minute",
+            "a 429 whose code says quota but whose words count it per minute: a rate limit, retried after a"
+            " backoff (never quota_exhausted)",
+            (
+                Status(
+                    429,
+                    JSON_HEADERS,
+                    _openai_error("Quota exceeded: 60 requests per minute.", "requests", "quota_exceeded"),
+                ),
+            ),
+            _http("rate_limit", safe, _A.RETRY_AFTER_BACKOFF),
+        ),
+        (
+            "http-503-no-channel-for-model",
+            "a one-api / new-api gateway's 503 'No available channel for model ...': no wait brings a route",
+            (Status(503, JSON_HEADERS, body(no_route)),),
+            unavailable,
+        ),
+        (
+            "http-500-needs-more-memory",
+            "Ollama's OpenAI endpoint, 500 {'error': 'model requires more system memory ... than is"
+            " available ...'} (a string error): the server cannot load the model, so waiting will not help",
+            (
+                Status(
+                    500,
+                    JSON_HEADERS,
+                    body(
+                        {"error": "model requires more system memory (12.3 GiB) than is available (7.8 GiB)"}
+                    ),
+                ),
+            ),
+            unavailable,
+        ),
+        (
+            "http-499-cancelled",
+            "499 'context canceled' from a Go gateway: the operation was cancelled, not refused; safe to"
+            " send again after a backoff (never the client's fault)",
+            (Status(499, JSON_HEADERS, body({"error": {"message": "context canceled", "code": 499}})),),
+            _http("server_error", safe, _A.RETRY_AFTER_BACKOFF),
+        ),
+        (
+            "http-400-detail-cancelled",
+            "a FastAPI server's 400 {'detail': 'The request was cancelled.'}: words that say which outweigh a"
+            " status that names no kind",
+            (Status(400, JSON_HEADERS, body({"detail": "The request was cancelled."})),),
+            _http("server_error", safe, _A.RETRY_AFTER_BACKOFF),
+        ),
+        (
+            "http-400-nested-error-balance",
+            "a gateway re-wrapping its upstream's error, {'error': {'error': {...}}}, at 400: the inner"
+            " error is read ('Insufficient Balance'), money",
+            (
+                Status(
+                    400,
+                    JSON_HEADERS,
+                    body(
+                        {"error": {"error": {"message": "Insufficient Balance", "code": "invalid_request"}}}
+                    ),
+                ),
+            ),
+            quota,
+        ),
+        (
+            "in-band-no-route-for-model",
+            "an 'event: error' before any output whose words say no route serves the model: never retried",
+            (Headers(), Send(frame(no_route, "error")), End()),
+            {
+                **_expect(
+                    _C.PROVIDER_ERROR,
+                    _V.NO_RETRY,
+                    _T.PROVIDER_ERROR_EVENT,
+                    _P.EARLY_STREAM,
+                    "model_unavailable",
+                ),
+                "expected_action": _A.FIX_REQUEST,
+            },
+        ),
+    ]
+    return [(slug, text, script, expect, {}) for slug, text, script, expect in rows]
+
+
 _SDK_SPOKEN: Final = (
     "openai-chat",
     "openai-responses",
@@ -2315,6 +2428,7 @@ def _sse_rows(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, A
     rows += [(slug, text, script, expect, {}) for slug, text, script, expect in _http_errors(fmt)]
     rows += _streams(fmt)
     rows += _limits(fmt)
+    rows += _evidence(fmt)
     rows += _real_world(fmt, "error")
     rows += _content_shapes(fmt)
     rows += _real_world(fmt, "content")

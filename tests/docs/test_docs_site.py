@@ -156,6 +156,12 @@ def test_generated_tables_come_from_the_classifier(site: Path) -> None:
         assert f'id="{klass.value}"' in taxonomy, klass
     assert "openai-chat/http-429-retry-after-ms" in taxonomy  # a catalog example, with its wire
     assert "HTTP 429\ncontent-type: application/json" in taxonomy
+    from streamfsm.classify._provider import EVIDENCE
+
+    # the evidence table that reads a provider error, row by row, in order
+    table = taxonomy[taxonomy.index('id="provider-error-words"') :]
+    at = [table.find(f"<td><code>{row.name}</code></td>") for row in EVIDENCE]
+    assert -1 not in at and at == sorted(at), at
 
 
 def test_a_broken_link_fails_the_strict_build(tmp_path: Path) -> None:
