@@ -165,32 +165,40 @@ class Store(Queries):
         its neighbours: each refused record goes to ``on_error`` (without one, the first refusal is raised
         once the others are written). ``StoreUnavailable`` (the database cannot be reached) is raised at
         once, with nothing written."""
-        pairs = [(record, _row(record)) for record in records]
-        if not pairs:
-            return 0
+        first: Exception | None = None
+
+        def refused(record: RunRecord, exc: Exception) -> None:
+            nonlocal first
+            if on_error is None:
+                first = first or exc
+            else:
+                on_error(record, exc)
+
+        pairs = []
+        for record in records:
+            try:
+                pairs.append((record, _row(record)))
+            except Exception as exc:  # a record built by hand that is no JSON
+                refused(record, exc)
         try:
-            self._write([row for _, row in pairs], fresh=False)
-            return len(pairs)
+            if pairs:
+                self._write([row for _, row in pairs], fresh=False)
+            pairs, written = [], len(pairs)
         except StoreUnavailable:
             raise
         except Exception as exc:
             if len(pairs) == 1:
-                if on_error is None:
-                    raise
-                on_error(pairs[0][0], exc)
-                return 0
-        written = 0
-        first: Exception | None = None
+                refused(pairs[0][0], exc)
+                pairs, written = [], 0
+            else:
+                written = 0
         for record, row in pairs:
             try:
                 self._write([row], fresh=False)
             except StoreUnavailable:
                 raise
             except Exception as exc:
-                if on_error is None:
-                    first = first or exc
-                else:
-                    on_error(record, exc)
+                refused(record, exc)
                 continue
             written += 1
         if first is not None:
