@@ -303,7 +303,7 @@ class Backlog(Generic[_Item]):
         evicted: str | None = None
         with self._cond:
             if len(self._items) >= self._limit and not spare and self._spare:
-                evicted = self._evict()
+                evicted = self._evict()  # scans past the batch being worked on: at most its size
             if len(self._items) >= self._limit:
                 full = True
             else:
@@ -333,8 +333,9 @@ class Backlog(Generic[_Item]):
                 self._name, run_id, f"its backlog of {self._limit} records was full; the record was dropped"
             )
 
-    def _evict(self) -> str:
-        """Under the lock: drop the oldest disposable item waiting (not one being worked on); its run id."""
+    def _evict(self) -> str | None:
+        """Under the lock: drop the oldest disposable item waiting (not one being worked on); its run id,
+        or None when every disposable item is being worked on."""
         items = self._items
         for i in range(self._working, len(items)):
             if items[i][2]:
@@ -342,7 +343,7 @@ class Backlog(Generic[_Item]):
                 del items[i]
                 self._spare -= 1
                 return run_id
-        raise AssertionError("a disposable item was counted but not found")
+        return None
 
     def pending(self) -> int:
         with self._cond:
