@@ -146,11 +146,16 @@ def _relay(args: argparse.Namespace) -> int:
         return 2
     host, port = args.listen
     settings = _settings(args)
+    from ..store import StoreUnavailable
+
     try:
         relay = build_relay(settings)
     except (ValueError, TypeError) as exc:
         print(f"streamfsm relay: {exc}", file=sys.stderr)
         return 2
+    except StoreUnavailable as exc:  # a store that cannot be opened: one line, no traceback
+        print(f"streamfsm relay: {exc}", file=sys.stderr)
+        return 1
     if not is_loopback(host) and relay.config.admin_token is None:
         print(
             f"streamfsm relay: listening on {host}, beyond loopback, without --admin-token-env:"

@@ -36,6 +36,7 @@ from urllib.parse import parse_qsl, unquote, unquote_to_bytes
 
 import anyio
 import anyio.lowlevel
+import anyio.to_thread
 import httpx
 import sniffio
 
@@ -219,6 +220,8 @@ class Relay:
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self.aclose()
+                # Here, not at exit: after a SIGTERM uvicorn raises the signal again, and no exit hook runs.
+                await anyio.to_thread.run_sync(self.errors.close)
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
