@@ -40,14 +40,20 @@ def deployment_key(given: str | None, *beside: str | None, store: str | None = N
             raise ValueError("the account key must be at least 16 characters")
         return hashlib.sha256(b"streamfsm.relay.account\0" + given.encode()).digest()
     kept = key_file(*beside, store=store)
-    if kept is None:
-        if store is not None:
-            log.warning(
-                "the account key is this process's own (no log file to keep it beside): accounts in the"
-                " store are named anew at each start; give --account-key-env to keep them"
-            )
-        return secrets.token_bytes(_KEY_BYTES)
-    return _kept_key(kept)
+    if kept is not None:
+        try:
+            return _kept_key(kept)
+        except OSError as exc:  # a log on a device (/dev/stdout), a folder the relay may not write
+            why = f"{kept} cannot be kept ({type(exc).__name__})"
+    else:
+        why = "no log file or SQLite store to keep it beside"
+    if kept is not None or store is not None:
+        log.warning(
+            "the account key is this process's own (%s): accounts are named anew at each start;"
+            " give --account-key-env to keep them",
+            why,
+        )
+    return secrets.token_bytes(_KEY_BYTES)
 
 
 def key_file(*beside: str | None, store: str | None = None) -> Path | None:
