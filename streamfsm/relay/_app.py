@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import hashlib
 import logging
 import math
 import re
@@ -32,7 +31,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Final
-from urllib.parse import parse_qsl, unquote, unquote_to_bytes
+from urllib.parse import parse_qsl, unquote_to_bytes
 
 import anyio
 import anyio.lowlevel
@@ -40,8 +39,8 @@ import anyio.to_thread
 import httpx
 import sniffio
 
-from .._http_logs import redact_http_logs
-from ..classify._redact import redact_text, redact_url
+from .._http_logs import guard_relay_logs, redact_http_logs
+from ..classify._redact import redact_text
 from ..runtime import AuditLog, ErrorLog, Ids, StreamConfig
 from ..tap import Rule, async_transport, context
 from ..tap._context import relaying
@@ -60,7 +59,8 @@ from ._downstream import (
 )
 from ._errors import ErrorsData
 from ._journal import Journal
-from ._limits import RETRY_AFTER_S, BodyChunks, Budget, Held, check_limit
+from ._keys import account_of, deployment_key
+from ._limits import RETRY_AFTER_S, BodyChunks, Budget, Held, body_deadline, check_limit
 from ._metrics import RelayMetrics, relay_metrics
 from ._pool import ShardedPool, UpstreamClient
 
@@ -71,8 +71,8 @@ log: Final = logging.getLogger("streamfsm.relay")
 
 # Set by the HTTP client from the URL and the body it sends.
 _RECOMPUTED: Final = frozenset({b"host", b"content-length"})
+_CLIENT_FORWARDING: Final = frozenset({b"forwarded", b"x-real-ip"})  # and every x-forwarded-*
 _MAX_REQUEST_ID: Final = 128
-_ACCOUNT_KEY: Final = b"streamfsm.relay.account"
 _ROOM_WAIT_S: Final = 5.0  # longest wait for room in the body budget
 IDLE_TIMEOUT_S: Final = 90.0  # well inside the SDKs' 600 s read timeout
 _SHUTDOWN_WRITE_S: Final = 1.0  # for the client to take the relay's last words
@@ -102,7 +102,15 @@ class RelayConfig:
     (in a temporary folder), which starts with the error and audit logs' records. ``max_concurrent``:
     requests relayed at once (503 with ``Retry-After`` beyond). ``body_budget_bytes``: the request bodies
     held at once, all requests together (a request without room waits up to 5 s for it, then gets 503 with
-    ``Retry-After``).
+    ``Retry-After``). ``body_min_rate``: the slowest a request body may arrive, in bytes a second on average
+    once its first ``body_rate_grace`` seconds are over (408 below it; ``body_timeout`` bounds it whole).
+    ``public_url``: where clients and browsers reach the relay (behind a TLS proxy, ``https://...``): its
+    scheme makes the admin cookie ``Secure``, its host is accepted on the admin pages. ``session_key``: the
+    admin cookie's key (None: a new one per relay, so sign-ins end with the process). ``account_key``: the
+    account hash's key (None: kept in ``streamfsm-relay.key`` beside the audit log, the error log or the
+    SQLite store, made at the first start). ``forward_client_address``: send the client's address upstream
+    as ``X-Forwarded-For`` (the client's own ``Forwarded``, ``X-Forwarded-*`` and ``X-Real-IP`` are never
+    forwarded).
     """
 
     upstream: str
@@ -120,6 +128,12 @@ class RelayConfig:
     store: str | None = None
     max_concurrent: int = 1000
     body_budget_bytes: int = 256 << 20
+    body_min_rate: int = 1024
+    body_rate_grace: float = 5.0
+    public_url: str | None = None
+    session_key: str | None = field(default=None, repr=False)
+    account_key: str | None = field(default=None, repr=False)
+    forward_client_address: bool = False
 
     def __post_init__(self) -> None:
         url = httpx.URL(self.upstream)
@@ -127,7 +141,7 @@ class RelayConfig:
             raise ValueError(f"upstream must be an http:// or https:// URL, not {self.upstream!r}")
         if url.query or url.fragment:
             raise ValueError("upstream must not carry a query or a fragment")
-        for name in ("body_timeout", "write_timeout", "upstream_timeout"):
+        for name in ("body_timeout", "write_timeout", "upstream_timeout", "body_rate_grace"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and 0 < value < math.inf):
                 raise ValueError(f"{name} must be a positive number of seconds, not {value!r}")
@@ -135,6 +149,15 @@ class RelayConfig:
             raise ValueError(f"max_body_bytes must be a positive integer, not {self.max_body_bytes!r}")
         check_limit("max_concurrent", self.max_concurrent)
         check_limit("body_budget_bytes", self.body_budget_bytes)
+        check_limit("body_min_rate", self.body_min_rate)
+        if self.public_url is not None:
+            public = httpx.URL(self.public_url)
+            if public.scheme not in ("http", "https") or not public.host:
+                raise ValueError(f"public_url must be an http:// or https:// URL, not {self.public_url!r}")
+        for name in ("session_key", "account_key"):
+            value = getattr(self, name)
+            if value is not None and len(value) < 16:
+                raise ValueError(f"{name} must be at least 16 characters")
         if self.body_budget_bytes < self.max_body_bytes:
             raise ValueError("body_budget_bytes must be at least max_body_bytes (one largest body must fit)")
         if self.admin_token is not None and len(self.admin_token) < 16:
@@ -153,7 +176,7 @@ class Relay:
         # The upstream requests carry the clients' URLs (Gemini's ?key=): mask what httpx logs of them, for
         # every client of the process.
         redact_http_logs()
-        _redact_access_log()
+        guard_relay_logs()
         sinks = list(config.stream.sinks)
         if config.error_log is not None:
             sinks.append(ErrorLog(config.error_log))
@@ -179,6 +202,9 @@ class Relay:
         self._rules = check_rules(config.rules)
         self._routes: dict[str, str] = {}  # a request path -> its redacted form (the record's route)
         self._urls: dict[bytes, httpx.URL] = {}  # a request target -> the upstream URL
+        self.account_key = deployment_key(
+            config.account_key, config.audit_log, config.error_log, store=config.store
+        )
 
     # -- lifecycle ----------------------------------------------------------------------------------------
 
@@ -227,7 +253,15 @@ class Relay:
 
     def _admin_app(self) -> Any:
         if self._admin is None:
-            self._admin = Admin(self.config.admin_token, self.errors, self.metrics)
+            config = self.config
+            session = config.session_key.encode() if config.session_key is not None else None
+            self._admin = Admin(
+                config.admin_token,
+                self.errors,
+                self.metrics,
+                public_url=config.public_url,
+                session_key=session,
+            )
         return self._admin
 
     # -- one relayed exchange -----------------------------------------------------------------------------
@@ -285,7 +319,7 @@ class Relay:
     def _ids(self, request_id: str, path: str, headers: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
         """The correlation ids of a request's record (``ids.context``)."""
         ids = {"request_id": request_id, "route": self._route(path)}
-        account = _account(headers, self.config.account_headers)
+        account = account_of(headers, self.config.account_headers, self.account_key)
         if account is not None:
             ids["account"] = account
         return ids
@@ -316,7 +350,8 @@ class Relay:
             if len(self._urls) >= _ROUTES_KEPT:
                 self._urls.clear()
             url = self._urls[target] = self._base.copy_with(raw_path=target)
-        request = httpx.Request(scope["method"], url, headers=_forwarded(headers), content=body)
+        peer = (scope.get("client") or (None,))[0] if self.config.forward_client_address else None
+        request = httpx.Request(scope["method"], url, headers=_forwarded(headers, peer), content=body)
         request.stream = BodyChunks(body)
         begun = self._journal.begin(ids, request)  # a killed relay leaves a trace of this stream
         ids.update(begun)
@@ -381,7 +416,10 @@ class Relay:
             return None
         buffer = bytearray()  # one growing buffer: many small chunks would scatter over the heap
         size = 0
-        with anyio.move_on_after(self.config.body_timeout) as waited:
+        config = self.config
+        started = anyio.current_time()
+        timeout, rate, grace = config.body_timeout, config.body_min_rate, config.body_rate_grace
+        with anyio.CancelScope(deadline=body_deadline(started, 0, timeout, rate, grace)) as waited:
             while True:
                 message = await receive()
                 if message["type"] == "http.disconnect":
@@ -392,14 +430,25 @@ class Relay:
                 if size > limit:
                     await exchange.refuse(413, f"the request body is over {limit} bytes")
                     return None
-                if size > held.amount and not await held.grow(size, room_until):
-                    await self._busy(send, exchange.request_id, scope, headers, no_room, "body_budget_bytes")
-                    return None
+                if size > held.amount:
+                    waited.deadline = math.inf  # the wait for room is the relay's, not the client's
+                    paused = anyio.current_time()
+                    if not await held.grow(size, room_until):
+                        await self._busy(
+                            send, exchange.request_id, scope, headers, no_room, "body_budget_bytes"
+                        )
+                        return None
+                    grace += anyio.current_time() - paused
                 buffer += chunk
                 if not message.get("more_body", False):
                     break
-        if waited.cancelled_caught:
-            await exchange.refuse(408, "the request body did not arrive in time")
+                waited.deadline = body_deadline(started, size, timeout, rate, grace)
+        if waited.cancelled_caught:  # 408: the deadline (body_timeout) or the rate (body_min_rate)
+            if anyio.current_time() - started >= timeout:
+                why = f"the request body did not arrive within {timeout:g} s"
+            else:
+                why = f"the request body arrived slower than {rate} bytes a second"
+            await exchange.refuse(408, why, close=True)  # the body's rest is unread: the connection ends
             return None
         return bytes(buffer)
 
@@ -475,41 +524,14 @@ def _request_id(headers: Iterable[tuple[bytes, bytes]]) -> str:
     return f"req_{uuid.uuid4().hex}"
 
 
-def _account(headers: Iterable[tuple[bytes, bytes]], names: tuple[str, ...]) -> str | None:
-    """A keyed hash naming the account of the first header present among ``names``; never the value."""
-    found = {k.lower(): v for k, v in headers}
-    for name in names:
-        value = found.get(name.lower().encode("latin-1"))
-        if value:
-            digest = hashlib.blake2b(value, key=_ACCOUNT_KEY, digest_size=8).hexdigest()
-            return f"acct_{digest}"
-    return None
-
-
-def _forwarded(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
-    drop = HOP_BY_HOP | _RECOMPUTED | connection_named(headers)
-    return [(k, v) for k, v in headers if k.lower() not in drop]
-
-
-class _RedactAccessLog(logging.Filter):
-    """uvicorn's access log prints the request target with its query (Gemini's ``?key=``) and, for an
-    absolute-form target, its userinfo: the target goes through ``redact_url``, as in the records."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        args = record.args
-        if isinstance(args, tuple):  # uvicorn: (client, method, target, http version, status)
-            # uvicorn percent-quotes the target ("http%3A//user%3Apw%40host"): unquoted, then redacted
-            record.args = tuple(redact_url(unquote(arg)) if isinstance(arg, str) else arg for arg in args)
-        return True
-
-
-_ACCESS_FILTER: Final = _RedactAccessLog()
-
-
-def _redact_access_log() -> None:
-    logger = logging.getLogger("uvicorn.access")
-    if _ACCESS_FILTER not in logger.filters:
-        logger.addFilter(_ACCESS_FILTER)
+def _forwarded(headers: list[tuple[bytes, bytes]], peer: str | None) -> list[tuple[bytes, bytes]]:
+    """The headers that go upstream: hop-by-hop and recomputed ones dropped, and every forwarding header
+    the client sent (anyone can write one); ``peer``, when given, as the one ``X-Forwarded-For``."""
+    drop = HOP_BY_HOP | _RECOMPUTED | _CLIENT_FORWARDING | connection_named(headers)
+    out = [(k, v) for k, v in headers if (n := k.lower()) not in drop and not n.startswith(b"x-forwarded-")]
+    if peer is not None:
+        out.append((b"x-forwarded-for", peer.encode("latin-1")))
+    return out
 
 
 GC_THRESHOLDS: Final = (10_000, 20, 100)

@@ -51,6 +51,8 @@ _CUT_EDGES: Final = frozenset(
 )
 _JSON: Final = [(b"content-type", b"application/json")]
 SHUTDOWN: Final = "the relay shut down"
+_STREAM_HEADERS: Final = [(b"cache-control", b"no-cache"), (b"x-accel-buffering", b"no")]
+_STREAM_SET: Final = frozenset({b"content-length", *(name for name, _ in _STREAM_HEADERS)})
 
 
 class _DownstreamWriteFailed(OSError):
@@ -280,9 +282,12 @@ def connection_named(headers: Iterable[tuple[bytes, bytes]]) -> set[bytes]:
 def _response_headers(
     headers: list[tuple[bytes, bytes]], request_id: str, *, sse: bool = False
 ) -> list[tuple[bytes, bytes]]:
-    # An event stream's length is not kept: a failed upstream ends it with an error event of the relay's.
-    drop = HOP_BY_HOP | connection_named(headers) | ({b"content-length"} if sse else set())
+    # An event stream's length is not kept: a failed upstream ends it with an error event of the relay's;
+    # and no cache or buffering proxy between the relay and its client may hold it back.
+    drop = HOP_BY_HOP | connection_named(headers) | (_STREAM_SET if sse else set())
     out = [(k, v) for k, v in headers if k.lower() not in drop]
+    if sse:
+        out += _STREAM_HEADERS
     rid = request_id.encode("latin-1")
     if not any(k.lower() == REQUEST_ID for k, _ in out):  # the provider's own request id stays
         out.append((REQUEST_ID, rid))

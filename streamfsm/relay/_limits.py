@@ -5,6 +5,11 @@ as one body with its length), from the first byte read until the exchange ends. 
 budget per relay before it is read, so the bodies held at once never pass ``body_budget_bytes`` whatever the
 clients send. A request that finds no room waits for it while its body may still arrive (``body_timeout``),
 then is answered 503 with ``Retry-After``; so is a request beyond ``max_concurrent``.
+
+A request body must arrive whole within ``body_timeout`` of its head, and at ``body_min_rate`` bytes a second
+on average once its first ``body_rate_grace`` seconds are over (``body_deadline``); else 408. A body sent a
+byte at a time would otherwise hold its connection (and a slot of the connection limit) for the whole body
+timeout.
 """
 
 from __future__ import annotations
@@ -76,6 +81,13 @@ class Held:
         amount, self.amount = self.amount, 0
         if amount:
             self._budget.give(amount)
+
+
+def body_deadline(started: float, received: int, timeout: float, min_rate: int, grace: float) -> float:
+    """When a request body whose head came at ``started`` and of which ``received`` bytes came so far is too
+    slow: ``grace`` seconds after its head plus one second per ``min_rate`` bytes received, and never after
+    ``timeout`` (one clock: ``anyio.current_time()``)."""
+    return started + min(timeout, grace + received / min_rate)
 
 
 def check_limit(name: str, value: object) -> None:
