@@ -118,7 +118,7 @@ def test_every_chat_member_the_sdk_defines_has_a_decision() -> None:
     assert missing == {k: [] for k in missing}, missing
 
 
-# -- the adapters follow their tables -------------------------------------------------------------------------
+# -- the adapters follow their tables --------------------------------------------------------------
 
 
 def test_every_responses_event_read_has_a_handler_and_every_other_one_none() -> None:
@@ -151,9 +151,7 @@ def test_a_responses_event_not_read_is_bookkeeping_and_one_not_understood_is_evi
 
 
 def test_an_output_item_not_understood_is_evidence_never_a_silent_whole_answer() -> None:
-    not_understood = [
-        k for k, d in _openai_responses.TOOLS.items() if d.decision is Decision.NOT_UNDERSTOOD
-    ]
+    not_understood = [k for k, d in _openai_responses.TOOLS.items() if d.decision is Decision.NOT_UNDERSTOOD]
     for kind in [*not_understood, "some_future_item"]:
         adapter = _openai_responses.OpenAIResponsesAdapter()
         item = {"type": kind, "id": "it_1"}
@@ -163,11 +161,11 @@ def test_an_output_item_not_understood_is_evidence_never_a_silent_whole_answer()
 
 def test_the_chat_fields_read_are_the_tables() -> None:
     events = _openai_chat.EVENTS
-    assert _openai_chat._READ == {k[6:] for k in events if k.startswith("delta.")}
-    assert _openai_chat._CHOICE_KEYS == {k[7:] for k in events if k.startswith("choice.")}
+    assert {k[6:] for k in events if k.startswith("delta.")} == _openai_chat._READ
+    assert {k[7:] for k in events if k.startswith("choice.")} == _openai_chat._CHOICE_KEYS
     assert set(_openai_chat.FINISHES) >= {"stop", "tool_calls", "length"}
-    whole = {k for k in _openai_chat.FINISHES if "whole answer" in _openai_chat.FINISHES[k].means}
-    assert whole - {"length", "content_filter"} <= _openai_chat.OpenAIChatAdapter.whole_answers
+    whole = {k for k, d in _openai_chat.FINISHES.items() if d.means.startswith("a whole answer")}
+    assert whole == {"stop", "tool_calls"} and whole <= _openai_chat.OpenAIChatAdapter.whole_answers
 
 
 def test_the_responses_finishes_whole_are_the_adapters() -> None:
