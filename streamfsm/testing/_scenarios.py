@@ -73,6 +73,7 @@ from ._script import (
     Step,
     cut_chunk,
 )
+from ._tool_kinds import rows as tool_kind_rows
 from ._wire import (
     EVENT_STREAM_FORMATS,
     NDJSON_FORMATS,
@@ -2433,6 +2434,7 @@ def _sse_rows(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, A
     rows += _content_shapes(fmt)
     rows += _real_world(fmt, "content")
     rows += _whole_calls(fmt)
+    rows += tool_kind_rows(fmt)
     return rows
 
 

@@ -39,8 +39,10 @@ from ._adapters._gemini import answer_frames as gemini_answer
 from ._adapters._ollama import DEFINITIONS as OLLAMA_DEFINITIONS
 from ._adapters._ollama import OllamaAdapter
 from ._adapters._ollama import answer_frames as ollama_answer
+from ._adapters._openai_chat import DEFINITIONS as CHAT_DEFINITIONS
 from ._adapters._openai_chat import OpenAIChatAdapter
 from ._adapters._openai_chat import answer_frames as chat_answer
+from ._adapters._openai_responses import DEFINITIONS as RESPONSES_DEFINITIONS
 from ._adapters._openai_responses import OpenAIResponsesAdapter
 from ._adapters._openai_responses import answer_frames as responses_answer
 from ._definitions import NO_DEFINITIONS, Definitions
@@ -171,6 +173,7 @@ FORMATS: Final[Mapping[str, Format]] = {
             paths=(r"/chat/completions$",),
             in_band_error=_openai_error,
             continuation=chat_continuation,
+            definitions=CHAT_DEFINITIONS,
         ),
         Format(
             "openai-responses",
@@ -180,6 +183,7 @@ FORMATS: Final[Mapping[str, Format]] = {
             paths=(r"/responses(/[^/]+)?$",),  # also GET /responses/{id}?stream=true (resume)
             in_band_error=_openai_error,
             continuation=responses_continuation,
+            definitions=RESPONSES_DEFINITIONS,
         ),
         Format(
             "anthropic",
