@@ -643,6 +643,30 @@ def test_second_error_event_is_dropped_and_counted() -> None:
     assert adapter.anomalies == {"data_after_error": 1}
 
 
+def test_gemini_usage_counts_hosted_tool_input_and_thoughts() -> None:
+    """A recorded Gemini 3 usage with a hosted tool: input is the prompt and the tool-use prompt, output the
+    candidates and the thoughts, so together they are the provider's total."""
+    usage = {
+        "promptTokenCount": 55,
+        "candidatesTokenCount": 51,
+        "toolUsePromptTokenCount": 89,
+        "thoughtsTokenCount": 56,
+        "cachedContentTokenCount": 20,
+        "totalTokenCount": 251,
+        "trafficType": "ON_DEMAND",
+    }
+    adapter = adapter_for("gemini")
+    candidate = {"content": {"parts": [{"text": "ok"}]}, "finishReason": "STOP", "index": 0}
+    events = adapter.feed(sse({"candidates": [candidate], "usageMetadata": usage}))
+    assert usage_of(events) == Usage(144, 107, 56, 20, 251)
+    # A streamed call's chunks carry only the traffic type: no Usage, so the final count is not overwritten.
+    only_traffic = {
+        "candidates": [{"content": {"parts": [{"text": "x"}]}}],
+        "usageMetadata": {"trafficType": "ON_DEMAND"},
+    }
+    assert not [e for e in adapter_for("gemini").feed(sse(only_traffic)) if isinstance(e, Usage)]
+
+
 def test_gemini_blocked_prompt_is_a_content_filter_error() -> None:
     adapter = adapter_for("gemini")
     events = adapter.feed(sse({"promptFeedback": {"blockReason": "PROHIBITED_CONTENT"}, "responseId": "r"}))
