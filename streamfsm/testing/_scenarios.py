@@ -1169,23 +1169,25 @@ def _tool_streams(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[st
 def _g(
     parts: list[dict[str, Any]] | None,
     finish: str | None = None,
-    finishMessage: str | None = None,  # the wire's name
-    **top: Any,
+    *,
+    message: str | None = None,
+    usage: bool = False,
 ) -> bytes:
-    """One Gemini chunk (candidate 0), as ``streamGenerateContent?alt=sse`` frames it."""
+    """One Gemini chunk (candidate 0), as ``streamGenerateContent?alt=sse`` frames it; ``message``: the
+    candidate's finishMessage."""
     candidate: dict[str, Any] = {"index": 0}
-    if finishMessage is not None:
-        candidate["finishMessage"] = finishMessage
     if parts is not None:
         candidate["content"] = {"role": "model", "parts": parts}
     if finish is not None:
         candidate["finishReason"] = finish
-    return frame({"candidates": [candidate], "modelVersion": "gemini-3-pro-preview", **top}, crlf=True)
+    if message is not None:
+        candidate["finishMessage"] = message
+    body: dict[str, Any] = {"candidates": [candidate], "modelVersion": "gemini-3-pro-preview"}
+    if usage:
+        body["usageMetadata"] = {"promptTokenCount": 26, "candidatesTokenCount": 23, "totalTokenCount": 49}
+    return frame(body, crlf=True)
 
 
-_G_USAGE: Final = {
-    "usageMetadata": {"promptTokenCount": 26, "candidatesTokenCount": 23, "totalTokenCount": 49}
-}
 _G_SIGNATURE: Final = "CiMBjz1rX25KieIB4d4AwFn8/WbsHTRNHBXso88Ptemwfs"
 
 
@@ -1220,7 +1222,7 @@ def _gemini_calls() -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], di
     """Gemini's tool shapes as the API documents them: streamed arguments, parallel calls, code execution,
     and the finishes that say a call must not run."""
     effectful = {"agent": Agent(tools={"write_file": "effectful"})}
-    stop = _g([], "STOP", **_G_USAGE)
+    stop = _g([], "STOP", usage=True)
     call = {"functionCall": {"name": "write_file", "args": {"path": "b.txt", "text": "hi"}}}
     no_retry_fix = (_V.NO_RETRY, _T.TOOL_INPUT_UNFINISHED, _P.TOOL_INPUT)
     return [
@@ -1244,7 +1246,7 @@ def _gemini_calls() -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], di
             "streamed-call-cut-at-length",
             "the output limit (MAX_TOKENS) reached while a call's arguments streamed: the provider never"
             " ended the call, so it is never handed out",
-            _play([*_G_STREAMED[:4], _g([], "MAX_TOKENS", **_G_USAGE)], End()),
+            _play([*_G_STREAMED[:4], _g([], "MAX_TOKENS", usage=True)], End()),
             _expect(_C.TOOL_INPUT_INTERRUPTED, *no_retry_fix, "length", _A.FIX_REQUEST),
             effectful,
         ),
@@ -1260,7 +1262,7 @@ def _gemini_calls() -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], di
                             {"functionCall": {"id": "fc-2", "name": "read_file", "args": {"path": "a.txt"}}},
                         ],
                         "STOP",
-                        **_G_USAGE,
+                        usage=True,
                     )
                 ],
                 End(),
@@ -1276,7 +1278,7 @@ def _gemini_calls() -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], di
                 [
                     _g([{"executableCode": {"language": "PYTHON", "code": "print(2 + 2)"}}]),
                     _g([{"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "4\n"}}]),
-                    _g([{"text": "2 + 2 is 4."}], "STOP", **_G_USAGE),
+                    _g([{"text": "2 + 2 is 4."}], "STOP", usage=True),
                 ],
                 End(),
             ),
@@ -1292,8 +1294,8 @@ def _gemini_calls() -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], di
                     _g(
                         None,
                         "MALFORMED_FUNCTION_CALL",
-                        finishMessage="Malformed function call: print(default_api.write_file(path=))",
-                        **_G_USAGE,
+                        message="Malformed function call: print(default_api.write_file(path=))",
+                        usage=True,
                     )
                 ],
                 End(),
@@ -1306,7 +1308,7 @@ def _gemini_calls() -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], di
                 f"{raw.lower().replace('_', '-')}-with-its-call",
                 f"a call in the chunk whose finishReason is {raw}: the provider says it must not run, so it"
                 " is never handed out (the agent never starts it) and the answer is not whole",
-                _play([_g([call], raw, **_G_USAGE)], End()),
+                _play([_g([call], raw, usage=True)], End()),
                 _expect(_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "malformed_tool_call", _A.NONE),
                 effectful,
             )
