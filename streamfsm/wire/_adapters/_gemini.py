@@ -72,6 +72,7 @@ from ._base import (
     UNREAD_CONTENT,
     Adapter,
     Frames,
+    add,
     as_count,
     as_dict,
     as_str,
@@ -103,19 +104,16 @@ def gemini_finish(raw: str, saw_calls: bool) -> FinishReason:
 
 def gemini_usage(usage: Mapping[str, Any]) -> Usage | None:
     """The chunk's usage, or None when it holds no count (streamed-call chunks carry only a traffic type)."""
-    prompt = as_count(usage.get("promptTokenCount"))
-    tool_prompt = as_count(usage.get("toolUsePromptTokenCount"))
     thoughts = as_count(usage.get("thoughtsTokenCount"))
-    candidates = as_count(usage.get("candidatesTokenCount"))
     out = Usage(
-        input_tokens=prompt if tool_prompt is None or prompt is None else prompt + tool_prompt,
-        output_tokens=candidates if thoughts is None or candidates is None else candidates + thoughts,
+        input_tokens=add(
+            as_count(usage.get("promptTokenCount")), as_count(usage.get("toolUsePromptTokenCount"))
+        ),
+        output_tokens=add(as_count(usage.get("candidatesTokenCount")), thoughts),
         reasoning_tokens=thoughts,
         cached_tokens=as_count(usage.get("cachedContentTokenCount")),
         total_tokens=as_count(usage.get("totalTokenCount")),
     )
-    if out.output_tokens is None and thoughts is not None:
-        out = Usage(out.input_tokens, thoughts, thoughts, out.cached_tokens, out.total_tokens)
     return None if out == _NO_USAGE else out
 
 
