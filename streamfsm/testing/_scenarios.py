@@ -996,7 +996,7 @@ _UNRECOGNISED: Final = {
     "openai-chat": "eos_reached",  # a local server's own end-of-sequence word
     "openai-responses": "max_prompt_tokens",  # an incomplete_details.reason the Responses docs do not list
     "anthropic": "max_thinking_tokens",  # a stop_reason no SDK defines
-    "gemini": "LANGUAGE",  # Gemini: an unsupported language stopped it; not a whole answer
+    "gemini": "FINISH_REASON_UNSPECIFIED",  # Gemini: its enum's unset value; it says nothing of the answer
 }
 # The output limit hit while a call's arguments streamed, per format: the raw reason.
 _LENGTH: Final = {"openai-chat": "length", "openai-responses": "max_output_tokens", "anthropic": "max_tokens"}
@@ -1108,6 +1108,7 @@ def _tool_streams(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[st
     write = tool_call_stream(fmt, [("write_file", '{"path": "b.txt", "text": "hi"}')])
     out: list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]] = []
     if fmt == "gemini":
+        out += _gemini_calls()
         # Gemini sends whole calls: a cut inside the chunk carrying the call leaves no tool state behind.
         chunk = one_call[_index(one_call, b'"functionCall"')]
         out.append(
@@ -1180,6 +1181,165 @@ def _tool_streams(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[st
         ),
     ]
     return out
+
+
+def _g(
+    parts: list[dict[str, Any]] | None,
+    finish: str | None = None,
+    *,
+    message: str | None = None,
+    usage: bool = False,
+) -> bytes:
+    """One Gemini chunk (candidate 0), as ``streamGenerateContent?alt=sse`` frames it; ``message``: the
+    candidate's finishMessage."""
+    candidate: dict[str, Any] = {"index": 0}
+    if parts is not None:
+        candidate["content"] = {"role": "model", "parts": parts}
+    if finish is not None:
+        candidate["finishReason"] = finish
+    if message is not None:
+        candidate["finishMessage"] = message
+    body: dict[str, Any] = {"candidates": [candidate], "modelVersion": "gemini-3-pro-preview"}
+    if usage:
+        body["usageMetadata"] = {"promptTokenCount": 26, "candidatesTokenCount": 23, "totalTokenCount": 49}
+    return frame(body, crlf=True)
+
+
+_G_SIGNATURE: Final = "CiMBjz1rX25KieIB4d4AwFn8/WbsHTRNHBXso88Ptemwfs"
+
+
+def _g_fragments(call: dict[str, Any]) -> dict[str, Any]:
+    return {"functionCall": {**call, "willContinue": True}}
+
+
+# Vertex AI's streamed function-call arguments (FunctionCallingConfig.streamFunctionCallArguments, Gemini 3;
+# google-genai types.FunctionCall.partial_args / will_continue): the call starts with its name, its values
+# arrive at JSON paths (a string in pieces while the piece says willContinue), and an empty functionCall
+# ends it. The shape of vercel/ai's recorded fixture google-stream-tool-call-arguments.
+_G_STREAMED: Final = (
+    _g([{"functionCall": {"name": "write_file", "willContinue": True}, "thoughtSignature": _G_SIGNATURE}]),
+    _g([_g_fragments({"partialArgs": [{"jsonPath": "$.path", "stringValue": "notes/b.txt"}]})]),
+    _g(
+        [
+            _g_fragments(
+                {"partialArgs": [{"jsonPath": "$.text", "stringValue": "first ", "willContinue": True}]}
+            )
+        ]
+    ),
+    _g(
+        [_g_fragments({"partialArgs": [{"jsonPath": "$.text", "stringValue": "line", "willContinue": True}]})]
+    ),
+    _g([_g_fragments({"partialArgs": [{"jsonPath": "$.text", "stringValue": ""}]})]),
+    _g([_g_fragments({"partialArgs": [{"jsonPath": "$.mode", "numberValue": 644}]})]),
+    _g([{"functionCall": {}}]),
+)
+
+
+def _gemini_calls() -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
+    """Gemini's tool shapes as the API documents them: streamed arguments, parallel calls, code execution,
+    and the finishes that say a call must not run."""
+    effectful = {"agent": Agent(tools={"write_file": "effectful"})}
+    stop = _g([], "STOP", usage=True)
+    call = {"functionCall": {"name": "write_file", "args": {"path": "b.txt", "text": "hi"}}}
+    no_retry_fix = (_V.NO_RETRY, _T.TOOL_INPUT_UNFINISHED, _P.TOOL_INPUT)
+    return [
+        (
+            "streamed-call-arguments",
+            "a call whose arguments stream in fragments at JSON paths (Vertex's streamFunctionCallArguments),"
+            " ended by an empty functionCall, then STOP: one call, handed out whole, and the tool runs",
+            _play([*_G_STREAMED, stop], End()),
+            COMPLETED,
+            effectful,
+        ),
+        (
+            "streamed-call-cut-mid-arguments",
+            "a streamed call cut after a few fragments (its string still awaiting pieces), then FIN: the call"
+            " is still being written, no call was handed out, and the tool did not run",
+            _play(_G_STREAMED[:3], Fin()),
+            _safe(_C.TOOL_INPUT_INTERRUPTED, _T.DISCONNECTED, _P.TOOL_INPUT, "closed_mid_body"),
+            effectful,
+        ),
+        (
+            "streamed-call-cut-at-length",
+            "the output limit (MAX_TOKENS) reached while a call's arguments streamed: the provider never"
+            " ended the call, so it is never handed out",
+            _play([*_G_STREAMED[:4], _g([], "MAX_TOKENS", usage=True)], End()),
+            _expect(_C.TOOL_INPUT_INTERRUPTED, *no_retry_fix, "length", _A.FIX_REQUEST),
+            effectful,
+        ),
+        (
+            "parallel-calls-with-ids",
+            "two calls with their ids in one chunk, a thought signature on the first, then STOP in the same"
+            " chunk: both handed out, in order",
+            _play(
+                [
+                    _g(
+                        [
+                            {**call, "thoughtSignature": _G_SIGNATURE},
+                            {"functionCall": {"id": "fc-2", "name": "read_file", "args": {"path": "a.txt"}}},
+                        ],
+                        "STOP",
+                        usage=True,
+                    )
+                ],
+                End(),
+            ),
+            COMPLETED,
+            effectful,
+        ),
+        (
+            "code-execution",
+            "the model writes code (executableCode), the provider runs it (codeExecutionResult), then the"
+            " answer and STOP: a server-side call, a whole answer",
+            _play(
+                [
+                    _g([{"executableCode": {"language": "PYTHON", "code": "print(2 + 2)"}}]),
+                    _g([{"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "4\n"}}]),
+                    _g([{"text": "2 + 2 is 4."}], "STOP", usage=True),
+                ],
+                End(),
+            ),
+            COMPLETED,
+            {},
+        ),
+        (
+            "malformed-function-call-no-content",
+            "finishReason MALFORMED_FUNCTION_CALL with its finishMessage and no content (the call could not"
+            " be parsed, so none is sent): not a whole answer, no call",
+            _play(
+                [
+                    _g(
+                        None,
+                        "MALFORMED_FUNCTION_CALL",
+                        message="Malformed function call: print(default_api.write_file(path=))",
+                        usage=True,
+                    )
+                ],
+                End(),
+            ),
+            _expect(_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "malformed_tool_call", _A.NONE),
+            effectful,
+        ),
+        *(
+            (
+                f"{raw.lower().replace('_', '-')}-with-its-call",
+                f"a call in the chunk whose finishReason is {raw}: the provider says it must not run, so it"
+                " is never handed out (the agent never starts it) and the answer is not whole",
+                _play([_g([call], raw, usage=True)], End()),
+                _expect(_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "malformed_tool_call", _A.NONE),
+                effectful,
+            )
+            for raw in ("UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS")
+        ),
+        (
+            "unexpected-tool-call-then-fin",
+            "a call with finishReason UNEXPECTED_TOOL_CALL, then the body is cut before its end: the call was"
+            " never handed out, so the effectful tool never started",
+            _play([_g([call], "UNEXPECTED_TOOL_CALL")], Fin()),
+            _safe(_C.TOOL_CALL_INTERRUPTED, _T.DISCONNECTED, _P.TOOL_CALL, "closed_mid_body"),
+            effectful,
+        ),
+    ]
 
 
 def _in_band_errors(

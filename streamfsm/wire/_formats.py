@@ -34,6 +34,7 @@ from ._adapters._continue import (
     responses_continuation,
     style_for,
 )
+from ._adapters._gemini import DEFINITIONS as GEMINI_DEFINITIONS
 from ._adapters._gemini import GeminiAdapter
 from ._adapters._gemini import answer_frames as gemini_answer
 from ._adapters._ollama import DEFINITIONS as OLLAMA_DEFINITIONS
@@ -204,6 +205,7 @@ FORMATS: Final[Mapping[str, Format]] = {
             in_band_error=_gemini_error,
             continuation=gemini_continuation,
             asks_to_stream=_stream_in_path,
+            definitions=GEMINI_DEFINITIONS,
         ),
         Format(
             "ollama",  # Ollama's own API (https://github.com/ollama/ollama/blob/main/docs/api.md)
