@@ -428,3 +428,19 @@ def test_the_help_says_where_metrics_go(capsys: pytest.CaptureFixture[str]) -> N
         main(["relay", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "/metrics too: the relay's own metrics are at /admin/metrics" in text
+
+
+def test_a_sign_in_holds_on_every_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each worker builds its own relay: the command gives them one session key for the run (a key per
+    worker would refuse the cookie on about half the requests)."""
+    monkeypatch.setenv("EDGES_ADMIN_TOKEN", TOKEN)
+    args = ("--workers", "2", "--admin-token-env", "EDGES_ADMIN_TOKEN")
+    with relay_process(NOWHERE, tmp_path, *args) as relay:
+        signed = httpx.post(relay.base_url + "/admin/login", data={"token": TOKEN}, timeout=WATCHDOG_S)
+        assert signed.status_code == 303
+        cookie = {"cookie": signed.headers["set-cookie"].split(";", 1)[0], "accept": "application/json"}
+        answers = {
+            httpx.get(relay.base_url + "/admin/errors", headers=cookie, timeout=WATCHDOG_S).status_code
+            for _ in range(12)
+        }
+    assert answers == {200}
