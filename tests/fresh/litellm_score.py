@@ -139,11 +139,14 @@ async def _completion(shape: Shape, url: str, seen: Observed) -> None:
         if shape.format == "bedrock-converse"
         else {"api_base": url, "api_key": "sk-fresh-set"}
     )
+    model = _MODELS[shape.format]
+    if shape.id.startswith("azure-"):  # Azure's wire: called as LiteLLM's users call Azure
+        model, extra = "azure/gpt-4o-mini", {**extra, "api_version": "2024-10-21"}
     chunks: list[Any] = []
     pieces: list[str] = []
     try:
         response = await litellm.acompletion(
-            model=_MODELS[shape.format],
+            model=model,
             messages=MESSAGES,
             stream=True,
             num_retries=0,

@@ -50,6 +50,7 @@ from streamfsm.testing._realworld import (
     stream,
 )
 from streamfsm.testing._wire import line
+from streamfsm.wire import exception_message
 
 __all__ = ["GROUPS", "SHAPES", "Expect", "Shape"]
 
@@ -1028,6 +1029,25 @@ shape(
     "Ollama's /api/chat streams thinking, then a whole tool call (arguments as an object), then done: 1 call",
 )
 
+shape(
+    "ollama-native-parallel-tool-calls",
+    "feature",
+    "ollama",
+    _lines(
+        _ol(
+            {
+                "tool_calls": [
+                    {"function": {"name": "get_temperature", "arguments": {"city": "New York"}}},
+                    {"function": {"name": "get_conditions", "arguments": {"city": "New York"}}},
+                ]
+            }
+        ),
+        _ol({}, True, done_reason="stop", total_duration=1_204_000_000, prompt_eval_count=61, eval_count=38),
+    ),
+    Expect(whole=True, tool_calls=2, tool_names=("get_temperature", "get_conditions")),
+    "Ollama's /api/chat returns parallel tool calls in one line's tool_calls array, then done: two calls",
+)
+
 # Feature: Bedrock ConverseStream ------------------------------------------------------------------------
 
 
@@ -1433,16 +1453,21 @@ shape(
 )
 
 shape(
-    "chat-in-band-error-string-then-done",
+    "tgi-in-band-error-string-mid-stream",
     "error",
     "openai-chat",
     stream(
-        *chat_text("Here are the three steps:", " first,", model="deepseek-v4-flash"),
-        sse({"error": "upstream request timeout"}),
-        DONE,
+        *chat_text("Here are the three steps:", " first,", model="tgi"),
+        sse(
+            {
+                "error": "Request failed during generation: Server error: CUDA out of memory",
+                "error_type": "generation",
+            }
+        ),
     ),
     Expect(whole=False, failed=True, verdicts=NOT_SAFE, text=True),
-    "an in-band error whose 'error' is a plain string, after visible text, then [DONE]: a failure, not whole",
+    "TGI's in-stream error, whose 'error' is a plain string (with error_type 'generation'), after visible text:"
+    " a failure mid-answer, not whole",
 )
 
 shape(
@@ -1519,22 +1544,130 @@ shape(
     "a per-day request quota (quotaId ...PerDay..., 25 a day) in an array-wrapped 429: no automatic retry",
 )
 
-# Finish reasons under vendors' names; unexpected and malformed calls ----------------------------------------
+shape(
+    "newapi-model-not-found-503",
+    "error",
+    "openai-chat",
+    http_error(
+        503,
+        {
+            "error": {
+                "message": "当前分组 default 下对于模型 gpt-5.2 无可用渠道 (request id: 20260719101500123456789)",
+                "type": "new_api_error",
+                "code": "model_not_found",
+            }
+        },
+    ),
+    Expect(failed=True, not_auto_soon=True),
+    "new-api's distributor: no channel serves the model in this group, code model_not_found, sent as 503: the"
+    " model is not offered here; retrying the same route cannot help",
+)
 
 shape(
-    "anthropic-refusal-stop-reason",
-    "finish",
-    "anthropic",
-    stream(
-        a_start("claude-sonnet-4-5-20250929"),
-        a_block(0, {"type": "text", "text": ""}),
-        a_text(0, "I can help with general chemistry, but"),
-        a_stop_block(0),
-        *a_end("refusal", 14),
+    "azure-content-filter-400-innererror",
+    "error",
+    "openai-chat",
+    http_error(
+        400,
+        {
+            "error": {
+                "message": "The response was filtered due to the prompt triggering Azure OpenAI's content management"
+                " policy. Please modify your prompt and retry. To learn more about our content filtering policies"
+                " please read our documentation: https://go.microsoft.com/fwlink/?linkid=2198766",
+                "type": None,
+                "param": "prompt",
+                "code": "content_filter",
+                "status": 400,
+                "innererror": {
+                    "code": "ResponsibleAIPolicyViolation",
+                    "content_filter_result": {
+                        "hate": {"filtered": False, "severity": "safe"},
+                        "jailbreak": {"filtered": True, "detected": True},
+                        "self_harm": {"filtered": False, "severity": "safe"},
+                        "sexual": {"filtered": False, "severity": "safe"},
+                        "violence": {"filtered": False, "severity": "safe"},
+                    },
+                },
+            }
+        },
     ),
-    Expect(whole=False, verdicts=NO_RETRY, text=True, finish="content_filter"),
-    "stop_reason 'refusal': the streaming classifiers stopped the answer: a content-filter stop, not whole",
+    Expect(failed=True, kind="content_filter", verdicts=NO_RETRY),
+    "Azure's prompt filter (jailbreak detected) at 400, code content_filter: a content-policy rejection",
 )
+
+shape(
+    "anthropic-input-tokens-per-minute-429",
+    "error",
+    "anthropic",
+    http_error(
+        429,
+        {
+            "type": "error",
+            "error": {
+                "type": "rate_limit_error",
+                "message": "This request would exceed your organization’s rate limit of 50,000 input tokens per"
+                " minute. For details, refer to: https://docs.anthropic.com/en/api/rate-limits; see the response"
+                " headers for current usage. Please reduce the prompt length or the maximum tokens requested, or"
+                " try again later.",
+            },
+        },
+    ),
+    Expect(failed=True, kind="rate_limit", verdicts=SAFE),
+    "a per-minute input-token limit at 429: a rate limit that clears within the minute, safe to retry",
+)
+
+shape(
+    "gemini-daily-quota-exhausted",
+    "error",
+    "gemini",
+    http_error(
+        429,
+        {
+            "error": {
+                "code": 429,
+                "message": "You have exhausted your daily quota on this model.",
+                "status": "RESOURCE_EXHAUSTED",
+            }
+        },
+    ),
+    Expect(failed=True, not_auto_soon=True),
+    "'You have exhausted your daily quota on this model' (RESOURCE_EXHAUSTED): a day's quota, no automatic retry",
+)
+
+shape(
+    "bedrock-service-unavailable-in-stream",
+    "error",
+    "bedrock-converse",
+    _lines(
+        _cv("messageStart", role="assistant"),
+        exception_message(
+            "The service isn't currently available. Try again later.", "serviceUnavailableException"
+        ),
+        head=BEDROCK,
+    ),
+    Expect(failed=True, verdicts=SAFE, text=False),
+    "a serviceUnavailableException message in the ConverseStream before any output: transient, safe to retry",
+)
+
+shape(
+    "ollama-runner-stopped-mid-stream",
+    "error",
+    "ollama",
+    _lines(
+        _ol({"content": "The first step is to"}),
+        _ol({"content": " open the"}),
+        line(
+            {
+                "error": "model runner has unexpectedly stopped, this may be due to resource limitations or an"
+                " internal error, check ollama server logs for details"
+            }
+        ),
+    ),
+    Expect(whole=False, failed=True, verdicts=NOT_SAFE, text=True),
+    "Ollama's runner dies mid-answer and the stream carries an error line after text: a failure, not whole",
+)
+
+# Finish reasons under vendors' names; unexpected and malformed calls ----------------------------------------
 
 shape(
     "anthropic-model-context-window-exceeded",
@@ -1647,42 +1780,23 @@ shape(
 )
 
 shape(
-    "ollama-done-reason-length",
+    "bedrock-content-filtered-after-text",
     "finish",
-    "ollama",
+    "bedrock-converse",
     _lines(
-        _ol({"content": "Once upon a time, in a valley"}),
-        _ol({"content": " far away, there lived"}),
-        _ol({}, True, done_reason="length", eval_count=32, prompt_eval_count=20),
-    ),
-    Expect(whole=False, verdicts=NOT_SAFE, text=True, finish="length"),
-    "Ollama's done_reason 'length' (num_predict reached): cut, not a whole answer",
-)
-
-shape(
-    "chat-max-tokens-vendor-finish",
-    "finish",
-    "openai-chat",
-    stream(
-        *chat_text("def parse(line):", "\n    fields = line.split(", model="kimi-for-coding"),
-        chat({}, "max_tokens", model="kimi-for-coding"),
-        DONE,
-    ),
-    Expect(whole=False, verdicts=NOT_SAFE, text=True, finish="length"),
-    "an OpenAI-compatible gateway passes Anthropic's 'max_tokens' through as the finish_reason: a length stop",
-)
-
-shape(
-    "chat-content-filtered-vendor-finish",
-    "finish",
-    "openai-chat",
-    stream(
-        *chat_text("The instructions for that", model="amazon.nova-pro-v1:0"),
-        chat({}, "content_filtered", model="amazon.nova-pro-v1:0"),
-        DONE,
+        _cv("messageStart", role="assistant"),
+        _cv("contentBlockDelta", contentBlockIndex=0, delta={"text": "The instructions for that"}),
+        _cv("contentBlockStop", contentBlockIndex=0),
+        _cv("messageStop", stopReason="content_filtered"),
+        _cv(
+            "metadata",
+            usage={"inputTokens": 10, "outputTokens": 2, "totalTokens": 12},
+            metrics={"latencyMs": 301},
+        ),
+        head=BEDROCK,
     ),
     Expect(whole=False, verdicts=NO_RETRY, text=True, finish="content_filter"),
-    "Bedrock's 'content_filtered' passed through as a chat finish_reason: a content-filter stop",
+    "ConverseStream stopReason content_filtered after partial text (Nova's content filter): a filter stop",
 )
 
 shape(
@@ -1695,24 +1809,6 @@ shape(
     ),
     Expect(whole=False, verdicts=NO_RETRY, text=True, finish="content_filter"),
     "finishReason PROHIBITED_CONTENT after some text: the answer was stopped for prohibited content",
-)
-
-shape(
-    "responses-incomplete-content-filter",
-    "finish",
-    "openai-responses",
-    _built(
-        lambda r: stream(
-            *r.opening(),
-            *_message(r, 0, "The synthesis route starts with"),
-            r.ev(
-                "response.incomplete",
-                response=r.response("incomplete", incomplete_details={"reason": "content_filter"}),
-            ),
-        )
-    ),
-    Expect(whole=False, verdicts=NO_RETRY, text=True, finish="content_filter"),
-    "response.incomplete with incomplete_details.reason 'content_filter' after some text: a filter stop",
 )
 
 shape(

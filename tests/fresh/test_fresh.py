@@ -30,8 +30,6 @@ KNOWN_MISSES: dict[str, str] = {
     "letta-detail-wraps-insufficient-balance": "the insufficient balance in 'detail' is not read: rate_limit",
     # finish: one record, two voices; malformed or unexpected calls handed out
     "glm-chat-model-context-window-exceeded": "read as a length stop, but finish_reason.unified says 'other'",
-    "chat-max-tokens-vendor-finish": "read as a length stop, but finish_reason.unified says 'other'",
-    "chat-content-filtered-vendor-finish": "read as a filter stop, but finish_reason.unified says 'other'",
     "gemini-unexpected-tool-call-with-call": "the call the finish calls unexpected is handed out",
     "bedrock-malformed-tool-use-with-call": "the call the finish calls malformed is handed out",
     # sse: a complete last event without its closing blank line is dropped
