@@ -119,6 +119,13 @@ _MODELS: Final = {
     "ollama": "ollama_chat/llama3.2",
     "bedrock-converse": "bedrock/converse/anthropic.claude-haiku-4-5-20251001-v1:0",
 }
+_OWN_PROVIDERS: Final[dict[str, tuple[str, dict[str, Any]]]] = {
+    "azure-": ("azure/gpt-4o-mini", {"api_version": "2024-10-21"}),
+    "deepseek-": ("deepseek/deepseek-chat", {}),
+    "moonshot-": ("moonshot/kimi-k2-0711-preview", {}),
+    "openrouter-": ("openrouter/openai/gpt-4o-mini", {}),
+}
+"""Chat shapes of a provider LiteLLM has a provider of its own for (and its error mapping), by id prefix."""
 MESSAGES: Final = [{"role": "user", "content": "hi"}]
 
 
@@ -140,8 +147,9 @@ async def _completion(shape: Shape, url: str, seen: Observed) -> None:
         else {"api_base": url, "api_key": "sk-fresh-set"}
     )
     model = _MODELS[shape.format]
-    if shape.id.startswith("azure-"):  # Azure's wire: called as LiteLLM's users call Azure
-        model, extra = "azure/gpt-4o-mini", {**extra, "api_version": "2024-10-21"}
+    for prefix, (own, more) in _OWN_PROVIDERS.items():  # called as LiteLLM's users call that provider
+        if shape.id.startswith(prefix):
+            model, extra = own, {**extra, **more}
     chunks: list[Any] = []
     pieces: list[str] = []
     try:

@@ -1667,6 +1667,63 @@ shape(
     "Ollama's runner dies mid-answer and the stream carries an error line after text: a failure, not whole",
 )
 
+shape(
+    "deepseek-content-exists-risk-400",
+    "error",
+    "openai-chat",
+    http_error(
+        400,
+        {
+            "error": {
+                "message": "Content Exists Risk",
+                "type": "invalid_request_error",
+                "param": None,
+                "code": "invalid_request_error",
+            }
+        },
+    ),
+    Expect(failed=True, kind="content_filter", verdicts=NO_RETRY),
+    "DeepSeek's 'Content Exists Risk' typed invalid_request_error: its content-safety rejection, whatever the type",
+)
+
+shape(
+    "moonshot-high-risk-content-filter-400",
+    "error",
+    "openai-chat",
+    http_error(
+        400,
+        {
+            "error": {
+                "code": 400,
+                "message": "The request was rejected because it was considered high risk",
+                "param": "prompt",
+                "type": "content_filter",
+            }
+        },
+    ),
+    Expect(failed=True, kind="content_filter", verdicts=NO_RETRY),
+    "Moonshot rejects the prompt as high risk (type content_filter) at 400: a content-policy rejection",
+)
+
+shape(
+    "moonshot-access-terminated-403",
+    "error",
+    "openai-chat",
+    http_error(
+        403,
+        {
+            "error": {
+                "message": "Access terminated. Review our Community Guidelines"
+                " (https://www.kimi.com/code/docs/kimi-code/community-guidelines.html) or contact"
+                " support@moonshot.cn for assistance.",
+                "type": "access_terminated_error",
+            }
+        },
+    ),
+    Expect(failed=True, verdicts=NO_RETRY),
+    "the account's access was terminated (403 access_terminated_error): no retry can help",
+)
+
 # Finish reasons under vendors' names; unexpected and malformed calls ----------------------------------------
 
 shape(

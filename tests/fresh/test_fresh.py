@@ -27,6 +27,7 @@ KNOWN_MISSES: dict[str, str] = {
     "oneapi-no-available-channel-503": "'no available channel for the model' at 503: transient",
     "ollama-model-needs-more-memory-500": "'model requires more memory than is available' at 500: transient",
     "gemini-499-cancelled-in-array": "a 499 CANCELLED is the client's fault (invalid_request), no retry",
+    "deepseek-content-exists-risk-400": "'Content Exists Risk' is read by its type: invalid_request",
     "letta-detail-wraps-insufficient-balance": "the insufficient balance in 'detail' is not read: rate_limit",
     # finish: one record, two voices; malformed or unexpected calls handed out
     "glm-chat-model-context-window-exceeded": "read as a length stop, but finish_reason.unified says 'other'",
