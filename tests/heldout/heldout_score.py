@@ -216,9 +216,9 @@ async def observe(shape: Shape, server_url: str, client: httpx.AsyncClient) -> O
         if call not in seen.calls and not call.server_side:
             seen.calls.append(call)
     record = run.record
-    if record is not None:
-        seen.finish_unified = record["finish_reason"]["unified"]
-        seen.output_tokens = record["tokens"].get("output")
+    if record is not None:  # read defensively: a record may grow or rename sections
+        seen.finish_unified = (record.get("finish_reason") or {}).get("unified")
+        seen.output_tokens = (record.get("tokens") or {}).get("output")
     return seen
 
 
