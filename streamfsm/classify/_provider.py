@@ -1114,7 +1114,7 @@ EVIDENCE: Final = (
         "short_window",
         "a limit counted per second or minute, in a code's words or the message, where the status names no"
         " kind",
-        "rate_limit (low confidence)",
+        "rate_limit (low confidence when only the message says it)",
         "a limit per minute lifts within a minute, whatever a 400 or a 500 says",
         _read_short_window,
     ),
