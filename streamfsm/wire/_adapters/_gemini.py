@@ -27,8 +27,9 @@ Judgement calls:
   string still awaiting its next piece when the call ends, makes arguments that do not parse. Text while a
   streamed call is open is a protocol violation: the wire keeps a call's parts together.
 * ``executableCode`` (code execution) and ``toolCall`` (built-in tools) run at the provider: server-side
-  calls (``code_execution``, or the tool's type, as the name); ``codeExecutionResult`` and
-  ``toolResponse`` are their outcomes, counted.
+  calls (``code_execution``, or the tool's type, as the name), handed out with the others at a whole
+  finish but never announced before (the run's state follows the answer, not a tool the agent cannot
+  run); ``codeExecutionResult`` and ``toolResponse`` are their outcomes, counted.
 * ``promptFeedback.blockReason`` (the prompt itself was refused, nothing generated) is a provider error of
   kind ``content_filter``, not a finish: the request must change before it can succeed.
 * Usage: ``input_tokens`` is ``promptTokenCount + toolUsePromptTokenCount`` (hosted tools' results are input
@@ -469,21 +470,30 @@ class GeminiAdapter(Adapter):
         args: object,
         server_side: bool = False,
     ) -> None:
-        """A call whose input arrived whole: announced and ended now, handed out at a whole finish."""
+        """A call whose input arrived whole: announced and ended now, handed out at a whole finish. A
+        server-side call (the provider runs it, often before the answer goes on) is only held: announcing
+        it would put the run in ``tool_call``, where a cut reads as a tool that never ran."""
         if self._streamed is not None:
             self._end_streamed(out, index)
         position = self._tool_count
+        arguments = _arguments(args)
+        if server_side:
+            if arguments is None or not parses(arguments):
+                self.note(UNREAD_CONTENT)  # a hosted tool's input in a shape not read
+                return
+            self._tool_count += 1
+            self._held.append(ToolCall(call_id, name, arguments, position, server_side=True))
+            return
         self._tool_count += 1
         self.remember_tool(call_id, name)
-        arguments = _arguments(args)
-        out.append(ToolInputStart(call_id, name, position, server_side))
+        out.append(ToolInputStart(call_id, name, position))
         if arguments is None or not parses(arguments):
             if arguments:
                 out.append(ToolInputDelta(call_id, arguments))
             # Not JSON: no call; the run fails with it open (``out``: what this chunk gave before it).
             raise ProtocolViolation(UNPARSEABLE_ARGUMENTS, index, tuple(out))
         out += [ToolInputDelta(call_id, arguments), ToolInputEnd(call_id)]
-        self._held.append(ToolCall(call_id, name, arguments, position, server_side))
+        self._held.append(ToolCall(call_id, name, arguments, position))
 
     def _end_streamed(self, out: list[StreamEvent], index: int) -> None:
         streamed = self._streamed
