@@ -745,8 +745,10 @@ def _fields(payload: object) -> _Fields:
     if isinstance(details, Mapping):  # Anthropic: {"error_code": ...}
         code = _token(detail_code) or code
     reason, window, delay = _gemini_details(details)
-    message = next(
-        (v for m in reversed(chain) for k in _MESSAGE_KEYS if isinstance(v := m.get(k), str) and v), ""
+    # Every text the wrappers carry, innermost first: a gateway's "rate limit" message may sit beside a
+    # detail that quotes the upstream's "insufficient balance", and the money words must be read.
+    message = " | ".join(
+        v for m in reversed(chain) for k in _MESSAGE_KEYS if isinstance(v := m.get(k), str) and v
     )
     status_name = _inner(chain, "status")
     sent_code = next((v for v in (reason, detail_code, raw_code) if isinstance(v, str)), None)

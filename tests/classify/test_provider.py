@@ -1305,3 +1305,16 @@ def test_a_quota_that_resets_within_a_minute_is_a_rate_limit() -> None:
         }
     }
     assert provider_error_from_http(429, {"retry-after": "20"}, openai).kind is K.QUOTA_EXHAUSTED
+
+
+def test_every_text_a_wrapper_carries_is_read_not_only_its_first_message() -> None:
+    # A gateway's 429 says "rate limit" in its message while its detail quotes the upstream's words: money,
+    # which no wait cures (letta-ai/letta#3304 shows such a detail).
+    body = {
+        "message": "Rate limit exceeded for LLM model provider. Please wait before making another request.",
+        "detail": "RATE_LIMIT_EXCEEDED: Error code: 429 - {'error': {'code': '1113', 'message': 'Insufficient"
+        " balance or no resource package. Please recharge.'}}",
+    }
+    error = provider_error_from_http(429, {}, json.dumps(body).encode())
+    assert error.kind is ProviderErrorKind.QUOTA_EXHAUSTED, error
+    assert error.kind is not ProviderErrorKind.RATE_LIMIT
