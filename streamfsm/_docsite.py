@@ -584,6 +584,7 @@ def _format_page(fmt: Format) -> str:
         f"| OpenTelemetry `gen_ai.provider.name` | `{fmt.otel_name}` |",
         f"| Continuation after a cut | {'rewritten' if fmt.continuation else 'not supported'} |",
         "",
+        *_decisions(fmt),
         "## Scenarios in the catalog",
         "",
         "What the fault provider plays in this format (`streamfsm harness`), and what streamfsm says.",
@@ -597,6 +598,33 @@ def _format_page(fmt: Format) -> str:
             verdict = scenario.expected_verdict.value if scenario.expected_verdict is not None else "-"
             lines.append(f"| `{scenario.name.partition('/')[2]}` | `{key}` | {verdict} |")
     return "\n".join([*lines, ""])
+
+
+def _decisions(fmt: Format) -> list[str]:
+    """What the format decides about each member its provider defines (``fmt.definitions``), as tables."""
+    tables = {name: table for name, table in fmt.definitions.tables().items() if table}
+    if not tables:
+        return []
+    lines = [
+        "## What the provider defines, decided",
+        "",
+        "Each member the provider's own definitions name (its SDK's types, its API reference), and what the"
+        " adapter does with it: read, informational (counted, harmless) or not understood (evidence:"
+        " `unread_content`). The suite walks the installed SDKs and fails on a member with no decision.",
+        "",
+    ]
+    for name, table in tables.items():
+        lines += [
+            f"### {name.capitalize()}",
+            "",
+            "| member | decision | means | source |",
+            "|---|---|---|---|",
+        ]
+        for member, decided in table.items():
+            source = decided.source.replace("|", "\\|")
+            lines.append(f"| `{member}` | {decided.decision.value} | {decided.means} | {source} |")
+        lines.append("")
+    return lines
 
 
 def _reference(module: str, intro: str) -> str:
