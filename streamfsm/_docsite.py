@@ -680,9 +680,9 @@ def _definitions(fmt: Format) -> list[str]:
     for kind, table in tables.items():
         lines += [f"### {_MEMBER_KINDS[kind]}", "", "| member | decision | what it means | defined in |"]
         lines.append("|---|---|---|---|")
-        for member, decided in sorted(table.items()):
-            means = decided.means.replace("|", "\\|") or "-"
-            lines.append(f"| `{member}` | {_DECIDED[decided.decision]} | {means} | {decided.source} |")
+        for member, decided in table.items():
+            means, source = (text.replace("|", "\\|") or "-" for text in (decided.means, decided.source))
+            lines.append(f"| `{member}` | {_DECIDED[decided.decision]} | {means} | {source} |")
         lines.append("")
     return lines
 
