@@ -635,18 +635,6 @@ def _format_page(fmt: Format) -> str:
             key = _scenario_key(scenario) or "-"
             verdict = scenario.expected_verdict.value if scenario.expected_verdict is not None else "-"
             lines.append(f"| `{scenario.name.partition('/')[2]}` | `{key}` | {verdict} |")
-    for kind, table in fmt.definitions.tables().items():
-        if table:
-            lines += [
-                "",
-                f"## Decisions: {kind}",
-                "",
-                "| member | decision | means | source |",
-                "|---|---|---|---|",
-            ]
-            lines += [
-                f"| `{member}` | {d.decision.value} | {d.means} | {d.source} |" for member, d in table.items()
-            ]
     return "\n".join([*lines, ""])
 
 
