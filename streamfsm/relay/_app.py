@@ -325,7 +325,7 @@ class Relay:
             watcher.add_done_callback(partial(_listened, watched))
             try:
                 with watched:
-                    await self._exchange_within(request, exchange, ids)
+                    await self._exchange_within(request, exchange, ids, _client(scope, ids))
             finally:
                 watcher.cancel()
                 self._journal.end(begun)
@@ -333,18 +333,18 @@ class Relay:
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(exchange.watch, receive, tasks.cancel_scope)
             try:
-                await self._exchange_within(request, exchange, ids)
+                await self._exchange_within(request, exchange, ids, _client(scope, ids))
             finally:
                 tasks.cancel_scope.cancel()
                 self._journal.end(begun)
 
     async def _exchange_within(
-        self, request: httpx.Request, exchange: Downstream, ids: dict[str, str]
+        self, request: httpx.Request, exchange: Downstream, ids: dict[str, str], client: bytes
     ) -> None:
         """The exchange with the request's correlation ids in context; cancelled from outside (the server's
         grace period for shutdown is over), the client hears why."""
         try:
-            with context(**ids), relaying(), _in_flight(self.metrics):
+            with context(**ids), relaying(client), _in_flight(self.metrics):
                 await self._exchange(request, exchange)
         except anyio.get_cancelled_exc_class():
             if not exchange.client_gone:
@@ -433,6 +433,13 @@ def _listened(exchange_scope: anyio.CancelScope, watcher: asyncio.Task[None]) ->
 
 def _in_flight(metrics: RelayMetrics | None) -> AbstractContextManager[None]:
     return metrics.in_flight() if metrics is not None else nullcontext()
+
+
+def _client(scope: Scope, ids: dict[str, str]) -> bytes:
+    """Who sent the request, for attempt chains: its account and its address (never recorded)."""
+    peer = scope.get("client")
+    host = str(peer[0]) if peer else ""
+    return f"{ids.get('account', '')}\n{host}".encode("utf-8", "replace")
 
 
 def _header(headers: Iterable[tuple[bytes, bytes]], name: bytes) -> str | None:
