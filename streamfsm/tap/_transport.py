@@ -274,8 +274,7 @@ class _StreamBase:
         run, self._run = self._run, None
         if run is not None:
             self._dropped.detach()
-            run.end()
-            self._tap._chains.ended(self._key, run)
+            run.end(functools.partial(self._tap._chains.ended, self._key))
 
     def _failed(self, exc: BaseException, failure: StreamFailed | None) -> None:
         if failure is not None:

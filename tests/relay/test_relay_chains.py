@@ -71,7 +71,7 @@ def test_identical_requests_from_two_keys_are_independent_runs(tmp_path: Path) -
 
     body = json.dumps({**BODIES["openai-chat"], "stream": True}).encode()
     audit = tmp_path / "audit.jsonl"
-    count = 60
+    count = 40
     with FaultServerThread(route) as upstream, relay_to(upstream.base_url, audit_log=str(audit)) as relay:
 
         def send(index: int) -> int:
