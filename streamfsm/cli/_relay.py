@@ -67,6 +67,8 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
         "idle_timeout": args.idle_timeout,
         "max_concurrent": args.max_concurrent,
         "body_budget_bytes": args.body_budget_bytes,
+        "max_answer_bytes": args.max_answer_bytes,
+        "answer_budget_bytes": args.answer_budget_bytes,
         "header_timeout": args.header_timeout,
         "max_client_connections": args.max_client_connections,
         "store": args.store,
@@ -122,7 +124,15 @@ def build_relay(settings: dict[str, Any]) -> Any:
         options["max_body_bytes"] = settings["max_body_bytes"]
     if settings.get("write_timeout") is not None:
         options["write_timeout"] = settings["write_timeout"]
-    for name in ("max_concurrent", "body_budget_bytes", "body_timeout", "body_min_rate", "body_rate_grace"):
+    for name in (
+        "max_concurrent",
+        "body_budget_bytes",
+        "body_timeout",
+        "body_min_rate",
+        "body_rate_grace",
+        "max_answer_bytes",
+        "answer_budget_bytes",
+    ):
         if settings.get(name) is not None:
             options[name] = settings[name]
     options["account_key"] = _secret(settings, "account_key_env", "the account key")
@@ -372,6 +382,19 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         metavar="N",
         help="request bodies held at once per worker, all requests together; beyond: 503 with Retry-After"
         " (default 256 MiB)",
+    )
+    relay.add_argument(
+        "--max-answer-bytes",
+        type=positive_int,
+        metavar="N",
+        help="the largest non-streaming answer passed on; beyond: 502, or the response cut (default 64 MiB)",
+    )
+    relay.add_argument(
+        "--answer-budget-bytes",
+        type=positive_int,
+        metavar="N",
+        help="non-streaming answers held at once per worker (each is read whole for its record); beyond:"
+        " 502, or the response cut (default 256 MiB)",
     )
     relay.add_argument(
         "--header-timeout",

@@ -41,7 +41,7 @@ import sniffio
 
 from .._http_logs import guard_relay_logs, redact_http_logs
 from ..classify._redact import redact_text
-from ..runtime import AuditLog, ErrorLog, Ids, StreamConfig
+from ..runtime import AuditLog, ErrorLog, Ids, RelayClose, StreamConfig
 from ..tap import Rule, async_transport, context
 from ..tap._context import relaying
 from ..tap._rules import check_rules, format_of
@@ -78,6 +78,7 @@ IDLE_TIMEOUT_S: Final = 90.0  # well inside the SDKs' 600 s read timeout
 _SHUTDOWN_WRITE_S: Final = 1.0  # for the client to take the relay's last words
 _ENCODED_SEPARATOR: Final = re.compile(rb"%(2f|5c)", re.IGNORECASE)  # "/" and "\\"
 _DECODINGS: Final = 4
+_INVALID: Final = "invalid_request"  # the rule a 400 names in a refused run's record
 _ROUTES_KEPT: Final = 1024  # redacted paths kept; past it the cache starts afresh
 
 
@@ -110,7 +111,10 @@ class RelayConfig:
     account hash's key (None: kept in ``streamfsm-relay.key`` beside the audit log, the error log or the
     SQLite store, made at the first start). ``forward_client_address``: send the client's address upstream
     as ``X-Forwarded-For`` (the client's own ``Forwarded``, ``X-Forwarded-*`` and ``X-Real-IP`` are never
-    forwarded).
+    forwarded). ``max_answer_bytes`` / ``answer_budget_bytes``: the largest non-streaming answer the relay
+    passes on, and the non-streaming answers held at once, all exchanges together (each is kept whole for its
+    run to read at its end); past either, the answer is refused (a 502, or the response cut once it started)
+    and recorded.
     """
 
     upstream: str
@@ -134,6 +138,8 @@ class RelayConfig:
     session_key: str | None = field(default=None, repr=False)
     account_key: str | None = field(default=None, repr=False)
     forward_client_address: bool = False
+    max_answer_bytes: int = 64 << 20
+    answer_budget_bytes: int = 256 << 20
 
     def __post_init__(self) -> None:
         url = httpx.URL(self.upstream)
@@ -158,6 +164,12 @@ class RelayConfig:
             value = getattr(self, name)
             if value is not None and len(value) < 16:
                 raise ValueError(f"{name} must be at least 16 characters")
+        check_limit("max_answer_bytes", self.max_answer_bytes)
+        check_limit("answer_budget_bytes", self.answer_budget_bytes)
+        if self.answer_budget_bytes < self.max_answer_bytes:
+            raise ValueError(
+                "answer_budget_bytes must be at least max_answer_bytes (one largest answer must fit)"
+            )
         if self.body_budget_bytes < self.max_body_bytes:
             raise ValueError("body_budget_bytes must be at least max_body_bytes (one largest body must fit)")
         if self.admin_token is not None and len(self.admin_token) < 16:
@@ -198,6 +210,7 @@ class Relay:
         self._client: httpx.AsyncClient | None = None
         self._admin: Any = None
         self._bodies = Budget(config.body_budget_bytes)
+        self._answers = Budget(config.answer_budget_bytes)
         self._in_flight = 0
         self._rules = check_rules(config.rules)
         self._routes: dict[str, str] = {}  # a request path -> its redacted form (the record's route)
@@ -289,23 +302,62 @@ class Relay:
         why: str,
         limit: str,
     ) -> None:
-        """503 with ``Retry-After``: ``limit`` (one of the relay's) is full. A request on an LLM format's path
-        is recorded as a run closed ``overloaded`` when the tap would have run it (its body is not read: it
-        may not have asked to stream); another request there (a background poll) is only answered."""
-        path = scope["path"]
+        """503 with ``Retry-After``: ``limit`` (one of the relay's) is full; recorded (``_refused``)."""
         log.warning(
-            "refused %s %s: 503 %s [request_id=%s]", scope["method"], self._route(path), why, request_id
+            "refused %s %s: 503 %s [request_id=%s]",
+            scope["method"],
+            self._route(scope["path"]),
+            why,
+            request_id,
         )
+        retry = [(b"retry-after", str(RETRY_AFTER_S).encode())]
+        written = 0
+        try:
+            written = await answer(send, 503, request_id, "overloaded", why, retry)
+        finally:
+            self._refused(scope, headers, request_id, why, limit, written, RelayClose.OVERLOADED)
+
+    async def _refuse(
+        self,
+        scope: Scope,
+        headers: Iterable[tuple[bytes, bytes]],
+        exchange: Downstream,
+        status: int,
+        why: str,
+        rule: str,
+        *,
+        close: bool = False,
+    ) -> None:
+        """A 400, 408 or 413 (the request broke ``rule``); recorded (``_refused``)."""
+        written = 0
+        try:
+            written = await exchange.refuse(status, why, close=close)
+        finally:
+            self._refused(scope, headers, exchange.request_id, why, rule, written, RelayClose.REFUSED)
+
+    def _refused(
+        self,
+        scope: Scope,
+        headers: Iterable[tuple[bytes, bytes]],
+        request_id: str,
+        why: str,
+        limit: str,
+        written: int,
+        close: RelayClose,
+    ) -> None:
+        """A request on an LLM format's path that the relay refused is recorded as a run closed ``close`` when
+        the tap would have run it (its body is not read: it may not have asked to stream); another request
+        there (a background poll) is only answered."""
+        path = scope["path"]
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
         provider = format_of(self._rules, scope["method"], path, query)  # an LLM call as the tap sees one
-        if provider is not None:
-            ids = self._ids(request_id, path, headers)
-            raw_path: bytes = scope.get("raw_path") or path.encode("utf-8")
-            url = str(self._base.copy_with(raw_path=self._prefix + raw_path))
-            run = TapRun(provider, body={}, url=url, config=self._stream_config, ids=Ids(context=ids))
-            run.refused(why, limit)
-        retry = [(b"retry-after", str(RETRY_AFTER_S).encode())]
-        await answer(send, 503, request_id, "overloaded", why, retry)
+        if provider is None:
+            return
+        ids = self._ids(request_id, path, headers)
+        raw_path: bytes = scope.get("raw_path") or path.encode("utf-8")
+        url = str(self._base.copy_with(raw_path=self._prefix + raw_path))
+        run = TapRun(provider, body={}, url=url, config=self._stream_config, ids=Ids(context=ids))
+        run.refused(why, limit, written, close)
 
     def _route(self, path: str) -> str:
         """The record's route: ``path`` redacted, once per path (an API has few; per stream it was a cost)."""
@@ -329,18 +381,21 @@ class Relay:
         exchange = Downstream(
             _request_id(headers), scope["method"], self._route(scope["path"]), send, self.config.write_timeout
         )
+        exchange.answer, exchange.max_answer = Held(self._answers), self.config.max_answer_bytes
         path = scope["path"]
         raw_path: bytes = scope.get("raw_path") or path.encode("utf-8")
         if not raw_path.startswith(b"/"):
-            await exchange.refuse(400, "the request target must be a path")
+            await self._refuse(scope, headers, exchange, 400, "the request target must be a path", _INVALID)
             return
         if _both_lengths(headers):  # RFC 9112 6.1: a smuggling vector; the connection's framing is unsure
-            await exchange.refuse(400, "Content-Length with Transfer-Encoding", close=True)
+            why = "Content-Length with Transfer-Encoding"
+            await self._refuse(scope, headers, exchange, 400, why, _INVALID, close=True)
             return
         target = self._prefix + raw_path + (b"?" + scope["query_string"] if scope["query_string"] else b"")
         url = self._urls.get(target)  # a target seen before passed the checks below
         if url is None and _climbs(raw_path):
-            await exchange.refuse(400, "the path has a dot segment, an empty segment or an encoded slash")
+            why = "the path has a dot segment, an empty segment or an encoded slash"
+            await self._refuse(scope, headers, exchange, 400, why, _INVALID)
             return
         body = await self._body(scope, receive, send, exchange, headers, held)
         if body is None:
@@ -363,26 +418,28 @@ class Relay:
             watcher.add_done_callback(partial(_listened, watched))
             try:
                 with watched:
-                    await self._exchange_within(request, exchange, ids)
+                    await self._exchange_within(request, exchange, ids, _client(scope, ids))
             finally:
                 watcher.cancel()
+                exchange.release()
                 self._journal.end(begun)
             return
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(exchange.watch, receive, tasks.cancel_scope)
             try:
-                await self._exchange_within(request, exchange, ids)
+                await self._exchange_within(request, exchange, ids, _client(scope, ids))
             finally:
                 tasks.cancel_scope.cancel()
+                exchange.release()
                 self._journal.end(begun)
 
     async def _exchange_within(
-        self, request: httpx.Request, exchange: Downstream, ids: dict[str, str]
+        self, request: httpx.Request, exchange: Downstream, ids: dict[str, str], client: bytes
     ) -> None:
         """The exchange with the request's correlation ids in context; cancelled from outside (the server's
         grace period for shutdown is over), the client hears why."""
         try:
-            with context(**ids), relaying(), _in_flight(self.metrics):
+            with context(**ids), relaying(client), _in_flight(self.metrics):
                 await self._exchange(request, exchange)
         except anyio.get_cancelled_exc_class():
             if not exchange.client_gone:
@@ -402,9 +459,10 @@ class Relay:
         """The whole request body, or None after answering 413 (too large), 408 (too slow) or 503 (no room in
         the body budget); its bytes are taken from the budget (``held``) before they are read."""
         limit = self.config.max_body_bytes
+        too_large = f"the request body is over {limit} bytes"
         declared = _header(headers, b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
-            await exchange.refuse(413, f"the request body is over {limit} bytes")
+            await self._refuse(scope, headers, exchange, 413, too_large, "max_body_bytes")
             return None
         # Room is awaited for a while, not for the whole body timeout: a refusal is then a 503, never a 408.
         room_until = anyio.current_time() + min(_ROOM_WAIT_S, self.config.body_timeout / 2)
@@ -428,7 +486,7 @@ class Relay:
                 chunk = message.get("body", b"")
                 size += len(chunk)
                 if size > limit:
-                    await exchange.refuse(413, f"the request body is over {limit} bytes")
+                    await self._refuse(scope, headers, exchange, 413, too_large, "max_body_bytes")
                     return None
                 if size > held.amount:
                     waited.deadline = math.inf  # the wait for room is the relay's, not the client's
@@ -445,10 +503,11 @@ class Relay:
                 waited.deadline = body_deadline(started, size, timeout, rate, grace)
         if waited.cancelled_caught:  # 408: the deadline (body_timeout) or the rate (body_min_rate)
             if anyio.current_time() - started >= timeout:
-                why = f"the request body did not arrive within {timeout:g} s"
+                why, rule = f"the request body did not arrive within {timeout:g} s", "body_timeout"
             else:
-                why = f"the request body arrived slower than {rate} bytes a second"
-            await exchange.refuse(408, why, close=True)  # the body's rest is unread: the connection ends
+                why, rule = f"the request body arrived slower than {rate} bytes a second", "body_min_rate"
+            # the body's rest is unread: the connection ends
+            await self._refuse(scope, headers, exchange, 408, why, rule, close=True)
             return None
         return bytes(buffer)
 
@@ -485,6 +544,13 @@ def _listened(exchange_scope: anyio.CancelScope, watcher: asyncio.Task[None]) ->
 
 def _in_flight(metrics: RelayMetrics | None) -> AbstractContextManager[None]:
     return metrics.in_flight() if metrics is not None else nullcontext()
+
+
+def _client(scope: Scope, ids: dict[str, str]) -> bytes:
+    """Who sent the request, for attempt chains: its account and its address (never recorded)."""
+    peer = scope.get("client")
+    host = str(peer[0]) if peer else ""
+    return f"{ids.get('account', '')}\n{host}".encode("utf-8", "replace")
 
 
 def _header(headers: Iterable[tuple[bytes, bytes]], name: bytes) -> str | None:

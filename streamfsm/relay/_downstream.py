@@ -20,6 +20,7 @@ from ..runtime import Finish, RelayClose
 from ..tap import failure_of, run_of
 from ..tap._run import TapRun
 from ..wire import FORMATS
+from ._limits import Held
 
 __all__ = ["HOP_BY_HOP", "REQUEST_ID", "SHUTDOWN", "Downstream", "answer", "connection_named"]
 
@@ -49,6 +50,9 @@ _RELAY_ID: Final = b"x-streamfsm-request-id"
 _CUT_EDGES: Final = frozenset(
     {"disconnected", "eof_without_terminal", "idle_timeout", "first_token_timeout", "total_timeout"}
 )
+# Failures that break the stream at the chunk that carried them: what follows is not passed on.
+_CUT_AT: Final = frozenset({"protocol_violation"})
+_UPSTREAM_ERROR: Final = "provider_error_event"
 _JSON: Final = [(b"content-type", b"application/json")]
 SHUTDOWN: Final = "the relay shut down"
 _STREAM_HEADERS: Final = [(b"cache-control", b"no-cache"), (b"x-accel-buffering", b"no")]
@@ -64,7 +68,9 @@ class Downstream:
     disconnect) and every write to it."""
 
     __slots__ = (
+        "answer",
         "client_gone",
+        "max_answer",
         "method",
         "request_id",
         "route",
@@ -85,6 +91,10 @@ class Downstream:
         self.client_gone = False
         self.started = False  # the response's headers went downstream
         self.sse = False
+        # A non-streaming answer is kept whole for its run (to read at its end): its bytes are taken from the
+        # relay's answer budget, and one is at most ``max_answer`` bytes.
+        self.answer: Held | None = None
+        self.max_answer = 0
 
     async def watch(self, receive: Receive, scope: anyio.CancelScope) -> None:
         """The ASGI server says the client disconnected: end the run as ``client_abort`` and the self."""
@@ -103,6 +113,18 @@ class Downstream:
         run: TapRun | None = run_of(response)
         self.run = run
         events = run.keep_events() if run is not None else None
+        if run is not None:
+            run.hold()  # the record counts every write of ours, to the response's end (``release``)
+        kept = self.answer if run is not None and run.streams is False else None  # the run's whole copy
+        if kept is not None:
+            declared = response.headers.get("content-length", "")
+            broken = self._over(kept, int(declared)) if declared.isdigit() else None
+            if broken is not None:
+                why = f"the upstream's answer is over the relay's {broken} ({declared} bytes)"
+                written = await answer(self.send, 502, self.request_id, "upstream_error", why)
+                run.refused_answer(why, broken, written)  # type: ignore[union-attr]
+                return
+        size = 0
         headers = _response_headers(response.headers.raw, self.request_id, sse=_is_stream(response))
         start = {"type": "http.response.start", "status": response.status_code, "headers": headers}
         write_timeout = self.write_timeout
@@ -124,6 +146,20 @@ class Downstream:
                 async for chunk in response.aiter_raw():
                     if self.client_gone:
                         break
+                    if run is not None and run.failure is not None and self.sse and _edge(run) in _CUT_AT:
+                        # The chunk that broke the stream is not passed on: the client hears the failure
+                        # (the format's error event) and never what followed it.
+                        if events:
+                            events.clear()
+                        break
+                    if kept is not None:
+                        size += len(chunk)
+                        broken = self._over(kept, size)
+                        if broken is not None:
+                            why = f"the upstream's answer passed the relay's {broken}"
+                            run.refused_answer(why, broken)  # type: ignore[union-attr]
+                            log.warning("%s: the response was cut [request_id=%s]", why, self.request_id)
+                            return
                     writes.deadline = anyio.current_time() + write_timeout
                     await self.send({"type": "http.response.body", "body": chunk, "more_body": True})
                     if writes.cancel_called:
@@ -138,6 +174,16 @@ class Downstream:
                             if self.client_gone:
                                 break
                         _report(run, events, len(chunk))
+                        if run.failure is not None and _edge(run) == _UPSTREAM_ERROR:
+                            run.relayed_error("upstream")  # the provider's own error event, passed on
+                else:
+                    if run is not None and not self.client_gone:
+                        # Read at the body's end (a whole answer's, a decoder's last bytes): the events of
+                        # bytes the client took already.
+                        if events:
+                            _report(run, events, 0)
+                        if run.failure is not None and _edge(run) == _UPSTREAM_ERROR:
+                            run.relayed_error("upstream")
             if writes.cancelled_caught:
                 raise TimeoutError
         except anyio.get_cancelled_exc_class():
@@ -170,7 +216,7 @@ class Downstream:
                 )
         if self.client_gone:
             return
-        if run is not None and run.failure is not None and _edge(run) in _CUT_EDGES:
+        if run is not None and run.failure is not None and _edge(run) in _CUT_EDGES | _CUT_AT:
             await self._cut(response, run, run.failure.record["summary"]["title"])
             return
         await self._end()
@@ -178,6 +224,24 @@ class Downstream:
     async def _end(self) -> None:
         with anyio.move_on_after(self.write_timeout):
             await self.send({"type": "http.response.body", "body": b"", "more_body": False})
+            if self.run is not None and not self.client_gone:
+                self.run.relayed_end()
+
+    def _over(self, kept: Held, size: int) -> str | None:
+        """The limit an answer of ``size`` bytes would pass, or None once its room is taken."""
+        if size > self.max_answer:
+            return "max_answer_bytes"
+        if not kept.take_now(size):
+            return "answer_budget_bytes"
+        return None
+
+    def release(self) -> None:
+        """The exchange is over: the run's record, held for our last writes, goes out; the answer's room in
+        the budget is given back."""
+        if self.answer is not None:
+            self.answer.release()
+        if self.run is not None:
+            self.run.release()
 
     def _write_failed(self, why: str) -> None:
         run = self.run
@@ -200,6 +264,8 @@ class Downstream:
         if event:
             with anyio.move_on_after(self.write_timeout):
                 await self.send({"type": "http.response.body", "body": event, "more_body": True})
+                if run is not None and not self.client_gone:
+                    run.relayed_error("relay", len(event))
         log.warning(
             "upstream stream failed, downstream response cut [request_id=%s run_id=%s]",
             self.request_id,
@@ -216,6 +282,8 @@ class Downstream:
         elif self.sse:
             event = _error_event(run.provider if run is not None else None, message)
             await self.send({"type": "http.response.body", "body": event, "more_body": True})
+            if run is not None:
+                run.relayed_error("relay", len(event))
         log.warning(
             "%s: the response was cut [request_id=%s run_id=%s]",
             SHUTDOWN,
@@ -223,8 +291,9 @@ class Downstream:
             run.run_id if run is not None else "-",
         )
 
-    async def refuse(self, status: int, why: str, *, close: bool = False) -> None:
-        """Answer ``status`` before anything went upstream: the request is not one the relay forwards."""
+    async def refuse(self, status: int, why: str, *, close: bool = False) -> int:
+        """Answer ``status`` before anything went upstream: the request is not one the relay forwards; the
+        answer's body bytes the client took."""
         log.warning(
             "refused %s %s: %d %s [request_id=%s]",
             self.method,
@@ -235,7 +304,7 @@ class Downstream:
         )
         # the ASGI server closes the connection after this answer (uvicorn: h11 and httptools)
         extra = [(b"connection", b"close")] if close else []
-        await answer(self.send, status, self.request_id, "invalid_request", why, extra)
+        return await answer(self.send, status, self.request_id, "invalid_request", why, extra)
 
     async def upstream_failed(self, status: int, why: str, exc: BaseException) -> None:
         """The upstream did not answer (``status``: 502 or 504); the client hears why, unless it left."""
@@ -316,7 +385,8 @@ async def answer(
     kind: str,
     message: str,
     extra: Iterable[tuple[bytes, bytes]] = (),
-) -> None:
+) -> int:
+    """A JSON error answer; the body's bytes the client's connection took (0: not in time)."""
     body = json.dumps(
         {"error": {"type": kind, "message": message, "request_id": request_id}}, ensure_ascii=True
     ).encode()
@@ -331,3 +401,5 @@ async def answer(
     with anyio.move_on_after(10.0):
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body, "more_body": False})
+        return len(body)
+    return 0

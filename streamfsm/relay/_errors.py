@@ -67,7 +67,10 @@ def parse_window(text: str, now: datetime) -> datetime:
     """The start of the window ``text`` names: ``30m``, ``6h``, ``7d``, or an ISO time (UTC if no zone)."""
     match = _WINDOW_RE.fullmatch(text)
     if match is not None and int(match[1]) > 0:
-        return now - timedelta(seconds=int(match[1]) * _UNITS[match[2]])
+        try:
+            return now - timedelta(seconds=int(match[1]) * _UNITS[match[2]])
+        except OverflowError:  # a window reaching before the year 1
+            raise ValueError(f"since: {text} before the window's end is before the year 1") from None
     try:
         when = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
@@ -114,8 +117,8 @@ class PageQuery:
         end = _parse_until(until) if until else datetime.now(timezone.utc)
         parse_window(since, end)  # raises for a bad one
         before_text = values.pop("before", "")
-        if before_text and not before_text.isdigit():
-            raise ValueError("before: a page position (a number)")
+        if before_text and not (before_text.isascii() and before_text.isdigit() and len(before_text) <= 18):
+            raise ValueError("before: a page position (a number of at most 18 digits)")
         q = values.pop("q", "")
         filters = []
         for name in FILTERS:

@@ -1,4 +1,5 @@
-"""What the relay admits at once: requests in flight and the bytes of the request bodies it holds.
+"""What the relay admits at once: requests in flight, the bytes of the request bodies it holds, and those of
+the non-streaming answers its runs keep whole (``Held.take_now``: an answer is not waited for, it is refused).
 
 A request body is held whole (the tap reads it to know whether the request is a stream, and it goes upstream
 as one body with its length), from the first byte read until the exchange ends. Each byte is taken from one
@@ -74,6 +75,18 @@ class Held:
             return True
         if not await self._budget.take(more, deadline):
             return False
+        self.amount = total
+        return True
+
+    def take_now(self, total: int) -> bool:
+        """Hold at least ``total`` bytes if the budget has room now (no wait)."""
+        more = total - self.amount
+        if more <= 0:
+            return True
+        budget = self._budget
+        if budget.used + more > budget.limit:
+            return False
+        budget.used += more
         self.amount = total
         return True
 

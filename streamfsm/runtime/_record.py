@@ -376,6 +376,8 @@ class Recorder:
                 "bytes_written": 0,
                 "last_event_sent": None,
                 "terminal_sent": False,
+                "error_sent": None,
+                "end_sent": False,
             }
         relay["chunks_written"] += nbytes > 0
         relay["bytes_written"] += nbytes
@@ -383,6 +385,30 @@ class Recorder:
             relay["events_sent"] += 1
             relay["last_event_sent"] = kind
             relay["terminal_sent"] = relay["terminal_sent"] or terminal
+
+    def relayed_error(self, source: str, nbytes: int) -> None:
+        """An in-band error event reached the client: the upstream's own (``source`` "upstream", its bytes
+        counted with its chunk) or the proxy's (``"relay"``, ``nbytes`` of it)."""
+        self.relayed(None, nbytes, False)
+        assert self.relay is not None
+        if self.relay["error_sent"] is None:
+            self.relay["error_sent"] = source
+
+    def relayed_end(self) -> None:
+        """The response's clean end (the last chunk of its framing) reached the client."""
+        self.relayed(None, 0, False)
+        assert self.relay is not None
+        self.relay["end_sent"] = True
+
+    def resealed(self, record: RunRecord, diagnosis: Diagnosis) -> RunRecord:
+        """``record``, made when the run failed, with what a proxy wrote downstream since (the rest of what
+        it passed on, its error event, the response's end): the record says what the client got."""
+        section = self._relay_section(diagnosis)
+        if section is None or section == record._data.get("relay"):
+            return record
+        data = record.to_dict()
+        data["relay"] = section
+        return RunRecord._adopt(data)
 
     def _wire_finish(self) -> str | None:
         return self.adapter.finish_raw if self.adapter is not None else None
@@ -528,6 +554,7 @@ class RelayClose(enum.Enum):
     UPSTREAM_PREMATURE_CLOSE = "upstream_premature_close"
     RELAY_SHUTDOWN = "relay_shutdown"  # the proxy itself went away mid-stream
     OVERLOADED = "overloaded"  # the proxy refused it (503, a limit of its own full) before it went upstream
+    REFUSED = "refused"  # the proxy refused the request itself (400, 408, 413) before it went upstream
 
 
 # The close kind from the outcome alone (a proxy says RELAY_SHUTDOWN, or a finished run's terminal that never

@@ -11,7 +11,7 @@ from ..runtime import Ids
 from ._notes import BLOCK_LEDGERS, Ledger
 
 _CURRENT: Final[ContextVar[Ids | None]] = ContextVar("streamfsm_ids", default=None)
-_RELAYED: Final[ContextVar[bool]] = ContextVar("streamfsm_relayed", default=False)
+_RELAYED: Final[ContextVar[bytes | None]] = ContextVar("streamfsm_relayed", default=None)
 
 
 @contextmanager
@@ -57,11 +57,12 @@ def current_ids() -> Ids | None:
 
 
 @contextmanager
-def relaying() -> Iterator[None]:
+def relaying(client: bytes = b"") -> Iterator[None]:
     """Every run the tap starts inside this block is relayed downstream (``streamfsm.relay``): its record has
     a ``relay`` section from the start, so that a run that ends before any byte goes down (an unreachable or
-    silent upstream: a 502 or 504) still says how it closed."""
-    token = _RELAYED.set(True)
+    silent upstream: a 502 or 504) still says how it closed. ``client``: who sent the request (its account and
+    address, as the relay knows them); an attempt chain never joins runs of two clients."""
+    token = _RELAYED.set(client)
     try:
         yield
     finally:
@@ -69,4 +70,9 @@ def relaying() -> Iterator[None]:
 
 
 def relayed() -> bool:
+    return _RELAYED.get() is not None
+
+
+def relayed_for() -> bytes | None:
+    """The client of the request being relayed (see ``relaying``), or None outside a relay."""
     return _RELAYED.get()
