@@ -683,9 +683,20 @@ def _input(holder: Mapping[str, Any], grammar: ToolInput) -> str | None:
 
 
 def _action(item: Mapping[str, Any]) -> str:
-    """A client action's input: its item's fields beside the bookkeeping ones, as JSON."""
-    fields = {k: v for k, v in item.items() if k not in _ITEM_FIELDS_SKIPPED and v is not None}
-    return json.dumps(fields, separators=(",", ":"), sort_keys=True)
+    """A client action's input: its item's fields beside the bookkeeping ones, as JSON, without nulls (an
+    absent field and a null one say the same; the SDK's objects fill in the nulls the wire leaves out)."""
+    fields = {k: v for k, v in item.items() if k not in _ITEM_FIELDS_SKIPPED}
+    return json.dumps(_no_nulls(fields), separators=(",", ":"), sort_keys=True)
+
+
+def _no_nulls(value: Any, depth: int = 0) -> Any:
+    if depth > 16:
+        return value
+    if isinstance(value, dict):
+        return {k: _no_nulls(v, depth + 1) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_no_nulls(v, depth + 1) for v in value]
+    return value
 
 
 _BOOKKEEPING_DELTA: Final = Metadata("empty_delta")
