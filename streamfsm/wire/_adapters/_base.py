@@ -502,6 +502,11 @@ class Adapter:
 
     def find_call(self, *idents: object) -> OpenCall | None:
         """The open call any of ``idents`` names (its key or call id), the latest opened first."""
+        front = self._call
+        if front is None:
+            return None
+        if not self._queued:  # the common case: one call at a time
+            return front if any(front.names(ident) for ident in idents) else None
         for call in reversed(self.open_calls()):
             if any(call.names(ident) for ident in idents):
                 return call

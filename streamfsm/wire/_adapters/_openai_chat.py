@@ -10,9 +10,15 @@ Judgement calls:
   shared ``Metadata("chat.completion.chunk")``: it is seen and counted, and it is not progress.
 * ``reasoning_content`` and ``reasoning`` in the same delta are one piece of reasoning (servers that send
   both send the same text): one ``ReasoningDelta``, from ``reasoning_content``; both keys are counted.
-* Tool fragments are keyed by ``index``. A fragment with a new index, or with a new ``id`` at the open
-  index (servers that number every call 0), starts a call and closes the open one. A fragment for a call
-  already closed is ``unknown_tool_call``, as are arguments for a call that never started.
+* The fields read are data (``EVENTS``: a decision per chunk, choice, delta and usage field, with its
+  source; ``TOOLS``, ``FINISHES``): a delta or choice field with no decision there is unread content.
+* Tool fragments are keyed by ``index`` (and ``id``). A fragment with a new index, or with a new ``id`` at
+  the open index (servers that number every call 0), starts a call; the open one is closed first when its
+  arguments already parse (sequential calls), else both stay open and the new one waits behind it (calls
+  whose fragments interleave; ``_base``). A fragment for a call already closed is ``unknown_tool_call``, as
+  are arguments for a call that never started. A ``custom`` tool call's input is raw text
+  (``ToolInput.TEXT``), whole at a whole-answer finish; ``delta.function_call`` (the deprecated functions
+  API) is one call at index 0.
 * ``finish_reason`` is remembered (and recorded, whatever follows). ``[DONE]`` is terminal; so is a clean
   end of the body once every choice seen has its ``finish_reason``: several OpenAI-compatible servers
   (llama.cpp-style servers before they added it, some gateways) never send ``[DONE]``. That finish is noted
@@ -25,8 +31,9 @@ Judgement calls:
   Anything else with a value (an unknown part type, a field not in ``_READ``, content of another shape, a
   choice field beside the delta not in ``_CHOICE_KEYS`` such as a legacy ``text``) is counted in
   ``delta_keys`` and noted as ``unread_content``: never dropped silently.
-* An in-band error is an ``error`` object or string, or any shape ``_base.error_marker`` names: ``event:
-  error``, ``"object": "error"`` (vLLM), ``"type": "error"``, a flat ``code`` + ``message``.
+* An in-band error is an ``error`` object or string (at the top or inside the choice), or any shape
+  ``_base.error_marker`` names: ``event: error``, ``"object": "error"`` (vLLM), ``"type": "error"``, a flat
+  ``code`` + ``message``. Usage inside the choice is read as usage beside it.
 * A ``finish_reason`` that reads as an error (``error`` from OpenRouter and other gateways, vLLM's ``abort``,
   GLM's ``network_error``, ...: ``classify.finish_error``) is the provider saying generation failed: an
   in-band provider error, from the chunk's ``error`` object when it has one. It does not complete the tool

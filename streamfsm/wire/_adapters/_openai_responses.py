@@ -11,16 +11,28 @@ Judgement calls:
   number is an event the consumer would never see.
 * The data's ``type`` is trusted over the SSE ``event:`` line; a disagreement is counted in ``anomalies``.
   A typeless ``{"error": {...}}`` (what some proxies send) is an error event.
-* Function calls (and custom tool calls) are keyed by ``item_id``; an event naming the call by its
-  ``call_id`` instead names the same call (one call, announced under two ids, is one call).
-  ``...arguments.done`` emits ``ToolInputEnd`` when its ``arguments`` (which become the call's) parse;
-  ``output_item.done`` emits ``ToolCall`` with the item's own ``arguments`` when present, and only when they
-  parse. A new call, text, reasoning or a whole-answer terminal event while a call is still open closes it
-  first; ``response.incomplete`` leaves a call whose input had not ended open. Deltas for a call that is
-  closed or unknown are ``unknown_tool_call``; late ``done`` events for a call already closed (or a repeated
+* The decisions are data (``EVENTS``, ``CONTENT``, ``TOOLS``, ``FINISHES``: one per member of the openai
+  SDK's definitions, with its source): the handlers are the events read, the bookkeeping the informational
+  ones, and an event or output item decided not understood (or of a kind not decided at all) is
+  ``unread_content``.
+* Function calls and custom tool calls are keyed by ``item_id`` (``output_index`` when an event has none);
+  an event naming the call by its ``call_id`` instead names the same call (one call, announced under two
+  ids, is one call). A function's input is JSON; a custom tool's is raw text (``ToolInput.TEXT``), complete
+  at its ``custom_tool_call_input.done`` or its item's done. ``...arguments.done`` emits ``ToolInputEnd``
+  when its ``arguments`` (which become the call's) parse; ``output_item.done`` emits ``ToolCall`` with the
+  item's own input when present, and only when complete, never for an item ``incomplete`` or ``failed``.
+  Calls whose events interleave are open at once (``_base``: the first streams, the others follow in
+  order). Text, reasoning or a whole-answer terminal event while calls are open closes them first;
+  ``response.incomplete`` leaves a call whose input had not ended open. Deltas for a call that is closed or
+  unknown are ``unknown_tool_call``; late ``done`` events for a call already closed (or a repeated
   ``added``) are bookkeeping.
-* Hosted tools (web search, file search, code interpreter, MCP, image generation) are run by the provider:
-  their events are bookkeeping, not tool calls.
+* Client actions (``computer_call``, ``local_shell_call``, a ``shell_call`` in a local environment,
+  ``apply_patch_call``, ``mcp_approval_request``, a ``tool_search_call`` the client executes) are calls the
+  agent performs: opened at their ``added`` item, a ``ToolCall`` named by the item kind (its action fields as
+  JSON) once their done item says ``completed``.
+* Hosted tools (web search, file search, code interpreter, MCP, image generation, a shell in the provider's
+  container) are run by the provider: their events are bookkeeping, not tool calls; a failed one is noted
+  (``hosted_tool_failed``).
 * ``response.completed`` finishes with ``TOOL_CALLS`` when a function call was seen, else ``STOP`` (``OTHER``
   for a status other than ``completed``, e.g. a background request's ``queued`` answer); the raw reason is
   the response's ``status``. ``response.queued`` (a background request's stream, before the work starts)
@@ -683,9 +695,20 @@ def _input(holder: Mapping[str, Any], grammar: ToolInput) -> str | None:
 
 
 def _action(item: Mapping[str, Any]) -> str:
-    """A client action's input: its item's fields beside the bookkeeping ones, as JSON."""
-    fields = {k: v for k, v in item.items() if k not in _ITEM_FIELDS_SKIPPED and v is not None}
-    return json.dumps(fields, separators=(",", ":"), sort_keys=True)
+    """A client action's input: its item's fields beside the bookkeeping ones, as JSON, without nulls (an
+    absent field and a null one say the same; the SDK's objects fill in the nulls the wire leaves out)."""
+    fields = {k: v for k, v in item.items() if k not in _ITEM_FIELDS_SKIPPED}
+    return json.dumps(_no_nulls(fields), separators=(",", ":"), sort_keys=True)
+
+
+def _no_nulls(value: Any, depth: int = 0) -> Any:
+    if depth > 16:
+        return value
+    if isinstance(value, dict):
+        return {k: _no_nulls(v, depth + 1) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_no_nulls(v, depth + 1) for v in value]
+    return value
 
 
 _BOOKKEEPING_DELTA: Final = Metadata("empty_delta")
