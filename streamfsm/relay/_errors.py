@@ -234,7 +234,7 @@ class ErrorsData:
             raise StoreDamaged(self.source)
         with self._lock:
             _index(self.store, self._follow)
-        if self.sink is not None:
+        if self.sink is not None and not self.sink.unreachable:
             self.sink.flush(1.0)  # the runs that ended just before this view
 
     def _answer(self, ask: Callable[[Store, str], _T]) -> _T:
@@ -261,6 +261,9 @@ class ErrorsData:
         report = self._answer(lambda store, source: page_report(store, query, source, now))
         cut = interrupted(self.journal) if self.journal is not None else []
         report["interrupted"] = [item.to_json() for item in cut]
+        skipped = self._follow.skipped + (self._fallback[1].skipped if self._fallback else 0)
+        if skipped:
+            report["unreadable_lines"] = skipped  # of the logs the page read, skipped
         return report
 
     def runs(self, query: PageQuery, now: datetime | None = None) -> dict[str, Any]:
@@ -288,7 +291,9 @@ def _search(store: Store, text: str) -> list[RunRecord]:
 
 
 def _index(store: Store, follow: _Follower) -> None:
-    """Index in ``store`` what ``follow``'s logs gained since the last look."""
+    """Index in ``store`` what ``follow``'s logs gained since the last look; a damaged line is skipped,
+    counted and reported."""
+    skipped = follow.skipped
     batch: list[RunRecord] = []
     for record in follow.new_records():
         batch.append(record)
@@ -296,6 +301,8 @@ def _index(store: Store, follow: _Follower) -> None:
             store.add(batch)
             batch.clear()
     store.add(batch)
+    if follow.skipped > skipped:
+        log.warning("the errors page skipped %d unreadable log lines", follow.skipped - skipped)
 
 
 class _Follower:
@@ -306,6 +313,11 @@ class _Follower:
     def __init__(self, logs: Sequence[str]) -> None:
         self._logs = [Path(path) for path in logs]
         self._read: dict[tuple[int, int], int] = {}  # (device, inode) -> offset read up to
+        self.skipped = 0  # lines that could not be read (torn, not JSON), since the start
+
+    def _skip(self, problem: object) -> None:
+        """A damaged line is skipped, and the page's report counts it (``unreadable_lines``)."""
+        self.skipped += 1
 
     def new_records(self) -> Iterator[RunRecord]:
         seen: dict[tuple[int, int], int] = {}
@@ -330,14 +342,10 @@ class _Follower:
                         if not end:
                             break  # nothing, or a line still being written
                         offset += end
-                        yield from read_records(io.BytesIO(data[:end]), on_problem=_skip)
+                        yield from read_records(io.BytesIO(data[:end]), on_problem=self._skip)
                         handle.seek(offset)
                     seen[key] = offset
         self._read = seen  # files gone (rotated out) are forgotten
-
-
-def _skip(problem: object) -> None:
-    """A torn or damaged line: the log's own readers report it; the page skips it."""
 
 
 def page_report(store: Store, query: PageQuery, source: str, now: datetime | None = None) -> dict[str, Any]:
