@@ -255,7 +255,8 @@ class ErrorsData:
                 store, follow = self._fallback
                 _index(store, follow)
             shown = "audit log" if self._audit in self._logs else "error log" if self._logs else "logs (none)"
-            return ask(store, (DAMAGED if self._damaged else UNREACHABLE).format(log=shown))
+            damaged = self._damaged or isinstance(exc, StoreDamaged)
+            return ask(store, (DAMAGED if damaged else UNREACHABLE).format(log=shown))
 
     def report(self, query: PageQuery, now: datetime | None = None) -> dict[str, Any]:
         report = self._answer(lambda store, source: page_report(store, query, source, now))

@@ -81,3 +81,25 @@ def test_a_sigterm_removes_the_private_store(tmp_path: Path, monkeypatch: pytest
         relay.process.send_signal(signal.SIGTERM)
         assert relay.process.wait(15) == -signal.SIGTERM
     assert not [p for p in temp.iterdir() if p.name.startswith("streamfsm-relay-store-")]
+
+
+def test_a_store_damaged_under_a_running_page_is_reported(tmp_path: Path) -> None:
+    """Pages of the store's file overwritten after it was opened (its header intact): the page's queries
+    meet a damaged file, and the page answers from the audit log, saying the store is damaged."""
+    path = tmp_path / "runs.db"
+    url = f"sqlite:///{path}"
+    records = [with_ids(completed(), f"run-{i}") for i in range(400)]
+    with Store.open(url) as store:
+        store.add(records)
+    audit = _audit(tmp_path / "audit.jsonl", 2)
+    data = ErrorsData(url, [audit], audit=audit)
+    try:
+        size = path.stat().st_size
+        with path.open("r+b") as f:  # everything past the first page (the header and the schema)
+            f.seek(4096)
+            f.write(b"\xff" * (size - 4096))
+        report = data.report(PageQuery(since="3650d"))
+        assert report["source"] == "the store is damaged; showing the audit log"
+        assert report["runs"] == 2
+    finally:
+        data.close()
