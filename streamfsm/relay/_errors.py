@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Final, TypeVar
 
 from ..runtime import SIGNATURE, RunRecord, iso, log_files, read_records
-from ..store import Filters, Store, StoreDamaged, StoreSink, StoreUnavailable
+from ..store import Filters, Store, StoreDamaged, StoreSink, StoreUnavailable, safe_label
 from ._journal import interrupted
 
 __all__ = ["BY", "FILTERS", "ErrorsData", "PageQuery", "page_report", "page_runs", "parse_window"]
@@ -177,7 +177,9 @@ class ErrorsData:
     run of this process. ``sink``: the relay's sink that indexes each run into the store, or None when a
     view reads the runs from the logs instead (a private store and ``audit``, the audit log among ``logs``:
     it holds every run). ``journal``: the log holding the relay's begin lines, whose streams a relay's
-    death cut the page lists too."""
+    death cut the page lists too. When the store at ``url`` cannot be reached or is damaged, every view
+    answers from ``logs`` (a private store following them) and its source says so; ``close()`` removes the
+    private stores."""
 
     def __init__(
         self,
@@ -204,9 +206,7 @@ class ErrorsData:
         except StoreDamaged as exc:  # the page answers from the logs; a rebuild makes the store again
             log.warning("%s; the errors page shows the logs", exc)
             self.store, self._damaged = None, True
-        self.source = url if self._folder is None else "this relay's runs"
-        if self.store is not None:
-            self.source = self.store.label if self._folder is None else self.source
+        self.source = safe_label(url) if self._folder is None else "this relay's runs"
         self._follow = _Follower(logs if self._folder is not None else ())
         # A view reads what the audit log gained since the last: no stream pays for the index.
         following = self._folder is not None and audit is not None and audit in logs
