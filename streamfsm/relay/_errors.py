@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Final, TypeVar
 
 from ..runtime import SIGNATURE, RunRecord, iso, log_files, read_records
-from ..store import Filters, Store, StoreDamaged, StoreSink, StoreUnavailable
+from ..store import Filters, Store, StoreDamaged, StoreSink, StoreUnavailable, safe_label
 from ._journal import interrupted
 
 __all__ = ["BY", "FILTERS", "ErrorsData", "PageQuery", "page_report", "page_runs", "parse_window"]
@@ -180,7 +180,9 @@ class ErrorsData:
     run of this process. ``sink``: the relay's sink that indexes each run into the store, or None when a
     view reads the runs from the logs instead (a private store and ``audit``, the audit log among ``logs``:
     it holds every run). ``journal``: the log holding the relay's begin lines, whose streams a relay's
-    death cut the page lists too."""
+    death cut the page lists too. When the store at ``url`` cannot be reached or is damaged, every view
+    answers from ``logs`` (a private store following them) and its source says so; ``close()`` removes the
+    private stores."""
 
     def __init__(
         self,
@@ -207,9 +209,7 @@ class ErrorsData:
         except StoreDamaged as exc:  # the page answers from the logs; a rebuild makes the store again
             log.warning("%s; the errors page shows the logs", exc)
             self.store, self._damaged = None, True
-        self.source = url if self._folder is None else "this relay's runs"
-        if self.store is not None:
-            self.source = self.store.label if self._folder is None else self.source
+        self.source = safe_label(url) if self._folder is None else "this relay's runs"
         self._follow = _Follower(logs if self._folder is not None else ())
         # A view reads what the audit log gained since the last: no stream pays for the index.
         following = self._folder is not None and audit is not None and audit in logs
@@ -237,7 +237,7 @@ class ErrorsData:
             raise StoreDamaged(self.source)
         with self._lock:
             _index(self.store, self._follow)
-        if self.sink is not None:
+        if self.sink is not None and not self.sink.unreachable:
             self.sink.flush(1.0)  # the runs that ended just before this view
 
     def _answer(self, ask: Callable[[Store, str], _T]) -> _T:
@@ -258,12 +258,16 @@ class ErrorsData:
                 store, follow = self._fallback
                 _index(store, follow)
             shown = "audit log" if self._audit in self._logs else "error log" if self._logs else "logs (none)"
-            return ask(store, (DAMAGED if self._damaged else UNREACHABLE).format(log=shown))
+            damaged = self._damaged or isinstance(exc, StoreDamaged)
+            return ask(store, (DAMAGED if damaged else UNREACHABLE).format(log=shown))
 
     def report(self, query: PageQuery, now: datetime | None = None) -> dict[str, Any]:
         report = self._answer(lambda store, source: page_report(store, query, source, now))
         cut = interrupted(self.journal) if self.journal is not None else []
         report["interrupted"] = [item.to_json() for item in cut]
+        skipped = self._follow.skipped + (self._fallback[1].skipped if self._fallback else 0)
+        if skipped:
+            report["unreadable_lines"] = skipped  # of the logs the page read, skipped
         return report
 
     def runs(self, query: PageQuery, now: datetime | None = None) -> dict[str, Any]:
@@ -291,7 +295,9 @@ def _search(store: Store, text: str) -> list[RunRecord]:
 
 
 def _index(store: Store, follow: _Follower) -> None:
-    """Index in ``store`` what ``follow``'s logs gained since the last look."""
+    """Index in ``store`` what ``follow``'s logs gained since the last look; a damaged line is skipped,
+    counted and reported."""
+    skipped = follow.skipped
     batch: list[RunRecord] = []
     for record in follow.new_records():
         batch.append(record)
@@ -299,6 +305,8 @@ def _index(store: Store, follow: _Follower) -> None:
             store.add(batch)
             batch.clear()
     store.add(batch)
+    if follow.skipped > skipped:
+        log.warning("the errors page skipped %d unreadable log lines", follow.skipped - skipped)
 
 
 class _Follower:
@@ -309,6 +317,11 @@ class _Follower:
     def __init__(self, logs: Sequence[str]) -> None:
         self._logs = [Path(path) for path in logs]
         self._read: dict[tuple[int, int], int] = {}  # (device, inode) -> offset read up to
+        self.skipped = 0  # lines that could not be read (torn, not JSON), since the start
+
+    def _skip(self, problem: object) -> None:
+        """A damaged line is skipped, and the page's report counts it (``unreadable_lines``)."""
+        self.skipped += 1
 
     def new_records(self) -> Iterator[RunRecord]:
         seen: dict[tuple[int, int], int] = {}
@@ -333,14 +346,10 @@ class _Follower:
                         if not end:
                             break  # nothing, or a line still being written
                         offset += end
-                        yield from read_records(io.BytesIO(data[:end]), on_problem=_skip)
+                        yield from read_records(io.BytesIO(data[:end]), on_problem=self._skip)
                         handle.seek(offset)
                     seen[key] = offset
         self._read = seen  # files gone (rotated out) are forgotten
-
-
-def _skip(problem: object) -> None:
-    """A torn or damaged line: the log's own readers report it; the page skips it."""
 
 
 def page_report(store: Store, query: PageQuery, source: str, now: datetime | None = None) -> dict[str, Any]:

@@ -236,7 +236,11 @@ class _Sqlite:
         except StoreUnavailable:
             raise
         except sqlite3.Error as exc:
-            raise StoreUnavailable(f"cannot open the store {label}: {_sqlite_reason(exc)}") from None
+            reason = _sqlite_reason(exc)
+            if type(exc) is sqlite3.DatabaseError:  # not a database, or a damaged one
+                log.warning("the store %s is damaged (%s): rebuild it from the logs", label, reason)
+                raise StoreDamaged(f"the store {label} is damaged: {reason}") from None
+            raise StoreUnavailable(f"cannot open the store {label}: {reason}") from None
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock, self._damage():

@@ -383,6 +383,11 @@ class StoreSink:
         """Records waiting to be indexed."""
         return self._backlog.pending()
 
+    @property
+    def unreachable(self) -> bool:
+        """Whether the writer is waiting for the store to come back (its last write could not reach it)."""
+        return self._down
+
     def close(self, timeout: float = 10.0) -> None:
         """Flush for up to ``timeout``; then what still waits for an unreachable store is counted, not
         indexed, and the store is closed."""

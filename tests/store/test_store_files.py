@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 from logsupport import completed, with_ids
-from relayprocess import relay_process
+from relayprocess import free_port, relay_process
 
 from streamfsm.cli import main
 from streamfsm.relay import PageQuery
@@ -49,21 +49,25 @@ def test_a_damaged_store_is_reported_and_the_page_answers_from_the_audit_log(
         data.close()
 
 
-@pytest.mark.parametrize("where", ["missing folder", "a folder"])
+@pytest.mark.parametrize("where", ["missing folder", "a folder", "no server"])
 def test_a_store_that_cannot_be_opened_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str
 ) -> None:
-    url = (
-        f"sqlite:///{tmp_path / 'nowhere' / 'runs.db'}"
-        if where == "missing folder"
-        else f"sqlite:///{tmp_path}"
-    )
+    url = {
+        "missing folder": f"sqlite:///{tmp_path / 'nowhere' / 'runs.db'}",
+        "a folder": f"sqlite:///{tmp_path}",
+        "no server": f"postgresql://relay:secret@127.0.0.1:{free_port()}/streamfsm",
+    }[where]
+    if where == "no server":
+        pytest.importorskip("psycopg")
+    said = "is unreachable" if where == "no server" else "cannot open the store"
     assert main(["relay", "--upstream", "http://127.0.0.1:9", "--store", url]) == 1
     err = capsys.readouterr().err.strip()
-    assert err.startswith("streamfsm relay: cannot open the store") and "\n" not in err, err
+    assert err.startswith("streamfsm relay: ") and said in err and "\n" not in err, err
     assert main(["store", "rebuild", "--from", _audit(tmp_path / "a.jsonl", 1), "--store", url]) == 1
     err = capsys.readouterr().err.strip()
-    assert err.startswith("streamfsm store: cannot open the store") and "\n" not in err, err
+    assert err.startswith("streamfsm store: ") and said in err and "\n" not in err, err
+    assert "secret" not in err
 
 
 def test_a_sigterm_removes_the_private_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -81,3 +85,25 @@ def test_a_sigterm_removes_the_private_store(tmp_path: Path, monkeypatch: pytest
         relay.process.send_signal(signal.SIGTERM)
         assert relay.process.wait(15) == -signal.SIGTERM
     assert not [p for p in temp.iterdir() if p.name.startswith("streamfsm-relay-store-")]
+
+
+def test_a_store_damaged_under_a_running_page_is_reported(tmp_path: Path) -> None:
+    """Pages of the store's file overwritten after it was opened (its header intact): the page's queries
+    meet a damaged file, and the page answers from the audit log, saying the store is damaged."""
+    path = tmp_path / "runs.db"
+    url = f"sqlite:///{path}"
+    records = [with_ids(completed(), f"run-{i}") for i in range(400)]
+    with Store.open(url) as store:
+        store.add(records)
+    audit = _audit(tmp_path / "audit.jsonl", 2)
+    data = ErrorsData(url, [audit], audit=audit)
+    try:
+        size = path.stat().st_size
+        with path.open("r+b") as f:  # everything past the first page (the header and the schema)
+            f.seek(4096)
+            f.write(b"\xff" * (size - 4096))
+        report = data.report(PageQuery(since="3650d"))
+        assert report["source"] == "the store is damaged; showing the audit log"
+        assert report["runs"] == 2
+    finally:
+        data.close()

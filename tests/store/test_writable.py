@@ -257,8 +257,9 @@ def test_store_rebuild_reads_past_a_line_with_a_lone_surrogate(
         assert found["ids"]["context"]["route"] == "/v1/\ufffdchat"
     data = ErrorsData(None, [str(log)], audit=str(log))
     try:
-        report = data.report(PageQuery(since="30d"))
-        assert report["runs"] >= 0  # answered: the page over this log is no 500
+        report = data.report(PageQuery(since="3650d"))
+        assert report["runs"] == 4  # answered (no 500), and the damaged line counted
+        assert report["unreadable_lines"] == 1
         assert data.find("hostile") is not None
     finally:
         data.close()
