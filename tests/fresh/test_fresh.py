@@ -2,8 +2,8 @@
 ``SOURCES.md``).
 
 ``KNOWN_MISSES`` holds the shapes main still reads otherwise than the set (each explained in SOURCES.md):
-strict xfails, so a change that fixes one fails here until its line is removed. ``python -m tests.fresh`` prints the same check as a table
-with a score; ``--litellm`` scores LiteLLM on the same set.
+strict xfails, so a change that fixes one fails here until its line is removed. ``python -m tests.fresh``
+prints the same check as a table with a score; ``--litellm`` scores LiteLLM on the same set.
 """
 
 from __future__ import annotations
