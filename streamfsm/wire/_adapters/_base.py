@@ -603,8 +603,8 @@ class Adapter:
         parallel: bool = False,
         grammar: ToolInput = ToolInput.JSON,
     ) -> None:
-        """A call that arrives complete in one piece (Gemini; an item never announced). Arguments that do not
-        parse are no call: it is opened with them and stays open, so the run fails as
+        """A call that arrives complete in one piece (Ollama; a Responses item never announced). Arguments
+        that do not parse are no call: it is opened with them and stays open, so the run fails as
         ``tool_input_unfinished``. ``parallel``: calls still open stay open, and this one waits its turn."""
         if parallel and self._call is not None:
             call = OpenCall(call_id, call_id, name, index, grammar=grammar)
