@@ -17,6 +17,7 @@ from typing import Any, Final
 from ..runtime import (
     Backlog,
     OnProblem,
+    RelayClose,
     RunRecord,
     count_sink_failure,
     field_value,
@@ -318,9 +319,13 @@ _GATHER_S: Final = 0.05  # let a batch gather: one transaction per record cost ~
 _PRUNE_EVERY_S: Final = 3600.0
 
 
+_REFUSALS: Final = frozenset({RelayClose.OVERLOADED.value, RelayClose.REFUSED.value})
+
+
 def _refusal(record: RunRecord) -> bool:
-    """A relay's refusal (overloaded: it never went upstream): what a full backlog drops first."""
-    return _close(record) == "overloaded"
+    """A relay's refusal (overloaded, or the request refused: it never went upstream): what a full backlog
+    drops first."""
+    return _close(record) in _REFUSALS
 
 
 _log: Final = logging.getLogger("streamfsm.store")

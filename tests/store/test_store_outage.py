@@ -106,24 +106,26 @@ def test_a_postgres_restart_under_load_loses_no_run(server: Server, tmp_path: Pa
     assert (stored, dropped) == (sent, 0)
 
 
-def _refusal(run_id: str) -> RunRecord:
+def _refusal(run_id: str, close: str = "overloaded") -> RunRecord:
     data = with_ids(completed(), run_id).to_dict()
-    data["relay"] = {"close": "overloaded"}
+    data["relay"] = {"close": close}
     return RunRecord(data)
 
 
 def test_a_full_backlog_drops_refusals_before_runs(server: Server) -> None:
-    """While the database is down, refusals (close ``overloaded``) fill the backlog, then real runs arrive:
+    """While the database is down, refusals (close ``overloaded`` or ``refused``) fill the backlog, then real
+    runs arrive:
     each run takes the place of a refusal waiting (that refusal is counted; the batch the writer holds, at
     most 500, stays), and once the database is back every real run is stored."""
     _clear(server.url)
     sink = StoreSink(server.url, max_backlog=600)
-    refusal, run = _refusal("refusal"), with_ids(completed(), "run")
+    refusals_sent = (_refusal("refusal"), _refusal("refusal", "refused"))
+    run = with_ids(completed(), "run")
     try:
         server.stop()
         before = _failures()
         for i in range(700):
-            sink(with_ids(refusal, f"refusal-{i:03d}"))
+            sink(with_ids(refusals_sent[i % 2], f"refusal-{i:03d}"))
         time.sleep(0.3)  # the writer holds its first batch of refusals, retrying
         for i in range(60):
             sink(with_ids(run, f"run-{i:02d}"))
