@@ -125,7 +125,7 @@ def test_a_full_backlog_drops_refusals_before_runs(server: Server) -> None:
         server.stop()
         before = _failures()
         for i in range(700):
-            sink(with_ids(refusals_sent[i % 2], f"refusal-{i:03d}"))
+            sink(with_ids(refusals_sent[i >= 350], f"refusal-{i:03d}"))  # those waiting: refused
         time.sleep(0.3)  # the writer holds its first batch of refusals, retrying
         for i in range(60):
             sink(with_ids(run, f"run-{i:02d}"))
