@@ -269,13 +269,3 @@ def test_a_hosted_tools_error_result_is_counted_as_one_and_a_result_is_not(kind:
     error = content.endswith("_error")  # every error content the SDK defines is named so
     assert adapter.delta_keys.get(f"block.{kind}.error") == (1 if error else None)
     assert UNREAD_CONTENT not in adapter.anomalies
-
-
-@pytest.mark.parametrize("name", ["anthropic", "anthropic-bedrock", "bedrock-converse", "ollama"])
-def test_the_format_page_shows_every_decision(name: str) -> None:
-    from streamfsm._docsite import _format_page
-
-    page = _format_page(FORMATS[name])
-    for table in FORMATS[name].definitions.tables().values():
-        for member, decided in table.items():
-            assert f"| `{member}` | {decided.decision.value} | {decided.means} |" in page
