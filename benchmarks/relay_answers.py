@@ -13,19 +13,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
-import subprocess
-import threading
-import time
-from collections import Counter
 from typing import Any
 
 import httpx
 
 from streamfsm.testing._script import End, Headers, Send, Sleep
-from streamfsm.testing._server import FaultServerThread
 
-from .relay_bodies import start_relay, status_kib
+from .relay_bodies import posts_at_once
 
 PIECES = 12
 PAUSE_S = 0.2
@@ -51,47 +45,12 @@ def main() -> None:
         steps += (Send(whole[start : start + piece]), Sleep(PAUSE_S))
     steps += (End(),)
     request = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode()
-    with FaultServerThread(steps) as upstream:
-        relay, base = start_relay(upstream.base_url, [])
-        try:
-            time.sleep(0.5)
-            before = status_kib(relay.pid, "VmRSS")
-            outcomes: Counter[str] = Counter()
-            lock = threading.Lock()
 
-            def one() -> None:
-                try:
-                    with httpx.Client(timeout=120) as client:
-                        got = client.post(f"{base}/v1/chat/completions", content=request)
-                        outcome = f"{got.status_code} {len(got.content) >> 20} MiB"
-                except httpx.HTTPError as exc:
-                    outcome = type(exc).__name__
-                with lock:
-                    outcomes[outcome] += 1
+    def outcome(got: httpx.Response) -> str:
+        return f"{got.status_code} {len(got.content) >> 20} MiB"
 
-            threads = [threading.Thread(target=one) for _ in range(args.clients)]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join(300)
-            time.sleep(1.0)
-            peak = status_kib(relay.pid, "VmHWM")
-            after = status_kib(relay.pid, "VmRSS")
-        finally:
-            relay.send_signal(signal.SIGTERM)
-            try:
-                relay.wait(15)
-            except subprocess.TimeoutExpired:
-                relay.kill()
-    result: dict[str, Any] = {
-        "clients": args.clients,
-        "mib": args.mib,
-        "rss_before_mb": round(before / 1024, 1),
-        "rss_peak_mb": round(peak / 1024, 1),
-        "rss_after_mb": round(after / 1024, 1),
-        "outcomes": dict(outcomes),
-    }
-    print(json.dumps(result, indent=2))
+    measured = posts_at_once(steps, request, args.clients, [], outcome, settle_s=1.0)
+    print(json.dumps({"clients": args.clients, "mib": args.mib, **measured.fields()}, indent=2))
 
 
 if __name__ == "__main__":
