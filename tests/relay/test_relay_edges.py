@@ -25,7 +25,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from relayprocess import relay_process
-from relaysupport import RelayThread, relay_to, run_lines
+from relaysupport import RelayThread, read_answer, relay_to, run_lines
 from runsupport import BODIES
 
 from streamfsm.relay import Relay, RelayConfig
@@ -74,22 +74,6 @@ def edges(tmp_path_factory: pytest.TempPathFactory) -> Any:
         relay_to(upstream.base_url, audit_log=str(audit), **bounds) as relay,
     ):
         yield relay, upstream, audit
-
-
-def read_answer(sock: socket.socket, within: float) -> bytes:
-    """What the relay answers on ``sock`` until it closes (bounded)."""
-    sock.settimeout(within)
-    got = b""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            part = sock.recv(65536)
-        except (ConnectionResetError, TimeoutError):
-            break
-        if not part:
-            break
-        got += part
-    return got
 
 
 def trickle(port: int, every: float, body: bytes, *, step: int = 1) -> tuple[bytes, float]:
