@@ -75,10 +75,21 @@ def parse_window(text: str, now: datetime) -> datetime:
         when = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise ValueError(f"since: expected 30m, 6h, 7d or an ISO time, not {text[:40]!r}") from None
-    when = when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
+    when = _utc(when, "since", text)
     if when >= now:
         raise ValueError("since: the window must start in the past")
     return when
+
+
+def _utc(when: datetime, name: str, text: str) -> datetime:
+    """``when`` in UTC (UTC if it names no zone); a time whose UTC falls outside the years 1 to 9999 (a zone
+    beside 0001-01-01 or 9999-12-31) is the caller's mistake, not the page's."""
+    if when.tzinfo is None:
+        return when.replace(tzinfo=timezone.utc)
+    try:
+        return when.astimezone(timezone.utc)
+    except OverflowError:
+        raise ValueError(f"{name}: {text[:40]!r} is outside the years 1 to 9999 in UTC") from None
 
 
 def _parse_until(text: str) -> datetime:
@@ -86,7 +97,7 @@ def _parse_until(text: str) -> datetime:
         when = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise ValueError(f"until: expected an ISO time, not {text[:40]!r}") from None
-    return when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
+    return _utc(when, "until", text)
 
 
 @dataclass(frozen=True, slots=True)

@@ -57,8 +57,22 @@ def deployment_key(given: str | None, *beside: str | None, store: str | None = N
 
 
 def key_file(*beside: str | None, store: str | None = None) -> Path | None:
-    """Where ``deployment_key`` keeps the key: beside the first path of ``beside``, else a SQLite store."""
-    return next((Path(p).parent / KEY_FILE for p in (*beside, _sqlite_path(store)) if p), None)
+    """Where ``deployment_key`` keeps the key: beside the first path of ``beside``, else a SQLite store. A
+    path that is there but no regular file (a log on ``/dev/stdout``, ``/proc/self/fd/1``) is no place to
+    keep it: its folder is a device's, and each process would make a key of its own."""
+    places = (Path(p) for p in (*beside, _sqlite_path(store)) if p)
+    return next((path.parent / KEY_FILE for path in places if _keeps_files(path)), None)
+
+
+_DEVICE_FOLDERS: Final = ("/dev", "/proc", "/sys")
+
+
+def _keeps_files(path: Path) -> bool:
+    """Whether a key may be kept beside ``path``: a regular file (or one to be made) in a folder of files."""
+    folder = os.path.realpath(path.parent)
+    if any(folder == top or folder.startswith(top + "/") for top in _DEVICE_FOLDERS):
+        return False
+    return path.is_file() or not path.exists()
 
 
 def _kept_key(path: Path) -> bytes:

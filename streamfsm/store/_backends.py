@@ -340,10 +340,15 @@ class _Postgres:
         psycopg = self._psycopg
         try:
             # Never prepared: a generic plan for a time window (t >= $1) walks the time index, 10x slower.
+            # The statement timeout rides in the startup packet: a SET after it would be one more round trip
+            # with no deadline (connect_timeout covers the connection; the session's timer starts later).
             conn = psycopg.connect(
-                self._url, autocommit=True, prepare_threshold=None, connect_timeout=CONNECT_TIMEOUT_S
+                self._url,
+                autocommit=True,
+                prepare_threshold=None,
+                connect_timeout=CONNECT_TIMEOUT_S,
+                options=f"-c statement_timeout={int(STATEMENT_TIMEOUT_S * 1000)}",
             )
-            conn.execute(f"SET statement_timeout = {int(STATEMENT_TIMEOUT_S * 1000)}".encode())
         except psycopg.Error as exc:
             self._retry_at = time.monotonic() + self._delay
             self._delay = min(self._delay * 2, RECONNECT_MAX_S)

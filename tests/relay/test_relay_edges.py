@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import os
 import select
 import socket
 import stat
@@ -403,6 +404,17 @@ def test_no_key_file_is_made_without_a_place_for_it(tmp_path: Path, monkeypatch:
     monkeypatch.chdir(tmp_path)
     Relay(RelayConfig(NOWHERE))
     assert not list(tmp_path.iterdir())
+
+
+def test_no_key_is_kept_beside_a_log_that_is_no_regular_file(tmp_path: Path) -> None:
+    """A log on standard output (a device, a pipe) is no place for the key: its folder is /dev or /proc, and
+    every worker would make a key of its own there (or none), naming one account differently."""
+    from streamfsm.relay._keys import key_file
+
+    fifo = tmp_path / "log.fifo"
+    os.mkfifo(fifo)
+    assert key_file("/dev/stdout", str(fifo)) is None
+    assert key_file("/dev/null", str(tmp_path / "audit.jsonl")) == tmp_path / "streamfsm-relay.key"
 
 
 def test_the_help_says_where_metrics_go(capsys: pytest.CaptureFixture[str]) -> None:
