@@ -285,7 +285,7 @@ class Backlog(Generic[_Item]):
         # (item, run_id, disposable); the first ``_working`` are being worked on
         self._items: deque[tuple[_Item, str, bool]] = deque()
         self._working = 0
-        self._spare = 0  # disposable items waiting
+        self._spare = 0  # disposable items waiting (not being worked on): when 0, nothing to scan for
         self._thread: threading.Thread | None = None
 
     def submit(self, item: _Item, run_id: str) -> None:
@@ -303,7 +303,7 @@ class Backlog(Generic[_Item]):
         evicted: str | None = None
         with self._cond:
             if len(self._items) >= self._limit and not spare and self._spare:
-                evicted = self._evict()  # scans past the batch being worked on: at most its size
+                evicted = self._evict()  # one is waiting past the batch being worked on
             if len(self._items) >= self._limit:
                 full = True
             else:
@@ -380,6 +380,7 @@ class Backlog(Generic[_Item]):
             with self._cond:
                 taken = [self._items[i] for i in range(min(self._batch, len(self._items)))]
                 self._working = len(taken)
+                self._spare -= sum(spare for _, _, spare in taken)  # no longer waiting: never evicted
             try:
                 self._work([item for item, _, _ in taken])
             except Exception as exc:
@@ -387,7 +388,7 @@ class Backlog(Generic[_Item]):
                     _report(self._name, exc, run_id, "")
             with self._cond:
                 for _ in taken:
-                    self._spare -= self._items.popleft()[2]
+                    self._items.popleft()
                 self._working = 0
                 self._cond.notify_all()  # a flush waiting on a long backlog sees it shrink
 

@@ -319,13 +319,19 @@ _GATHER_S: Final = 0.05  # let a batch gather: one transaction per record cost ~
 _PRUNE_EVERY_S: Final = 3600.0
 
 
-_REFUSALS: Final = frozenset({RelayClose.OVERLOADED.value, RelayClose.REFUSED.value})
+# A refused answer (too large to hold) went upstream and was billed: a real run, not a refusal.
+_ANSWER_LIMITS: Final = frozenset({"max_answer_bytes", "answer_budget_bytes"})
 
 
 def _refusal(record: RunRecord) -> bool:
-    """A relay's refusal (overloaded, or the request refused: it never went upstream): what a full backlog
+    """A relay's refusal that never went upstream (overloaded, or the request refused): what a full backlog
     drops first."""
-    return _close(record) in _REFUSALS
+    close = _close(record)
+    if close == RelayClose.OVERLOADED.value:
+        return True
+    relay = record.get("relay")
+    limit = relay.get("limit") if isinstance(relay, Mapping) else None
+    return close == RelayClose.REFUSED.value and limit not in _ANSWER_LIMITS
 
 
 _log: Final = logging.getLogger("streamfsm.store")

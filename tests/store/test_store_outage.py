@@ -212,3 +212,24 @@ def test_a_server_that_stops_answering_is_cut_by_the_client(
         finally:
             os.kill(pid, signal.SIGCONT)
         assert store.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("close", "limit", "disposable"),
+    [
+        ("overloaded", "max_concurrent", True),
+        ("refused", "max_body_bytes", True),
+        ("refused", "body_min_rate", True),
+        ("refused", "max_answer_bytes", False),  # it went upstream and was billed: a real run
+        ("refused", "answer_budget_bytes", False),
+        ("upstream_cut", None, False),
+    ],
+)
+def test_only_what_never_went_upstream_is_dropped_first(
+    close: str, limit: str | None, disposable: bool
+) -> None:
+    from streamfsm.store._store import _refusal
+
+    data = with_ids(completed(), "r").to_dict()
+    data["relay"] = {"close": close, "limit": limit}
+    assert _refusal(RunRecord(data)) is disposable
