@@ -71,7 +71,10 @@ log: Final = logging.getLogger("streamfsm.relay")
 
 # Set by the HTTP client from the URL and the body it sends.
 _RECOMPUTED: Final = frozenset({b"host", b"content-length"})
-_CLIENT_FORWARDING: Final = frozenset({b"forwarded", b"x-real-ip"})  # and every x-forwarded-*
+# The client's own word on where it came from (and every x-forwarded-*): never passed upstream.
+_CLIENT_FORWARDING: Final = frozenset(
+    {b"forwarded", b"x-real-ip", b"x-original-forwarded-for", b"true-client-ip", b"cf-connecting-ip"}
+)
 _MAX_REQUEST_ID: Final = 128
 _ROOM_WAIT_S: Final = 5.0  # longest wait for room in the body budget
 IDLE_TIMEOUT_S: Final = 90.0  # well inside the SDKs' 600 s read timeout
@@ -129,7 +132,7 @@ class RelayConfig:
     upstream_timeout: float = 600.0
     max_connections: int | None = None
     rules: tuple[Rule, ...] = ()
-    store: str | None = None
+    store: str | None = field(default=None, repr=False)  # a PostgreSQL URL may carry a password
     max_concurrent: int = 1000
     body_budget_bytes: int = 256 << 20
     body_min_rate: int = 1024

@@ -51,6 +51,9 @@ SPOOFED = {
     "x-real-ip": "203.0.113.7",
     "x-forwarded-host": "admin.internal",
     "x-forwarded-proto": "https",
+    "x-original-forwarded-for": "203.0.113.7",
+    "true-client-ip": "203.0.113.7",
+    "cf-connecting-ip": "203.0.113.7",
 }
 BEDROCK = "/model/anthropic.claude-haiku-4-5-20251001-v1:0/invoke-with-response-stream"
 
