@@ -442,7 +442,7 @@ class Relay:
         """The exchange with the request's correlation ids in context; cancelled from outside (the server's
         grace period for shutdown is over), the client hears why."""
         try:
-            with context(**ids), relaying(client), _in_flight(self.metrics):
+            with context(**ids), relaying(client, exchange.runs), _in_flight(self.metrics):
                 await self._exchange(request, exchange)
         except anyio.get_cancelled_exc_class():
             if not exchange.client_gone:

@@ -75,6 +75,7 @@ class Downstream:
         "request_id",
         "route",
         "run",
+        "runs",
         "send",
         "sse",
         "started",
@@ -88,6 +89,7 @@ class Downstream:
         self.send = send
         self.write_timeout = write_timeout
         self.run: TapRun | None = None
+        self.runs: list[TapRun] = []  # every run the tap started for this exchange, held until release()
         self.client_gone = False
         self.started = False  # the response's headers went downstream
         self.sse = False
@@ -240,8 +242,8 @@ class Downstream:
         the budget is given back."""
         if self.answer is not None:
             self.answer.release()
-        if self.run is not None:
-            self.run.release()
+        for run in {id(run): run for run in (*self.runs, self.run) if run is not None}.values():
+            run.release()
 
     def _write_failed(self, why: str) -> None:
         run = self.run
@@ -278,7 +280,7 @@ class Downstream:
         run = self.run
         message = f"streamfsm relay: {SHUTDOWN} (request id {self.request_id})"
         if not self.started:
-            await answer(self.send, 503, self.request_id, "relay_shutdown", SHUTDOWN)
+            self._answered(await answer(self.send, 503, self.request_id, "relay_shutdown", SHUTDOWN))
         elif self.sse:
             event = _error_event(run.provider if run is not None else None, message)
             await self.send({"type": "http.response.body", "body": event, "more_body": True})
@@ -321,7 +323,16 @@ class Downstream:
             run_id,
         )
         if not self.client_gone:
-            await answer(self.send, status, self.request_id, "upstream_error", f"{why}: {title}")
+            self._answered(
+                await answer(self.send, status, self.request_id, "upstream_error", f"{why}: {title}")
+            )
+
+    def _answered(self, written: int) -> None:
+        """The relay answered for the upstream (a 502, 504 or 503, whole): each held run counts it."""
+        if written:
+            for run in self.runs:
+                run.relayed_bytes(written)
+                run.relayed_end()
 
 
 def _report(run: TapRun, events: Any, nbytes: int) -> None:

@@ -56,7 +56,7 @@ from ..runtime import (
     plain_scope_class,
     socket_of,
 )
-from ._context import current_ids, relayed, relayed_for
+from ._context import current_ids, relay_runs, relayed, relayed_for
 from ._notes import attach, remember
 from ._rules import Rule, check_rules, llm_request
 from ._run import SyncTapRun, TapRun
@@ -237,6 +237,10 @@ class _Tap:
             return None
         if relayed():
             run.relayed_bytes(0)
+            held = relay_runs()
+            if held is not None:  # the relay's own answer is still to come: it releases the record
+                run.hold()
+                held.append(run)
         run.begin()
         return run, key
 
