@@ -626,6 +626,8 @@ class OpenAIResponsesAdapter(Adapter):
                 )
                 call.index = position if type(position) is int else 0
                 self.open_call(out, call, parallel=True)
+            else:  # announced and streamed: whatever its input says, it never becomes complete
+                call.needs_end, call.ended = True, False
             return out or [_BOOKKEEPING["response.output_item.done"]]
         grammar = _TOOL_ITEMS.get(kind, ToolInput.JSON)
         final = _action(item) if action else _input(item, grammar)
