@@ -66,7 +66,7 @@ class SSEEvent:
 
 
 def _completes(data: str) -> bool:
-    """Whether an event's data, cut at the end of the stream without its line end, is whole anyway."""
+    """Whether an event's data, at the end of the stream without its blank line, is whole anyway."""
     if data == "[DONE]":
         return True
     try:
@@ -208,11 +208,11 @@ class SSEDecoder:
         return self._process(lines) if lines else []
 
     def close(self) -> list[SSEEvent]:
-        """End of stream. An event whose blank line never came is dispatched when its data is whole: every
-        line of it ended with a line end, or its one unterminated last line completes a JSON value (or
-        ``[DONE]``): gateways close right after the last field, and openai-node dispatches such an event
-        (openai/openai-node#2725) where the spec and the Python SDKs drop it, losing the finish. Any other
-        pending event is torn: dropped, and ``truncated`` says one was due."""
+        """End of stream. An event whose blank line never came is dispatched when its data is whole: a JSON
+        value (or ``[DONE]``), whether or not its last line ended: gateways close right after the last field,
+        and openai-node dispatches such an event (openai/openai-node#2725) where the spec and the Python SDKs
+        drop it, losing the finish. Any other pending event (its data cut after a line end, or mid-line) is
+        torn: dropped, and ``truncated`` says one was due."""
         if self._too_long_at is not None:
             raise ProtocolViolation("line_too_long", self._too_long_at)
         pending = b"".join((self._pending, *self._more))
@@ -222,7 +222,7 @@ class SSEDecoder:
         due = bool(pending) or self._block_open
         if due:
             whole = [e for e in self._process([pending, b""] if pending else [b""]) if not e.comment]
-            if whole and (not pending or _completes(whole[-1].data)):
+            if whole and _completes(whole[-1].data):
                 events = whole
         self.truncated = due and not events
         self._pending = b""

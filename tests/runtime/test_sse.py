@@ -143,14 +143,17 @@ def test_invalid_utf8_is_replaced_not_raised() -> None:
     ("chunks", "dispatched", "truncated"),
     [
         ((b"data: x\n\n",), 1, False),
-        ((b"data: x\n",), 1, False),  # every line ended, the blank line never came: whole, dispatched
-        ((b"data: x\r",), 1, False),
-        ((b"event: e\ndata: x\r\n",), 1, False),
+        ((b'data: {"a": 1}\n',), 1, False),  # whole JSON, the blank line never came: dispatched
+        ((b'data: {"a": 1}\r',), 1, False),
+        ((b'event: e\ndata: {"a": 1}\r\n',), 1, False),
         ((b'data: {"a": 1}',), 1, False),  # an unterminated last line that completes its JSON
         ((b"data: [DONE]",), 1, False),
-        ((b"data: x",), 0, True),  # an unterminated line that is no JSON: it may be cut short
+        ((b"data: x",), 0, True),  # no JSON: it may be cut short
+        ((b"data: x\n",), 0, True),
+        ((b'data: {"choices":[{"ind\n',), 0, True),  # cut mid-value, just after a line end
         ((b'data: {"a": ',), 0, True),  # cut mid-value
         ((b'data: x\ndata: {"a": 1}',), 0, True),  # the event's data is not that line alone
+        ((b'data: {"a":\ndata: ',), 0, True),  # a multi-line value cut after its first line
         ((b"data: x\n\n: ping\n",), 1, False),  # a comment is complete on its own
         ((b"event: e\n",), 0, True),  # a block without data is never an event
         ((b"",), 0, False),
@@ -278,15 +281,21 @@ def test_agrees_with_httpx_sse_on_data_events(blocks: list[tuple[list[str], str]
     assert ours == theirs
 
 
+_JSON_BLOCK = st.tuples(
+    st.lists(st.sampled_from(["event: e", "id: 4", "retry: 20"]), max_size=2),
+    st.dictionaries(st.text("abc", max_size=3), _VALUE, max_size=3).map(json.dumps) | st.just("[DONE]"),
+).map(lambda block: [*block[0], "data: " + block[1]])
+
+
 @given(
-    st.lists(st.tuples(_DATA_BLOCK, _END), min_size=1, max_size=6),
+    st.lists(st.tuples(_JSON_BLOCK, _END), min_size=1, max_size=6),
     st.lists(st.integers(0, 10_000), max_size=6),
 )
 def test_a_last_event_whose_blank_line_never_came_is_dispatched_whatever_the_chunking(
     blocks: list[tuple[list[str], str]], cuts: list[int]
 ) -> None:
-    """Gateways close right after the last field: the event is whole, its data the same as with the blank
-    line, however the bytes were split."""
+    """Gateways close right after the last field: an event whose data is whole (JSON, or ``[DONE]``) is
+    read, the same as with its blank line, however the bytes were split."""
     data = "".join(end.join(lines) + end + end for lines, end in blocks).encode()
     unended = data[: -len(blocks[-1][1])]  # the last blank line dropped
     whole, _ = decode(data)
