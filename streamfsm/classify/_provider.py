@@ -748,7 +748,10 @@ def _fields(payload: object) -> _Fields:
     # Every text the wrappers carry, innermost first: a gateway's "rate limit" message may sit beside a
     # detail that quotes the upstream's "insufficient balance", and the money words must be read.
     message = " | ".join(
-        v for m in reversed(chain) for k in _MESSAGE_KEYS if isinstance(v := m.get(k), str) and v
+        v[:_MAX_MESSAGE]
+        for m in reversed(chain)
+        for k in _MESSAGE_KEYS
+        if isinstance(v := m.get(k), str) and v
     )
     status_name = _inner(chain, "status")
     sent_code = next((v for v in (reason, detail_code, raw_code) if isinstance(v, str)), None)
@@ -764,7 +767,7 @@ def _fields(payload: object) -> _Fields:
         http_code=http_code,
         quota_window=window,
         retry_delay_s=delay,
-        message=message[:_MAX_MESSAGE],
+        message=message,  # each text bounded: a long inner one must not hide an outer one's words
         said=said,
     )
 

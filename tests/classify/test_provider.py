@@ -1317,4 +1317,10 @@ def test_every_text_a_wrapper_carries_is_read_not_only_its_first_message() -> No
     }
     error = provider_error_from_http(429, {}, json.dumps(body).encode())
     assert error.kind is ProviderErrorKind.QUOTA_EXHAUSTED, error
-    assert error.kind is not ProviderErrorKind.RATE_LIMIT
+    # However long an inner text is, the outer one's words are read too.
+    long_inner = {
+        "error": {"message": "Rate limited", "error": {"message": "x" * 2100}},
+        "message": "insufficient balance",
+    }
+    error = provider_error_from_http(429, {}, json.dumps(long_inner).encode())
+    assert error.kind is ProviderErrorKind.QUOTA_EXHAUSTED, error
