@@ -3242,3 +3242,103 @@ _row(
     ),
     (_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "content_filter", _A.NONE, None),
 )
+
+
+# xtekky/gpt4free#3456 (2026-06)
+_row(
+    "error",
+    "openai-chat",
+    "http-500-token-limit-per-day-exceeded",
+    ("a per-day token limit sent as HTTP 500: not transient, no automatic retry within a minute"),
+    http_error(
+        500,
+        {
+            "error": {
+                "message": "Token limit (500,000 per day) exceeded. Used: 508,311 tokens. Sign up at"
+                " g4f.dev/members.html for higher limits."
+            }
+        },
+    ),
+    (_C.PROVIDER_ERROR, _V.NO_RETRY, _T.HTTP_ERROR, _P.BEFORE_CONNECTION, "quota_exhausted", _A.STOP, None),
+)
+
+# popjane/free_chatgpt_api#110 (2025-10, "for days"); songquanpeng/one-api#2340
+_row(
+    "error",
+    "openai-chat",
+    "http-503-no-channel-in-group",
+    (
+        "one-api/new-api gateways: 'no available channel for model gpt-4o-mini in group default' at 503: a "
+        "routing fact about the model, not a transient overload"
+    ),
+    http_error(
+        503,
+        {
+            "error": {
+                "message": "当前分组 default 下对于模型 gpt-4o-mini 无可用渠道 (request id: 202510161555437244439317690388)",
+                "type": "v_api_error",
+            }
+        },
+    ),
+    (
+        _C.PROVIDER_ERROR,
+        _V.NO_RETRY,
+        _T.HTTP_ERROR,
+        _P.BEFORE_CONNECTION,
+        "model_unavailable",
+        _A.FIX_REQUEST,
+        None,
+    ),
+)
+
+# ollama/ollama#14093 (2026-02); continuedev/continue#10984
+_row(
+    "content",
+    "ollama",
+    "error-line-runner-stopped-after-output",
+    ("Ollama's runner dies mid-answer and the stream carries an error line after text: a failure, not whole"),
+    ndjson_lines(
+        ollama_line({"content": "The first step is to"}),
+        ollama_line({"content": " open the"}),
+        line(
+            {
+                "error": "model runner has unexpectedly stopped, this may be due to resource limitations or an"
+                " internal error, check ollama server logs for details"
+            }
+        ),
+    ),
+    (
+        _C.PROVIDER_ERROR,
+        _V.USER_CONFIRMED_RETRY,
+        _T.PROVIDER_ERROR_EVENT,
+        _P.MID_GENERATION,
+        "unknown",
+        _A.CONTINUE_WITH_PARTIAL,
+        None,
+    ),
+)
+
+# the WHATWG server-sent events rule (an event still pending when the stream ends is discarded);
+# anomalyco/opencode#40454
+_row(
+    "stream",
+    "openai-chat",
+    "text-then-torn-chunk",
+    (
+        "the last data line is cut mid-JSON and the body ends cleanly: a partial event is never dispatched; "
+        "the answer is not whole"
+    ),
+    stream(
+        *chat_text("Step one: open the", model="gpt-4.1-mini"),
+        chat({"content": " settings"}, model="gpt-4.1-mini")[:60],
+    ),
+    (
+        _C.MID_GENERATION,
+        _V.USER_CONFIRMED_RETRY,
+        _T.EOF_WITHOUT_TERMINAL,
+        _P.MID_GENERATION,
+        "eof_without_terminal",
+        _A.CONTINUE_WITH_PARTIAL,
+        None,
+    ),
+)
