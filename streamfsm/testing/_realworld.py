@@ -1602,10 +1602,6 @@ def responses_wire(
     return build(Responses(rid="resp_fr35h", model=model))
 
 
-def compact_json(obj: Any) -> str:
-    return json.dumps(obj, separators=(",", ":"))
-
-
 NDJSON: Final = Headers(headers=(("content-type", "application/x-ndjson"),))
 
 
@@ -1648,7 +1644,7 @@ def parallel_call_events(r: Responses) -> tuple[Step, ...]:
         {"id": f"fc_{i}fr35h", "type": "function_call", "status": "in_progress", "call_id": f"call_t{i}"}
         for i in range(3)
     ]
-    args = [compact_json({"title": t}) for t in titles]
+    args = [_json({"title": t}) for t in titles]
     frames = list(r.opening())
     for i, item in enumerate(items):
         frames.append(
@@ -1753,7 +1749,7 @@ def message_events(
 def mcp_call_events(r: Responses) -> tuple[Step, ...]:
     tools = {"id": "mcpl_0fr35h", "type": "mcp_list_tools", "server_label": "deepwiki", "tools": []}
     listed = {**tools, "tools": [{"name": "ask_question", "input_schema": {"type": "object"}}]}
-    args = compact_json({"repoName": "modelcontextprotocol/modelcontextprotocol", "question": "transports?"})
+    args = _json({"repoName": "modelcontextprotocol/modelcontextprotocol", "question": "transports?"})
     call = {"id": "mcp_1fr35h", "type": "mcp_call", "server_label": "deepwiki", "name": "ask_question"}
     return stream(
         *r.opening(),
@@ -1785,7 +1781,7 @@ def mcp_approval_events(r: Responses) -> tuple[Step, ...]:
         "type": "mcp_approval_request",
         "server_label": "deepwiki",
         "name": "ask_question",
-        "arguments": compact_json({"repoName": "openai/codex", "question": "What is apply_patch?"}),
+        "arguments": _json({"repoName": "openai/codex", "question": "What is apply_patch?"}),
     }
     return stream(
         *r.opening(),
@@ -1930,7 +1926,7 @@ def compaction_events(r: Responses) -> tuple[Step, ...]:
 def reasoning_then_call_events(r: Responses) -> tuple[Step, ...]:
     rs = {"id": "rs_0fr35h", "type": "reasoning", "summary": []}
     fc = {"id": "fc_0fr35h", "type": "function_call", "call_id": "call_w1", "name": "get_weather"}
-    args = compact_json({"city": "Paris", "unit": "celsius"})
+    args = _json({"city": "Paris", "unit": "celsius"})
     summary = {"type": "summary_text", "text": "Need the weather tool."}
     return stream(
         *r.opening(),
@@ -1984,12 +1980,12 @@ def reasoning_then_call_events(r: Responses) -> tuple[Step, ...]:
 
 
 ADD_ARGS, WEATHER_ARGS = (
-    compact_json({"a": 2, "b": 2}),
-    compact_json({"location": "Tokyo", "unit": "celsius"}),
+    _json({"a": 2, "b": 2}),
+    _json({"location": "Tokyo", "unit": "celsius"}),
 )
 
 
-FILE_ARGS = compact_json({"path": "notes/todo.md", "content": "# TODO\n- ship the fresh set\n- score it\n"})
+FILE_ARGS = _json({"path": "notes/todo.md", "content": "# TODO\n- ship the fresh set\n- score it\n"})
 
 
 VERTEX_TOP = {"modelVersion": "gemini-2.5-pro", "responseId": "xD0VaberBfSanvgPoPLHkAU"}
@@ -2047,7 +2043,7 @@ def custom_tool_cut_events(r: Responses) -> tuple[Step, ...]:
 
 
 def parallel_cut_events(r: Responses) -> tuple[Step, ...]:
-    a, b = compact_json({"city": "Paris"}), compact_json({"city": "London", "days": 3})
+    a, b = _json({"city": "Paris"}), _json({"city": "London", "days": 3})
     items = [
         {"id": f"fc_{i}fr35c", "type": "function_call", "status": "in_progress", "call_id": f"call_x{i}"}
         for i in range(2)

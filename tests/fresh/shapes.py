@@ -142,6 +142,10 @@ def shape(id: str, group: str, fmt: str, script: tuple[Step, ...], expect: Expec
     _S.append(Shape(id, group, fmt, script, expect, why))
 
 
+# The wire builders are the catalog's (streamfsm/testing/_realworld.py), where this set's shapes became
+# catalog scenarios.
+
+
 # Feature: OpenAI Responses ------------------------------------------------------------------------------
 
 
