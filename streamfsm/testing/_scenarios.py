@@ -56,6 +56,7 @@ from ._answers import whole_answer
 from ._eventstream import CONTENT_TYPE as EVENT_STREAM
 from ._eventstream import converse, converse_event, damaged
 from ._eventstream import exception as aws_exception
+from ._realworld import FAMILIES as REAL_WORLD_FAMILIES
 from ._realworld import rows as real_world_rows
 from ._script import (
     Agent,
@@ -2572,10 +2573,12 @@ def _real_world(
 
 
 def _for_format(fmt: Format) -> list[Scenario]:
+    # Ollama's and Bedrock's real-world shapes follow their format's own rows, whatever their family.
+    real_world = [row for family in REAL_WORLD_FAMILIES for row in _real_world(fmt, family)]
     if fmt in NDJSON_FORMATS:
-        rows = [*_connection(fmt), *_ollama()]
+        rows = [*_connection(fmt), *_ollama(), *real_world]
     elif fmt in EVENT_STREAM_FORMATS:
-        rows = _bedrock(fmt)
+        rows = [*_bedrock(fmt), *real_world]
     else:
         rows = _sse_rows(fmt)
     return [

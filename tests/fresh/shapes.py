@@ -23,18 +23,18 @@ the scorer always checks it: no callable ``ToolCall`` whose input is incomplete 
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
-from streamfsm.testing import End, Headers, Send, Step
-from streamfsm.testing._eventstream import CONTENT_TYPE as EVENT_STREAM
-from streamfsm.testing._eventstream import converse_event
+from streamfsm.testing import Step
 from streamfsm.testing._realworld import (
+    ADD_ARGS,
+    BEDROCK,
+    CONVERSE_META,
     DONE,
+    FILE_ARGS,
     G_USAGE,
-    Responses,
+    WEATHER_ARGS,
     a_block,
     a_delta,
     a_end,
@@ -42,12 +42,33 @@ from streamfsm.testing._realworld import (
     a_start,
     a_stop_block,
     a_text,
+    apply_patch_events,
     chat,
     chat_text,
+    code_interpreter_events,
+    compaction_events,
+    converse_ev,
+    custom_tool_cut_events,
+    custom_tool_events,
     g_chunk,
     http_error,
+    image_generation_events,
+    mcp_approval_events,
+    mcp_call_events,
+    message_events,
+    ndjson_lines,
+    ollama_line,
+    parallel_call_events,
+    parallel_cut_events,
+    partial_arg,
+    reasoning_then_call_events,
+    responses_wire,
+    shell_call_events,
     sse,
     stream,
+    unterminated,
+    vertex_chunk,
+    web_search_events,
 )
 from streamfsm.testing._wire import line
 from streamfsm.wire import exception_message
@@ -121,498 +142,119 @@ def shape(id: str, group: str, fmt: str, script: tuple[Step, ...], expect: Expec
     _S.append(Shape(id, group, fmt, script, expect, why))
 
 
-def _built(build: Callable[[Responses], tuple[Step, ...]], model: str = "gpt-5.1") -> tuple[Step, ...]:
-    return build(Responses(rid="resp_fr35h", model=model))
-
-
-def _j(obj: Any) -> str:
-    return json.dumps(obj, separators=(",", ":"))
-
-
-NDJSON: Final = Headers(headers=(("content-type", "application/x-ndjson"),))
-BEDROCK: Final = Headers(headers=(("content-type", EVENT_STREAM), ("x-amzn-requestid", "5e1d-fr35h")))
-
-
-def _lines(*frames: bytes, head: Headers = NDJSON) -> tuple[Step, ...]:
-    return (head, *(Send(f) for f in frames), End())
+# The wire builders are the catalog's (streamfsm/testing/_realworld.py), where this set's shapes became
+# catalog scenarios.
 
 
 # Feature: OpenAI Responses ------------------------------------------------------------------------------
-
-
-def _custom_tool(r: Responses) -> tuple[Step, ...]:
-    item = {"id": "ctc_0fr35h", "type": "custom_tool_call", "status": "in_progress", "call_id": "call_c1"}
-    done = {**item, "status": "completed", "name": "shell", "input": "echo hello"}
-    return stream(
-        *r.opening(),
-        r.ev(
-            "response.output_item.added",
-            output_index=0,
-            item={"id": "rs_0fr35h", "type": "reasoning", "summary": []},
-        ),
-        r.ev(
-            "response.output_item.done",
-            output_index=0,
-            item={"id": "rs_0fr35h", "type": "reasoning", "summary": [], "encrypted_content": "gAAAAB"},
-        ),
-        r.ev("response.output_item.added", output_index=1, item={**item, "input": "", "name": "shell"}),
-        r.ev("response.custom_tool_call_input.delta", item_id="ctc_0fr35h", output_index=1, delta="echo"),
-        r.ev("response.custom_tool_call_input.delta", item_id="ctc_0fr35h", output_index=1, delta=" hello"),
-        r.ev(
-            "response.custom_tool_call_input.done", item_id="ctc_0fr35h", output_index=1, input="echo hello"
-        ),
-        r.ev("response.output_item.done", output_index=1, item=done),
-        r.ev("response.completed", response=r.response("completed", output=[done])),
-    )
 
 
 shape(
     "responses-custom-tool-freeform-input",
     "feature",
     "openai-responses",
-    _built(_custom_tool, "gpt-5-nano"),
+    responses_wire(custom_tool_events, "gpt-5-nano"),
     Expect(whole=True, tool_calls=1, tool_names=("shell",), freeform=(("shell", "echo hello"),)),
     "a custom (freeform) tool's input is raw text ('echo hello'), complete at its done event: one callable call",
 )
-
-
-def _parallel(r: Responses) -> tuple[Step, ...]:
-    titles = ["Organize the digital photo folder", "Try a new recipe for dinner", "Take a 20-minute walk"]
-    items = [
-        {"id": f"fc_{i}fr35h", "type": "function_call", "status": "in_progress", "call_id": f"call_t{i}"}
-        for i in range(3)
-    ]
-    args = [_j({"title": t}) for t in titles]
-    frames = list(r.opening())
-    for i, item in enumerate(items):
-        frames.append(
-            r.ev(
-                "response.output_item.added",
-                output_index=i,
-                item={**item, "name": "add_task", "arguments": ""},
-            )
-        )
-    # The three calls' argument deltas interleave; each is keyed by its item id and output index.
-    for cut in range(0, max(len(a) for a in args), 9):
-        for i, a in enumerate(args):
-            if cut < len(a):
-                frames.append(
-                    r.ev(
-                        "response.function_call_arguments.delta",
-                        item_id=items[i]["id"],
-                        output_index=i,
-                        delta=a[cut : cut + 9],
-                    )
-                )
-    done = []
-    for i, item in enumerate(items):
-        frames.append(
-            r.ev(
-                "response.function_call_arguments.done",
-                item_id=item["id"],
-                output_index=i,
-                name="add_task",
-                arguments=args[i],
-            )
-        )
-        whole_item = {**item, "status": "completed", "name": "add_task", "arguments": args[i]}
-        done.append(whole_item)
-        frames.append(r.ev("response.output_item.done", output_index=i, item=whole_item))
-    frames.append(r.ev("response.completed", response=r.response("completed", output=done)))
-    return stream(*frames)
 
 
 shape(
     "responses-parallel-calls-interleaved",
     "feature",
     "openai-responses",
-    _built(_parallel),
+    responses_wire(parallel_call_events),
     Expect(whole=True, tool_calls=3, tool_names=("add_task", "add_task", "add_task")),
     "three parallel function calls whose argument deltas interleave (keyed by item_id/output_index): 3 calls",
 )
-
-
-def _message(
-    r: Responses, index: int, *pieces: str, annotations: list[dict[str, Any]] | None = None
-) -> list[bytes]:
-    mid = f"msg_{index}fr35h"
-    text = "".join(pieces)
-    part = {"type": "output_text", "text": "", "annotations": []}
-    out = [
-        r.ev(
-            "response.output_item.added",
-            output_index=index,
-            item={"id": mid, "type": "message", "status": "in_progress", "role": "assistant", "content": []},
-        ),
-        r.ev("response.content_part.added", item_id=mid, output_index=index, content_index=0, part=part),
-    ]
-    for piece in pieces:
-        out.append(
-            r.ev(
-                "response.output_text.delta",
-                item_id=mid,
-                output_index=index,
-                content_index=0,
-                delta=piece,
-                logprobs=[],
-            )
-        )
-    for n, annotation in enumerate(annotations or []):
-        out.append(
-            r.ev(
-                "response.output_text.annotation.added",
-                item_id=mid,
-                output_index=index,
-                content_index=0,
-                annotation_index=n,
-                annotation=annotation,
-            )
-        )
-    whole = {"type": "output_text", "text": text, "annotations": annotations or []}
-    out += [
-        r.ev(
-            "response.output_text.done",
-            item_id=mid,
-            output_index=index,
-            content_index=0,
-            text=text,
-            logprobs=[],
-        ),
-        r.ev("response.content_part.done", item_id=mid, output_index=index, content_index=0, part=whole),
-        r.ev(
-            "response.output_item.done",
-            output_index=index,
-            item={
-                "id": mid,
-                "type": "message",
-                "status": "completed",
-                "role": "assistant",
-                "content": [whole],
-            },
-        ),
-    ]
-    return out
-
-
-def _mcp_call(r: Responses) -> tuple[Step, ...]:
-    tools = {"id": "mcpl_0fr35h", "type": "mcp_list_tools", "server_label": "deepwiki", "tools": []}
-    listed = {**tools, "tools": [{"name": "ask_question", "input_schema": {"type": "object"}}]}
-    args = _j({"repoName": "modelcontextprotocol/modelcontextprotocol", "question": "transports?"})
-    call = {"id": "mcp_1fr35h", "type": "mcp_call", "server_label": "deepwiki", "name": "ask_question"}
-    return stream(
-        *r.opening(),
-        r.ev("response.output_item.added", output_index=0, item=tools),
-        r.ev("response.mcp_list_tools.in_progress", item_id="mcpl_0fr35h", output_index=0),
-        r.ev("response.mcp_list_tools.completed", item_id="mcpl_0fr35h", output_index=0),
-        r.ev("response.output_item.done", output_index=0, item=listed),
-        r.ev(
-            "response.output_item.added", output_index=1, item={**call, "arguments": "", "status": "calling"}
-        ),
-        r.ev("response.mcp_call.in_progress", item_id="mcp_1fr35h", output_index=1),
-        r.ev("response.mcp_call_arguments.delta", item_id="mcp_1fr35h", output_index=1, delta=args[:30]),
-        r.ev("response.mcp_call_arguments.delta", item_id="mcp_1fr35h", output_index=1, delta=args[30:]),
-        r.ev("response.mcp_call_arguments.done", item_id="mcp_1fr35h", output_index=1, arguments=args),
-        r.ev("response.mcp_call.completed", item_id="mcp_1fr35h", output_index=1),
-        r.ev(
-            "response.output_item.done",
-            output_index=1,
-            item={**call, "arguments": args, "status": "completed", "output": "stdio and Streamable HTTP"},
-        ),
-        *_message(r, 2, "The 2025-03-26 spec supports", " stdio and Streamable HTTP."),
-        r.ev("response.completed", response=r.response("completed")),
-    )
 
 
 shape(
     "responses-hosted-mcp-call-then-text",
     "feature",
     "openai-responses",
-    _built(_mcp_call, "gpt-5"),
+    responses_wire(mcp_call_events, "gpt-5"),
     Expect(whole=True, text=True, tool_calls=0),
     "a hosted MCP call runs on OpenAI's side (list tools, call, output), then text: whole, nothing to execute",
 )
-
-
-def _mcp_approval(r: Responses) -> tuple[Step, ...]:
-    request = {
-        "id": "mcpr_0fr35h",
-        "type": "mcp_approval_request",
-        "server_label": "deepwiki",
-        "name": "ask_question",
-        "arguments": _j({"repoName": "openai/codex", "question": "What is apply_patch?"}),
-    }
-    return stream(
-        *r.opening(),
-        r.ev("response.output_item.added", output_index=0, item=request),
-        r.ev("response.output_item.done", output_index=0, item=request),
-        r.ev("response.completed", response=r.response("completed", output=[request])),
-    )
 
 
 shape(
     "responses-mcp-approval-request",
     "feature",
     "openai-responses",
-    _built(_mcp_approval),
+    responses_wire(mcp_approval_events),
     Expect(failed=False, tool_calls=0),
     "the response completes asking the user to approve a hosted MCP call: not a failure, and not a call the"
     " agent executes (the approval goes back in the next request)",
 )
 
 
-def _web_search(r: Responses) -> tuple[Step, ...]:
-    search = {"id": "ws_0fr35h", "type": "web_search_call", "status": "in_progress"}
-    cite = {
-        "type": "url_citation",
-        "start_index": 0,
-        "end_index": 38,
-        "url": "https://www.example.org/eu-ai-act",
-        "title": "EU AI Act timeline",
-    }
-    return stream(
-        *r.opening(),
-        r.ev("response.output_item.added", output_index=0, item=search),
-        r.ev("response.web_search_call.in_progress", item_id="ws_0fr35h", output_index=0),
-        r.ev("response.web_search_call.searching", item_id="ws_0fr35h", output_index=0),
-        r.ev("response.web_search_call.completed", item_id="ws_0fr35h", output_index=0),
-        r.ev(
-            "response.output_item.done",
-            output_index=0,
-            item={**search, "status": "completed", "action": {"type": "search", "query": "EU AI Act dates"}},
-        ),
-        *_message(
-            r, 1, "The Act's obligations for GPAI models", " apply from August 2025.", annotations=[cite]
-        ),
-        r.ev("response.completed", response=r.response("completed")),
-    )
-
-
 shape(
     "responses-web-search-with-citation",
     "feature",
     "openai-responses",
-    _built(_web_search),
+    responses_wire(web_search_events),
     Expect(whole=True, text=True, tool_calls=0),
     "built-in web search (in_progress, searching, completed) then cited text: a whole answer, no call to run",
 )
-
-
-def _code_interpreter(r: Responses) -> tuple[Step, ...]:
-    ci = {
-        "id": "ci_0fr35h",
-        "type": "code_interpreter_call",
-        "status": "in_progress",
-        "container_id": "cntr_1",
-    }
-    code = "import math\nprint(math.factorial(20))"
-    return stream(
-        *r.opening(),
-        r.ev("response.output_item.added", output_index=0, item={**ci, "code": ""}),
-        r.ev("response.code_interpreter_call.in_progress", item_id="ci_0fr35h", output_index=0),
-        r.ev(
-            "response.code_interpreter_call_code.delta", item_id="ci_0fr35h", output_index=0, delta=code[:12]
-        ),
-        r.ev(
-            "response.code_interpreter_call_code.delta", item_id="ci_0fr35h", output_index=0, delta=code[12:]
-        ),
-        r.ev("response.code_interpreter_call_code.done", item_id="ci_0fr35h", output_index=0, code=code),
-        r.ev("response.code_interpreter_call.interpreting", item_id="ci_0fr35h", output_index=0),
-        r.ev("response.code_interpreter_call.completed", item_id="ci_0fr35h", output_index=0),
-        r.ev(
-            "response.output_item.done",
-            output_index=0,
-            item={
-                **ci,
-                "status": "completed",
-                "code": code,
-                "outputs": [{"type": "logs", "logs": "2432902008176640000\n"}],
-            },
-        ),
-        *_message(r, 1, "20! is ", "2432902008176640000."),
-        r.ev("response.completed", response=r.response("completed")),
-    )
 
 
 shape(
     "responses-code-interpreter-then-text",
     "feature",
     "openai-responses",
-    _built(_code_interpreter),
+    responses_wire(code_interpreter_events),
     Expect(whole=True, text=True, tool_calls=0),
     "code interpreter streams its code, interprets, completes; then text: a whole answer, nothing to execute",
 )
-
-
-def _image_generation(r: Responses) -> tuple[Step, ...]:
-    ig = {"id": "ig_0fr35h", "type": "image_generation_call", "status": "in_progress"}
-    return stream(
-        *r.opening(),
-        r.ev("response.output_item.added", output_index=0, item=ig),
-        r.ev("response.image_generation_call.in_progress", item_id="ig_0fr35h", output_index=0),
-        r.ev("response.image_generation_call.generating", item_id="ig_0fr35h", output_index=0),
-        r.ev(
-            "response.image_generation_call.partial_image",
-            item_id="ig_0fr35h",
-            output_index=0,
-            partial_image_index=0,
-            partial_image_b64="iVBORw0KGgo=",
-        ),
-        r.ev("response.image_generation_call.completed", item_id="ig_0fr35h", output_index=0),
-        r.ev(
-            "response.output_item.done",
-            output_index=0,
-            item={**ig, "status": "completed", "result": "iVBORw0KGgoAAAANSUhEUg==", "output_format": "png"},
-        ),
-        r.ev("response.completed", response=r.response("completed")),
-    )
 
 
 shape(
     "responses-image-generation-partial-images",
     "feature",
     "openai-responses",
-    _built(_image_generation),
+    responses_wire(image_generation_events),
     Expect(failed=False, tool_calls=0),
     "image generation streams partial images and completes: a completed response, never a failure",
 )
-
-
-def _shell_call(r: Responses) -> tuple[Step, ...]:
-    item = {"id": "sh_0fr35h", "type": "shell_call", "call_id": "call_sh1", "status": "in_progress"}
-    action = {"commands": ["ls -la", "git status"], "timeout_ms": 120000, "max_output_length": 4096}
-    return stream(
-        *r.opening(),
-        r.ev("response.output_item.added", output_index=0, item={**item, "action": {"commands": []}}),
-        r.ev("response.shell_call_command.added", output_index=0, command_index=0, command=""),
-        r.ev("response.shell_call_command.delta", output_index=0, command_index=0, delta="ls -la"),
-        r.ev("response.shell_call_command.done", output_index=0, command_index=0, command="ls -la"),
-        r.ev("response.shell_call_command.added", output_index=0, command_index=1, command=""),
-        r.ev("response.shell_call_command.delta", output_index=0, command_index=1, delta="git status"),
-        r.ev("response.shell_call_command.done", output_index=0, command_index=1, command="git status"),
-        r.ev(
-            "response.output_item.done",
-            output_index=0,
-            item={**item, "status": "completed", "action": action},
-        ),
-        r.ev("response.completed", response=r.response("completed")),
-    )
 
 
 shape(
     "responses-shell-tool-call",
     "feature",
     "openai-responses",
-    _built(_shell_call),
+    responses_wire(shell_call_events),
     Expect(whole=True, failed=False),
     "the shell tool's call streams its commands and completes: the turn ended asking the client to run them",
 )
-
-
-def _apply_patch(r: Responses) -> tuple[Step, ...]:
-    operation = {"type": "update_file", "path": "src/app.py", "diff": "@@\n-print('hi')\n+print('hello')\n"}
-    item = {"id": "apc_0fr35h", "type": "apply_patch_call", "call_id": "call_ap1", "operation": operation}
-    return stream(
-        *r.opening(),
-        r.ev("response.output_item.added", output_index=0, item={**item, "status": "in_progress"}),
-        r.ev("response.output_item.done", output_index=0, item={**item, "status": "completed"}),
-        r.ev(
-            "response.completed", response=r.response("completed", output=[{**item, "status": "completed"}])
-        ),
-    )
 
 
 shape(
     "responses-apply-patch-call",
     "feature",
     "openai-responses",
-    _built(_apply_patch),
+    responses_wire(apply_patch_events),
     Expect(whole=True, failed=False),
     "the apply_patch tool's call (an update_file operation) completes the turn: whole, for the client to apply",
 )
-
-
-def _compaction(r: Responses) -> tuple[Step, ...]:
-    item = {"id": "cmp_0fr35h", "type": "compaction", "encrypted_content": "gAAAAABpZ2Vu"}
-    return stream(
-        *r.opening(),
-        r.ev("response.output_item.added", output_index=0, item=item),
-        r.ev("response.output_item.done", output_index=0, item=item),
-        *_message(r, 1, "Picking up where we left off:", " the migration is done."),
-        r.ev("response.completed", response=r.response("completed")),
-    )
 
 
 shape(
     "responses-compaction-item-then-text",
     "feature",
     "openai-responses",
-    _built(_compaction),
+    responses_wire(compaction_events),
     Expect(whole=True, text=True, tool_calls=0),
     "a compaction item (encrypted, opaque) precedes the answer: housekeeping, the answer is whole",
 )
-
-
-def _reasoning_then_call(r: Responses) -> tuple[Step, ...]:
-    rs = {"id": "rs_0fr35h", "type": "reasoning", "summary": []}
-    fc = {"id": "fc_0fr35h", "type": "function_call", "call_id": "call_w1", "name": "get_weather"}
-    args = _j({"city": "Paris", "unit": "celsius"})
-    summary = {"type": "summary_text", "text": "Need the weather tool."}
-    return stream(
-        *r.opening(),
-        r.ev("response.output_item.added", output_index=0, item=rs),
-        r.ev(
-            "response.reasoning_summary_part.added",
-            item_id="rs_0fr35h",
-            output_index=0,
-            summary_index=0,
-            part={"type": "summary_text", "text": ""},
-        ),
-        r.ev(
-            "response.reasoning_summary_text.delta",
-            item_id="rs_0fr35h",
-            output_index=0,
-            summary_index=0,
-            delta="Need the weather tool.",
-        ),
-        r.ev(
-            "response.reasoning_summary_text.done",
-            item_id="rs_0fr35h",
-            output_index=0,
-            summary_index=0,
-            text="Need the weather tool.",
-        ),
-        r.ev(
-            "response.reasoning_summary_part.done",
-            item_id="rs_0fr35h",
-            output_index=0,
-            summary_index=0,
-            part=summary,
-        ),
-        r.ev(
-            "response.output_item.done",
-            output_index=0,
-            item={**rs, "summary": [summary], "encrypted_content": "gAAAAABo"},
-        ),
-        r.ev(
-            "response.output_item.added",
-            output_index=1,
-            item={**fc, "arguments": "", "status": "in_progress"},
-        ),
-        r.ev("response.function_call_arguments.delta", item_id="fc_0fr35h", output_index=1, delta=args[:10]),
-        r.ev("response.function_call_arguments.delta", item_id="fc_0fr35h", output_index=1, delta=args[10:]),
-        r.ev("response.function_call_arguments.done", item_id="fc_0fr35h", output_index=1, arguments=args),
-        r.ev(
-            "response.output_item.done", output_index=1, item={**fc, "arguments": args, "status": "completed"}
-        ),
-        r.ev("response.completed", response=r.response("completed")),
-    )
 
 
 shape(
     "responses-reasoning-summary-then-call",
     "feature",
     "openai-responses",
-    _built(_reasoning_then_call),
+    responses_wire(reasoning_then_call_events),
     Expect(whole=True, tool_calls=1, tool_names=("get_weather",)),
     "a reasoning item (summary, encrypted content) then a function call: one callable call, a whole turn",
 )
@@ -652,7 +294,6 @@ shape(
     "a Chat custom tool call streams raw text input under 'custom' (not 'function'): one call, text input",
 )
 
-_A, _B = _j({"a": 2, "b": 2}), _j({"location": "Tokyo", "unit": "celsius"})
 shape(
     "chat-parallel-calls-interleaved-indices",
     "feature",
@@ -685,10 +326,10 @@ shape(
             },
             model="gpt-5.1",
         ),
-        chat({"tool_calls": [{"index": 0, "function": {"arguments": _A[:6]}}]}, model="gpt-5.1"),
-        chat({"tool_calls": [{"index": 1, "function": {"arguments": _B[:12]}}]}, model="gpt-5.1"),
-        chat({"tool_calls": [{"index": 0, "function": {"arguments": _A[6:]}}]}, model="gpt-5.1"),
-        chat({"tool_calls": [{"index": 1, "function": {"arguments": _B[12:]}}]}, model="gpt-5.1"),
+        chat({"tool_calls": [{"index": 0, "function": {"arguments": ADD_ARGS[:6]}}]}, model="gpt-5.1"),
+        chat({"tool_calls": [{"index": 1, "function": {"arguments": WEATHER_ARGS[:12]}}]}, model="gpt-5.1"),
+        chat({"tool_calls": [{"index": 0, "function": {"arguments": ADD_ARGS[6:]}}]}, model="gpt-5.1"),
+        chat({"tool_calls": [{"index": 1, "function": {"arguments": WEATHER_ARGS[12:]}}]}, model="gpt-5.1"),
         chat({}, "tool_calls", model="gpt-5.1"),
         DONE,
     ),
@@ -879,7 +520,6 @@ shape(
     "extended thinking (thinking_delta, signature_delta) and a redacted_thinking block, then text: whole",
 )
 
-_FILE = _j({"path": "notes/todo.md", "content": "# TODO\n- ship the fresh set\n- score it\n"})
 shape(
     "anthropic-fine-grained-tool-streaming",
     "feature",
@@ -887,7 +527,7 @@ shape(
     stream(
         a_start("claude-sonnet-4-5-20250929"),
         a_block(0, {"type": "tool_use", "id": "toolu_01Fr35hGrain", "name": "write_file", "input": {}}),
-        *(a_json(0, _FILE[i : i + 5]) for i in range(0, len(_FILE), 5)),
+        *(a_json(0, FILE_ARGS[i : i + 5]) for i in range(0, len(FILE_ARGS), 5)),
         a_stop_block(0),
         *a_end("tool_use", 90),
     ),
@@ -897,31 +537,13 @@ shape(
 
 # Feature: Gemini ------------------------------------------------------------------------------------------
 
-_VX = {"modelVersion": "gemini-2.5-pro", "responseId": "xD0VaberBfSanvgPoPLHkAU"}
-
-
-def _vx(parts: list[dict[str, Any]], finish: str | None = None, **top: Any) -> bytes:
-    candidate: dict[str, Any] = {"content": {"parts": parts, "role": "model"}}
-    if finish:
-        candidate["finishReason"] = finish
-    return sse(
-        {"candidates": [candidate], "createTime": "2025-11-13T02:09:08.087479Z", **_VX, **top}, crlf=True
-    )
-
-
-def _partial(path: str, value: str, more: bool) -> bytes:
-    arg: dict[str, Any] = {"jsonPath": path, "stringValue": value}
-    if more:
-        arg["willContinue"] = True
-    return _vx([{"functionCall": {"partialArgs": [arg], "willContinue": True}}])
-
 
 shape(
     "gemini-streamed-function-call-arguments",
     "feature",
     "gemini",
     stream(
-        _vx(
+        vertex_chunk(
             [
                 {
                     "functionCall": {"name": "getCurrentWeather", "willContinue": True},
@@ -929,15 +551,15 @@ shape(
                 }
             ]
         ),
-        _partial("$.country", "USA", True),
-        _partial("$.country", "", False),
-        _partial("$.location", "NewYorkCity", True),
-        _partial("$.location", "", False),
-        _partial("$.purpose", "to know what to wear today", True),
-        _partial("$.purpose", "", False),
-        _partial("$.unit", "C", True),
-        _partial("$.unit", "", False),
-        _vx(
+        partial_arg("$.country", "USA", True),
+        partial_arg("$.country", "", False),
+        partial_arg("$.location", "NewYorkCity", True),
+        partial_arg("$.location", "", False),
+        partial_arg("$.purpose", "to know what to wear today", True),
+        partial_arg("$.purpose", "", False),
+        partial_arg("$.unit", "C", True),
+        partial_arg("$.unit", "", False),
+        vertex_chunk(
             [{"functionCall": {}}],
             "STOP",
             usageMetadata={"candidatesTokenCount": 29, "promptTokenCount": 36, "totalTokenCount": 258},
@@ -1009,21 +631,17 @@ shape(
 # Feature: Ollama (native NDJSON) ------------------------------------------------------------------------
 
 
-def _ol(message: dict[str, Any], done: bool = False, **extra: Any) -> bytes:
-    body = {"model": "qwen3", "created_at": "2026-03-01T10:00:00.000000Z"}
-    body["message"] = {"role": "assistant", "content": "", **message}
-    return line({**body, "done": done, **extra})
-
-
 shape(
     "ollama-native-thinking-then-tool-call",
     "feature",
     "ollama",
-    _lines(
-        _ol({"thinking": "The user wants the weather; "}),
-        _ol({"thinking": "call get_weather."}),
-        _ol({"tool_calls": [{"function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]}),
-        _ol({}, True, done_reason="stop", total_duration=912_000_000, prompt_eval_count=42, eval_count=25),
+    ndjson_lines(
+        ollama_line({"thinking": "The user wants the weather; "}),
+        ollama_line({"thinking": "call get_weather."}),
+        ollama_line({"tool_calls": [{"function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]}),
+        ollama_line(
+            {}, True, done_reason="stop", total_duration=912_000_000, prompt_eval_count=42, eval_count=25
+        ),
     ),
     Expect(whole=True, tool_calls=1, tool_names=("get_weather",)),
     "Ollama's /api/chat streams thinking, then a whole tool call (arguments as an object), then done: 1 call",
@@ -1033,8 +651,8 @@ shape(
     "ollama-native-parallel-tool-calls",
     "feature",
     "ollama",
-    _lines(
-        _ol(
+    ndjson_lines(
+        ollama_line(
             {
                 "tool_calls": [
                     {"function": {"name": "get_temperature", "arguments": {"city": "New York"}}},
@@ -1042,7 +660,9 @@ shape(
                 ]
             }
         ),
-        _ol({}, True, done_reason="stop", total_duration=1_204_000_000, prompt_eval_count=61, eval_count=38),
+        ollama_line(
+            {}, True, done_reason="stop", total_duration=1_204_000_000, prompt_eval_count=61, eval_count=38
+        ),
     ),
     Expect(whole=True, tool_calls=2, tool_names=("get_temperature", "get_conditions")),
     "Ollama's /api/chat returns parallel tool calls in one line's tool_calls array, then done: two calls",
@@ -1051,36 +671,27 @@ shape(
 # Feature: Bedrock ConverseStream ------------------------------------------------------------------------
 
 
-def _cv(name: str, **body: Any) -> bytes:
-    return converse_event(name, body)
-
-
-_META: Final = {
-    "usage": {"inputTokens": 30, "outputTokens": 40, "totalTokens": 70},
-    "metrics": {"latencyMs": 812},
-}
-
 shape(
     "bedrock-converse-reasoning-then-text",
     "feature",
     "bedrock-converse",
-    _lines(
-        _cv("messageStart", role="assistant"),
-        _cv(
+    ndjson_lines(
+        converse_ev("messageStart", role="assistant"),
+        converse_ev(
             "contentBlockDelta",
             contentBlockIndex=0,
             delta={"reasoningContent": {"text": "Two trains meet when"}},
         ),
-        _cv(
+        converse_ev(
             "contentBlockDelta",
             contentBlockIndex=0,
             delta={"reasoningContent": {"signature": "ErcBCkgIAxAC"}},
         ),
-        _cv("contentBlockStop", contentBlockIndex=0),
-        _cv("contentBlockDelta", contentBlockIndex=1, delta={"text": "They meet after 2 hours."}),
-        _cv("contentBlockStop", contentBlockIndex=1),
-        _cv("messageStop", stopReason="end_turn"),
-        _cv("metadata", **_META),
+        converse_ev("contentBlockStop", contentBlockIndex=0),
+        converse_ev("contentBlockDelta", contentBlockIndex=1, delta={"text": "They meet after 2 hours."}),
+        converse_ev("contentBlockStop", contentBlockIndex=1),
+        converse_ev("messageStop", stopReason="end_turn"),
+        converse_ev("metadata", **CONVERSE_META),
         head=BEDROCK,
     ),
     Expect(whole=True, text=True),
@@ -1091,20 +702,20 @@ shape(
     "bedrock-converse-tool-use-deltas",
     "feature",
     "bedrock-converse",
-    _lines(
-        _cv("messageStart", role="assistant"),
-        _cv("contentBlockDelta", contentBlockIndex=0, delta={"text": "Let me look that up."}),
-        _cv("contentBlockStop", contentBlockIndex=0),
-        _cv(
+    ndjson_lines(
+        converse_ev("messageStart", role="assistant"),
+        converse_ev("contentBlockDelta", contentBlockIndex=0, delta={"text": "Let me look that up."}),
+        converse_ev("contentBlockStop", contentBlockIndex=0),
+        converse_ev(
             "contentBlockStart",
             contentBlockIndex=1,
             start={"toolUse": {"toolUseId": "tooluse_Fr35hQ", "name": "top_song"}},
         ),
-        _cv("contentBlockDelta", contentBlockIndex=1, delta={"toolUse": {"input": '{"sign"'}}),
-        _cv("contentBlockDelta", contentBlockIndex=1, delta={"toolUse": {"input": ': "WZPZ"}'}}),
-        _cv("contentBlockStop", contentBlockIndex=1),
-        _cv("messageStop", stopReason="tool_use"),
-        _cv("metadata", **_META),
+        converse_ev("contentBlockDelta", contentBlockIndex=1, delta={"toolUse": {"input": '{"sign"'}}),
+        converse_ev("contentBlockDelta", contentBlockIndex=1, delta={"toolUse": {"input": ': "WZPZ"}'}}),
+        converse_ev("contentBlockStop", contentBlockIndex=1),
+        converse_ev("messageStop", stopReason="tool_use"),
+        converse_ev("metadata", **CONVERSE_META),
         head=BEDROCK,
     ),
     Expect(whole=True, text=True, tool_calls=1, tool_names=("top_song",)),
@@ -1115,10 +726,12 @@ shape(
     "bedrock-converse-citations",
     "feature",
     "bedrock-converse",
-    _lines(
-        _cv("messageStart", role="assistant"),
-        _cv("contentBlockDelta", contentBlockIndex=0, delta={"text": "The warranty lasts two years."}),
-        _cv(
+    ndjson_lines(
+        converse_ev("messageStart", role="assistant"),
+        converse_ev(
+            "contentBlockDelta", contentBlockIndex=0, delta={"text": "The warranty lasts two years."}
+        ),
+        converse_ev(
             "contentBlockDelta",
             contentBlockIndex=0,
             delta={
@@ -1129,9 +742,9 @@ shape(
                 }
             },
         ),
-        _cv("contentBlockStop", contentBlockIndex=0),
-        _cv("messageStop", stopReason="end_turn"),
-        _cv("metadata", **_META),
+        converse_ev("contentBlockStop", contentBlockIndex=0),
+        converse_ev("messageStop", stopReason="end_turn"),
+        converse_ev("metadata", **CONVERSE_META),
         head=BEDROCK,
     ),
     Expect(whole=True, text=True),
@@ -1141,29 +754,11 @@ shape(
 # Feature faults: the same features, cut or stopped where a call is not complete ---------------------------
 
 
-def _custom_tool_cut(r: Responses) -> tuple[Step, ...]:
-    item = {"id": "ctc_1fr35h", "type": "custom_tool_call", "status": "in_progress", "call_id": "call_c2"}
-    return stream(
-        *r.opening(),
-        r.ev("response.output_item.added", output_index=0, item={**item, "input": "", "name": "apply_patch"}),
-        r.ev(
-            "response.custom_tool_call_input.delta",
-            item_id="ctc_1fr35h",
-            output_index=0,
-            delta="*** Begin Patch\n*** Update File: src/app.py\n@@\n-print('hi')\n+print('hel",
-        ),
-        r.ev(
-            "response.incomplete",
-            response=r.response("incomplete", incomplete_details={"reason": "max_output_tokens"}),
-        ),
-    )
-
-
 shape(
     "responses-custom-tool-input-cut-incomplete",
     "feature",
     "openai-responses",
-    _built(_custom_tool_cut),
+    responses_wire(custom_tool_cut_events),
     Expect(whole=False, tool_calls=0),
     "a freeform apply_patch input streams, then response.incomplete (max_output_tokens) before its done event:"
     " the patch is cut, never callable",
@@ -1174,7 +769,7 @@ shape(
     "feature",
     "gemini",
     stream(
-        _vx(
+        vertex_chunk(
             [
                 {
                     "functionCall": {"name": "getCurrentWeather", "willContinue": True},
@@ -1182,9 +777,9 @@ shape(
                 }
             ]
         ),
-        _partial("$.country", "USA", True),
-        _partial("$.country", "", False),
-        _partial("$.location", "NewYork", True),
+        partial_arg("$.country", "USA", True),
+        partial_arg("$.country", "", False),
+        partial_arg("$.location", "NewYork", True),
     ),
     Expect(whole=False, tool_calls=0),
     "streamed function-call arguments stop while willContinue is still true (no finish, the body ends):"
@@ -1225,21 +820,21 @@ shape(
     "bedrock-tool-use-cut-at-max-tokens",
     "feature",
     "bedrock-converse",
-    _lines(
-        _cv("messageStart", role="assistant"),
-        _cv(
+    ndjson_lines(
+        converse_ev("messageStart", role="assistant"),
+        converse_ev(
             "contentBlockStart",
             contentBlockIndex=0,
             start={"toolUse": {"toolUseId": "tooluse_Fr35hX", "name": "write_file"}},
         ),
-        _cv(
+        converse_ev(
             "contentBlockDelta",
             contentBlockIndex=0,
             delta={"toolUse": {"input": '{"path": "a.md", "content": "#'}},
         ),
-        _cv("contentBlockStop", contentBlockIndex=0),
-        _cv("messageStop", stopReason="max_tokens"),
-        _cv("metadata", **_META),
+        converse_ev("contentBlockStop", contentBlockIndex=0),
+        converse_ev("messageStop", stopReason="max_tokens"),
+        converse_ev("metadata", **CONVERSE_META),
         head=BEDROCK,
     ),
     Expect(whole=False, tool_calls=0, finish="length"),
@@ -1247,39 +842,11 @@ shape(
 )
 
 
-def _parallel_cut(r: Responses) -> tuple[Step, ...]:
-    a, b = _j({"city": "Paris"}), _j({"city": "London", "days": 3})
-    items = [
-        {"id": f"fc_{i}fr35c", "type": "function_call", "status": "in_progress", "call_id": f"call_x{i}"}
-        for i in range(2)
-    ]
-    return stream(
-        *r.opening(),
-        r.ev(
-            "response.output_item.added",
-            output_index=0,
-            item={**items[0], "name": "forecast", "arguments": ""},
-        ),
-        r.ev(
-            "response.output_item.added",
-            output_index=1,
-            item={**items[1], "name": "forecast", "arguments": ""},
-        ),
-        r.ev("response.function_call_arguments.delta", item_id=items[0]["id"], output_index=0, delta=a),
-        r.ev("response.function_call_arguments.delta", item_id=items[1]["id"], output_index=1, delta=b[:14]),
-        r.ev("response.function_call_arguments.done", item_id=items[0]["id"], output_index=0, arguments=a),
-        r.ev(
-            "response.incomplete",
-            response=r.response("incomplete", incomplete_details={"reason": "max_output_tokens"}),
-        ),
-    )
-
-
 shape(
     "responses-parallel-second-call-cut",
     "feature",
     "openai-responses",
-    _built(_parallel_cut),
+    responses_wire(parallel_cut_events),
     Expect(whole=False, max_tool_calls=1),
     "two interleaved calls; the first's arguments are done, the second's are cut by response.incomplete: at"
     " most the complete one, never the cut one",
@@ -1638,8 +1205,8 @@ shape(
     "bedrock-service-unavailable-in-stream",
     "error",
     "bedrock-converse",
-    _lines(
-        _cv("messageStart", role="assistant"),
+    ndjson_lines(
+        converse_ev("messageStart", role="assistant"),
         exception_message(
             "The service isn't currently available. Try again later.", "serviceUnavailableException"
         ),
@@ -1653,9 +1220,9 @@ shape(
     "ollama-runner-stopped-mid-stream",
     "error",
     "ollama",
-    _lines(
-        _ol({"content": "The first step is to"}),
-        _ol({"content": " open the"}),
+    ndjson_lines(
+        ollama_line({"content": "The first step is to"}),
+        ollama_line({"content": " open the"}),
         line(
             {
                 "error": "model runner has unexpectedly stopped, this may be due to resource limitations or an"
@@ -1785,19 +1352,19 @@ shape(
     "bedrock-malformed-tool-use-with-call",
     "finish",
     "bedrock-converse",
-    _lines(
-        _cv("messageStart", role="assistant"),
-        _cv(
+    ndjson_lines(
+        converse_ev("messageStart", role="assistant"),
+        converse_ev(
             "contentBlockStart",
             contentBlockIndex=0,
             start={"toolUse": {"toolUseId": "tooluse_Fr35hM", "name": "create_ticket"}},
         ),
-        _cv(
+        converse_ev(
             "contentBlockDelta", contentBlockIndex=0, delta={"toolUse": {"input": '{"title": "Login fails"}'}}
         ),
-        _cv("contentBlockStop", contentBlockIndex=0),
-        _cv("messageStop", stopReason="malformed_tool_use"),
-        _cv("metadata", **_META),
+        converse_ev("contentBlockStop", contentBlockIndex=0),
+        converse_ev("messageStop", stopReason="malformed_tool_use"),
+        converse_ev("metadata", **CONVERSE_META),
         head=BEDROCK,
     ),
     Expect(whole=False, tool_calls=0),
@@ -1808,12 +1375,14 @@ shape(
     "bedrock-model-context-window-exceeded",
     "finish",
     "bedrock-converse",
-    _lines(
-        _cv("messageStart", role="assistant"),
-        _cv("contentBlockDelta", contentBlockIndex=0, delta={"text": "The log shows repeated timeouts in"}),
-        _cv("contentBlockStop", contentBlockIndex=0),
-        _cv("messageStop", stopReason="model_context_window_exceeded"),
-        _cv("metadata", **_META),
+    ndjson_lines(
+        converse_ev("messageStart", role="assistant"),
+        converse_ev(
+            "contentBlockDelta", contentBlockIndex=0, delta={"text": "The log shows repeated timeouts in"}
+        ),
+        converse_ev("contentBlockStop", contentBlockIndex=0),
+        converse_ev("messageStop", stopReason="model_context_window_exceeded"),
+        converse_ev("metadata", **CONVERSE_META),
         head=BEDROCK,
     ),
     Expect(whole=False, verdicts=NOT_SAFE, text=True, finish="length"),
@@ -1824,12 +1393,12 @@ shape(
     "bedrock-malformed-model-output",
     "finish",
     "bedrock-converse",
-    _lines(
-        _cv("messageStart", role="assistant"),
-        _cv("contentBlockDelta", contentBlockIndex=0, delta={"text": "<|channel|>analysis"}),
-        _cv("contentBlockStop", contentBlockIndex=0),
-        _cv("messageStop", stopReason="malformed_model_output"),
-        _cv("metadata", **_META),
+    ndjson_lines(
+        converse_ev("messageStart", role="assistant"),
+        converse_ev("contentBlockDelta", contentBlockIndex=0, delta={"text": "<|channel|>analysis"}),
+        converse_ev("contentBlockStop", contentBlockIndex=0),
+        converse_ev("messageStop", stopReason="malformed_model_output"),
+        converse_ev("metadata", **CONVERSE_META),
         head=BEDROCK,
     ),
     Expect(whole=False, text=True),
@@ -1840,12 +1409,12 @@ shape(
     "bedrock-content-filtered-after-text",
     "finish",
     "bedrock-converse",
-    _lines(
-        _cv("messageStart", role="assistant"),
-        _cv("contentBlockDelta", contentBlockIndex=0, delta={"text": "The instructions for that"}),
-        _cv("contentBlockStop", contentBlockIndex=0),
-        _cv("messageStop", stopReason="content_filtered"),
-        _cv(
+    ndjson_lines(
+        converse_ev("messageStart", role="assistant"),
+        converse_ev("contentBlockDelta", contentBlockIndex=0, delta={"text": "The instructions for that"}),
+        converse_ev("contentBlockStop", contentBlockIndex=0),
+        converse_ev("messageStop", stopReason="content_filtered"),
+        converse_ev(
             "metadata",
             usage={"inputTokens": 10, "outputTokens": 2, "totalTokens": 12},
             metrics={"latencyMs": 301},
@@ -1883,18 +1452,13 @@ shape(
 # SSE ends of stream ----------------------------------------------------------------------------------------
 
 
-def _unterminated(frame: bytes) -> bytes:
-    """``frame`` without its closing blank line (its last line still ends)."""
-    return frame[:-2] if frame.endswith(b"\r\n\r\n") else frame[:-1]
-
-
 shape(
     "gemini-last-event-without-blank-line",
     "sse",
     "gemini",
     stream(
         g_chunk([{"text": "The capital of Australia"}]),
-        _unterminated(g_chunk([{"text": " is Canberra."}], "STOP", usageMetadata=G_USAGE)),
+        unterminated(g_chunk([{"text": " is Canberra."}], "STOP", usageMetadata=G_USAGE)),
     ),
     Expect(whole=True, text=True),
     "the last chunk (with finishReason STOP) ends its data line but the blank line never comes, then a clean"
@@ -1905,11 +1469,11 @@ shape(
     "responses-completed-without-blank-line",
     "sse",
     "openai-responses",
-    _built(
+    responses_wire(
         lambda r: stream(
             *r.opening(),
-            *_message(r, 0, "Done: ", "the file is saved."),
-            _unterminated(r.ev("response.completed", response=r.response("completed"))),
+            *message_events(r, 0, "Done: ", "the file is saved."),
+            unterminated(r.ev("response.completed", response=r.response("completed"))),
         )
     ),
     Expect(whole=True, text=True),
@@ -1926,7 +1490,7 @@ shape(
         a_block(0, {"type": "text", "text": ""}),
         a_text(0, "Paris is the capital of France."),
         a_stop_block(0),
-        *(lambda end: [end[0], _unterminated(end[1])])(a_end("end_turn", 9)),
+        *(lambda end: [end[0], unterminated(end[1])])(a_end("end_turn", 9)),
     ),
     Expect(whole=True, text=True),
     "message_delta (end_turn) arrived whole; message_stop's blank line never came, then a clean end: whole",
@@ -1938,7 +1502,7 @@ shape(
     "openai-chat",
     stream(
         *chat_text("Sure, here it is:", " 42.", model="gpt-4.1-mini"),
-        _unterminated(chat({}, "stop", model="gpt-4.1-mini")),
+        unterminated(chat({}, "stop", model="gpt-4.1-mini")),
     ),
     Expect(whole=True, text=True),
     "the chunk carrying finish_reason 'stop' ends its line but not its event, then the body ends (no [DONE]):"
