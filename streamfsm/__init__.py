@@ -72,7 +72,7 @@ if TYPE_CHECKING:
     )
     from .tap import async_http_client, context, failure_of, http_client
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"
 
 # A library stays silent until the application configures logging.
 logging.getLogger("streamfsm").addHandler(logging.NullHandler())

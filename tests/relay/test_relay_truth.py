@@ -253,6 +253,22 @@ def test_an_overload_refusal(tmp_path: Path) -> None:
     assert (relay["limit"], relay["end_sent"]) == ("max_concurrent", True)
 
 
+def test_an_unreachable_upstream_is_answered_502_and_the_record_counts_that_answer(tmp_path: Path) -> None:
+    """Nobody listens upstream: the run fails before any response, and the relay's 502 (a JSON body, a clean
+    end) is what the client got; the record says so."""
+    audit = tmp_path / "audit.jsonl"
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    with relay_to(f"http://127.0.0.1:{port}/v1", audit_log=str(audit)) as relay:
+        got = request(relay.port)
+        [record] = wait_lines(audit, 1)
+    assert got.status == 502 and got.ended
+    assert record["relay"]["close"] == "upstream_unreachable"
+    relay_section = matches(record, got)
+    assert relay_section["bytes_written"] > 0
+
+
 def _answer(size: int) -> bytes:
     head = b'{"id":"chatcmpl-1","object":"chat.completion","model":"m","choices":[{"index":0,"message":'
     head += b'{"role":"assistant","content":"'
