@@ -21,6 +21,8 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -69,16 +71,38 @@ def body(mib: int) -> bytes:
     return head + b"x" * (mib * 2**20 - len(head) - len(tail)) + tail
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--clients", type=int, default=20)
-    parser.add_argument("--mib", type=int, default=30)
-    parser.add_argument("--relay-arg", action="append", default=[])
-    args = parser.parse_args()
-    payload = body(args.mib)
-    steps = (Headers(), Sleep(HOLD_S), End())
+@dataclass
+class Measured:
+    """The relay process's resident set before the posts, at its peak and after them; what the clients got."""
+
+    before_kib: int
+    peak_kib: int
+    after_kib: int
+    outcomes: Counter[str]
+    seconds: float
+    stderr: bytes
+
+    def fields(self) -> dict[str, Any]:
+        return {
+            "rss_before_mb": round(self.before_kib / 1024, 1),
+            "rss_peak_mb": round(self.peak_kib / 1024, 1),
+            "rss_after_mb": round(self.after_kib / 1024, 1),
+            "outcomes": dict(self.outcomes),
+        }
+
+
+def posts_at_once(
+    steps: tuple[Any, ...],
+    content: bytes,
+    clients: int,
+    relay_args: list[str],
+    outcome: Callable[[httpx.Response], str],
+    settle_s: float = 0.0,
+) -> Measured:
+    """``clients`` posts of ``content`` at once through a relay process in front of a fault server playing
+    ``steps``, each named by ``outcome`` (an exception by its type); memory measured after ``settle_s``."""
     with FaultServerThread(steps, max_body=64 << 20) as upstream:
-        relay, base = start_relay(upstream.base_url, args.relay_arg)
+        relay, base = start_relay(upstream.base_url, relay_args)
         try:
             time.sleep(0.5)
             before = status_kib(relay.pid, "VmRSS")
@@ -88,22 +112,20 @@ def main() -> None:
             def one() -> None:
                 try:
                     with httpx.Client(timeout=120) as client:
-                        answer = client.post(f"{base}/v1/chat/completions", content=payload)
-                        outcome = str(answer.status_code)
-                        if answer.status_code == 503:
-                            outcome += f" retry-after={answer.headers.get('retry-after')}"
+                        named = outcome(client.post(f"{base}/v1/chat/completions", content=content))
                 except httpx.HTTPError as exc:
-                    outcome = type(exc).__name__
+                    named = type(exc).__name__
                 with lock:
-                    outcomes[outcome] += 1
+                    outcomes[named] += 1
 
             started = time.monotonic()
-            threads = [threading.Thread(target=one) for _ in range(args.clients)]
+            threads = [threading.Thread(target=one) for _ in range(clients)]
             for thread in threads:
                 thread.start()
             for thread in threads:
                 thread.join(300)
             elapsed = time.monotonic() - started
+            time.sleep(settle_s)
             peak = status_kib(relay.pid, "VmHWM")
             after = status_kib(relay.pid, "VmRSS")
         finally:
@@ -113,20 +135,36 @@ def main() -> None:
             except subprocess.TimeoutExpired:
                 relay.kill()
             stderr = relay.stderr.read() if relay.stderr else b""
+    return Measured(before, peak, after, outcomes, elapsed, stderr)
+
+
+def _status(answer: httpx.Response) -> str:
+    named = str(answer.status_code)
+    if answer.status_code == 503:
+        named += f" retry-after={answer.headers.get('retry-after')}"
+    return named
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--clients", type=int, default=20)
+    parser.add_argument("--mib", type=int, default=30)
+    parser.add_argument("--relay-arg", action="append", default=[])
+    args = parser.parse_args()
+    measured = posts_at_once(
+        (Headers(), Sleep(HOLD_S), End()), body(args.mib), args.clients, args.relay_arg, _status
+    )
     result: dict[str, Any] = {
         "clients": args.clients,
         "mib": args.mib,
         "relay_args": args.relay_arg,
-        "rss_before_mb": round(before / 1024, 1),
-        "rss_peak_mb": round(peak / 1024, 1),
-        "rss_after_mb": round(after / 1024, 1),
-        "outcomes": dict(outcomes),
-        "seconds": round(elapsed, 1),
-        "relay_stderr_bytes": len(stderr),
+        **measured.fields(),
+        "seconds": round(measured.seconds, 1),
+        "relay_stderr_bytes": len(measured.stderr),
     }
     print(json.dumps(result))
     if os.environ.get("SHOW_STDERR"):
-        print(stderr.decode(errors="replace")[-3000:], file=sys.stderr)
+        print(measured.stderr.decode(errors="replace")[-3000:], file=sys.stderr)
 
 
 if __name__ == "__main__":

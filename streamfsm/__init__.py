@@ -58,6 +58,7 @@ if TYPE_CHECKING:
         SyncSdkRun,
         TextDelta,
         ToolCall,
+        ToolInput,
         ToolInputDelta,
         ToolInputEnd,
         ToolInputStart,
@@ -71,7 +72,7 @@ if TYPE_CHECKING:
     )
     from .tap import async_http_client, context, failure_of, http_client
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"
 
 # A library stays silent until the application configures logging.
 logging.getLogger("streamfsm").addHandler(logging.NullHandler())
@@ -111,6 +112,7 @@ _RUNTIME_NAMES = frozenset(
         "ToolCall",
         "ToolInputDelta",
         "ToolInputEnd",
+        "ToolInput",
         "ToolInputStart",
         "ToolResult",
         "Usage",
@@ -181,6 +183,7 @@ __all__ = [
     "SyncSdkRun",
     "TextDelta",
     "ToolCall",
+    "ToolInput",
     "ToolInputDelta",
     "ToolInputEnd",
     "ToolInputStart",

@@ -23,11 +23,20 @@ from typing import TYPE_CHECKING, Final
 from streamfsm import _diagrams
 from streamfsm.classify import FINISHED_SAYS, Facts, FailureClass, FinishCause, diagnose, what_happened
 from streamfsm.classify._provider import (
+    CANCELLED,
+    CONCURRENCY_WORDS,
+    EVIDENCE,
     GENERIC_WORDS,
+    LIMIT_WORDS,
+    LONG_WINDOW,
+    LONG_WINDOW_WORDS,
     MONEY_PHRASES,
-    PLAN_WINDOW,
+    MONEY_WORDS,
+    MUST_CHANGE_WORDS,
+    RESOURCE_PHRASES,
     SHORT_WINDOW,
-    SPECIFIC_WORDS,
+    SHORT_WINDOW_WORDS,
+    TRANSIENT_WORDS,
     WordRule,
 )
 from streamfsm.classify._summaries import _TITLE_BY_CLASS
@@ -58,7 +67,7 @@ from streamfsm.testing._script import (
     Status,
     Step,
 )
-from streamfsm.wire import FORMATS, Format
+from streamfsm.wire import FORMATS, Decision, Format
 
 if TYPE_CHECKING:
     from mkdocs.config.defaults import MkDocsConfig
@@ -495,41 +504,70 @@ def _taxonomy() -> str:
 
 
 def _provider_words() -> list[str]:
-    """The rules that read a provider's error as a kind, with their sources, from ``classify._provider``."""
+    """The evidence table that reads a provider's error as a kind, in order, and the words each row reads,
+    with their sources, from ``classify._provider``."""
 
     def said(source: str) -> str:
-        return html.escape(source, quote=False).replace("*", "\\*")
+        return html.escape(source, quote=False).replace("*", "\\*").replace("|", "\\|")
 
     def unless(rule: WordRule) -> str:
         return f" (not with {', '.join(f'`{w}`' for w in rule.unless)})" if rule.unless else ""
 
+    def words(title: str, rules: tuple[WordRule, ...]) -> list[str]:
+        return [
+            f"**{title}**",
+            "",
+            "| words in a code, type or status | kind | sent by |",
+            "|---|---|---|",
+            *(f"| `{' '.join(r.words)}`{unless(r)} | {r.kind.value} | {said(r.source)} |" for r in rules),
+            "",
+        ]
+
+    def phrase(name: str, pattern: str, source: str) -> str:
+        return f"- `{name}`: `{said(pattern)}` ({said(source)})"
+
     return [
         "## How a provider error's kind is read { #provider-error-words }",
         "",
+        "An error is read as evidence, weighed in one ordered table: the first row that reads something"
+        " decides, its markers (the run's `evidence`) say which evidence it was, and `row=<name>` names the"
+        " row. What the body says beats the status; a time window decides between transient and not; words"
+        " that say the model cannot be served are never transient. Then a rate limit the request alone"
+        ' exceeds is `request_too_large` (a 413, or "Limit N, Requested M" with M > N), and an invalid'
+        " request that speaks of the context window is `context_overflow`.",
+        "",
+        "| # | row | reads | decides | why it outranks the rows below |",
+        "|---|---|---|---|---|",
+        *(
+            f"| {i} | `{row.name}` | {said(row.reads)} | {said(row.decides)} | {said(row.why)} |"
+            for i, row in enumerate(EVIDENCE, 1)
+        ),
+        "",
         "Codes, types and statuses in the error body are read as words (split on `_`, `-`, `.`, spaces and"
         " camel case, case-folded), so `too_many_requests`, `TooManyRequests` and `Too Many Requests` are one"
-        " code. The first rule whose words a value holds decides, in this order; the broad ones only when the"
-        " HTTP status says nothing. A quota per minute or second is a rate limit.",
+        " code. Each group below is read by its row; within a group the first rule that matches wins.",
         "",
-        "| words in a code, type or status | kind | sent by |",
-        "|---|---|---|",
-        *(
-            f"| `{' '.join(r.words)}`{unless(r)} | {r.kind.value} | {said(r.source)} |"
-            for r in SPECIFIC_WORDS
-        ),
-        *(f"| `{' '.join(r.words)}` (broad) | {r.kind.value} | {said(r.source)} |" for r in GENERIC_WORDS),
+        *words("Concurrency (`concurrency_code`)", CONCURRENCY_WORDS),
+        *words("Money (`money_code`)", MONEY_WORDS),
+        *words("What must change (`must_change_code`)", MUST_CHANGE_WORDS),
+        *words("Limits on use, decided by their window (`limit_code`)", LIMIT_WORDS),
+        *words("What a wait cures, and kinds a status only confirms (`transient_code`)", TRANSIENT_WORDS),
+        *words("Broad categories (`generic_code`)", GENERIC_WORDS),
+        "**Words in the message.** Only the phrase's name reaches the evidence (`message=money:<name>`,"
+        " `message=resource:<name>`, ...), never the message.",
         "",
-        "Money, quota and plan-limit language in the message decides `quota_exhausted` (never retried) under"
-        " any status, over a rate-limit or overload code, at low confidence, the phrase's name in the"
-        " evidence (`message=money:<name>`):",
+        *(phrase(m.name, m.pattern.pattern, m.source) for m in MONEY_PHRASES),
+        *(phrase(r.name, r.pattern.pattern, r.source) + f": {r.kind.value}" for r in RESOURCE_PHRASES),
+        phrase(SHORT_WINDOW.name, SHORT_WINDOW.pattern.pattern, SHORT_WINDOW.source)
+        + ": per second or minute",
+        phrase(LONG_WINDOW.name, LONG_WINDOW.pattern.pattern, LONG_WINDOW.source)
+        + ": per hour, day, week or month",
+        phrase(CANCELLED.name, CANCELLED.pattern.pattern, CANCELLED.source),
         "",
-        *(f"- `{m.name}`: `{m.pattern.pattern}` ({said(m.source)})" for m in MONEY_PHRASES),
-        f"- `{PLAN_WINDOW.name}`: `{PLAN_WINDOW.pattern.pattern}`, for a rate limit with no stated wait"
-        f" ({said(PLAN_WINDOW.source)})",
-        "",
-        f"A quota, usage or plan phrase ({', '.join(f'`{m.name}`' for m in MONEY_PHRASES if m.limit)}) beside"
-        f" a short window, `{SHORT_WINDOW.pattern.pattern}`, is a rate limit instead"
-        f" ({said(SHORT_WINDOW.source)}).",
+        f"A code's words count a window too (per second or minute: {', '.join(sorted(SHORT_WINDOW_WORDS))};"
+        f" longer: {', '.join(sorted(LONG_WINDOW_WORDS))}). A quota, usage or plan phrase"
+        f" ({', '.join(f'`{m.name}`' for m in MONEY_PHRASES if m.limit)}) with a short window, or with a wait"
+        f" the provider states of at most {LONGEST_AUTOMATIC_WAIT_S:g} s, is a rate limit.",
         "",
         "A wait the provider states (`retry-after`, Gemini's `RetryInfo`, the reset of a rate limit whose"
         ' remaining count is 0, or words such as "try again in 9m38s") longer than'
@@ -584,6 +622,7 @@ def _format_page(fmt: Format) -> str:
         f"| OpenTelemetry `gen_ai.provider.name` | `{fmt.otel_name}` |",
         f"| Continuation after a cut | {'rewritten' if fmt.continuation else 'not supported'} |",
         "",
+        *_definitions(fmt),
         "## Scenarios in the catalog",
         "",
         "What the fault provider plays in this format (`streamfsm harness`), and what streamfsm says.",
@@ -597,6 +636,43 @@ def _format_page(fmt: Format) -> str:
             verdict = scenario.expected_verdict.value if scenario.expected_verdict is not None else "-"
             lines.append(f"| `{scenario.name.partition('/')[2]}` | `{key}` | {verdict} |")
     return "\n".join([*lines, ""])
+
+
+_DECIDED: Final = {
+    Decision.READ: "read",
+    Decision.INFORMATIONAL: "informational",
+    Decision.NOT_UNDERSTOOD: "**not understood**",
+}
+_MEMBER_KINDS: Final = {
+    "events": "Stream events",
+    "content": "Content kinds",
+    "tools": "Tool kinds",
+    "finishes": "Finish reasons",
+}
+
+
+def _definitions(fmt: Format) -> list[str]:
+    """What the format decides about every member its provider defines (``Format.definitions``)."""
+    tables = {kind: table for kind, table in fmt.definitions.tables().items() if table}
+    if not tables:
+        return []
+    lines = [
+        "## What the provider defines, and what streamfsm does with it",
+        "",
+        "Every member of the provider's own typed definitions (its SDK's models, its API reference), decided:"
+        " *read* (it drives the machine), *informational* (counted, harmless) or *not understood* (counted as"
+        " unread content: never silently a whole answer). A test walks the installed SDKs' definitions and"
+        " fails, naming the member, when one has no decision here.",
+        "",
+    ]
+    for kind, table in tables.items():
+        lines += [f"### {_MEMBER_KINDS[kind]}", "", "| member | decision | what it means | defined in |"]
+        lines.append("|---|---|---|---|")
+        for member, decided in table.items():
+            means, source = (text.replace("|", "\\|") or "-" for text in (decided.means, decided.source))
+            lines.append(f"| `{member}` | {_DECIDED[decided.decision]} | {means} | {source} |")
+        lines.append("")
+    return lines
 
 
 def _reference(module: str, intro: str) -> str:

@@ -6,6 +6,10 @@ response's headers among them (``set-cookie``, a gateway's echoed key). The filt
 those loggers before any handler sees it: URLs through ``redact_url`` (scheme, host, port and path kept;
 userinfo, query and fragment dropped; secret path segments masked), header values by our header
 allow-list (values of other headers masked), and the whole message through ``redact_text``.
+
+The relay's logs (uvicorn's access log, the relay's own lines): every field is escaped (``escape_controls``),
+so no client can start a line of its own or drive a terminal through a path or a header; the request target
+of the access log is redacted as uvicorn quoted it, never percent-decoded.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from typing import Final
 
 from .classify._redact import MASK, redact_headers, redact_text, redact_url
 
-__all__ = ["HTTP_LOGGERS", "redact_http_logs"]
+__all__ = ["HTTP_LOGGERS", "escape_controls", "guard_relay_logs", "redact_http_logs"]
 
 # A filter on a logger sees only what is logged on that very logger, not what its children propagate, so
 # every logger these libraries create is named (httpcore 1.0, httpcore2 2.x).
@@ -86,3 +90,72 @@ def redact_http_logs() -> tuple[str, ...]:
         if _FILTER not in logger.filters:
             logger.addFilter(_FILTER)
     return HTTP_LOGGERS
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with each character that is not printable (control characters, line and paragraph separators,
+    format characters, lone surrogates; a plain space stays) written as its escape (``\\r``, ``\\x1b``,
+    ``\\u2028``): a logged field can neither start a line of its own nor send a terminal an escape."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+
+
+def _escaped(args: object) -> object:
+    if isinstance(args, tuple):
+        return tuple(escape_controls(arg) if isinstance(arg, str) else arg for arg in args)
+    return args
+
+
+class _EscapeFields(logging.Filter):
+    """Every string argument of a record escaped; a record without arguments, its message."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.args:
+            record.args = _escaped(record.args)  # type: ignore[assignment]
+        elif isinstance(record.msg, str):
+            record.msg = escape_controls(record.msg)
+        return True
+
+
+def _unfold_userinfo(segment: str) -> str:
+    """A quoted segment's userinfo (``user%3Apw%40host``) masked, as ``redact_url`` masks ``user:pw@``."""
+    at = segment.upper().rfind("%40")
+    return MASK + segment[at:] if at > 0 else segment
+
+
+def redact_target(target: str) -> str:
+    """A request target as uvicorn's access log prints it (the path percent-quoted, then the raw query),
+    redacted without decoding it: query and fragment dropped, a quoted userinfo and secret segments masked."""
+    path = target.split("#", 1)[0].split("?", 1)[0]
+    return redact_url("/".join(_unfold_userinfo(segment) for segment in path.split("/")))
+
+
+class _RedactAccessLog(logging.Filter):
+    """uvicorn's access log prints the request target with its query (Gemini's ``?key=``) and, for an
+    absolute-form target, its userinfo, percent-quoted: the target redacted, every field escaped."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple):  # uvicorn: (client, method, target, http version, status)
+            record.args = tuple(
+                escape_controls(redact_target(arg) if index == 2 else arg) if isinstance(arg, str) else arg
+                for index, arg in enumerate(args)
+            )
+        return True
+
+
+_ACCESS_FILTER: Final = _RedactAccessLog()
+_ESCAPE_FILTER: Final = _EscapeFields()
+_ESCAPED_LOGGERS: Final = ("streamfsm.relay", "uvicorn.error")
+
+
+def guard_relay_logs() -> None:
+    """uvicorn's access log redacted and escaped, the relay's and uvicorn's own lines escaped (idempotent)."""
+    access = logging.getLogger("uvicorn.access")
+    if _ACCESS_FILTER not in access.filters:
+        access.addFilter(_ACCESS_FILTER)
+    for name in _ESCAPED_LOGGERS:
+        logger = logging.getLogger(name)
+        if _ESCAPE_FILTER not in logger.filters:
+            logger.addFilter(_ESCAPE_FILTER)

@@ -81,6 +81,7 @@ _REJECTED: Final = {
     ProviderErrorKind.REQUEST_TOO_LARGE: Action.FIX_REQUEST,
     ProviderErrorKind.CONTENT_FILTER: Action.FIX_REQUEST,
     ProviderErrorKind.NOT_FOUND: Action.FIX_REQUEST,
+    ProviderErrorKind.MODEL_UNAVAILABLE: Action.FIX_REQUEST,
     ProviderErrorKind.QUOTA_EXHAUSTED: Action.STOP,
 }
 # What to change, where the kind says it: waiting never helps these.
@@ -92,6 +93,11 @@ _REJECTED_REASON: Final = {
     ProviderErrorKind.CONTEXT_OVERFLOW: (
         "the conversation does not fit the model's context window, so the same request would fail again;"
         " shorten or summarise it, or use a model with a larger window"
+    ),
+    ProviderErrorKind.MODEL_UNAVAILABLE: (
+        "the model cannot be served where the request went (no route or deployment for it, not loaded, or"
+        " more memory than the server has), so waiting will not help; use another model or route, or free"
+        " the server's memory"
     ),
 }
 _BACKOFF: Final = frozenset(

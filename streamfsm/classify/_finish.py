@@ -42,11 +42,18 @@ NOT_WHOLE: Final[Mapping[str, FinishCause]] = {
     "image_safety": FinishCause.CONTENT_FILTER,  # Gemini
     "image_prohibited_content": FinishCause.CONTENT_FILTER,  # Gemini
     "image_recitation": FinishCause.CONTENT_FILTER,  # Gemini
+    "language": FinishCause.CONTENT_FILTER,  # Gemini: flagged for an unsupported language
+    "escalation": FinishCause.CONTENT_FILTER,  # Gemini: filtered by an escalation rule
+    "model_armor": FinishCause.CONTENT_FILTER,  # Gemini on Vertex: blocked by Model Armor
     "refusal": FinishCause.REFUSAL,  # Anthropic: the model declined
     "malformed_function_call": FinishCause.MALFORMED_TOOL_CALL,  # Gemini
     "unexpected_tool_call": FinishCause.MALFORMED_TOOL_CALL,  # Gemini: a call to a tool it was not given
     "too_many_tool_calls": FinishCause.MALFORMED_TOOL_CALL,  # Gemini
     "pause_turn": FinishCause.PAUSED,  # Anthropic: a long server-tool turn paused; send it back to continue
+    "compaction": FinishCause.PAUSED,  # Anthropic (beta): paused after compacting the context; send it back
+    "malformed_tool_use": FinishCause.MALFORMED_TOOL_CALL,  # Bedrock Converse: the model's call is malformed
+    "malformed_model_output": FinishCause.MALFORMED_TOOL_CALL,  # Bedrock Converse: output it could not parse
+    "continuation": FinishCause.PAUSED,  # Gemini: the per-request limit; its continuationToken continues it
     # OpenAI Responses background mode (https://platform.openai.com/docs/guides/background): a request with
     # background=true is answered at once with status queued or in_progress; poll GET /responses/{id}
     "queued": FinishCause.BACKGROUND,
@@ -56,6 +63,8 @@ NOT_WHOLE: Final[Mapping[str, FinishCause]] = {
 
 ERROR_FINISH: Final[Mapping[str, ProviderErrorKind]] = {
     "insufficient_system_resource": ProviderErrorKind.OVERLOADED,  # DeepSeek: inference resources ran out
+    "missing_thought_signature": ProviderErrorKind.INVALID_REQUEST,  # Gemini: the request lacks a signature
+    "pup_limited_disabled": ProviderErrorKind.PERMISSION,  # Gemini: the account is limited or disabled
 }
 """Finish reasons that are the provider's error, with the kind their documentation gives."""
 

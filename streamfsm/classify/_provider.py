@@ -1,58 +1,36 @@
 """A provider's error (HTTP status, headers, body, or an in-band error event) becomes a ``ProviderError``.
 
-Body codes, types and statuses are read as **words** (``code_words``: split on ``_``, ``-``, ``.``, spaces
-and camel case, case-folded) and matched against a table of word rules with a source per entry
-(``SPECIFIC_WORDS``, ``GENERIC_WORDS``), so ``too_many_requests``, ``rate_limit_exceeded``,
-``RESOURCE_EXHAUSTED``, ``TooManyRequests`` and ``rate limit`` meet in one place. Evidence is weighed in a
-fixed order, and the markers say which piece decided:
+The error is read as evidence and weighed in one ordered table, ``EVIDENCE``: each row reads one kind of
+evidence (Gemini's quota details, a code's words, a window, words in the message, the status), says what it
+decides and why it outranks the rows below, and the first row that reads something decides; its markers are
+the evidence that decided, ``row=<name>`` names the row, and its confidence is that evidence's (a code or a
+status: high; words in the message: low). The order, in short: what the body says beats the status; money
+decides under any status; a time window decides between transient and not (per second or minute: a rate limit;
+per hour, day or month: spent, unless the provider states a wait past an automatic retry, which the verdict
+then asks about); words that say the model cannot be served (no channel, route or deployment for it, not
+loaded, more memory than the server has, not found) are never transient; a cancelled operation is; a status
+that names a kind (401, 403, 404, 413, 429, 529) outweighs the words "cancelled" and a per-minute window, one
+that names none (400, 422, 499, 5xx) does not. Then ``_refine_size`` tells which size: a rate limit the
+request alone exceeds is ``request_too_large`` (a 413, "Limit N, Requested M" with M > N), an invalid request
+that speaks of the context window is ``context_overflow``.
 
-1. A specific body value that settles the kind: money, quota and plan limits first (``insufficient_quota``,
-   ``credit_balance_exhausted``, ``*_spend_limit_reached``, ``billing_error``, ``payment_required``,
-   ``budget_exceeded``, ...: ``quota_exhausted``), then what the request must change (context length, too
-   large, content filter, not found, credentials). Gemini ``details`` count here: a per-day quota is
-   ``quota_exhausted``, a per-minute one a rate limit, whatever the message says.
-2. A 402 status with no specific body value: ``quota_exhausted``.
-3. Money, quota and plan-limit **language in the message** ("exceeded your current quota", "insufficient
-   balance", "used all available credits", "monthly spending limit", "usage limits", "budget has been
-   exceeded", ...: ``MONEY_PHRASES``): ``quota_exhausted`` under any status, over a rate-limit or overload
-   code, at LOW confidence, the phrase's name in the markers (``message=money:<name>``). No wait cures these.
-   But a quota, usage or plan limit per minute or second (``SHORT_WINDOW``), or one whose stated wait is
-   within ``LONGEST_AUTOMATIC_WAIT_S`` (Gemini's per-minute quota with a ``RetryInfo`` of seconds), is a
-   rate limit, as for codes.
-4. The remaining specific body values (``rate_limit``, ``overloaded``, ``permission``), then the HTTP status
-   (``401`` auth, ``429`` rate limit, ``529`` overloaded, ...; for an in-band error, an HTTP status its body
-   carries as ``code``). A status of 200 says nothing: an Anthropic in-band ``event: error`` reaches the SDK
-   as ``APIStatusError(status_code=200)``.
-5. A generic body value (``invalid_request_error``, ``api_error``, ``INVALID_ARGUMENT``, ...), then, when
-   nothing else named the kind, "rate limit" / "overloaded" in the message (LOW).
-6. The message, only to tell which size or which limit, and recorded in the markers:
-
-   * a rate limit whose request alone exceeds the window's whole budget can never succeed by waiting: it is
-     ``request_too_large`` when the status is 413 (Groq's 413 with code ``rate_limit_exceeded``: HIGH), or
-     when the message quotes ``Limit N, Requested M`` with M > N (OpenAI's 429 "Request too large for
-     <model> ... Limit 30000, Requested 30601": MEDIUM), or says "request too large" / "reduce your message
-     size" without numbers (LOW). A quote with M <= N ("Limit 30000, Used 29000, Requested 1500") is an
-     ordinary rate limit, whatever else the message says;
-   * an invalid request or a size error whose message speaks of the context window or a too-long prompt is
-     ``context_overflow`` (Anthropic's "prompt is too long", Gemini's input token count, Anthropic's 413
-     "Request size exceeds model context window"): LOW.
-
-   Status, code, type and message each mislead in some provider (a 413 carrying a rate-limit code, a 429
-   that no wait can cure, a 400 or 500 that is really a spent balance), so the kind is decided from all of
-   them together, in this order.
+Codes, types and statuses are read as **words** (``code_words``: split on ``_``, ``-``, ``.``, spaces and
+camel case, case-folded), so ``too_many_requests``, ``RESOURCE_EXHAUSTED`` and ``TooManyRequests`` meet in
+one rule; the rules come in groups (``MONEY_WORDS``, ``MUST_CHANGE_WORDS``, ``LIMIT_WORDS``,
+``TRANSIENT_WORDS``, ``GENERIC_WORDS``), each read by its row, with a source per rule. Messages are read
+through named phrases (``MONEY_PHRASES``, ``RESOURCE_PHRASES``, ``SHORT_WINDOW``, ``LONG_WINDOW``,
+``CANCELLED``); only a phrase's name reaches the markers.
 
 The wait (``retry_after_s``): ``retry-after-ms`` / ``retry-after``, else Gemini's ``RetryInfo``, else the
 reset of a rate limit whose remaining count is 0 (``x-ratelimit-reset-*``, ``anthropic-ratelimit-*-reset``),
 else a wait stated in the message ("Please try again in 9m38.016s", "resets in 5 hours"). Whether a wait that
-long may be automatic is the verdict's business (``LONGEST_AUTOMATIC_WAIT_S``). A rate limit per
-day or month with no stated wait at all ("1000 API calls / month", "free-models-per-day") is a plan limit:
-``quota_exhausted``, LOW, ``message=money:plan_window``.
+long may be automatic is the verdict's business (``LONGEST_AUTOMATIC_WAIT_S``).
 
-Shapes understood: OpenAI ``{"error": {"message", "type", "param", "code"}}`` (and the SDK's flattened inner
-object), the Responses API's flat ``{"type": "error", "code", …}``, nested ``{"type": "error", "error": {…}}``
-and ``response.failed`` events, Anthropic ``{"type": "error", "error": {"type", "message"}}``, Gemini
-``{"error": {"code", "message", "status", "details"}}`` (also wrapped in a one-element list), ``{"error":
-"text"}`` (xAI, proxies) and FastAPI's ``{"detail": "text"}`` (LiteLLM).
+Wrappers read (``_error_chain``): an ``error`` object (OpenAI, Gemini, Anthropic's ``{"type": "error",
+"error": {...}}``), one inside another (a gateway re-wrapping its upstream's), a list (Gemini's
+``[{"error": ...}]``), a Responses ``response.error``, FastAPI's ``detail`` as text, object or list of
+``{"msg": ...}`` (LiteLLM, vLLM), a string ``error`` (xAI, Ollama, proxies), or a flat object with only a
+``message`` or ``code``; a field missing inside is read from the wrapper outside.
 
 Nothing from the message is kept, and ``type``/``code`` are kept only when they look like identifiers with no
 credential in them: a hostile or buggy body cannot smuggle text into records (a code matched but not fit to
@@ -65,7 +43,7 @@ import json
 import math
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
@@ -105,13 +83,14 @@ _STATUS_KIND: Final = {
     413: _P.REQUEST_TOO_LARGE,
     422: _P.INVALID_REQUEST,
     429: _P.RATE_LIMIT,
+    499: _P.SERVER_ERROR,  # the request was cancelled (nginx, Gemini CANCELLED): the work may well finish
     500: _P.SERVER_ERROR,
     502: _P.SERVER_ERROR,
     503: _P.SERVER_ERROR,
     504: _P.SERVER_ERROR,
     529: _P.OVERLOADED,
 }
-_WEAK_STATUSES: Final = frozenset({408, 409})
+_WEAK_STATUSES: Final = frozenset({408, 409, 499})
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,18 +135,14 @@ NOT_MONEY_BUDGETS: Final = ("token", "tokens", "thinking", "reasoning", "time", 
 
 # Body codes, types and statuses are read as words (see ``code_words``): a rule matches a value holding all
 # its words, in any order, spelling or case, so ``insufficient_quota``, ``InsufficientQuota`` and
-# ``QUOTA-INSUFFICIENT`` meet. The first matching rule wins, so money comes first.
-SPECIFIC_WORDS: Final = (
+# ``QUOTA-INSUFFICIENT`` meet. Each group is read by its row of ``EVIDENCE``; within a group the first rule
+# that matches wins.
+CONCURRENCY_WORDS: Final = (
     # a concurrency reservation, not money: it frees itself
     _rule("in flight", _P.RATE_LIMIT, "OpenRouter 402 in_flight_budget_exhausted"),
-    # money, quota and plan limits: waiting does not cure them
-    # (not a rate quota: Alibaba Model Studio's 429 Throttling.RateQuota lifts by itself)
-    _rule(
-        "quota",
-        _P.QUOTA_EXHAUSTED,
-        "OpenAI 429 insufficient_quota, Moonshot exceeded_current_quota_error",
-        ("rate",),
-    ),
+)
+# Money: no wait refills it, whatever the window.
+MONEY_WORDS: Final = (
     _rule("billing", _P.QUOTA_EXHAUSTED, "OpenAI billing_hard_limit_reached, Anthropic 402 billing_error"),
     _rule("credit", _P.QUOTA_EXHAUSTED, "OpenAI 429 credit_balance_exhausted"),
     _rule(
@@ -185,7 +160,6 @@ SPECIFIC_WORDS: Final = (
         "Anthropic *_spend_limit_reached, OpenAI 429 *_spend_limit_exceeded",
     ),
     _rule("spending limit", _P.QUOTA_EXHAUSTED, "xAI 403 monthly spending limit"),
-    _rule("usage limit", _P.QUOTA_EXHAUSTED, "OpenAI 429 organization_usage_limit_exceeded"),
     _rule("payment", _P.QUOTA_EXHAUSTED, "OpenRouter, Mistral, Cohere 402 payment_required"),
     _rule(
         "budget",
@@ -194,7 +168,9 @@ SPECIFIC_WORDS: Final = (
         NOT_MONEY_BUDGETS,
     ),
     _rule("arrearage", _P.QUOTA_EXHAUSTED, "Alibaba Model Studio (Qwen) code Arrearage"),
-    # what the request must change
+)
+# What the request (or where it is sent) must change: no wait and no other wording cures these.
+MUST_CHANGE_WORDS: Final = (
     _rule("context length", _P.CONTEXT_OVERFLOW, "OpenAI, OpenRouter context_length_exceeded"),
     _rule("context window", _P.CONTEXT_OVERFLOW, "Anthropic model_context_window_exceeded"),
     _rule("context size", _P.CONTEXT_OVERFLOW, "llama.cpp server exceed_context_size_error"),
@@ -206,14 +182,37 @@ SPECIFIC_WORDS: Final = (
         "OpenAI content_policy_violation, Azure ResponsibleAIPolicyViolation",
     ),
     _rule("bio policy", _P.CONTENT_FILTER, "OpenAI Responses bio_policy"),
+    # the model cannot be served where the request went
+    _rule("not loaded", _P.MODEL_UNAVAILABLE, "local servers' model_not_loaded"),
+    _rule("no channel", _P.MODEL_UNAVAILABLE, "one-api / new-api gateways' no_available_channel"),
+    _rule("no route", _P.MODEL_UNAVAILABLE, "gateways' no_route_for_model"),
+    _rule("no deployment", _P.MODEL_UNAVAILABLE, "routers' no_deployment_available"),
+    _rule("no endpoint", _P.MODEL_UNAVAILABLE, "gateways' no_endpoint_available"),
+    _rule("memory", _P.MODEL_UNAVAILABLE, "servers' out_of_memory, insufficient_memory, OutOfMemoryError"),
+    _rule("oom", _P.MODEL_UNAVAILABLE, "GPU servers' OOM"),
+    _rule("vram", _P.MODEL_UNAVAILABLE, "GPU servers' insufficient_vram"),
     _rule("not found", _P.NOT_FOUND, "Anthropic not_found_error, Gemini NOT_FOUND, OpenAI model_not_found"),
+    _rule("not exist", _P.NOT_FOUND, "gateways' model_not_exist"),
     _rule("service blocked", _P.PERMISSION, "Gemini ErrorInfo API_KEY_SERVICE_BLOCKED"),
     _rule("invalid api key", _P.AUTH, "OpenAI invalid_api_key, Gemini ErrorInfo API_KEY_INVALID"),
     _rule("authentication", _P.AUTH, "Anthropic 401 authentication_error"),
     _rule("unauthenticated", _P.AUTH, "Gemini UNAUTHENTICATED"),
+)
+# Limits on use: the window decides (per second or minute: a rate limit; otherwise spent until it resets).
+LIMIT_WORDS: Final = (
+    # not a rate quota: Alibaba Model Studio's 429 Throttling.RateQuota lifts by itself
+    _rule(
+        "quota",
+        _P.QUOTA_EXHAUSTED,
+        "OpenAI 429 insufficient_quota, Moonshot exceeded_current_quota_error",
+        ("rate",),
+    ),
+    _rule("usage limit", _P.QUOTA_EXHAUSTED, "OpenAI 429 organization_usage_limit_exceeded"),
+)
+# What a wait cures, and the kinds a status may only confirm.
+TRANSIENT_WORDS: Final = (
     _rule("permission", _P.PERMISSION, "Anthropic permission_error, Gemini PERMISSION_DENIED"),
     _rule("unsupported country", _P.PERMISSION, "OpenAI unsupported_country_region_territory"),
-    # waiting helps
     _rule("overloaded", _P.OVERLOADED, "Anthropic 529 overloaded_error, OpenAI server_is_overloaded"),
     _rule("unavailable", _P.OVERLOADED, "Gemini 503 UNAVAILABLE (the model is overloaded)"),
     _rule("rate limit", _P.RATE_LIMIT, "OpenAI, Groq rate_limit_exceeded; Anthropic, xAI rate_limit_error"),
@@ -222,12 +221,8 @@ SPECIFIC_WORDS: Final = (
     _rule("resource exhausted", _P.RATE_LIMIT, "Gemini, Vertex AI 429 RESOURCE_EXHAUSTED"),
     _rule("throttling", _P.RATE_LIMIT, "Amazon Bedrock ThrottlingException"),
     _rule("throttled", _P.RATE_LIMIT, "gateways' throttled"),
-)
-# A quota per short window is a rate limit, whatever it is called (Gemini per-minute quotas).
-_RATE_WINDOW_WORDS: Final = frozenset({"minute", "min", "second", "sec", "rpm", "tpm", "rps", "tps"})
-# Kinds a body value settles: the message's money words cannot overrule them.
-_FIRM: Final = frozenset(
-    {_P.QUOTA_EXHAUSTED, _P.CONTEXT_OVERFLOW, _P.REQUEST_TOO_LARGE, _P.CONTENT_FILTER, _P.NOT_FOUND, _P.AUTH}
+    _rule("cancelled", _P.SERVER_ERROR, "Gemini 499 CANCELLED (the operation was cancelled)"),
+    _rule("canceled", _P.SERVER_ERROR, "gateways' request_canceled"),
 )
 # Broad categories: they decide only when the status does not.
 GENERIC_WORDS: Final = (
@@ -310,19 +305,89 @@ MONEY_PHRASES: Final = (
         "Alibaba Model Studio Arrearage, Zhipu (English)",
     ),
 )
-# A quota, usage or plan limit per minute or second is a rate limit, as for codes (``_RATE_WINDOW_WORDS``).
+# Time windows. A limit per second or minute is a rate limit, whatever it is called (a wait cures it); one per
+# hour, day, week or month is spent until a reset no automatic retry sits out.
 SHORT_WINDOW: Final = _phrase(
     "short_window",
     r"\bper[- ]?(?:minute|min|second|sec)\b|\b(?:this|a|one) (?:minute|second)\b|\b(?:rpm|tpm|rps|tps)\b"
     r"|/ ?(?:minute|min|second|sec)\b|每分钟|每秒",
     "OpenAI, Groq 'tokens per min (TPM)', gateways' 'requests per minute' quotas and usage limits",
 )
-# A rate limit per day or month with no stated wait is a plan limit: nothing says when it lifts, and it is not
-# within any automatic retry (Gemini's per-day QuotaFailure is read the same way).
-PLAN_WINDOW: Final = _phrase(
+LONG_WINDOW: Final = _phrase(
     "plan_window",
-    r"\bper[- ](?:day|month)\b|/ ?(?:day|month)\b|\b(?:daily|monthly) (?:limit|quota|cap)",
-    "OpenRouter in-band 429 'free-models-per-day', Cohere 429 trial key '1000 API calls / month'",
+    r"\bper[- ](?:hour|day|week|month)\b|/ ?(?:hour|day|week|month)\b|\b(?:rpd|tpd)\b"
+    r"|\b(?:hourly|daily|weekly|monthly) (?:limit|quota|cap|allowance|rate limit)|每天|每日|每月",
+    "Groq, OpenAI 'tokens per day (TPD)', OpenRouter in-band 429 'free-models-per-day', Cohere 429 trial key"
+    " '1000 API calls / month'",
+)
+SHORT_WINDOW_WORDS: Final = frozenset({"minute", "min", "second", "sec", "rpm", "tpm", "rps", "tps"})
+LONG_WINDOW_WORDS: Final = frozenset(
+    {"hour", "hourly", "day", "daily", "week", "weekly", "month", "monthly", "rpd", "tpd"}
+)
+# A limit named in words, for a window to apply to.
+_LIMIT_RE: Final = re.compile(
+    r"\blimit|\bquota|too many requests|\bexceeded\b|\bexhausted\b|限额|配额|上限", re.IGNORECASE
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ResourcePhrase:
+    """Words that say the model cannot be served where the request went; ``name`` goes into the markers."""
+
+    name: str
+    kind: ProviderErrorKind
+    pattern: re.Pattern[str]
+    source: str
+
+
+def _resource(name: str, kind: ProviderErrorKind, pattern: str, source: str) -> ResourcePhrase:
+    return ResourcePhrase(name, kind, re.compile(pattern, re.IGNORECASE), source)
+
+
+# what serves a model: an outage of a server or upstream ("no healthy upstream") is not about the model
+_SERVED: Final = r"(?:channel|route|deployment|endpoint|provider)s?"
+RESOURCE_PHRASES: Final = (
+    _resource(
+        "no_route",
+        _P.MODEL_UNAVAILABLE,
+        rf"(?s)^(?=.*\bmodels?\b).*?\bno (?:available |healthy |active |suitable |enabled )?{_SERVED}"
+        r" (?:is |are )?(?:available|found|configured|for|that|supports?|can)\b"
+        r"|无可用(?:渠道|通道|路由)|没有可用的?(?:渠道|通道)",
+        "one-api / new-api 503 'no available channel for model', routers' 'No deployments available for"
+        " selected model', gateways' 'no route for model'",
+    ),
+    _resource(
+        "not_loaded",
+        _P.MODEL_UNAVAILABLE,
+        r"\bmodels?\b.{0,80}?\bnot (?:been |yet )?loaded\b"
+        r"|\bno models? (?:is |are )?(?:currently )?loaded\b",
+        "LM Studio 'No models loaded', local servers' 'model not loaded'",
+    ),
+    _resource(
+        "memory",
+        _P.MODEL_UNAVAILABLE,
+        r"\b(?:more|enough|sufficient|insufficient) (?:system |gpu |video |available |free |device )?"
+        r"(?:memory|vram|ram)\b|\bout of (?:gpu |cuda |device |video )?memory\b|\bOOM\b|显存不足|内存不足",
+        "Ollama 500 'model requires more system memory than is available', vLLM, llama.cpp 'CUDA out of"
+        " memory'",
+    ),
+    _resource(
+        "model_not_found",
+        _P.NOT_FOUND,
+        r"\bmodels?\b.{0,80}?\b(?:not found|does not exist|doesn't exist|not exist)\b"
+        r"|\bunknown model\b|\bno such model\b|模型不存在",
+        "Ollama 404 \"model 'x' not found, try pulling it first\", vLLM 'The model `x` does not exist'",
+    ),
+)
+# A cancelled operation: the work stopped, and the same request sent again may well finish.
+CANCELLED: Final = _phrase(
+    "cancelled",
+    r"\bcancell?ed\b|\bcontext cancell?ed\b|\bcancellation\b",
+    "Gemini 499 CANCELLED 'The operation was cancelled', Go servers' 'context canceled', nginx 499",
+)
+# ... but a subscription, account, plan or key that was cancelled is money or credentials, not the work.
+_CANCELLED_NOT_WORK_RE: Final = re.compile(
+    r"\b(?:subscription|account|plan|membership|key|order|billing)\b[^.]{0,40}?\bcancell?ed\b", re.IGNORECASE
 )
 # Said in words when nothing else names the kind (an in-band {"error": {"message": "Rate limit exceeded"}}).
 _WAIT_PHRASES: Final = (
@@ -542,20 +607,60 @@ def _parse_body(body: object) -> object:
     return parsed
 
 
-def _error_object(payload: object) -> tuple[Mapping[object, object], bool] | None:
-    """The mapping that describes the error, and whether it is the payload itself (a flat shape)."""
-    if isinstance(payload, (list, tuple)):
-        payload = payload[0] if payload else None  # Gemini sometimes wraps it in a list (one level only)
-    if not isinstance(payload, Mapping):
-        return None
-    error = payload.get("error")
-    if isinstance(error, Mapping):
-        return error, False
-    response = payload.get("response")
-    if isinstance(response, Mapping) and isinstance(response.get("error"), Mapping):
-        return response["error"], False  # Responses API response.failed
-    if any(k in payload for k in ("code", "type", "status", "message", "error", "detail")):
-        return payload, True
+_MAX_DEPTH: Final = 4
+# Where a wrapper keeps the error's words: OpenAI and Gemini ``message``, FastAPI validation items ``msg``,
+# a string ``error`` (xAI, Ollama, proxies) or ``detail`` (FastAPI, LiteLLM, vLLM), Baidu-style ``error_msg``.
+_MESSAGE_KEYS: Final = ("message", "msg", "error", "detail", "error_msg")
+_ERROR_KEYS: Final = frozenset({"code", "type", "status", "message", "error", "detail", "msg", "error_msg"})
+
+
+def _error_chain(payload: object) -> tuple[Mapping[object, object], ...]:
+    """The mappings that describe the error, outermost first: the payload and each wrapper inside it (an
+    ``error`` object or list, a Responses ``response.error``, FastAPI's ``detail`` object or list, the first
+    element of a list: Gemini's ``[{"error": ...}]``), at most ``_MAX_DEPTH`` deep. Empty when nothing in it
+    has an error's shape."""
+    chain: list[Mapping[object, object]] = []
+    node = payload
+    for _ in range(2 * _MAX_DEPTH):
+        if isinstance(node, (list, tuple)):
+            node = node[0] if node else None
+            continue
+        if not isinstance(node, Mapping) or len(chain) == _MAX_DEPTH:
+            break
+        chain.append(node)
+        response = node.get("response")
+        nested = (node.get("error"), response.get("error") if isinstance(response, Mapping) else None)
+        inner = next(
+            (v for v in (*nested, node.get("detail")) if isinstance(v, (Mapping, list, tuple))), None
+        )
+        if inner is None:
+            break
+        node = inner
+    if not any(_ERROR_KEYS.intersection(m) for m in chain):
+        return ()
+    return tuple(chain)
+
+
+def _error_object(payload: object) -> Mapping[object, object] | None:
+    """The innermost mapping that describes the error, or None when the payload has no error's shape."""
+    chain = _error_chain(payload)
+    return chain[-1] if chain else None
+
+
+def _inner(chain: tuple[Mapping[object, object], ...], key: str) -> object:
+    """``key``'s value in the innermost wrapper that sends one (a field missing inside is read outside)."""
+    return next((m[key] for m in reversed(chain) if m.get(key) is not None), None)
+
+
+def _error_type(chain: tuple[Mapping[object, object], ...]) -> object:
+    """The error's type. The outermost mapping's ``type`` may be its event's name (``"error"``,
+    ``response.failed``), which is not the error's type."""
+    for depth, m in reversed(list(enumerate(chain))):
+        value = m.get("type")
+        if depth == 0 and (value == "error" or (isinstance(value, str) and "." in value)):
+            return None
+        if value is not None:
+            return value
     return None
 
 
@@ -572,32 +677,35 @@ class _Fields:
     code: str | None = None  # error.code (OpenAI), details.error_code (Anthropic), ErrorInfo.reason (Gemini)
     status_name: str | None = None  # Gemini error.status
     http_code: int | None = None  # a numeric error.code (Gemini, OpenRouter, xAI): an HTTP status in the body
-    quota_kind: ProviderErrorKind | None = None  # what Gemini's QuotaFailure says (see _quota_kind)
+    quota_window: str | None = None  # the window of the quota Gemini's QuotaFailure says was hit
     retry_delay_s: float | None = None
     message: str = ""
     said: tuple[tuple[str, str], ...] = ()  # (label, value as sent): code, type and status, read as words
 
 
-def _quota_kind(violations: object) -> ProviderErrorKind | None:
-    """A violated per-day quota is spent for the day (``quota_exhausted``); per-minute or per-second ones
-    are a rate limit; None when the quota ids say neither."""
-    kind: ProviderErrorKind | None = None
+def _quota_window(violations: object) -> str | None:
+    """The window of the quota Gemini's ``QuotaFailure`` says was hit (``day``, ``minute``, ...), from its
+    ids (``GenerateRequestsPerDayPerProjectPerModel``); None when they name none. A long window anywhere
+    wins: waiting a minute does not lift it."""
+    window: str | None = None
     for v in violations[:_MAX_DETAILS] if isinstance(violations, (list, tuple)) else ():
         quota_id = v.get("quotaId") if isinstance(v, Mapping) else None
         lowered = quota_id.lower() if isinstance(quota_id, str) else ""
-        if "perday" in lowered:
-            return _P.QUOTA_EXHAUSTED
-        if "perminute" in lowered or "persecond" in lowered:
-            kind = _P.RATE_LIMIT
-    return kind
+        for unit in ("hour", "day", "week", "month"):
+            if f"per{unit}" in lowered:
+                return unit
+        for unit in ("minute", "second"):
+            if f"per{unit}" in lowered:
+                window = unit
+    return window
 
 
-def _gemini_details(details: object) -> tuple[str | None, ProviderErrorKind | None, float | None]:
+def _gemini_details(details: object) -> tuple[str | None, str | None, float | None]:
     reason: str | None = None
-    quota: ProviderErrorKind | None = None
+    window: str | None = None
     delay: float | None = None
     if not isinstance(details, (list, tuple)):
-        return reason, quota, delay
+        return reason, window, delay
     for item in details[:_MAX_DETAILS]:
         if not isinstance(item, Mapping):
             continue
@@ -605,14 +713,14 @@ def _gemini_details(details: object) -> tuple[str | None, ProviderErrorKind | No
         kind = kind if isinstance(kind, str) else ""
         if kind.endswith("ErrorInfo") and reason is None:
             reason = _token(item.get("reason"))
-        elif kind.endswith("QuotaFailure") and quota is not _P.QUOTA_EXHAUSTED:
-            quota = _quota_kind(item.get("violations")) or quota
+        elif kind.endswith("QuotaFailure") and window in (None, "minute", "second"):
+            window = _quota_window(item.get("violations")) or window
         elif kind.endswith("RetryInfo"):
             text = item.get("retryDelay")
             m = _RETRY_DELAY_RE.fullmatch(text) if isinstance(text, str) else None
             if m is not None:
                 delay = float(m.group(1))
-    return reason, quota, delay
+    return reason, window, delay
 
 
 def _http_code(value: object) -> int | None:
@@ -623,47 +731,43 @@ def _http_code(value: object) -> int | None:
 
 
 def _fields(payload: object) -> _Fields:
-    found = _error_object(payload)
-    if found is None:
+    chain = _error_chain(payload)
+    if not chain:
         return _Fields()
-    error, flat = found
-    raw_type = error.get("type")
-    # in a flat event, "type" is the event's name ("error", "response.failed"), not the error's
-    etype = (
-        None
-        if flat and (raw_type == "error" or (isinstance(raw_type, str) and "." in raw_type))
-        else raw_type
-    )
-    raw_code = error.get("code")
+    etype = _error_type(chain)
+    raw_code = _inner(chain, "code")
     http_code = _http_code(raw_code)
+    if http_code is None:  # an HTTP status sent as the body's status (gateways' {"status": 503, ...})
+        http_code = _http_code(_inner(chain, "status")) or _http_code(_inner(chain, "status_code"))
     code = _token(raw_code)
-    details = error.get("details")
+    details = _inner(chain, "details")
     detail_code = details.get("error_code") if isinstance(details, Mapping) else None
     if isinstance(details, Mapping):  # Anthropic: {"error_code": ...}
         code = _token(detail_code) or code
-    reason, quota, delay = _gemini_details(details)
-    message = error.get("message")
-    if not isinstance(message, str) and flat:
-        # {"error": "text"} from some proxies (xAI), {"detail": "text"} from FastAPI servers (LiteLLM)
-        message = next((v for v in (error.get("error"), error.get("detail")) if isinstance(v, str)), None)
+    reason, window, delay = _gemini_details(details)
+    # Every text the wrappers carry, innermost first: a gateway's "rate limit" message may sit beside a
+    # detail that quotes the upstream's "insufficient balance", and the money words must be read.
+    message = " | ".join(
+        v[:_MAX_MESSAGE]
+        for m in reversed(chain)
+        for k in _MESSAGE_KEYS
+        if isinstance(v := m.get(k), str) and v
+    )
+    status_name = _inner(chain, "status")
     sent_code = next((v for v in (reason, detail_code, raw_code) if isinstance(v, str)), None)
     said = tuple(
         (label, value[:_MAX_SAID])
-        for label, value in (
-            ("body.code", sent_code),
-            ("body.type", etype),
-            ("body.status", error.get("status")),
-        )
+        for label, value in (("body.code", sent_code), ("body.type", etype), ("body.status", status_name))
         if isinstance(value, str)
     )
     return _Fields(
         type=_token(etype),
         code=reason or code or (str(http_code) if http_code is not None else None),
-        status_name=_token(error.get("status")),
+        status_name=_token(status_name),
         http_code=http_code,
-        quota_kind=quota,
+        quota_window=window,
         retry_delay_s=delay,
-        message=message[:_MAX_MESSAGE] if isinstance(message, str) else "",
+        message=message,  # each text bounded: a long inner one must not hide an outer one's words
         said=said,
     )
 
@@ -674,18 +778,21 @@ def code_words(value: str) -> frozenset[str]:
     return frozenset(word.casefold() for word in _WORD_RE.findall(value[:128]))
 
 
-def _match(rules: tuple[WordRule, ...], f: _Fields) -> tuple[ProviderErrorKind, str] | None:
-    """The first rule (in table order) whose words the body's code, type or status holds, and its marker:
-    the value itself when it is fit to keep, else the rule's words."""
+@dataclass(frozen=True, slots=True)
+class _Match:
+    kind: ProviderErrorKind
+    marker: str  # the value as sent when it is fit to keep, else the rule's words
+    words: frozenset[str]  # every word of the value that matched
+
+
+def _match(rules: tuple[WordRule, ...], f: _Fields) -> _Match | None:
+    """The first rule (in table order) whose words the body's code, type or status holds."""
     said = [(label, value, code_words(value)) for label, value in f.said]
     for rule in rules:
         for label, value, held in said:
             if held.issuperset(rule.words) and held.isdisjoint(rule.unless):
-                kind = rule.kind
-                if kind is _P.QUOTA_EXHAUSTED and held & _RATE_WINDOW_WORDS:
-                    kind = _P.RATE_LIMIT  # a quota per minute is a rate limit
                 kept = _token(value)
-                return kind, f"{label}={kept}" if kept == value else f"{label}~{rule.name}"
+                return _Match(rule.kind, f"{label}={kept}" if kept == value else f"{label}~{rule.name}", held)
     return None
 
 
@@ -708,7 +815,12 @@ def _retry_in(message: str) -> float | None:
     return total if math.isfinite(total) else None
 
 
-# -- the decision -------------------------------------------------------------------------------------------
+# -- the decision: one ordered table of evidence ------------------------------------------------------------
+
+# Statuses that name a kind; every other error status only says "the client's" or "the server's" fault, and
+# words that say which outweigh it.
+NAMED_STATUSES: Final = frozenset({401, 402, 403, 404, 413, 429, 529})
+_LIMIT_CODE_WORDS: Final = frozenset({"limit", "limits", "quota", "exceeded", "exhausted"})
 
 
 def _status_kind(status: int | None) -> tuple[ProviderErrorKind, Confidence] | None:
@@ -723,85 +835,360 @@ def _status_kind(status: int | None) -> tuple[ProviderErrorKind, Confidence] | N
     return None
 
 
-def _decide(
-    status: int | None, f: _Fields, wait_s: float | None
-) -> tuple[ProviderErrorKind, list[str], Confidence]:
-    kind, markers, confidence = _kind(status, f, wait_s)
-    # 4. which size, or which limit, told in words
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What one provider error says, gathered once; each row of ``EVIDENCE`` reads it."""
+
+    fields: _Fields
+    status: int | None  # the HTTP status; None for an in-band error or a 2xx document
+    effective: int | None  # the status, or the HTTP status the body carries where the response's says none
+    status_markers: tuple[str, ...]  # what ``effective`` came from, when it is the body's
+    wait_s: float | None  # the wait the provider stated (headers, RetryInfo, a reset, words)
+    window: str | None  # "short" (per second or minute) or "long" (per hour, day, week or month)
+    window_marker: str | None  # where the window was said
+    limit: bool  # a limit on use is named (a limit or rate code, a 429, or a limit in words)
+
+    @property
+    def by_status(self) -> tuple[ProviderErrorKind, Confidence] | None:
+        return _status_kind(self.effective)
+
+    @property
+    def status_is_named(self) -> bool:
+        return self.effective in NAMED_STATUSES
+
+    def agrees(self, kind: ProviderErrorKind) -> bool:
+        """The status alone says ``kind``: then it decides, as the stronger of the two."""
+        by_status = self.by_status
+        return by_status is not None and by_status[0] is kind
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """What a row decided: the kind, the evidence markers that decided it, and how sure it is."""
+
+    kind: ProviderErrorKind
+    markers: tuple[str, ...]
+    confidence: Confidence
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceRow:
+    """One row of the evidence table: what it reads, what it decides, and why it outranks the rows below."""
+
+    name: str
+    reads: str
+    decides: str
+    why: str
+    read: Callable[[Evidence], Reading | None]
+
+
+def _window(f: _Fields) -> tuple[str | None, str | None]:
+    """The window a limit is counted over, and where it was said: Gemini's details, then the words of a code
+    (``tokens_per_day``, ``TokensPerMinQuotaExceeded``), then the message. Long beats short in each."""
+    if f.quota_window is not None:
+        long = f.quota_window in ("hour", "day", "week", "month")
+        return "long" if long else "short", f"body.details=quota_per_{f.quota_window}"
+    for window, words in (("long", LONG_WINDOW_WORDS), ("short", SHORT_WINDOW_WORDS)):
+        for label, value in f.said:
+            if code_words(value) & words:
+                kept = _token(value)
+                return window, f"{label}={kept}" if kept == value else f"{label}~{window}_window"
+    if f.message and LONG_WINDOW.pattern.search(f.message):
+        return "long", "message=long_window"
+    if f.message and SHORT_WINDOW.pattern.search(f.message):
+        return "short", "message=short_window"
+    return None, None
+
+
+def _evidence(status: int | None, f: _Fields, wait_s: float | None) -> Evidence:
+    effective = status
+    status_markers: tuple[str, ...] = ()
+    if (status is None or 200 <= status <= 299) and f.http_code is not None:
+        effective, status_markers = f.http_code, (f"body.code={f.http_code}",)
+    window, window_marker = _window(f)
+    limit_code = _match(LIMIT_WORDS, f)
+    rate_code = _match(TRANSIENT_WORDS, f)
+    limit = (
+        limit_code is not None
+        or (rate_code is not None and rate_code.kind is _P.RATE_LIMIT)
+        or any(code_words(value) & _LIMIT_CODE_WORDS for _, value in f.said)
+        or effective == 429
+        or bool(f.message and _LIMIT_RE.search(f.message))
+    )
+    return Evidence(f, status, effective, status_markers, wait_s, window, window_marker, limit)
+
+
+def _high(found: _Match | None) -> Reading | None:
+    return None if found is None else Reading(found.kind, (found.marker,), Confidence.HIGH)
+
+
+def _read_details(e: Evidence) -> Reading | None:
+    if e.fields.quota_window is None or e.window_marker is None:
+        return None
+    kind = _P.QUOTA_EXHAUSTED if e.window == "long" else _P.RATE_LIMIT
+    return Reading(kind, (e.window_marker,), Confidence.HIGH)
+
+
+def _read_payment_status(e: Evidence) -> Reading | None:
+    if e.effective != 402 or _match(LIMIT_WORDS + TRANSIENT_WORDS, e.fields) is not None:
+        return None
+    return Reading(_P.QUOTA_EXHAUSTED, e.status_markers, Confidence.HIGH)
+
+
+def _read_money_message(e: Evidence) -> Reading | None:
+    money = _money_phrase(e.fields.message) if e.fields.message else None
+    if money is None or money.limit:
+        return None
+    return Reading(_P.QUOTA_EXHAUSTED, (f"message=money:{money.name}",), Confidence.LOW)
+
+
+def _read_long_window(e: Evidence) -> Reading | None:
+    if e.window != "long" or not e.limit or e.window_marker is None:
+        return None
+    confidence = Confidence.LOW if e.window_marker.startswith("message=") else Confidence.HIGH
+    if e.wait_s is not None and e.wait_s > LONGEST_AUTOMATIC_WAIT_S:
+        # the provider said when it lifts, and it is past an automatic wait: kept, and the verdict asks
+        return Reading(_P.RATE_LIMIT, (e.window_marker,), confidence)
+    marker = (
+        f"message=money:{LONG_WINDOW.name}" if e.window_marker.startswith("message=") else e.window_marker
+    )
+    return Reading(_P.QUOTA_EXHAUSTED, (marker,), confidence)
+
+
+def _read_limit_code(e: Evidence) -> Reading | None:
+    found = _match(LIMIT_WORDS, e.fields)
+    if found is None:
+        return None
+    if e.window == "short" and e.window_marker is not None:
+        return Reading(_P.RATE_LIMIT, tuple(dict.fromkeys((found.marker, e.window_marker))), Confidence.HIGH)
+    return Reading(found.kind, (found.marker,), Confidence.HIGH)
+
+
+def _read_limit_message(e: Evidence) -> Reading | None:
+    money = _money_phrase(e.fields.message) if e.fields.message else None
+    if money is None or not money.limit:
+        return None
+    short: str | None = None
+    if e.window == "short":
+        short = e.window_marker
+    elif e.wait_s is not None and e.wait_s <= LONGEST_AUTOMATIC_WAIT_S:
+        short = "stated_wait=short"  # Gemini's per-minute quota with a RetryInfo of seconds
+    if short is None:
+        return Reading(_P.QUOTA_EXHAUSTED, (f"message=money:{money.name}",), Confidence.LOW)
+    return _high(_match(TRANSIENT_WORDS, e.fields)) or Reading(_P.RATE_LIMIT, (short,), Confidence.LOW)
+
+
+def _read_resource_message(e: Evidence) -> Reading | None:
+    if not e.fields.message or e.wait_s is not None:
+        return None  # a stated wait is a router's cooldown: it lifts by itself
+    found = next((p for p in RESOURCE_PHRASES if p.pattern.search(e.fields.message)), None)
+    if found is None or e.agrees(found.kind):
+        return None
+    return Reading(found.kind, (f"message=resource:{found.name}",), Confidence.LOW)
+
+
+def _read_cancelled(e: Evidence) -> Reading | None:
+    message = e.fields.message
+    if e.status_is_named or e.agrees(_P.SERVER_ERROR) or not message:
+        return None
+    if not CANCELLED.pattern.search(message) or _CANCELLED_NOT_WORK_RE.search(message):
+        return None
+    return Reading(_P.SERVER_ERROR, (f"message={CANCELLED.name}",), Confidence.LOW)
+
+
+def _read_short_window(e: Evidence) -> Reading | None:
+    if e.window != "short" or not e.limit or e.status_is_named or e.window_marker is None:
+        return None
+    said = e.window_marker.startswith("message=")
+    return Reading(_P.RATE_LIMIT, (e.window_marker,), Confidence.LOW if said else Confidence.HIGH)
+
+
+def _read_status(e: Evidence) -> Reading | None:
+    by_status = e.by_status
+    return None if by_status is None else Reading(by_status[0], e.status_markers, by_status[1])
+
+
+def _read_wait_words(e: Evidence) -> Reading | None:
+    for name, pattern, kind in _WAIT_PHRASES:
+        if e.fields.message and pattern.search(e.fields.message):
+            return Reading(kind, (f"message={name}",), Confidence.LOW)
+    return None
+
+
+EVIDENCE: Final = (
+    EvidenceRow(
+        "quota_details",
+        "Gemini's QuotaFailure details: the id of the quota that was hit (…PerDay…, …PerMinute…)",
+        "per hour, day, week or month: quota_exhausted; per minute or second: rate_limit",
+        "the provider's own structured account of which limit was hit: no wording or status is more exact",
+        _read_details,
+    ),
+    EvidenceRow(
+        "concurrency_code",
+        "a code naming requests in flight",
+        "rate_limit",
+        "a concurrency reservation frees itself, whatever money word its code holds (in_flight_budget)",
+        lambda e: _high(_match(CONCURRENCY_WORDS, e.fields)),
+    ),
+    EvidenceRow(
+        "money_code",
+        "a code, type or status naming money: billing, credit, balance, payment, spend limit, budget",
+        "quota_exhausted",
+        "no wait refills money, whatever the status or window says",
+        lambda e: _high(_match(MONEY_WORDS, e.fields)),
+    ),
+    EvidenceRow(
+        "must_change_code",
+        "a code, type or status naming what must change: context length, too large, content filter, the"
+        " model not found, not loaded, no route or not enough memory for it, credentials",
+        "context_overflow, request_too_large, content_filter, not_found, model_unavailable, auth, permission",
+        "the same request fails the same way however long one waits; a status (a 503 or a 429 from a"
+        " gateway) only says the request failed",
+        lambda e: _high(_match(MUST_CHANGE_WORDS, e.fields)),
+    ),
+    EvidenceRow(
+        "payment_status",
+        "HTTP 402 (or 402 as the body's code) with no limit or rate code",
+        "quota_exhausted",
+        "Payment Required names money as plainly as a code does",
+        _read_payment_status,
+    ),
+    EvidenceRow(
+        "money_message",
+        "money language in the message (MONEY_PHRASES not about limits: balance, credits, billing, spend"
+        " limit, payment, budget, arrears)",
+        "quota_exhausted (low confidence)",
+        "money decides under any status, over a rate-limit or overload code: no wait refills it",
+        _read_money_message,
+    ),
+    EvidenceRow(
+        "long_window",
+        "a limit (a limit or rate code, a 429, or a limit in words) counted per hour, day, week or month, in"
+        " a code's words or the message",
+        "quota_exhausted; rate_limit only when the provider states a wait longer than an automatic retry"
+        " waits (then the verdict asks)",
+        "the window says when the limit lifts, and it is past any automatic retry; a short retry-after on a"
+        " daily limit is a proxy's default, not the reset",
+        _read_long_window,
+    ),
+    EvidenceRow(
+        "limit_code",
+        "a code naming a quota or usage limit (insufficient_quota, quota_exceeded, usage_limit_exceeded)",
+        "rate_limit when a code's words or the message count it per second or minute; else quota_exhausted",
+        "a quota counted per minute lifts by itself; one with no window (OpenAI's insufficient_quota) does"
+        " not, even beside a retry-after",
+        _read_limit_code,
+    ),
+    EvidenceRow(
+        "limit_message",
+        "quota, usage or plan-limit language in the message (MONEY_PHRASES about limits)",
+        "rate_limit when the message counts it per second or minute or the provider states a wait an"
+        " automatic retry sits out (a rate or overload code keeps its kind); else quota_exhausted (low"
+        " confidence)",
+        "a limit with no short window is spent until a reset nobody stated",
+        _read_limit_message,
+    ),
+    EvidenceRow(
+        "resource_message",
+        "words saying the model cannot be served (RESOURCE_PHRASES: no channel, route or deployment for it;"
+        " not loaded; more memory than the server has; model not found or does not exist), with no stated"
+        " wait",
+        "model_unavailable, or not_found (low confidence)",
+        "no wait brings a route, a loaded model or memory, whatever the status (a 500 or 503 only says the"
+        " server failed); a stated wait is a router's cooldown, and the rows below decide",
+        _read_resource_message,
+    ),
+    EvidenceRow(
+        "transient_code",
+        "a code, type or status naming a rate limit, overload, unavailability, a cancelled operation or a"
+        " permission",
+        "rate_limit, overloaded, server_error, permission",
+        "the body names the kind; the status only confirms it",
+        lambda e: _high(_match(TRANSIENT_WORDS, e.fields)),
+    ),
+    EvidenceRow(
+        "cancelled",
+        "'cancelled', 'canceled' or 'context canceled' in the message (not a subscription, account or key"
+        " cancelled), where the status names no kind",
+        "server_error (transient, low confidence)",
+        "the work stopped before it finished, so the same request may well finish; a 400 or 499 only says"
+        " the request ended early",
+        _read_cancelled,
+    ),
+    EvidenceRow(
+        "short_window",
+        "a limit counted per second or minute, in a code's words or the message, where the status names no"
+        " kind",
+        "rate_limit (low confidence when only the message says it)",
+        "a limit per minute lifts within a minute, whatever a 400 or a 500 says",
+        _read_short_window,
+    ),
+    EvidenceRow(
+        "status",
+        "the HTTP status, or for an in-band error or a 2xx document the HTTP status the body carries as"
+        " its code (401 auth, 429 rate limit, 499 and 5xx server error, 529 overloaded, other 4xx invalid)",
+        "the status's kind",
+        "nothing above spoke; a status of 200 says nothing (Anthropic's in-band error arrives as one)",
+        _read_status,
+    ),
+    EvidenceRow(
+        "generic_code",
+        "a broad code or type (invalid_request_error, api_error, INVALID_ARGUMENT, ...)",
+        "the code's kind",
+        "only when no status said anything",
+        lambda e: _high(_match(GENERIC_WORDS, e.fields)),
+    ),
+    EvidenceRow(
+        "wait_words",
+        "'rate limit', 'too many requests', 'overloaded' or 'server busy' in the message",
+        "rate_limit, overloaded (low confidence)",
+        "the last words left when nothing else named the kind",
+        _read_wait_words,
+    ),
+    EvidenceRow(
+        "nothing",
+        "nothing readable",
+        "unknown (low confidence: never an automatic retry)",
+        "an error nobody can read is never called transient",
+        lambda e: Reading(_P.UNKNOWN, (), Confidence.LOW),
+    ),
+)
+
+
+def _refine_size(e: Evidence, reading: Reading) -> Reading:
+    """Which size, told in words: a rate limit the request alone exceeds can never succeed by waiting (413,
+    or "Limit N, Requested M" with M > N, or "request too large"); an invalid or too-large request that
+    speaks of the context window is a context overflow."""
+    f, kind, markers = e.fields, reading.kind, reading.markers
     if kind is _P.RATE_LIMIT:
-        return _rate_or_size(status, f, markers, confidence)
-    if (
+        if e.status == 413:  # the status says "too large"; the rate-limit code only names the limit
+            return Reading(_P.REQUEST_TOO_LARGE, markers, Confidence.HIGH)
+        numbers = _LIMIT_REQUESTED_RE.search(f.message) if f.message else None
+        if numbers is not None:
+            limit, requested = (int(n.replace(",", "")) for n in numbers.groups())
+            if requested > limit:
+                return Reading(
+                    _P.REQUEST_TOO_LARGE, (*markers, "message=requested_over_limit"), Confidence.MEDIUM
+                )
+            return reading  # it fits the window: waiting helps
+        if f.message and _REQUEST_TOO_LARGE_RE.search(f.message):
+            return Reading(_P.REQUEST_TOO_LARGE, (*markers, "message=request_too_large"), Confidence.LOW)
+    elif (
         kind in (_P.INVALID_REQUEST, _P.REQUEST_TOO_LARGE)
         and f.message
         and _CONTEXT_OVERFLOW_RE.search(f.message)
     ):
-        return _P.CONTEXT_OVERFLOW, [*markers, "message=context_overflow"], Confidence.LOW
-    return kind, markers, confidence
+        return Reading(_P.CONTEXT_OVERFLOW, (*markers, "message=context_overflow"), Confidence.LOW)
+    return reading
 
 
-def _kind(
-    status: int | None, f: _Fields, wait_s: float | None
-) -> tuple[ProviderErrorKind, list[str], Confidence]:
-    """Rules 1 to 4 of the module docstring. ``wait_s``: the wait the provider stated, if any."""
-    markers: list[str] = [] if status is None else [f"status={status}"]
-    # 1. a specific body value
-    if f.quota_kind is not None:
-        window = "day" if f.quota_kind is _P.QUOTA_EXHAUSTED else "minute"
-        return f.quota_kind, [*markers, f"body.details=quota_per_{window}"], Confidence.HIGH
-    specific = _match(SPECIFIC_WORDS, f)
-    if specific is not None and specific[0] in _FIRM:
-        return specific[0], [*markers, specific[1]], Confidence.HIGH
-    # 2. the status, or for an in-band error the HTTP status its body carries
-    effective, label = status, "status"
-    if (status is None or 200 <= status <= 299) and f.http_code is not None:
-        effective, label = f.http_code, "body.code"
-    by_status = _status_kind(effective)
-    status_markers = markers if label == "status" else [*markers, f"{label}={effective}"]
-    if specific is None and by_status is not None and by_status[0] is _P.QUOTA_EXHAUSTED:  # 402
-        return by_status[0], status_markers, by_status[1]
-    # 3. money, quota or plan-limit language: waiting does not help, whatever the status or code said
-    money = _money_phrase(f.message) if f.message else None
-    if money is not None and money.limit:
-        # A limit on use that resets within a minute, by its words or by the wait the provider stated
-        # (Gemini's per-minute "exceeded your current quota" with a RetryInfo of seconds), is a rate limit.
-        short = "message=" + SHORT_WINDOW.name if SHORT_WINDOW.pattern.search(f.message) else None
-        if short is None and wait_s is not None and wait_s <= LONGEST_AUTOMATIC_WAIT_S:
-            short = "stated_wait=short"
-        if short is not None:
-            if specific is not None:
-                return specific[0], [*markers, specific[1]], Confidence.HIGH
-            return _P.RATE_LIMIT, [*markers, short], Confidence.LOW
-    if money is not None:
-        return _P.QUOTA_EXHAUSTED, [*markers, f"message=money:{money.name}"], Confidence.LOW
-    if specific is not None:
-        return specific[0], [*markers, specific[1]], Confidence.HIGH
-    if by_status is not None:
-        return by_status[0], status_markers, by_status[1]
-    # 4. a generic body value, when the status said nothing; then the message's words
-    generic = _match(GENERIC_WORDS, f)
-    if generic is not None:
-        return generic[0], [*markers, generic[1]], Confidence.HIGH
-    for name, pattern, kind in _WAIT_PHRASES:
-        if f.message and pattern.search(f.message):
-            return kind, [*markers, f"message={name}"], Confidence.LOW
-    return _P.UNKNOWN, markers, Confidence.LOW
-
-
-def _rate_or_size(
-    status: int | None, f: _Fields, markers: list[str], confidence: Confidence
-) -> tuple[ProviderErrorKind, list[str], Confidence]:
-    """A rate limit, or a request too large for the limit's whole window (which waiting cannot fix)."""
-    if status == 413:  # the status says "too large"; the rate-limit code only names the limit
-        return _P.REQUEST_TOO_LARGE, markers, Confidence.HIGH
-    numbers = _LIMIT_REQUESTED_RE.search(f.message) if f.message else None
-    if numbers is not None:
-        limit, requested = (int(n.replace(",", "")) for n in numbers.groups())
-        if requested > limit:
-            return _P.REQUEST_TOO_LARGE, [*markers, "message=requested_over_limit"], Confidence.MEDIUM
-        return _P.RATE_LIMIT, markers, confidence  # it fits the window: waiting helps
-    if f.message and _REQUEST_TOO_LARGE_RE.search(f.message):
-        return _P.REQUEST_TOO_LARGE, [*markers, "message=request_too_large"], Confidence.LOW
-    return _P.RATE_LIMIT, markers, confidence
+def decide(e: Evidence) -> tuple[EvidenceRow, Reading]:
+    """The first row of ``EVIDENCE`` that reads something decides (the last one always does)."""
+    for row in EVIDENCE:
+        reading = row.read(e)
+        if reading is not None:
+            return row, _refine_size(e, reading)
+    raise AssertionError("the evidence table ends in a row that always decides")
 
 
 def _build(
@@ -825,26 +1212,25 @@ def _build(
         retry_after_s, wait_marker = min(reset[0], RETRY_AFTER_CAP_S), reset[1]
     elif (said := _retry_in(fields.message)) is not None:
         retry_after_s, wait_marker = min(said, RETRY_AFTER_CAP_S), "message=retry_in"
-    kind, markers, confidence = _decide(status, fields, retry_after_s)
+    row, reading = decide(_evidence(status, fields, retry_after_s))
+    markers = [] if status is None else [f"status={status}"]
+    markers += [*reading.markers, f"row={row.name}"]
     if wait_marker is not None:
         markers.append(wait_marker)
-    if kind is _P.RATE_LIMIT and retry_after_s is None and PLAN_WINDOW.pattern.search(fields.message):
-        kind, confidence = _P.QUOTA_EXHAUSTED, Confidence.LOW
-        markers.append(f"message=money:{PLAN_WINDOW.name}")
     should_retry: bool | None = None
     flag = lowered.get("x-should-retry", "").lower()
     if flag in ("true", "false"):
         should_retry = flag == "true"
         markers.append(f"header=x-should-retry:{flag}")
     return ProviderError(
-        kind=kind,
+        kind=reading.kind,
         status=status,
         type=fields.type or fields.status_name,
         code=fields.code,
         retry_after_s=retry_after_s,
         should_retry=should_retry,
         markers=tuple(dict.fromkeys([*extra, *markers])),
-        confidence=confidence,
+        confidence=reading.confidence,
     )
 
 

@@ -62,6 +62,7 @@ PROVIDER_SAID: Final = {
     "request_too_large": "The request is too large for the provider",
     "content_filter": "The provider's content filter stopped the response",
     "not_found": "The model or endpoint was not found",
+    "model_unavailable": "The model cannot be served where the request went",
     "unknown": "The provider returned an error without saying which kind",
 }
 """What happened, per provider error kind, for ``provider_error``."""

@@ -122,6 +122,7 @@ class ProviderErrorKind(enum.Enum):
     REQUEST_TOO_LARGE = "request_too_large"
     CONTENT_FILTER = "content_filter"
     NOT_FOUND = "not_found"
+    MODEL_UNAVAILABLE = "model_unavailable"  # no route, deployment or memory for the model where it was sent
     UNKNOWN = "unknown"
 
 

@@ -1,4 +1,5 @@
-"""``streamfsm probe``: one real streaming request through ``open_stream``, and its run record."""
+"""``streamfsm probe``: one real request of any registered format, streaming or not, through the tap (as an
+SDK's call goes), and its run record."""
 
 from __future__ import annotations
 
@@ -6,13 +7,22 @@ import argparse
 import json
 import os
 import sys
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
+from ..runtime import check_base_url
+from ..wire import FORMATS, format_named
 from ._common import epilog, positive_seconds
 
-PROVIDERS = ("openai-chat", "openai-responses", "anthropic", "gemini")
 DEFAULT_PROMPT = "Say hello in one short sentence."
+BEDROCK = ("anthropic-bedrock", "bedrock-converse")
+# A whole answer's path where the format's streaming path differs from it (the rest ask by the body's flag).
+_WHOLE_PATHS = {
+    ":streamGenerateContent?alt=sse": ":generateContent",
+    "/invoke-with-response-stream": "/invoke",
+    "/converse-stream": "/converse",
+}
 
 
 class UsageError(Exception):
@@ -20,18 +30,38 @@ class UsageError(Exception):
 
 
 def request_body(provider: str, model: str, prompt: str, tools: list[Any] | None) -> dict[str, Any]:
-    """The smallest streaming request for each wire format."""
-    if provider == "openai-chat":
-        body: dict[str, Any] = {"model": model, "messages": [{"role": "user", "content": prompt}]}
+    """The smallest request for each wire format (the model included: each format's request builder moves
+    it where the format wants it)."""
+    user = {"role": "user", "content": prompt}
+    body: dict[str, Any]
+    if provider in ("openai-chat", "ollama"):
+        body = {"model": model, "messages": [user]}
     elif provider == "openai-responses":
         body = {"model": model, "input": prompt}
-    elif provider == "anthropic":
-        body = {"model": model, "max_tokens": 1024, "messages": [{"role": "user", "content": prompt}]}
+    elif provider in ("anthropic", "anthropic-bedrock"):
+        body = {"model": model, "max_tokens": 1024, "messages": [user]}
+    elif provider == "bedrock-converse":
+        body = {"model": model, "messages": [{"role": "user", "content": [{"text": prompt}]}]}
     else:
         body = {"model": model, "contents": [{"role": "user", "parts": [{"text": prompt}]}]}
     if tools:
-        body["tools"] = tools
+        body["tools" if provider != "bedrock-converse" else "toolConfig"] = (
+            tools if provider != "bedrock-converse" else {"tools": tools}
+        )
     return body
+
+
+def request(provider: str, base_url: str, body: dict[str, Any], stream: bool) -> tuple[str, dict[str, Any]]:
+    """The URL and body the format sends: its own streaming request, or the whole-answer one."""
+    url, out = format_named(provider).adapter().request(base_url, body)
+    if stream:
+        return url, out
+    for streaming, whole in _WHOLE_PATHS.items():
+        if url.endswith(streaming):
+            return url.removesuffix(streaming) + whole, out
+    if "stream" in out:
+        out["stream"] = False
+    return url, out
 
 
 def auth_headers(provider: str, key: str | None) -> dict[str, str]:
@@ -44,6 +74,31 @@ def auth_headers(provider: str, key: str | None) -> dict[str, str]:
         else:
             headers["authorization"] = f"Bearer {key}"
     return headers
+
+
+def _signed(url: str, content: bytes, headers: dict[str, str], region: str | None) -> dict[str, str]:
+    """Bedrock's SigV4 headers over the exact bytes sent, with the credentials botocore finds (the
+    environment, a profile, an instance role)."""
+    try:
+        import botocore.session
+        from botocore.auth import SigV4Auth
+        from botocore.awsrequest import AWSRequest
+    except ImportError:
+        raise UsageError("Bedrock needs botocore: pip install 'streamfsm[bedrock]'") from None
+    session = botocore.session.get_session()
+    credentials = session.get_credentials()
+    if credentials is None:
+        raise UsageError("Bedrock needs AWS credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, ...)")
+    host = urllib.parse.urlsplit(url).hostname or ""
+    region = region or _region_of(host) or session.get_config_variable("region") or "us-east-1"
+    signing = AWSRequest("POST", url, data=content, headers={**headers, "content-type": "application/json"})
+    SigV4Auth(credentials, "bedrock", region).add_auth(signing)
+    return dict(signing.headers.items())
+
+
+def _region_of(host: str) -> str | None:
+    parts = host.split(".")  # bedrock-runtime.<region>.amazonaws.com
+    return parts[1] if len(parts) > 3 and parts[0].startswith("bedrock") else None
 
 
 def _tools(path: str | None) -> list[Any] | None:
@@ -82,8 +137,9 @@ def _table(record: Any) -> str:
     return "\n".join(f"  {name:<{width}}  {_clean(value)}" for name, value in rows)
 
 
-async def _probe(args: argparse.Namespace) -> int:
-    from .. import StreamConfig, StreamFailed, open_stream
+def _probe(args: argparse.Namespace) -> int:
+    from .. import RunRecord, StreamConfig
+    from ..tap import failure_of, http_client, run_of
     from ._logs import _clean
 
     key = None
@@ -91,22 +147,32 @@ async def _probe(args: argparse.Namespace) -> int:
         key = os.environ.get(args.api_key_env)
         if not key:
             raise UsageError(f"--api-key-env {args.api_key_env}: the variable is not set")
+    check_base_url(args.base_url)
     config = StreamConfig(connect_timeout=args.timeout_connect, idle_timeout=args.timeout_idle)
     body = request_body(args.provider, args.model, args.prompt, _tools(args.tools))
-    run = open_stream(
-        args.provider,
-        base_url=args.base_url,
-        json=body,
-        headers=auth_headers(args.provider, key),
-        config=config,
-    )
-    try:
-        async with run:
-            async for _ in run:
-                pass
-    except StreamFailed:
-        pass  # the record says what happened
-    record = run.record
+    url, sent = request(args.provider, args.base_url, body, stream=not args.no_stream)
+    content = json.dumps(sent).encode()
+    headers = {**format_named(args.provider).adapter.default_headers, **auth_headers(args.provider, key)}
+    if args.provider in BEDROCK:
+        headers = _signed(url, content, headers, args.region)
+    headers["content-type"] = "application/json"
+    # Through the tap, as an SDK's call goes: the same run core, streaming or a whole answer.
+    record: RunRecord | None = None
+    finished = False
+    with http_client(http="httpx", config=config, timeout=None) as client:
+        try:
+            with client.stream("POST", url, content=content, headers=headers) as response:
+                run = run_of(response)
+                if run is None:
+                    raise UsageError(f"{url} is no {args.provider} call the tap recognises")
+                for _ in response.iter_raw():
+                    pass
+            record, finished = run.record, run.finished
+        except Exception as exc:  # what the library raised: the tap hung its failure on it
+            failure = failure_of(exc)
+            if failure is None:
+                raise
+            record = failure.record
     assert record is not None
     if args.json:
         print(record.to_json())
@@ -114,18 +180,15 @@ async def _probe(args: argparse.Namespace) -> int:
         summary = record["summary"]
         print(f"{_clean(summary['title'])}\n{_clean(summary['detail'])}\n")
         print(_table(record))
-    return 0 if run.finished else 1
+    return 0 if finished else 1
 
 
 def run_probe(args: argparse.Namespace) -> int:
-    import anyio
-
     try:
-        code: int = anyio.run(_probe, args)
-    except (UsageError, ValueError) as exc:  # ValueError: open_stream refuses a base URL before sending
+        return _probe(args)
+    except (UsageError, ValueError) as exc:  # ValueError: a base URL refused before anything is sent
         print(f"streamfsm probe: {exc}", file=sys.stderr)
         return 2
-    return code
 
 
 def add_commands(commands: Any) -> None:
@@ -137,7 +200,7 @@ def add_commands(commands: Any) -> None:
         epilog=epilog("A base URL that is not an http(s) URL with a host is a usage error: nothing is sent."),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    probe.add_argument("--provider", required=True, choices=PROVIDERS)
+    probe.add_argument("--provider", required=True, choices=sorted(FORMATS))
     probe.add_argument("--base-url", required=True, help="e.g. https://api.openai.com/v1")
     probe.add_argument("--model", required=True)
     probe.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key")
@@ -145,5 +208,7 @@ def add_commands(commands: Any) -> None:
     probe.add_argument("--tools", metavar="FILE", help="JSON file: a list of tools in the provider's format")
     probe.add_argument("--timeout-connect", type=positive_seconds, default=30.0, metavar="S")
     probe.add_argument("--timeout-idle", type=positive_seconds, default=600.0, metavar="S")
+    probe.add_argument("--no-stream", action="store_true", help="ask for one whole answer, not a stream")
+    probe.add_argument("--region", help="Bedrock: the AWS region to sign for (default: from the base URL)")
     probe.add_argument("--json", action="store_true", help="print exactly one JSON document: the record")
     probe.set_defaults(run=run_probe)

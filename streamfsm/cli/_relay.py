@@ -23,6 +23,8 @@ from typing import Any, Final
 from ._common import STARTUP_FAILED, epilog, positive_int
 
 _ENV: Final = "STREAMFSM_RELAY_SETTINGS"
+_ACCOUNT_KEY_ENV: Final = "STREAMFSM_RELAY_ACCOUNT_KEY"
+_SESSION_KEY_ENV: Final = "STREAMFSM_RELAY_SESSION_KEY"
 _DEFAULT_LISTEN: Final = "127.0.0.1:8787"
 SHUTDOWN_GRACE_S: Final = 25.0  # inside Kubernetes' default 30 s between SIGTERM and SIGKILL
 
@@ -65,10 +67,30 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
         "idle_timeout": args.idle_timeout,
         "max_concurrent": args.max_concurrent,
         "body_budget_bytes": args.body_budget_bytes,
+        "max_answer_bytes": args.max_answer_bytes,
+        "answer_budget_bytes": args.answer_budget_bytes,
         "header_timeout": args.header_timeout,
         "max_client_connections": args.max_client_connections,
         "store": args.store,
+        "body_timeout": args.body_timeout,
+        "body_min_rate": args.body_min_rate,
+        "body_rate_grace": args.body_rate_grace,
+        "public_url": args.public_url,
+        "account_key_env": args.account_key_env,
+        "admin_session_key_env": args.admin_session_key_env,
+        "forward_client_address": args.forward_client_address,
     }
+
+
+def _secret(settings: dict[str, Any], name: str, what: str) -> str | None:
+    """The secret in the environment variable the setting ``name`` names (None: no variable named)."""
+    variable = settings.get(name)
+    if not variable:
+        return None
+    value = os.environ.get(variable) or None
+    if value is None:
+        raise ValueError(f"the variable {variable} is not set (it holds {what})")
+    return value
 
 
 def _guard_connections(settings: dict[str, Any]) -> str:
@@ -89,13 +111,7 @@ def build_relay(settings: dict[str, Any]) -> Any:
     from ..relay._app import IDLE_TIMEOUT_S
     from ..runtime import StreamConfig
 
-    token = None
-    if settings.get("admin_token_env"):
-        token = os.environ.get(settings["admin_token_env"]) or None
-        if token is None:
-            raise ValueError(
-                f"the variable {settings['admin_token_env']} is not set (it holds the admin token)"
-            )
+    token = _secret(settings, "admin_token_env", "the admin token")
     sinks: tuple[Any, ...] = ()
     if settings.get("otel"):
         from ..otel import OtelLogSink, OtelSink
@@ -108,9 +124,19 @@ def build_relay(settings: dict[str, Any]) -> Any:
         options["max_body_bytes"] = settings["max_body_bytes"]
     if settings.get("write_timeout") is not None:
         options["write_timeout"] = settings["write_timeout"]
-    for name in ("max_concurrent", "body_budget_bytes"):
+    for name in (
+        "max_concurrent",
+        "body_budget_bytes",
+        "body_timeout",
+        "body_min_rate",
+        "body_rate_grace",
+        "max_answer_bytes",
+        "answer_budget_bytes",
+    ):
         if settings.get(name) is not None:
             options[name] = settings[name]
+    options["account_key"] = _secret(settings, "account_key_env", "the account key")
+    options["session_key"] = _secret(settings, "admin_session_key_env", "the admin session key")
     stream = StreamConfig(sinks=sinks, idle_timeout=settings.get("idle_timeout") or IDLE_TIMEOUT_S)
     return Relay(
         RelayConfig(
@@ -120,6 +146,8 @@ def build_relay(settings: dict[str, Any]) -> Any:
             audit_log=settings.get("audit_log"),
             store=settings.get("store"),
             admin_token=token,
+            public_url=settings.get("public_url"),
+            forward_client_address=bool(settings.get("forward_client_address")),
             **options,
         )
     )
@@ -146,11 +174,16 @@ def _relay(args: argparse.Namespace) -> int:
         return 2
     host, port = args.listen
     settings = _settings(args)
+    from ..store import StoreUnavailable
+
     try:
         relay = build_relay(settings)
     except (ValueError, TypeError) as exc:
         print(f"streamfsm relay: {exc}", file=sys.stderr)
         return 2
+    except StoreUnavailable as exc:  # a store that cannot be opened: one line, no traceback
+        print(f"streamfsm relay: {exc}", file=sys.stderr)
+        return 1
     if not is_loopback(host) and relay.config.admin_token is None:
         print(
             f"streamfsm relay: listening on {host}, beyond loopback, without --admin-token-env:"
@@ -169,6 +202,9 @@ def _relay(args: argparse.Namespace) -> int:
         # as relay_shutdown.
         "timeout_graceful_shutdown": args.shutdown_grace,
         "http": _guard_connections(settings),
+        # The client's address is the connection's: uvicorn would take it from any loopback client's
+        # X-Forwarded-For (the relay drops those headers; see --forward-client-address).
+        "proxy_headers": False,
     }
     print(
         f"streamfsm relay: {host}:{port} -> {relay.config.upstream}"
@@ -177,6 +213,7 @@ def _relay(args: argparse.Namespace) -> int:
     )
     try:
         if args.workers > 1:
+            _share_keys(settings)
             os.environ[_ENV] = json.dumps(settings)
             shared = _metrics_across_workers()
             try:
@@ -196,6 +233,24 @@ def _relay(args: argparse.Namespace) -> int:
         print(f"streamfsm relay: could not serve on {host}:{port} (uvicorn said why above)", file=sys.stderr)
         return STARTUP_FAILED
     return 0
+
+
+def _share_keys(settings: dict[str, Any]) -> None:
+    """The workers' common keys where they would each make their own, through the environment they inherit:
+    an account key for this run when none is configured nor kept in a file (so that every worker names an
+    account alike), and a session key for the admin cookie when none is configured (a sign-in then holds on
+    every worker, and ends when the relay does)."""
+    import secrets
+
+    from ..relay._keys import key_file
+
+    logs = (settings.get("audit_log"), settings.get("error_log"))
+    if not settings.get("account_key_env") and key_file(*logs, store=settings.get("store")) is None:
+        os.environ[_ACCOUNT_KEY_ENV] = secrets.token_urlsafe(32)
+        settings["account_key_env"] = _ACCOUNT_KEY_ENV
+    if not settings.get("admin_session_key_env"):
+        os.environ[_SESSION_KEY_ENV] = secrets.token_urlsafe(32)
+        settings["admin_session_key_env"] = _SESSION_KEY_ENV
 
 
 def _metrics_across_workers() -> str | None:
@@ -259,7 +314,8 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="serve a pass-through LLM proxy whose every stream is recorded (needs the relay extra)",
         description=(
             "Forward every request to UPSTREAM and stream the answer back; each streaming LLM response is"
-            " a run, recorded with how it closed. Errors page: /admin/errors."
+            " a run, recorded with how it closed. Errors page: /admin/errors. Every other path goes"
+            " upstream, /metrics too: the relay's own metrics are at /admin/metrics."
         ),
         epilog=epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -328,6 +384,19 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         " (default 256 MiB)",
     )
     relay.add_argument(
+        "--max-answer-bytes",
+        type=positive_int,
+        metavar="N",
+        help="the largest non-streaming answer passed on; beyond: 502, or the response cut (default 64 MiB)",
+    )
+    relay.add_argument(
+        "--answer-budget-bytes",
+        type=positive_int,
+        metavar="N",
+        help="non-streaming answers held at once per worker (each is read whole for its record); beyond:"
+        " 502, or the response cut (default 256 MiB)",
+    )
+    relay.add_argument(
         "--header-timeout",
         type=_seconds,
         metavar="S",
@@ -340,6 +409,49 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         metavar="N",
         help="client connections open at once per worker; a new one closes the oldest still without a"
         " whole request head (default: half the file descriptor limit less 128, at most 4096)",
+    )
+    relay.add_argument(
+        "--body-timeout",
+        type=_seconds,
+        metavar="S",
+        help="longest wait for a whole request body, from its head; then 408 (60)",
+    )
+    relay.add_argument(
+        "--body-min-rate",
+        type=positive_int,
+        metavar="N",
+        help="slowest request body, in bytes a second on average after its first --body-rate-grace"
+        " seconds; slower: 408 (1024)",
+    )
+    relay.add_argument(
+        "--body-rate-grace",
+        type=_seconds,
+        metavar="S",
+        help="seconds a request body may take before --body-min-rate applies (5)",
+    )
+    relay.add_argument(
+        "--public-url",
+        metavar="URL",
+        help="where clients reach the relay, e.g. https://relay.example.com behind a TLS proxy: https makes"
+        " the admin cookie Secure; its host is accepted on the admin pages",
+    )
+    relay.add_argument(
+        "--admin-session-key-env",
+        metavar="VAR",
+        help="the environment variable holding the admin cookie's key (default: a new key at each start,"
+        " so a restart signs browsers out)",
+    )
+    relay.add_argument(
+        "--account-key-env",
+        metavar="VAR",
+        help="the environment variable holding the account hash's key (default: made once and kept in"
+        " streamfsm-relay.key beside the audit log, the error log or the SQLite store, mode 0600)",
+    )
+    relay.add_argument(
+        "--forward-client-address",
+        action="store_true",
+        help="send the client's address upstream as X-Forwarded-For (the client's own Forwarded,"
+        " X-Forwarded-* and X-Real-IP are never forwarded)",
     )
     relay.add_argument(
         "--workers", type=positive_int, default=1, metavar="N", help="worker processes (default 1)"

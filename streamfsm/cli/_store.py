@@ -28,7 +28,7 @@ def _older_than(text: str) -> datetime:
 
 def _index(args: argparse.Namespace) -> int:
     from ..runtime import LogProblem
-    from ..store import Store, safe_label
+    from ..store import Store, StoreUnavailable, safe_label
 
     label = safe_label(args.store)
     skipped = 0
@@ -48,6 +48,9 @@ def _index(args: argparse.Namespace) -> int:
                     args.logs, rotated=args.rotated, since=args.retention, on_problem=problem
                 )
             count = store.count()
+    except StoreUnavailable as exc:  # it names the store and why
+        print(f"streamfsm store: {exc}", file=sys.stderr)
+        return 1
     except OSError as exc:
         print(f"streamfsm store: cannot read: {exc.strerror or type(exc).__name__}", file=sys.stderr)
         return 1
@@ -60,12 +63,15 @@ def _index(args: argparse.Namespace) -> int:
 
 
 def _prune(args: argparse.Namespace) -> int:
-    from ..store import Store, safe_label
+    from ..store import Store, StoreUnavailable, safe_label
 
     try:
         with Store.open(args.store) as store:
             gone = store.prune(args.older_than)
             count = store.count()
+    except StoreUnavailable as exc:
+        print(f"streamfsm store: {exc}", file=sys.stderr)
+        return 1
     except Exception as exc:  # the database refused (psycopg's and sqlite3's errors)
         print(
             f"streamfsm store: cannot prune {safe_label(args.store)}: {type(exc).__name__}", file=sys.stderr

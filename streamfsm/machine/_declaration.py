@@ -15,12 +15,13 @@ Rules of the declaration:
 
 * Every failure trigger leads from every non-terminal activity to ``failed``.
 * Terminal activities have no outgoing edges; a trigger sent to a closed stream is illegal.
-* Parallel tool calls: wire formats stream one call's arguments at a time (the adapters close a call before
-  the next opens), so at most one tool input is open. Tool *execution* overlaps with streaming: the agent may
-  run call A while the model writes call B. Activity then follows the stream (``tool_input_open``) and the
-  running tool shows in commitment; ``tool_executing`` means "a tool runs and the stream has said nothing
-  newer". The machine knows no call ids: the run's tool ledger (``runtime``) checks that a started call
-  exists and sends ``tool_execution_end`` only when the *last* running tool ends.
+* Parallel tool calls: the adapters hand the machine one call's input at a time (calls whose events
+  interleave on the wire wait their turn behind the first), so at most one tool input is open. Tool
+  *execution* overlaps with streaming: the agent may run call A while the model writes call B. Activity
+  then follows the stream (``tool_input_open``) and the running tool shows in commitment;
+  ``tool_executing`` means "a tool runs and the stream has said nothing newer". The machine knows no call
+  ids: the run's tool ledger (``runtime``) checks that a started call exists and sends
+  ``tool_execution_end`` only when the *last* running tool ends.
 * Pings, SSE comments and metadata are not provider progress; they loop on the current activity.
 * A tool call is callable only when complete: its arguments parse, and the provider ended it before a
   whole-answer finish. ``finish`` is therefore not an edge out of ``tool_input_open``: the adapters leave a

@@ -3,10 +3,15 @@
 shadowed).
 
 Authorisation: ``Authorization: Bearer <token>`` (the token the relay read from its environment variable),
-or, for a browser, the cookie that ``POST /admin/login`` sets after the token was typed into its form (a
-keyed hash of the token, never the token; ``HttpOnly``, ``SameSite=Strict``, path ``/admin``). Without a
-configured token, the pages are served only on a loopback listener, and refused (403) on any other.
-Pages are read-only; the file reads run in a worker thread.
+or, for a browser, the session cookie that ``POST /admin/login`` sets after the token was typed into its
+form: a fresh value at each sign-in, keyed by the relay's session key (new at each start unless configured)
+and the token, valid for ``SESSION_S``; ``HttpOnly``, ``SameSite=Strict``, path ``/admin``, and ``Secure``
+when the relay's public URL is https or the request came over TLS. Without a configured token, the pages
+are served only on a loopback listener, and refused (403) on any other.
+
+The ``Host`` header (DNS rebinding: a page of another site whose name resolves to this relay): without a
+token, or with a public URL configured, it must name a loopback name, the address the connection came in
+on, or the public URL's host; else 403. Pages are read-only; the file reads run in a worker thread.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ import hmac
 import html
 import json
 import logging
+import secrets
+import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Final
@@ -24,7 +31,7 @@ import anyio.to_thread
 
 from ._errors import ErrorsData, PageQuery
 from ._metrics import CONTENT_TYPE, RelayMetrics
-from ._net import is_loopback
+from ._net import host_name, is_loopback, is_loopback_name
 from ._page import Links, errors_page, run_page, runs_page
 
 Scope = MutableMapping[str, Any]
@@ -41,6 +48,8 @@ _SEARCH: Final = "/admin/errors/search"
 _LOGIN: Final = "/admin/login"
 _METRICS: Final = "/admin/metrics"
 _MAX_FORM: Final = 4096
+SESSION_S: Final = 12 * 3600  # how long a sign-in lasts
+_CLOCK_SKEW_S: Final = 60
 _HTML: Final = b"text/html; charset=utf-8"
 _SECURITY: Final = [
     (b"cache-control", b"no-store"),
@@ -69,22 +78,34 @@ _FORWARDED: Final = frozenset({b"forwarded", b"x-forwarded-for", b"x-real-ip"})
 class Admin:
     """The ``/admin`` ASGI application of one relay."""
 
-    def __init__(self, token: str | None, data: ErrorsData, metrics: RelayMetrics | None = None) -> None:
+    def __init__(
+        self,
+        token: str | None,
+        data: ErrorsData,
+        metrics: RelayMetrics | None = None,
+        *,
+        public_url: str | None = None,
+        session_key: bytes | None = None,
+    ) -> None:
         self._token = token
-        self._cookie = (
-            hmac.new(token.encode(), b"streamfsm.relay.admin-cookie", hashlib.sha256).hexdigest()
-            if token is not None
-            else None
-        )
+        self._session_key = session_key if session_key is not None else secrets.token_bytes(32)
+        public = urllib.parse.urlsplit(public_url) if public_url is not None else None
+        self._secure = public is not None and public.scheme == "https"
+        self._public_host = host_name(public.hostname or "") if public is not None else None
         self.data = data
         self.metrics = metrics
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path, method = scope["path"], scope["method"]
         wants_json = _wants_json(scope)
+        if not self._host_allowed(scope):
+            why = "the Host header names no address of this relay (see --public-url)"
+            log.warning("admin %s refused: 403 %s", path[:100], why)
+            await _respond_json(send, 403, {"error": {"type": "forbidden", "message": why}})
+            return
         if path == _LOGIN and self._token is not None:
             if method == "POST":
-                await self._login(receive, send)
+                await self._login(scope, receive, send)
             else:
                 await _respond(send, 200, _login_form("Type the relay's admin token."), _HTML)
             return
@@ -154,6 +175,35 @@ class Admin:
             page = runs_page({"runs": rows, "filters": {}}, links, f"runs found for {query.q[:80]!r}")
             await _respond(send, 200 if found else 404, page, _HTML)
 
+    def _host_allowed(self, scope: Scope) -> bool:
+        """Whether the ``Host`` names this relay: checked without a token (the pages are open to whoever
+        reaches loopback, a rebound page of another site included) and whenever a public URL names it."""
+        if self._token is not None and self._public_host is None:
+            return True
+        given = _headers(scope, b"host")
+        if not given:
+            return True  # HTTP/1.0 without one: no browser's request
+        host = host_name(given[0])
+        server = scope.get("server") or (None, None)
+        here = host_name(server[0]) if isinstance(server[0], str) else None
+        return is_loopback_name(host) or host in (self._public_host, here)
+
+    def _session(self, issued: int, nonce: str) -> str:
+        assert self._token is not None
+        signed = f"{issued}.{nonce}".encode()
+        mac = hmac.new(self._session_key, self._token.encode() + b"\0" + signed, hashlib.sha256).hexdigest()
+        return f"{issued}.{nonce}.{mac}"
+
+    def _valid_session(self, cookie: str) -> bool:
+        issued_text, _, rest = cookie.partition(".")
+        nonce, _, _mac = rest.partition(".")
+        if not issued_text.isdigit() or len(issued_text) > 12 or not nonce:
+            return False
+        issued = int(issued_text)
+        if not -_CLOCK_SKEW_S <= time.time() - issued <= SESSION_S:
+            return False
+        return hmac.compare_digest(cookie.encode(), self._session(issued, nonce).encode())
+
     def _refusal(self, scope: Scope) -> tuple[int, str] | None:
         if self._token is None:
             # Loopback on both ends, and no proxy in between (a reverse proxy on this host would make every
@@ -168,12 +218,13 @@ class Admin:
         if given is not None and hmac.compare_digest(given.encode(), self._token.encode()):
             return None
         cookie = _cookie(scope)
-        assert self._cookie is not None
-        if cookie is not None and hmac.compare_digest(cookie.encode(), self._cookie.encode()):
+        if cookie is not None and self._valid_session(cookie):
             return None
-        return 401, "wrong admin token" if given is not None or cookie is not None else "admin token required"
+        if cookie is not None and given is None:
+            return 401, "the sign-in expired or the relay restarted: sign in again"
+        return 401, "wrong admin token" if given is not None else "admin token required"
 
-    async def _login(self, receive: Receive, send: Send) -> None:
+    async def _login(self, scope: Scope, receive: Receive, send: Send) -> None:
         body = b""
         with anyio.move_on_after(10.0):
             while True:
@@ -183,12 +234,15 @@ class Admin:
                     break
         token = urllib.parse.parse_qs(body[:_MAX_FORM].decode("utf-8", "replace")).get("token", [""])[0]
         assert self._token is not None
-        assert self._cookie is not None
         if not hmac.compare_digest(token.encode(), self._token.encode()):
             log.warning("admin sign-in refused: wrong admin token")
             await _respond(send, 401, _login_form("wrong admin token"), _HTML)
             return
-        cookie = f"{_COOKIE}={self._cookie}; Path=/admin; HttpOnly; SameSite=Strict"
+        # A new value at each sign-in: a cookie planted before it is not the session it starts.
+        value = self._session(int(time.time()), secrets.token_urlsafe(16))
+        cookie = f"{_COOKIE}={value}; Path=/admin; Max-Age={SESSION_S}; HttpOnly; SameSite=Strict"
+        if self._secure or scope.get("scheme") == "https":
+            cookie += "; Secure"
         await _respond(
             send,
             303,

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import hashlib
 import logging
 import math
 import re
@@ -32,16 +31,17 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Final
-from urllib.parse import parse_qsl, unquote, unquote_to_bytes
+from urllib.parse import parse_qsl, unquote_to_bytes
 
 import anyio
 import anyio.lowlevel
+import anyio.to_thread
 import httpx
 import sniffio
 
-from .._http_logs import redact_http_logs
-from ..classify._redact import redact_text, redact_url
-from ..runtime import AuditLog, ErrorLog, Ids, StreamConfig
+from .._http_logs import guard_relay_logs, redact_http_logs
+from ..classify._redact import redact_text
+from ..runtime import AuditLog, ErrorLog, Ids, RelayClose, StreamConfig
 from ..tap import Rule, async_transport, context
 from ..tap._context import relaying
 from ..tap._rules import check_rules, format_of
@@ -59,7 +59,8 @@ from ._downstream import (
 )
 from ._errors import ErrorsData
 from ._journal import Journal
-from ._limits import RETRY_AFTER_S, BodyChunks, Budget, Held, check_limit
+from ._keys import account_of, deployment_key
+from ._limits import RETRY_AFTER_S, BodyChunks, Budget, Held, body_deadline, check_limit
 from ._metrics import RelayMetrics, relay_metrics
 from ._pool import ShardedPool, UpstreamClient
 
@@ -70,13 +71,17 @@ log: Final = logging.getLogger("streamfsm.relay")
 
 # Set by the HTTP client from the URL and the body it sends.
 _RECOMPUTED: Final = frozenset({b"host", b"content-length"})
+# The client's own word on where it came from (and every x-forwarded-*): never passed upstream.
+_CLIENT_FORWARDING: Final = frozenset(
+    {b"forwarded", b"x-real-ip", b"x-original-forwarded-for", b"true-client-ip", b"cf-connecting-ip"}
+)
 _MAX_REQUEST_ID: Final = 128
-_ACCOUNT_KEY: Final = b"streamfsm.relay.account"
 _ROOM_WAIT_S: Final = 5.0  # longest wait for room in the body budget
 IDLE_TIMEOUT_S: Final = 90.0  # well inside the SDKs' 600 s read timeout
 _SHUTDOWN_WRITE_S: Final = 1.0  # for the client to take the relay's last words
 _ENCODED_SEPARATOR: Final = re.compile(rb"%(2f|5c)", re.IGNORECASE)  # "/" and "\\"
 _DECODINGS: Final = 4
+_INVALID: Final = "invalid_request"  # the rule a 400 names in a refused run's record
 _ROUTES_KEPT: Final = 1024  # redacted paths kept; past it the cache starts afresh
 
 
@@ -101,7 +106,18 @@ class RelayConfig:
     (in a temporary folder), which starts with the error and audit logs' records. ``max_concurrent``:
     requests relayed at once (503 with ``Retry-After`` beyond). ``body_budget_bytes``: the request bodies
     held at once, all requests together (a request without room waits up to 5 s for it, then gets 503 with
-    ``Retry-After``).
+    ``Retry-After``). ``body_min_rate``: the slowest a request body may arrive, in bytes a second on average
+    once its first ``body_rate_grace`` seconds are over (408 below it; ``body_timeout`` bounds it whole).
+    ``public_url``: where clients and browsers reach the relay (behind a TLS proxy, ``https://...``): its
+    scheme makes the admin cookie ``Secure``, its host is accepted on the admin pages. ``session_key``: the
+    admin cookie's key (None: a new one per relay, so sign-ins end with the process). ``account_key``: the
+    account hash's key (None: kept in ``streamfsm-relay.key`` beside the audit log, the error log or the
+    SQLite store, made at the first start). ``forward_client_address``: send the client's address upstream
+    as ``X-Forwarded-For`` (the client's own ``Forwarded``, ``X-Forwarded-*`` and ``X-Real-IP`` are never
+    forwarded). ``max_answer_bytes`` / ``answer_budget_bytes``: the largest non-streaming answer the relay
+    passes on, and the non-streaming answers held at once, all exchanges together (each is kept whole for its
+    run to read at its end); past either, the answer is refused (a 502, or the response cut once it started)
+    and recorded.
     """
 
     upstream: str
@@ -116,9 +132,17 @@ class RelayConfig:
     upstream_timeout: float = 600.0
     max_connections: int | None = None
     rules: tuple[Rule, ...] = ()
-    store: str | None = None
+    store: str | None = field(default=None, repr=False)  # a PostgreSQL URL may carry a password
     max_concurrent: int = 1000
     body_budget_bytes: int = 256 << 20
+    body_min_rate: int = 1024
+    body_rate_grace: float = 5.0
+    public_url: str | None = None
+    session_key: str | None = field(default=None, repr=False)
+    account_key: str | None = field(default=None, repr=False)
+    forward_client_address: bool = False
+    max_answer_bytes: int = 64 << 20
+    answer_budget_bytes: int = 256 << 20
 
     def __post_init__(self) -> None:
         url = httpx.URL(self.upstream)
@@ -126,7 +150,7 @@ class RelayConfig:
             raise ValueError(f"upstream must be an http:// or https:// URL, not {self.upstream!r}")
         if url.query or url.fragment:
             raise ValueError("upstream must not carry a query or a fragment")
-        for name in ("body_timeout", "write_timeout", "upstream_timeout"):
+        for name in ("body_timeout", "write_timeout", "upstream_timeout", "body_rate_grace"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and 0 < value < math.inf):
                 raise ValueError(f"{name} must be a positive number of seconds, not {value!r}")
@@ -134,6 +158,21 @@ class RelayConfig:
             raise ValueError(f"max_body_bytes must be a positive integer, not {self.max_body_bytes!r}")
         check_limit("max_concurrent", self.max_concurrent)
         check_limit("body_budget_bytes", self.body_budget_bytes)
+        check_limit("body_min_rate", self.body_min_rate)
+        if self.public_url is not None:
+            public = httpx.URL(self.public_url)
+            if public.scheme not in ("http", "https") or not public.host:
+                raise ValueError(f"public_url must be an http:// or https:// URL, not {self.public_url!r}")
+        for name in ("session_key", "account_key"):
+            value = getattr(self, name)
+            if value is not None and len(value) < 16:
+                raise ValueError(f"{name} must be at least 16 characters")
+        check_limit("max_answer_bytes", self.max_answer_bytes)
+        check_limit("answer_budget_bytes", self.answer_budget_bytes)
+        if self.answer_budget_bytes < self.max_answer_bytes:
+            raise ValueError(
+                "answer_budget_bytes must be at least max_answer_bytes (one largest answer must fit)"
+            )
         if self.body_budget_bytes < self.max_body_bytes:
             raise ValueError("body_budget_bytes must be at least max_body_bytes (one largest body must fit)")
         if self.admin_token is not None and len(self.admin_token) < 16:
@@ -152,7 +191,7 @@ class Relay:
         # The upstream requests carry the clients' URLs (Gemini's ?key=): mask what httpx logs of them, for
         # every client of the process.
         redact_http_logs()
-        _redact_access_log()
+        guard_relay_logs()
         sinks = list(config.stream.sinks)
         if config.error_log is not None:
             sinks.append(ErrorLog(config.error_log))
@@ -174,10 +213,14 @@ class Relay:
         self._client: httpx.AsyncClient | None = None
         self._admin: Any = None
         self._bodies = Budget(config.body_budget_bytes)
+        self._answers = Budget(config.answer_budget_bytes)
         self._in_flight = 0
         self._rules = check_rules(config.rules)
         self._routes: dict[str, str] = {}  # a request path -> its redacted form (the record's route)
         self._urls: dict[bytes, httpx.URL] = {}  # a request target -> the upstream URL
+        self.account_key = deployment_key(
+            config.account_key, config.audit_log, config.error_log, store=config.store
+        )
 
     # -- lifecycle ----------------------------------------------------------------------------------------
 
@@ -219,12 +262,22 @@ class Relay:
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self.aclose()
+                # Here, not at exit: after a SIGTERM uvicorn raises the signal again, and no exit hook runs.
+                await anyio.to_thread.run_sync(self.errors.close)
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
     def _admin_app(self) -> Any:
         if self._admin is None:
-            self._admin = Admin(self.config.admin_token, self.errors, self.metrics)
+            config = self.config
+            session = config.session_key.encode() if config.session_key is not None else None
+            self._admin = Admin(
+                config.admin_token,
+                self.errors,
+                self.metrics,
+                public_url=config.public_url,
+                session_key=session,
+            )
         return self._admin
 
     # -- one relayed exchange -----------------------------------------------------------------------------
@@ -252,23 +305,62 @@ class Relay:
         why: str,
         limit: str,
     ) -> None:
-        """503 with ``Retry-After``: ``limit`` (one of the relay's) is full. A request on an LLM format's path
-        is recorded as a run closed ``overloaded`` when the tap would have run it (its body is not read: it
-        may not have asked to stream); another request there (a background poll) is only answered."""
-        path = scope["path"]
+        """503 with ``Retry-After``: ``limit`` (one of the relay's) is full; recorded (``_refused``)."""
         log.warning(
-            "refused %s %s: 503 %s [request_id=%s]", scope["method"], self._route(path), why, request_id
+            "refused %s %s: 503 %s [request_id=%s]",
+            scope["method"],
+            self._route(scope["path"]),
+            why,
+            request_id,
         )
+        retry = [(b"retry-after", str(RETRY_AFTER_S).encode())]
+        written = 0
+        try:
+            written = await answer(send, 503, request_id, "overloaded", why, retry)
+        finally:
+            self._refused(scope, headers, request_id, why, limit, written, RelayClose.OVERLOADED)
+
+    async def _refuse(
+        self,
+        scope: Scope,
+        headers: Iterable[tuple[bytes, bytes]],
+        exchange: Downstream,
+        status: int,
+        why: str,
+        rule: str,
+        *,
+        close: bool = False,
+    ) -> None:
+        """A 400, 408 or 413 (the request broke ``rule``); recorded (``_refused``)."""
+        written = 0
+        try:
+            written = await exchange.refuse(status, why, close=close)
+        finally:
+            self._refused(scope, headers, exchange.request_id, why, rule, written, RelayClose.REFUSED)
+
+    def _refused(
+        self,
+        scope: Scope,
+        headers: Iterable[tuple[bytes, bytes]],
+        request_id: str,
+        why: str,
+        limit: str,
+        written: int,
+        close: RelayClose,
+    ) -> None:
+        """A request on an LLM format's path that the relay refused is recorded as a run closed ``close`` when
+        the tap would have run it (its body is not read: it may not have asked to stream); another request
+        there (a background poll) is only answered."""
+        path = scope["path"]
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
         provider = format_of(self._rules, scope["method"], path, query)  # an LLM call as the tap sees one
-        if provider is not None:
-            ids = self._ids(request_id, path, headers)
-            raw_path: bytes = scope.get("raw_path") or path.encode("utf-8")
-            url = str(self._base.copy_with(raw_path=self._prefix + raw_path))
-            run = TapRun(provider, body={}, url=url, config=self._stream_config, ids=Ids(context=ids))
-            run.refused(why, limit)
-        retry = [(b"retry-after", str(RETRY_AFTER_S).encode())]
-        await answer(send, 503, request_id, "overloaded", why, retry)
+        if provider is None:
+            return
+        ids = self._ids(request_id, path, headers)
+        raw_path: bytes = scope.get("raw_path") or path.encode("utf-8")
+        url = str(self._base.copy_with(raw_path=self._prefix + raw_path))
+        run = TapRun(provider, body={}, url=url, config=self._stream_config, ids=Ids(context=ids))
+        run.refused(why, limit, written, close)
 
     def _route(self, path: str) -> str:
         """The record's route: ``path`` redacted, once per path (an API has few; per stream it was a cost)."""
@@ -282,7 +374,7 @@ class Relay:
     def _ids(self, request_id: str, path: str, headers: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
         """The correlation ids of a request's record (``ids.context``)."""
         ids = {"request_id": request_id, "route": self._route(path)}
-        account = _account(headers, self.config.account_headers)
+        account = account_of(headers, self.config.account_headers, self.account_key)
         if account is not None:
             ids["account"] = account
         return ids
@@ -292,18 +384,21 @@ class Relay:
         exchange = Downstream(
             _request_id(headers), scope["method"], self._route(scope["path"]), send, self.config.write_timeout
         )
+        exchange.answer, exchange.max_answer = Held(self._answers), self.config.max_answer_bytes
         path = scope["path"]
         raw_path: bytes = scope.get("raw_path") or path.encode("utf-8")
         if not raw_path.startswith(b"/"):
-            await exchange.refuse(400, "the request target must be a path")
+            await self._refuse(scope, headers, exchange, 400, "the request target must be a path", _INVALID)
             return
         if _both_lengths(headers):  # RFC 9112 6.1: a smuggling vector; the connection's framing is unsure
-            await exchange.refuse(400, "Content-Length with Transfer-Encoding", close=True)
+            why = "Content-Length with Transfer-Encoding"
+            await self._refuse(scope, headers, exchange, 400, why, _INVALID, close=True)
             return
         target = self._prefix + raw_path + (b"?" + scope["query_string"] if scope["query_string"] else b"")
         url = self._urls.get(target)  # a target seen before passed the checks below
         if url is None and _climbs(raw_path):
-            await exchange.refuse(400, "the path has a dot segment, an empty segment or an encoded slash")
+            why = "the path has a dot segment, an empty segment or an encoded slash"
+            await self._refuse(scope, headers, exchange, 400, why, _INVALID)
             return
         body = await self._body(scope, receive, send, exchange, headers, held)
         if body is None:
@@ -313,7 +408,8 @@ class Relay:
             if len(self._urls) >= _ROUTES_KEPT:
                 self._urls.clear()
             url = self._urls[target] = self._base.copy_with(raw_path=target)
-        request = httpx.Request(scope["method"], url, headers=_forwarded(headers), content=body)
+        peer = (scope.get("client") or (None,))[0] if self.config.forward_client_address else None
+        request = httpx.Request(scope["method"], url, headers=_forwarded(headers, peer), content=body)
         request.stream = BodyChunks(body)
         begun = self._journal.begin(ids, request)  # a killed relay leaves a trace of this stream
         ids.update(begun)
@@ -325,26 +421,28 @@ class Relay:
             watcher.add_done_callback(partial(_listened, watched))
             try:
                 with watched:
-                    await self._exchange_within(request, exchange, ids)
+                    await self._exchange_within(request, exchange, ids, _client(scope, ids))
             finally:
                 watcher.cancel()
+                exchange.release()
                 self._journal.end(begun)
             return
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(exchange.watch, receive, tasks.cancel_scope)
             try:
-                await self._exchange_within(request, exchange, ids)
+                await self._exchange_within(request, exchange, ids, _client(scope, ids))
             finally:
                 tasks.cancel_scope.cancel()
+                exchange.release()
                 self._journal.end(begun)
 
     async def _exchange_within(
-        self, request: httpx.Request, exchange: Downstream, ids: dict[str, str]
+        self, request: httpx.Request, exchange: Downstream, ids: dict[str, str], client: bytes
     ) -> None:
         """The exchange with the request's correlation ids in context; cancelled from outside (the server's
         grace period for shutdown is over), the client hears why."""
         try:
-            with context(**ids), relaying(), _in_flight(self.metrics):
+            with context(**ids), relaying(client, exchange.runs), _in_flight(self.metrics):
                 await self._exchange(request, exchange)
         except anyio.get_cancelled_exc_class():
             if not exchange.client_gone:
@@ -364,9 +462,10 @@ class Relay:
         """The whole request body, or None after answering 413 (too large), 408 (too slow) or 503 (no room in
         the body budget); its bytes are taken from the budget (``held``) before they are read."""
         limit = self.config.max_body_bytes
+        too_large = f"the request body is over {limit} bytes"
         declared = _header(headers, b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
-            await exchange.refuse(413, f"the request body is over {limit} bytes")
+            await self._refuse(scope, headers, exchange, 413, too_large, "max_body_bytes")
             return None
         # Room is awaited for a while, not for the whole body timeout: a refusal is then a 503, never a 408.
         room_until = anyio.current_time() + min(_ROOM_WAIT_S, self.config.body_timeout / 2)
@@ -378,7 +477,10 @@ class Relay:
             return None
         buffer = bytearray()  # one growing buffer: many small chunks would scatter over the heap
         size = 0
-        with anyio.move_on_after(self.config.body_timeout) as waited:
+        config = self.config
+        started = anyio.current_time()
+        timeout, rate, grace = config.body_timeout, config.body_min_rate, config.body_rate_grace
+        with anyio.CancelScope(deadline=body_deadline(started, 0, timeout, rate, grace)) as waited:
             while True:
                 message = await receive()
                 if message["type"] == "http.disconnect":
@@ -387,16 +489,28 @@ class Relay:
                 chunk = message.get("body", b"")
                 size += len(chunk)
                 if size > limit:
-                    await exchange.refuse(413, f"the request body is over {limit} bytes")
+                    await self._refuse(scope, headers, exchange, 413, too_large, "max_body_bytes")
                     return None
-                if size > held.amount and not await held.grow(size, room_until):
-                    await self._busy(send, exchange.request_id, scope, headers, no_room, "body_budget_bytes")
-                    return None
+                if size > held.amount:
+                    waited.deadline = math.inf  # the wait for room is the relay's, not the client's
+                    paused = anyio.current_time()
+                    if not await held.grow(size, room_until):
+                        await self._busy(
+                            send, exchange.request_id, scope, headers, no_room, "body_budget_bytes"
+                        )
+                        return None
+                    grace += anyio.current_time() - paused
                 buffer += chunk
                 if not message.get("more_body", False):
                     break
-        if waited.cancelled_caught:
-            await exchange.refuse(408, "the request body did not arrive in time")
+                waited.deadline = body_deadline(started, size, timeout, rate, grace)
+        if waited.cancelled_caught:  # 408: the deadline (body_timeout) or the rate (body_min_rate)
+            if anyio.current_time() - started >= timeout:
+                why, rule = f"the request body did not arrive within {timeout:g} s", "body_timeout"
+            else:
+                why, rule = f"the request body arrived slower than {rate} bytes a second", "body_min_rate"
+            # the body's rest is unread: the connection ends
+            await self._refuse(scope, headers, exchange, 408, why, rule, close=True)
             return None
         return bytes(buffer)
 
@@ -433,6 +547,13 @@ def _listened(exchange_scope: anyio.CancelScope, watcher: asyncio.Task[None]) ->
 
 def _in_flight(metrics: RelayMetrics | None) -> AbstractContextManager[None]:
     return metrics.in_flight() if metrics is not None else nullcontext()
+
+
+def _client(scope: Scope, ids: dict[str, str]) -> bytes:
+    """Who sent the request, for attempt chains: its account and its address (never recorded)."""
+    peer = scope.get("client")
+    host = str(peer[0]) if peer else ""
+    return f"{ids.get('account', '')}\n{host}".encode("utf-8", "replace")
 
 
 def _header(headers: Iterable[tuple[bytes, bytes]], name: bytes) -> str | None:
@@ -472,41 +593,14 @@ def _request_id(headers: Iterable[tuple[bytes, bytes]]) -> str:
     return f"req_{uuid.uuid4().hex}"
 
 
-def _account(headers: Iterable[tuple[bytes, bytes]], names: tuple[str, ...]) -> str | None:
-    """A keyed hash naming the account of the first header present among ``names``; never the value."""
-    found = {k.lower(): v for k, v in headers}
-    for name in names:
-        value = found.get(name.lower().encode("latin-1"))
-        if value:
-            digest = hashlib.blake2b(value, key=_ACCOUNT_KEY, digest_size=8).hexdigest()
-            return f"acct_{digest}"
-    return None
-
-
-def _forwarded(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
-    drop = HOP_BY_HOP | _RECOMPUTED | connection_named(headers)
-    return [(k, v) for k, v in headers if k.lower() not in drop]
-
-
-class _RedactAccessLog(logging.Filter):
-    """uvicorn's access log prints the request target with its query (Gemini's ``?key=``) and, for an
-    absolute-form target, its userinfo: the target goes through ``redact_url``, as in the records."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        args = record.args
-        if isinstance(args, tuple):  # uvicorn: (client, method, target, http version, status)
-            # uvicorn percent-quotes the target ("http%3A//user%3Apw%40host"): unquoted, then redacted
-            record.args = tuple(redact_url(unquote(arg)) if isinstance(arg, str) else arg for arg in args)
-        return True
-
-
-_ACCESS_FILTER: Final = _RedactAccessLog()
-
-
-def _redact_access_log() -> None:
-    logger = logging.getLogger("uvicorn.access")
-    if _ACCESS_FILTER not in logger.filters:
-        logger.addFilter(_ACCESS_FILTER)
+def _forwarded(headers: list[tuple[bytes, bytes]], peer: str | None) -> list[tuple[bytes, bytes]]:
+    """The headers that go upstream: hop-by-hop and recomputed ones dropped, and every forwarding header
+    the client sent (anyone can write one); ``peer``, when given, as the one ``X-Forwarded-For``."""
+    drop = HOP_BY_HOP | _RECOMPUTED | _CLIENT_FORWARDING | connection_named(headers)
+    out = [(k, v) for k, v in headers if (n := k.lower()) not in drop and not n.startswith(b"x-forwarded-")]
+    if peer is not None:
+        out.append((b"x-forwarded-for", peer.encode("latin-1")))
+    return out
 
 
 GC_THRESHOLDS: Final = (10_000, 20, 100)

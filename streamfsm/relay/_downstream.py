@@ -20,6 +20,7 @@ from ..runtime import Finish, RelayClose
 from ..tap import failure_of, run_of
 from ..tap._run import TapRun
 from ..wire import FORMATS
+from ._limits import Held
 
 __all__ = ["HOP_BY_HOP", "REQUEST_ID", "SHUTDOWN", "Downstream", "answer", "connection_named"]
 
@@ -49,8 +50,13 @@ _RELAY_ID: Final = b"x-streamfsm-request-id"
 _CUT_EDGES: Final = frozenset(
     {"disconnected", "eof_without_terminal", "idle_timeout", "first_token_timeout", "total_timeout"}
 )
+# Failures that break the stream at the chunk that carried them: what follows is not passed on.
+_CUT_AT: Final = frozenset({"protocol_violation"})
+_UPSTREAM_ERROR: Final = "provider_error_event"
 _JSON: Final = [(b"content-type", b"application/json")]
 SHUTDOWN: Final = "the relay shut down"
+_STREAM_HEADERS: Final = [(b"cache-control", b"no-cache"), (b"x-accel-buffering", b"no")]
+_STREAM_SET: Final = frozenset({b"content-length", *(name for name, _ in _STREAM_HEADERS)})
 
 
 class _DownstreamWriteFailed(OSError):
@@ -62,11 +68,14 @@ class Downstream:
     disconnect) and every write to it."""
 
     __slots__ = (
+        "answer",
         "client_gone",
+        "max_answer",
         "method",
         "request_id",
         "route",
         "run",
+        "runs",
         "send",
         "sse",
         "started",
@@ -80,9 +89,14 @@ class Downstream:
         self.send = send
         self.write_timeout = write_timeout
         self.run: TapRun | None = None
+        self.runs: list[TapRun] = []  # every run the tap started for this exchange, held until release()
         self.client_gone = False
         self.started = False  # the response's headers went downstream
         self.sse = False
+        # A non-streaming answer is kept whole for its run (to read at its end): its bytes are taken from the
+        # relay's answer budget, and one is at most ``max_answer`` bytes.
+        self.answer: Held | None = None
+        self.max_answer = 0
 
     async def watch(self, receive: Receive, scope: anyio.CancelScope) -> None:
         """The ASGI server says the client disconnected: end the run as ``client_abort`` and the self."""
@@ -101,6 +115,18 @@ class Downstream:
         run: TapRun | None = run_of(response)
         self.run = run
         events = run.keep_events() if run is not None else None
+        if run is not None:
+            run.hold()  # the record counts every write of ours, to the response's end (``release``)
+        kept = self.answer if run is not None and run.streams is False else None  # the run's whole copy
+        if kept is not None:
+            declared = response.headers.get("content-length", "")
+            broken = self._over(kept, int(declared)) if declared.isdigit() else None
+            if broken is not None:
+                why = f"the upstream's answer is over the relay's {broken} ({declared} bytes)"
+                written = await answer(self.send, 502, self.request_id, "upstream_error", why)
+                run.refused_answer(why, broken, written)  # type: ignore[union-attr]
+                return
+        size = 0
         headers = _response_headers(response.headers.raw, self.request_id, sse=_is_stream(response))
         start = {"type": "http.response.start", "status": response.status_code, "headers": headers}
         write_timeout = self.write_timeout
@@ -122,6 +148,20 @@ class Downstream:
                 async for chunk in response.aiter_raw():
                     if self.client_gone:
                         break
+                    if run is not None and run.failure is not None and self.sse and _edge(run) in _CUT_AT:
+                        # The chunk that broke the stream is not passed on: the client hears the failure
+                        # (the format's error event) and never what followed it.
+                        if events:
+                            events.clear()
+                        break
+                    if kept is not None:
+                        size += len(chunk)
+                        broken = self._over(kept, size)
+                        if broken is not None:
+                            why = f"the upstream's answer passed the relay's {broken}"
+                            run.refused_answer(why, broken)  # type: ignore[union-attr]
+                            log.warning("%s: the response was cut [request_id=%s]", why, self.request_id)
+                            return
                     writes.deadline = anyio.current_time() + write_timeout
                     await self.send({"type": "http.response.body", "body": chunk, "more_body": True})
                     if writes.cancel_called:
@@ -136,6 +176,16 @@ class Downstream:
                             if self.client_gone:
                                 break
                         _report(run, events, len(chunk))
+                        if run.failure is not None and _edge(run) == _UPSTREAM_ERROR:
+                            run.relayed_error("upstream")  # the provider's own error event, passed on
+                else:
+                    if run is not None and not self.client_gone:
+                        # Read at the body's end (a whole answer's, a decoder's last bytes): the events of
+                        # bytes the client took already.
+                        if events:
+                            _report(run, events, 0)
+                        if run.failure is not None and _edge(run) == _UPSTREAM_ERROR:
+                            run.relayed_error("upstream")
             if writes.cancelled_caught:
                 raise TimeoutError
         except anyio.get_cancelled_exc_class():
@@ -168,7 +218,7 @@ class Downstream:
                 )
         if self.client_gone:
             return
-        if run is not None and run.failure is not None and _edge(run) in _CUT_EDGES:
+        if run is not None and run.failure is not None and _edge(run) in _CUT_EDGES | _CUT_AT:
             await self._cut(response, run, run.failure.record["summary"]["title"])
             return
         await self._end()
@@ -176,6 +226,24 @@ class Downstream:
     async def _end(self) -> None:
         with anyio.move_on_after(self.write_timeout):
             await self.send({"type": "http.response.body", "body": b"", "more_body": False})
+            if self.run is not None and not self.client_gone:
+                self.run.relayed_end()
+
+    def _over(self, kept: Held, size: int) -> str | None:
+        """The limit an answer of ``size`` bytes would pass, or None once its room is taken."""
+        if size > self.max_answer:
+            return "max_answer_bytes"
+        if not kept.take_now(size):
+            return "answer_budget_bytes"
+        return None
+
+    def release(self) -> None:
+        """The exchange is over: the run's record, held for our last writes, goes out; the answer's room in
+        the budget is given back."""
+        if self.answer is not None:
+            self.answer.release()
+        for run in {id(run): run for run in (*self.runs, self.run) if run is not None}.values():
+            run.release()
 
     def _write_failed(self, why: str) -> None:
         run = self.run
@@ -198,6 +266,8 @@ class Downstream:
         if event:
             with anyio.move_on_after(self.write_timeout):
                 await self.send({"type": "http.response.body", "body": event, "more_body": True})
+                if run is not None and not self.client_gone:
+                    run.relayed_error("relay", len(event))
         log.warning(
             "upstream stream failed, downstream response cut [request_id=%s run_id=%s]",
             self.request_id,
@@ -210,10 +280,12 @@ class Downstream:
         run = self.run
         message = f"streamfsm relay: {SHUTDOWN} (request id {self.request_id})"
         if not self.started:
-            await answer(self.send, 503, self.request_id, "relay_shutdown", SHUTDOWN)
+            self._answered(await answer(self.send, 503, self.request_id, "relay_shutdown", SHUTDOWN))
         elif self.sse:
             event = _error_event(run.provider if run is not None else None, message)
             await self.send({"type": "http.response.body", "body": event, "more_body": True})
+            if run is not None:
+                run.relayed_error("relay", len(event))
         log.warning(
             "%s: the response was cut [request_id=%s run_id=%s]",
             SHUTDOWN,
@@ -221,8 +293,9 @@ class Downstream:
             run.run_id if run is not None else "-",
         )
 
-    async def refuse(self, status: int, why: str, *, close: bool = False) -> None:
-        """Answer ``status`` before anything went upstream: the request is not one the relay forwards."""
+    async def refuse(self, status: int, why: str, *, close: bool = False) -> int:
+        """Answer ``status`` before anything went upstream: the request is not one the relay forwards; the
+        answer's body bytes the client took."""
         log.warning(
             "refused %s %s: %d %s [request_id=%s]",
             self.method,
@@ -233,7 +306,7 @@ class Downstream:
         )
         # the ASGI server closes the connection after this answer (uvicorn: h11 and httptools)
         extra = [(b"connection", b"close")] if close else []
-        await answer(self.send, status, self.request_id, "invalid_request", why, extra)
+        return await answer(self.send, status, self.request_id, "invalid_request", why, extra)
 
     async def upstream_failed(self, status: int, why: str, exc: BaseException) -> None:
         """The upstream did not answer (``status``: 502 or 504); the client hears why, unless it left."""
@@ -250,7 +323,16 @@ class Downstream:
             run_id,
         )
         if not self.client_gone:
-            await answer(self.send, status, self.request_id, "upstream_error", f"{why}: {title}")
+            self._answered(
+                await answer(self.send, status, self.request_id, "upstream_error", f"{why}: {title}")
+            )
+
+    def _answered(self, written: int) -> None:
+        """The relay answered for the upstream (a 502, 504 or 503, whole): each held run counts it."""
+        if written:
+            for run in self.runs:
+                run.relayed_bytes(written)
+                run.relayed_end()
 
 
 def _report(run: TapRun, events: Any, nbytes: int) -> None:
@@ -280,9 +362,12 @@ def connection_named(headers: Iterable[tuple[bytes, bytes]]) -> set[bytes]:
 def _response_headers(
     headers: list[tuple[bytes, bytes]], request_id: str, *, sse: bool = False
 ) -> list[tuple[bytes, bytes]]:
-    # An event stream's length is not kept: a failed upstream ends it with an error event of the relay's.
-    drop = HOP_BY_HOP | connection_named(headers) | ({b"content-length"} if sse else set())
+    # An event stream's length is not kept: a failed upstream ends it with an error event of the relay's;
+    # and no cache or buffering proxy between the relay and its client may hold it back.
+    drop = HOP_BY_HOP | connection_named(headers) | (_STREAM_SET if sse else set())
     out = [(k, v) for k, v in headers if k.lower() not in drop]
+    if sse:
+        out += _STREAM_HEADERS
     rid = request_id.encode("latin-1")
     if not any(k.lower() == REQUEST_ID for k, _ in out):  # the provider's own request id stays
         out.append((REQUEST_ID, rid))
@@ -311,7 +396,8 @@ async def answer(
     kind: str,
     message: str,
     extra: Iterable[tuple[bytes, bytes]] = (),
-) -> None:
+) -> int:
+    """A JSON error answer; the body's bytes the client's connection took (0: not in time)."""
     body = json.dumps(
         {"error": {"type": kind, "message": message, "request_id": request_id}}, ensure_ascii=True
     ).encode()
@@ -326,3 +412,5 @@ async def answer(
     with anyio.move_on_after(10.0):
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body, "more_body": False})
+        return len(body)
+    return 0

@@ -13,6 +13,7 @@ index nobody may read), else through a ``StoreSink``.
 from __future__ import annotations
 
 import io
+import logging
 import os
 import re
 import shutil
@@ -20,14 +21,14 @@ import tempfile
 import threading
 import urllib.parse
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from ..runtime import SIGNATURE, RunRecord, iso, log_files, read_records
-from ..store import Filters, Store, StoreSink
+from ..store import Filters, Store, StoreDamaged, StoreSink, StoreUnavailable, safe_label
 from ._journal import interrupted
 
 __all__ = ["BY", "FILTERS", "ErrorsData", "PageQuery", "page_report", "page_runs", "parse_window"]
@@ -56,21 +57,39 @@ _WINDOW_RE: Final = re.compile(r"(\d{1,5})([mhd])")
 _UNITS: Final = {"m": 60, "h": 3600, "d": 86400}
 _READ: Final = 4 << 20  # bytes of a log read at a time
 _BATCH: Final = 2000  # records indexed per transaction
+UNREACHABLE: Final = "the store is unreachable; showing the {log}"
+DAMAGED: Final = "the store is damaged; showing the {log}"
+_T = TypeVar("_T")
+log: Final = logging.getLogger("streamfsm.relay")
 
 
 def parse_window(text: str, now: datetime) -> datetime:
     """The start of the window ``text`` names: ``30m``, ``6h``, ``7d``, or an ISO time (UTC if no zone)."""
     match = _WINDOW_RE.fullmatch(text)
     if match is not None and int(match[1]) > 0:
-        return now - timedelta(seconds=int(match[1]) * _UNITS[match[2]])
+        try:
+            return now - timedelta(seconds=int(match[1]) * _UNITS[match[2]])
+        except OverflowError:  # a window reaching before the year 1
+            raise ValueError(f"since: {text} before the window's end is before the year 1") from None
     try:
         when = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise ValueError(f"since: expected 30m, 6h, 7d or an ISO time, not {text[:40]!r}") from None
-    when = when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
+    when = _utc(when, "since", text)
     if when >= now:
         raise ValueError("since: the window must start in the past")
     return when
+
+
+def _utc(when: datetime, name: str, text: str) -> datetime:
+    """``when`` in UTC (UTC if it names no zone); a time whose UTC falls outside the years 1 to 9999 (a zone
+    beside 0001-01-01 or 9999-12-31) is the caller's mistake, not the page's."""
+    if when.tzinfo is None:
+        return when.replace(tzinfo=timezone.utc)
+    try:
+        return when.astimezone(timezone.utc)
+    except OverflowError:
+        raise ValueError(f"{name}: {text[:40]!r} is outside the years 1 to 9999 in UTC") from None
 
 
 def _parse_until(text: str) -> datetime:
@@ -78,7 +97,7 @@ def _parse_until(text: str) -> datetime:
         when = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise ValueError(f"until: expected an ISO time, not {text[:40]!r}") from None
-    return when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
+    return _utc(when, "until", text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,8 +128,8 @@ class PageQuery:
         end = _parse_until(until) if until else datetime.now(timezone.utc)
         parse_window(since, end)  # raises for a bad one
         before_text = values.pop("before", "")
-        if before_text and not before_text.isdigit():
-            raise ValueError("before: a page position (a number)")
+        if before_text and not (before_text.isascii() and before_text.isdigit() and len(before_text) <= 18):
+            raise ValueError("before: a page position (a number of at most 18 digits)")
         q = values.pop("q", "")
         filters = []
         for name in FILTERS:
@@ -172,7 +191,9 @@ class ErrorsData:
     run of this process. ``sink``: the relay's sink that indexes each run into the store, or None when a
     view reads the runs from the logs instead (a private store and ``audit``, the audit log among ``logs``:
     it holds every run). ``journal``: the log holding the relay's begin lines, whose streams a relay's
-    death cut the page lists too."""
+    death cut the page lists too. When the store at ``url`` cannot be reached or is damaged, every view
+    answers from ``logs`` (a private store following them) and its source says so; ``close()`` removes the
+    private stores."""
 
     def __init__(
         self,
@@ -183,60 +204,120 @@ class ErrorsData:
         audit: str | None = None,
     ) -> None:
         self.journal = journal
+        self._logs = list(logs)
+        self._audit = audit
         self._folder: str | None = None
+        self._removals: list[weakref.finalize[Any, Any]] = []
+        self._fallback: tuple[Store, _Follower] | None = None
+        self._lock = threading.Lock()
+        self.sink: StoreSink | None = None
+        self._damaged = False
         if url is None:
-            self._folder = tempfile.mkdtemp(prefix="streamfsm-relay-store-")
-            weakref.finalize(self, shutil.rmtree, self._folder, ignore_errors=True)
+            self._folder = self._private_folder()
             url = str(Path(self._folder) / "runs.db")
-        self.store = Store.open(url)
-        self.source = self.store.label if self._folder is None else "this relay's runs"
+        try:
+            self.store: Store | None = Store.open(url)
+        except StoreDamaged as exc:  # the page answers from the logs; a rebuild makes the store again
+            log.warning("%s; the errors page shows the logs", exc)
+            self.store, self._damaged = None, True
+        self.source = safe_label(url) if self._folder is None else "this relay's runs"
         self._follow = _Follower(logs if self._folder is not None else ())
         # A view reads what the audit log gained since the last: no stream pays for the index.
         following = self._folder is not None and audit is not None and audit in logs
-        self.sink: StoreSink | None = None if following else StoreSink(url)
-        self._lock = threading.Lock()
+        if not following and self.store is not None:
+            self.sink = StoreSink(url)
+
+    def _private_folder(self) -> str:
+        folder = tempfile.mkdtemp(prefix="streamfsm-relay-store-")
+        self._removals.append(weakref.finalize(self, shutil.rmtree, folder, ignore_errors=True))
+        return folder
+
+    def close(self) -> None:
+        """Remove the private stores (this relay's own, and one that stood in for an unreachable store)."""
+        if self.sink is not None:
+            self.sink.close(1.0)
+        for store in (self.store, self._fallback[0] if self._fallback else None):
+            if store is not None:
+                store.close()
+        for remove in self._removals:
+            remove()  # a finalizer runs once: not again at exit
 
     def _ready(self) -> None:
         """Before a query of a private store: index what the logs gained since the last (all of it first)."""
+        if self.store is None:
+            raise StoreDamaged(self.source)
         with self._lock:
-            batch: list[RunRecord] = []
-            for record in self._follow.new_records():
-                batch.append(record)
-                if len(batch) >= _BATCH:
-                    self.store.add(batch)
-                    batch.clear()
-            self.store.add(batch)
-        if self.sink is not None:
+            _index(self.store, self._follow)
+        if self.sink is not None and not self.sink.unreachable:
             self.sink.flush(1.0)  # the runs that ended just before this view
 
+    def _answer(self, ask: Callable[[Store, str], _T]) -> _T:
+        """``ask`` of the store; of the logs (a private store following them) when the store is unreachable
+        or damaged: the page says so instead of failing."""
+        try:
+            self._ready()
+            assert self.store is not None
+            return ask(self.store, self.source)
+        except StoreUnavailable as exc:
+            if self._folder is not None:
+                raise  # this relay's own store: nothing else to show
+            with self._lock:
+                if self._fallback is None:
+                    log.warning("%s; the errors page shows the logs", exc)
+                    folder = self._private_folder()
+                    self._fallback = Store.open(str(Path(folder) / "runs.db")), _Follower(self._logs)
+                store, follow = self._fallback
+                _index(store, follow)
+            shown = "audit log" if self._audit in self._logs else "error log" if self._logs else "logs (none)"
+            damaged = self._damaged or isinstance(exc, StoreDamaged)
+            return ask(store, (DAMAGED if damaged else UNREACHABLE).format(log=shown))
+
     def report(self, query: PageQuery, now: datetime | None = None) -> dict[str, Any]:
-        self._ready()
-        report = page_report(self.store, query, self.source, now)
+        report = self._answer(lambda store, source: page_report(store, query, source, now))
         cut = interrupted(self.journal) if self.journal is not None else []
         report["interrupted"] = [item.to_json() for item in cut]
+        skipped = self._follow.skipped + (self._fallback[1].skipped if self._fallback else 0)
+        if skipped:
+            report["unreadable_lines"] = skipped  # of the logs the page read, skipped
         return report
 
     def runs(self, query: PageQuery, now: datetime | None = None) -> dict[str, Any]:
-        self._ready()
-        return page_runs(self.store, query, self.source, now)
+        return self._answer(lambda store, source: page_runs(store, query, source, now))
 
     def find(self, run_id: str) -> RunRecord | None:
-        self._ready()
-        return self.store.record(run_id)
+        return self._answer(lambda store, _: store.record(run_id))
 
     def search(self, text: str) -> list[RunRecord]:
         """The runs ``text`` names: a run id, a request id, or the start of a run id (at most a few)."""
-        self._ready()
         text = text.strip()[:_MAX_VALUE]
         if not text:
             return []
-        found = self.store.record(text)
-        if found is not None:
-            return [found]
-        by_request = self.store.by_request_id(text)
-        if by_request or len(text) < 6:  # a shorter run id prefix would match too much
-            return by_request
-        return self.store.find_runs(text)
+        return self._answer(lambda store, _: _search(store, text))
+
+
+def _search(store: Store, text: str) -> list[RunRecord]:
+    found = store.record(text)
+    if found is not None:
+        return [found]
+    by_request = store.by_request_id(text)
+    if by_request or len(text) < 6:  # a shorter run id prefix would match too much
+        return by_request
+    return store.find_runs(text)
+
+
+def _index(store: Store, follow: _Follower) -> None:
+    """Index in ``store`` what ``follow``'s logs gained since the last look; a damaged line is skipped,
+    counted and reported."""
+    skipped = follow.skipped
+    batch: list[RunRecord] = []
+    for record in follow.new_records():
+        batch.append(record)
+        if len(batch) >= _BATCH:
+            store.add(batch)
+            batch.clear()
+    store.add(batch)
+    if follow.skipped > skipped:
+        log.warning("the errors page skipped %d unreadable log lines", follow.skipped - skipped)
 
 
 class _Follower:
@@ -247,6 +328,11 @@ class _Follower:
     def __init__(self, logs: Sequence[str]) -> None:
         self._logs = [Path(path) for path in logs]
         self._read: dict[tuple[int, int], int] = {}  # (device, inode) -> offset read up to
+        self.skipped = 0  # lines that could not be read (torn, not JSON), since the start
+
+    def _skip(self, problem: object) -> None:
+        """A damaged line is skipped, and the page's report counts it (``unreadable_lines``)."""
+        self.skipped += 1
 
     def new_records(self) -> Iterator[RunRecord]:
         seen: dict[tuple[int, int], int] = {}
@@ -271,14 +357,10 @@ class _Follower:
                         if not end:
                             break  # nothing, or a line still being written
                         offset += end
-                        yield from read_records(io.BytesIO(data[:end]), on_problem=_skip)
+                        yield from read_records(io.BytesIO(data[:end]), on_problem=self._skip)
                         handle.seek(offset)
                     seen[key] = offset
         self._read = seen  # files gone (rotated out) are forgotten
-
-
-def _skip(problem: object) -> None:
-    """A torn or damaged line: the log's own readers report it; the page skips it."""
 
 
 def page_report(store: Store, query: PageQuery, source: str, now: datetime | None = None) -> dict[str, Any]:

@@ -1,10 +1,16 @@
-"""What the relay admits at once: requests in flight and the bytes of the request bodies it holds.
+"""What the relay admits at once: requests in flight, the bytes of the request bodies it holds, and those of
+the non-streaming answers its runs keep whole (``Held.take_now``: an answer is not waited for, it is refused).
 
 A request body is held whole (the tap reads it to know whether the request is a stream, and it goes upstream
 as one body with its length), from the first byte read until the exchange ends. Each byte is taken from one
 budget per relay before it is read, so the bodies held at once never pass ``body_budget_bytes`` whatever the
 clients send. A request that finds no room waits for it while its body may still arrive (``body_timeout``),
 then is answered 503 with ``Retry-After``; so is a request beyond ``max_concurrent``.
+
+A request body must arrive whole within ``body_timeout`` of its head, and at ``body_min_rate`` bytes a second
+on average once its first ``body_rate_grace`` seconds are over (``body_deadline``); else 408. A body sent a
+byte at a time would otherwise hold its connection (and a slot of the connection limit) for the whole body
+timeout.
 """
 
 from __future__ import annotations
@@ -72,10 +78,29 @@ class Held:
         self.amount = total
         return True
 
+    def take_now(self, total: int) -> bool:
+        """Hold at least ``total`` bytes if the budget has room now (no wait)."""
+        more = total - self.amount
+        if more <= 0:
+            return True
+        budget = self._budget
+        if budget.used + more > budget.limit:
+            return False
+        budget.used += more
+        self.amount = total
+        return True
+
     def release(self) -> None:
         amount, self.amount = self.amount, 0
         if amount:
             self._budget.give(amount)
+
+
+def body_deadline(started: float, received: int, timeout: float, min_rate: int, grace: float) -> float:
+    """When a request body whose head came at ``started`` and of which ``received`` bytes came so far is too
+    slow: ``grace`` seconds after its head plus one second per ``min_rate`` bytes received, and never after
+    ``timeout`` (one clock: ``anyio.current_time()``)."""
+    return started + min(timeout, grace + received / min_rate)
 
 
 def check_limit(name: str, value: object) -> None:

@@ -23,6 +23,7 @@ from ..wire import (
     StreamEvent,
     TextDelta,
     ToolCall,
+    ToolInput,
     ToolInputDelta,
     ToolInputEnd,
     ToolInputStart,
@@ -54,6 +55,7 @@ from ._sinks import (
 )
 from ._stream import HttpRun, Run, ToolScope, open_stream
 from ._sync_reads import Interrupted, ThreadReads, socket_of
+from ._urls import check_base_url
 from ._watchdog import loop_time, plain_scope_class, running_trio
 from ._whole import WholeBody
 
@@ -110,6 +112,7 @@ __all__ = [
     "TextDelta",
     "ThreadReads",
     "ToolCall",
+    "ToolInput",
     "ToolInputDelta",
     "ToolInputEnd",
     "ToolInputStart",
@@ -119,6 +122,7 @@ __all__ = [
     "WholeBody",
     "Wire",
     "as_bytes",
+    "check_base_url",
     "content_decoder",
     "continuation_body",
     "count_sink_failure",

@@ -436,9 +436,13 @@ class RunCore(RunFailures):
 
     def seal(self) -> RunRecord | None:
         """The consumer is done with the run: a finished run's record is made now (what it did with the last
-        events, relaying the terminal event, starting tools, is still counted)."""
-        if self._record is None and self._diagnosis is not None:
-            self._record = self.rec.finish(self._diagnosis, self.machine.state, end=self._finished_at)
+        events, relaying the terminal event, starting tools, is still counted); a failed run's, made when it
+        failed, takes what a relay wrote downstream since."""
+        diagnosis = self._diagnosis
+        if self._record is None and diagnosis is not None:
+            self._record = self.rec.finish(diagnosis, self.machine.state, end=self._finished_at)
+        elif self._record is not None and diagnosis is not None and self.rec.relay is not None:
+            self._record = self.rec.resealed(self._record, diagnosis)
         return self._record
 
     # -- the agent's facts ------------------------------------------------------------------------------

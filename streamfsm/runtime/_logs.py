@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Final, Protocol
 
-from ._record import READABLE_SCHEMAS, RunRecord
+from ._record import READABLE_SCHEMAS, RunRecord, _no_escapes
 
 __all__ = [
     "LogProblem",
@@ -189,7 +189,7 @@ def _read_stream(f: _Binary, label: str, report: OnProblem) -> Iterator[RunRecor
         return
     value = _parse(first)
     if value is not _INVALID:  # JSON lines
-        yield from _records(value, label, blank + 1, report)
+        yield from _records(value, label, blank + 1, report, clean=_no_escapes(first))
         yield from _read_lines(_lines(f), label, report, start=blank + 2)
         return
     raw = first + f.read()
@@ -213,7 +213,7 @@ def _read_lines(
             continue
         value = _parse(line)
         if value is not _INVALID:
-            yield from _records(value, label, number, report)
+            yield from _records(value, label, number, report, clean=_no_escapes(line))
         elif complete:
             report(LogProblem(label, number, ProblemKind.CORRUPT_LINE, "line is not valid JSON, skipped"))
         else:
@@ -233,7 +233,10 @@ def _parse(raw: bytes) -> Any:
         return _INVALID
 
 
-def _records(value: Any, label: str, line: int | None, report: OnProblem) -> Iterator[RunRecord]:
+def _records(
+    value: Any, label: str, line: int | None, report: OnProblem, *, clean: bool = False
+) -> Iterator[RunRecord]:
+    """``clean``: the text parsed holds no character a record must replace (``RunRecord``)."""
     # Iterative depth-first walk in document order: a deep export must not hit the recursion limit.
     stack: list[Any] = [value]
     while stack:
@@ -245,7 +248,7 @@ def _records(value: Any, label: str, line: int | None, report: OnProblem) -> Ite
             continue
         schema = item.get("schema")
         if isinstance(schema, str) and schema.startswith(_SCHEMA_PREFIX):
-            record = _record(item, schema, label, line, report)
+            record = _record(item, schema, label, line, report, clean)
             if record is not None:
                 yield record
             continue
@@ -253,7 +256,7 @@ def _records(value: Any, label: str, line: int | None, report: OnProblem) -> Ite
 
 
 def _record(
-    data: dict[str, Any], schema: str, label: str, line: int | None, report: OnProblem
+    data: dict[str, Any], schema: str, label: str, line: int | None, report: OnProblem, clean: bool
 ) -> RunRecord | None:
     if schema not in READABLE_SCHEMAS:
         report(
@@ -273,4 +276,4 @@ def _record(
             )
             return None
     # Parsed here and held by nothing else: the record adopts it, no copy (a read costs ~3x less).
-    return RunRecord._adopt(data)
+    return RunRecord._adopt(data, clean=clean)

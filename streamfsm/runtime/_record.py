@@ -43,6 +43,11 @@ _REQUEST_OPTIONS: Final = (
 _MAX_CONTEXT_ITEMS: Final = 16
 _MAX_FINISH_RAW: Final = 64
 _CONTROL: Final = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
+REPLACEMENT: Final = "\ufffd"
+"""What ``writable`` puts in place of a character no sink can write."""
+REPLACED_FIELD: Final = "replaced_characters"
+"""The record's count of characters ``writable`` replaced (present only when above 0)."""
+_UNWRITABLE: Final = re.compile("[\x00\ud800-\udfff]")
 
 
 def wire_text(value: str | None, limit: int) -> str | None:
@@ -371,6 +376,8 @@ class Recorder:
                 "bytes_written": 0,
                 "last_event_sent": None,
                 "terminal_sent": False,
+                "error_sent": None,
+                "end_sent": False,
             }
         relay["chunks_written"] += nbytes > 0
         relay["bytes_written"] += nbytes
@@ -378,6 +385,30 @@ class Recorder:
             relay["events_sent"] += 1
             relay["last_event_sent"] = kind
             relay["terminal_sent"] = relay["terminal_sent"] or terminal
+
+    def relayed_error(self, source: str, nbytes: int) -> None:
+        """An in-band error event reached the client: the upstream's own (``source`` "upstream", its bytes
+        counted with its chunk) or the proxy's (``"relay"``, ``nbytes`` of it)."""
+        self.relayed(None, nbytes, False)
+        assert self.relay is not None
+        if self.relay["error_sent"] is None:
+            self.relay["error_sent"] = source
+
+    def relayed_end(self) -> None:
+        """The response's clean end (the last chunk of its framing) reached the client."""
+        self.relayed(None, 0, False)
+        assert self.relay is not None
+        self.relay["end_sent"] = True
+
+    def resealed(self, record: RunRecord, diagnosis: Diagnosis) -> RunRecord:
+        """``record``, made when the run failed, with what a proxy wrote downstream since (the rest of what
+        it passed on, its error event, the response's end): the record says what the client got."""
+        section = self._relay_section(diagnosis)
+        if section is None or section == record._data.get("relay"):
+            return record
+        data = record.to_dict()
+        data["relay"] = section
+        return RunRecord._adopt(data)
 
     def _wire_finish(self) -> str | None:
         return self.adapter.finish_raw if self.adapter is not None else None
@@ -523,6 +554,7 @@ class RelayClose(enum.Enum):
     UPSTREAM_PREMATURE_CLOSE = "upstream_premature_close"
     RELAY_SHUTDOWN = "relay_shutdown"  # the proxy itself went away mid-stream
     OVERLOADED = "overloaded"  # the proxy refused it (503, a limit of its own full) before it went upstream
+    REFUSED = "refused"  # the proxy refused the request itself (400, 408, 413) before it went upstream
 
 
 # The close kind from the outcome alone (a proxy says RELAY_SHUTDOWN, or a finished run's terminal that never
@@ -568,6 +600,70 @@ def _freeze(value: Any) -> Any:
 _CONTAINERS: Final = (dict, list)
 
 
+def writable(data: dict[str, Any]) -> int:
+    """Make every string of ``data`` (keys too, at any depth) writable by every sink, in place: each lone
+    surrogate (valid JSON, ``"\\ud800"``, that UTF-8 cannot encode) and each NUL (PostgreSQL refuses it in
+    text and jsonb) becomes U+FFFD. Adds the count to ``data["replaced_characters"]``; returns it."""
+    replaced = _replace_in(data)
+    if replaced:
+        before = data.get(REPLACED_FIELD)
+        data[REPLACED_FIELD] = replaced + (before if type(before) is int and before > 0 else 0)
+    return replaced
+
+
+def _replace_in(value: dict[str, Any] | list[Any]) -> int:
+    count = 0
+    if isinstance(value, dict):
+        for key in list(value):
+            item = value[key]
+            if isinstance(item, str):
+                item, n = _UNWRITABLE.subn(REPLACEMENT, item)
+                count += n
+            elif isinstance(item, (dict, list)):
+                count += _replace_in(item)
+            elif isinstance(item, tuple):
+                item = list(item)
+                count += _replace_in(item)
+            if isinstance(key, str) and _UNWRITABLE.search(key):
+                del value[key]
+                key, n = _UNWRITABLE.subn(REPLACEMENT, key)
+                count += n
+            value[key] = item
+        return count
+    for i, item in enumerate(value):
+        if isinstance(item, str):
+            value[i], n = _UNWRITABLE.subn(REPLACEMENT, item)
+            count += n
+        elif isinstance(item, (dict, list)):
+            count += _replace_in(item)
+        elif isinstance(item, tuple):
+            value[i] = item = list(item)
+            count += _replace_in(item)
+    return count
+
+
+def _no_escapes(text: str | bytes) -> bool:
+    """Whether JSON ``text``, parsed, surely holds no surrogate or NUL: no ``\\u`` escape, and no surrogate
+    as such (``json.loads`` decodes bytes with ``surrogatepass``: 0xED 0xA0..0xBF is one)."""
+    if isinstance(text, bytes):
+        return b"\\u" not in text and b"\xed" not in text
+    return "\\u" not in text and _writable_json(text)
+
+
+def _writable_json(text: str) -> bool:
+    """Whether a record's JSON text (``ensure_ascii=False``: NUL escaped as ``\\u0000``, a surrogate kept
+    raw) holds nothing ``writable`` replaces; for an ASCII text, one substring search."""
+    if "\\u0000" in text:
+        return False
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _plain(value: Any) -> Any:
     """A deep copy as plain JSON-shaped data: mappings become dicts, lists and tuples become lists."""
     if isinstance(value, Mapping):
@@ -590,6 +686,7 @@ class RunRecord(Mapping[str, Any]):
         self._data: dict[str, Any] = _plain(data)  # a copy: the caller keeps its own
         self._views: dict[str, Any] = {}
         self._json: str | None = None
+        self._make_writable()
 
     @staticmethod
     def _check_schema(data: Mapping[str, Any]) -> None:
@@ -600,15 +697,31 @@ class RunRecord(Mapping[str, Any]):
             )
 
     @classmethod
-    def _adopt(cls, data: dict[str, Any]) -> RunRecord:
+    def _adopt(cls, data: dict[str, Any], *, clean: bool = False) -> RunRecord:
         """A record over ``data`` without copying it: for data built for this record alone, which nothing
         else holds or changes (``Recorder.finish``; a record just parsed by ``from_json`` or the log reader).
-        Sealing or reading a run then costs no copy; views are made when read."""
+        Sealing or reading a run then costs no copy; views are made when read. ``clean``: the caller
+        knows ``data`` holds nothing to replace (a parsed line without a ``\\u`` escape)."""
         record = cls.__new__(cls)
         record._data = data
         record._views = {}
         record._json = None
+        if not clean:
+            record._make_writable()
         return record
+
+    def _make_writable(self) -> None:
+        """The edge every sink writes from: a record holds no character any sink refuses (``writable``).
+        Its JSON, made here to find them, is kept: every sink writes that same text."""
+        try:
+            text = json.dumps(self._data, sort_keys=False, ensure_ascii=False)
+        except (TypeError, ValueError, RecursionError):  # no JSON at all: ``to_json`` will say so
+            writable(self._data)
+            return
+        if _writable_json(text):
+            self._json = text
+        else:
+            writable(self._data)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunRecord:
@@ -620,7 +733,7 @@ class RunRecord(Mapping[str, Any]):
         if not isinstance(data, dict):
             raise ValueError("a run record is a JSON object")
         cls._check_schema(data)
-        return cls._adopt(data)  # parsed here: nothing else holds it, so no copy
+        return cls._adopt(data, clean=_no_escapes(text))  # parsed here: nothing else holds it, no copy
 
     def __getitem__(self, key: str) -> Any:
         views = self._views

@@ -245,14 +245,17 @@ class Backlog(Generic[_Item]):
     __slots__ = (
         "_batch",
         "_cond",
+        "_disposable",
         "_gather",
         "_items",
         "_limit",
         "_linger",
         "_name",
         "_pid",
+        "_spare",
         "_thread",
         "_work",
+        "_working",
     )
 
     def __init__(
@@ -264,23 +267,30 @@ class Backlog(Generic[_Item]):
         batch: int = 1,
         linger: float = 0.0,
         gather: float = 0.0,
+        disposable: Callable[[_Item], bool] | None = None,
     ) -> None:
         """``linger``: how long an idle thread waits for the next item before it ends (a thread started per
         item, one stream at a time, can cost more than the item's work); ``gather``: how long a short batch
-        waits to fill (one transaction per record cost more than the record itself)."""
+        waits to fill (one transaction per record cost more than the record itself); ``disposable``: items
+        that a full backlog drops first to keep one that is not (a refusal's record, to keep a run's)."""
         self._name = name
         self._work = work
         self._limit = limit
         self._batch = batch
         self._linger = linger
         self._gather = gather
+        self._disposable = disposable
         self._pid = os.getpid()
         self._cond = threading.Condition()
-        self._items: deque[tuple[_Item, str]] = deque()  # (item, run_id); the head is being worked on
+        # (item, run_id, disposable); the first ``_working`` are being worked on
+        self._items: deque[tuple[_Item, str, bool]] = deque()
+        self._working = 0
+        self._spare = 0  # disposable items waiting (not being worked on): when 0, nothing to scan for
         self._thread: threading.Thread | None = None
 
     def submit(self, item: _Item, run_id: str) -> None:
-        """Queue ``item``; a full backlog drops it and counts it."""
+        """Queue ``item``; a full backlog drops it and counts it, or, for an item that is not disposable,
+        drops and counts a disposable one waiting instead."""
         if self._pid != os.getpid():  # a forked child: the parent's items and thread are the parent's
             self._pid, self._cond, self._items, self._thread = (
                 os.getpid(),
@@ -288,26 +298,52 @@ class Backlog(Generic[_Item]):
                 deque(),
                 None,
             )
+            self._working = self._spare = 0
+        spare = self._disposable is not None and self._disposable(item)
+        evicted: str | None = None
         with self._cond:
+            if len(self._items) >= self._limit and not spare and self._spare:
+                evicted = self._evict()  # one is waiting past the batch being worked on
             if len(self._items) >= self._limit:
                 full = True
             else:
                 full = False
-                self._items.append((item, run_id))
+                self._items.append((item, run_id, spare))
+                self._spare += spare
                 if self._thread is None:
                     self._thread = threading.Thread(target=self._drain, name=f"streamfsm-sink-{self._name}")
                     try:
                         self._thread.start()
                     except RuntimeError:  # interpreter shutdown: no new threads
                         self._items.pop()
+                        self._spare -= spare
                         self._thread = None
                         full = True
                 else:
                     self._cond.notify_all()  # a lingering thread
+        if evicted is not None:
+            count_sink_failure(
+                self._name,
+                evicted,
+                f"its backlog of {self._limit} records was full; this refusal's record"
+                " was dropped to keep a run's",
+            )
         if full:
             count_sink_failure(
                 self._name, run_id, f"its backlog of {self._limit} records was full; the record was dropped"
             )
+
+    def _evict(self) -> str | None:
+        """Under the lock: drop the oldest disposable item waiting (not one being worked on); its run id,
+        or None when every disposable item is being worked on."""
+        items = self._items
+        for i in range(self._working, len(items)):
+            if items[i][2]:
+                run_id = items[i][1]
+                del items[i]
+                self._spare -= 1
+                return run_id
+        return None
 
     def pending(self) -> int:
         with self._cond:
@@ -343,14 +379,17 @@ class Backlog(Generic[_Item]):
                 time.sleep(self._gather)
             with self._cond:
                 taken = [self._items[i] for i in range(min(self._batch, len(self._items)))]
+                self._working = len(taken)
+                self._spare -= sum(spare for _, _, spare in taken)  # no longer waiting: never evicted
             try:
-                self._work([item for item, _ in taken])
+                self._work([item for item, _, _ in taken])
             except Exception as exc:
-                for _, run_id in taken:
+                for _, run_id, _ in taken:
                     _report(self._name, exc, run_id, "")
             with self._cond:
                 for _ in taken:
                     self._items.popleft()
+                self._working = 0
                 self._cond.notify_all()  # a flush waiting on a long backlog sees it shrink
 
 

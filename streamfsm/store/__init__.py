@@ -14,9 +14,11 @@ window read for its whole hours. Two databases, one schema and the same queries:
   ``postgresql://user@host:5432/db``. Several relays on several hosts write one store.
 
 Feeding it: ``StoreSink(url)`` in ``StreamConfig.sinks`` (or ``streamfsm relay --store URL``) indexes each
-record as it is written, from a thread of its own (the event loop only queues it); or ``Store.add_logs``
-/ ``streamfsm store rebuild`` from the logs. Retention: ``Store.prune(before)``, ``StoreSink(retention=)``,
-``streamfsm store prune --older-than 30d``.
+record as it is written, from a thread of its own (the event loop only queues it), keeping what waits
+through an outage of the database (it reconnects with backoff) and writing a refused batch row by row; or
+``Store.add_logs`` / ``streamfsm store rebuild`` from the logs. A database that cannot be used now (down, a
+statement past its timeout, a damaged SQLite file) is ``StoreUnavailable`` (``StoreDamaged``).
+Retention: ``Store.prune(before)``, ``StoreSink(retention=)``, ``streamfsm store prune --older-than 30d``.
 
 The query API (what the errors page, ``/metrics`` and exporters build on); every query takes ``Filters``
 (a time window ``[since, until)`` on the run's start, and equal values of route, account, model,

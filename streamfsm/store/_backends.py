@@ -3,19 +3,30 @@ psycopg 3 (the ``store-postgres`` extra). One schema and one set of queries; onl
 
 from __future__ import annotations
 
+import logging
+import os
+import socket
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from typing import Any, Final, Protocol, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 __all__ = [
     "COLUMNS",
+    "CONNECT_TIMEOUT_S",
     "COUNTS",
     "HOUR",
+    "RECONNECT_MAX_S",
+    "RECONNECT_MIN_S",
+    "STATEMENT_TIMEOUT_S",
     "UPSERT",
     "UPSERT_RECORD",
     "Backend",
+    "StoreDamaged",
+    "StoreUnavailable",
     "Writer",
     "connect",
     "counts_upsert",
@@ -23,6 +34,31 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
+
+CONNECT_TIMEOUT_S: Final = 5
+"""PostgreSQL: the longest a connection attempt waits for the server."""
+STATEMENT_TIMEOUT_S: Final = 10.0
+"""PostgreSQL: the longest one statement may run (the server cancels it). A server that does not answer at
+all (hung, or its host gone) is cut by the client ``_HUNG_GRACE_S`` later: no query waits longer."""
+_HUNG_GRACE_S: Final = 5.0
+RECONNECT_MIN_S: Final = 0.1
+RECONNECT_MAX_S: Final = 5.0
+"""After a connection is lost or refused, the next attempt waits ``RECONNECT_MIN_S``, doubling up to
+``RECONNECT_MAX_S``; until then the store answers ``StoreUnavailable`` at once (a page never waits on a
+database known to be down)."""
+
+log: Final = logging.getLogger("streamfsm.store")
+
+
+class StoreUnavailable(RuntimeError):
+    """The store's database cannot be used now: unreachable, its connection lost, a statement timed out,
+    or (``StoreDamaged``) its file is damaged. The message names the store (no password) and why."""
+
+
+class StoreDamaged(StoreUnavailable):
+    """A SQLite store whose file is not a database or is damaged (``streamfsm store rebuild`` into a new
+    file makes it again from the logs)."""
+
 
 COLUMNS: Final = (
     "run_id",
@@ -187,27 +223,59 @@ class _Sqlite:
 
     def __init__(self, path: str, label: str) -> None:
         self.label = label
-        # One connection, shared by the threads of this process under a lock (the sink's writer, queries).
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise StoreUnavailable(f"cannot open the store {label}: no folder {folder}")
         self._lock = threading.Lock()
-        self._db.execute("PRAGMA journal_mode=WAL")  # readers never wait for the writer
-        self._db.execute("PRAGMA synchronous=NORMAL")  # durable at checkpoints; the logs are the truth
-        self.write(lambda db: _create(db, "seq INTEGER PRIMARY KEY", "BLOB"))
+        try:
+            # One connection, shared by the threads of this process under a lock (the sink's writer, queries).
+            self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
+            self._db.execute("PRAGMA journal_mode=WAL")  # readers never wait for the writer
+            self._db.execute("PRAGMA synchronous=NORMAL")  # durable at checkpoints; the logs are the truth
+            self.write(lambda db: _create(db, "seq INTEGER PRIMARY KEY", "BLOB"))
+        except StoreUnavailable:
+            raise
+        except sqlite3.Error as exc:
+            reason = _sqlite_reason(exc)
+            if type(exc) is sqlite3.DatabaseError:  # not a database, or a damaged one
+                log.warning("the store %s is damaged (%s): rebuild it from the logs", label, reason)
+                raise StoreDamaged(f"the store {label} is damaged: {reason}") from None
+            raise StoreUnavailable(f"cannot open the store {label}: {reason}") from None
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self._lock:
+        with self._lock, self._damage():
             return self._db.execute(sql, tuple(params)).fetchall()
 
     def write(self, work: Callable[[Writer], _T]) -> _T:
-        with self._lock:
+        with self._lock, self._damage():
             self._db.execute("BEGIN IMMEDIATE")  # take the write lock now: no upgrade deadlock later
             try:
                 result = work(self)
             except BaseException:
-                self._db.execute("ROLLBACK")
+                with suppress(sqlite3.Error):  # a damaged file may refuse the rollback too
+                    self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
             return result
+
+    @contextmanager
+    def _damage(self) -> Iterator[None]:
+        """A damaged file is ``StoreDamaged`` (reported once); a file locked past the busy timeout or
+        unreadable is ``StoreUnavailable``; a row the database refuses stays what it is."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            reason = _sqlite_reason(exc)
+            if isinstance(exc, sqlite3.OperationalError):
+                raise StoreUnavailable(f"the store {self.label} cannot be used: {reason}") from None
+            if type(exc) is not sqlite3.DatabaseError:  # IntegrityError, DataError...: the row's own
+                raise
+            if not self._warned:
+                self._warned = True
+                log.warning("the store %s is damaged (%s): rebuild it from the logs", self.label, reason)
+            raise StoreDamaged(f"the store {self.label} is damaged: {reason}") from None
+
+    _warned = False
 
     # -- Writer, inside write() ------------------------------------------------------------------------
 
@@ -241,8 +309,11 @@ class _Postgres:
                 "a PostgreSQL store needs psycopg 3: pip install 'streamfsm[store-postgres]'"
             ) from None
         self.label = label
-        # Never prepared: a generic plan for a time window (t >= $1) walks the time index, 10x slower.
-        self._db = psycopg.connect(url, autocommit=True, prepare_threshold=None)
+        self._psycopg = psycopg
+        self._url = url
+        self._conn: Any = None
+        self._retry_at = 0.0
+        self._delay = RECONNECT_MIN_S
         self._lock = threading.Lock()
 
         def schema(db: Writer) -> None:
@@ -255,29 +326,88 @@ class _Postgres:
     def _sql(sql: str) -> bytes:
         return sql.replace("?", "%s").encode()  # the store's statements hold no literal ? or %
 
-    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    def _connection(self) -> Any:
+        """The connection, made again after a loss (not before the backoff since the last failure)."""
+        conn = self._conn
+        if conn is not None and not conn.closed and not conn.broken:
+            return conn
+        self._conn = None
+        now = time.monotonic()
+        if now < self._retry_at:
+            raise StoreUnavailable(
+                f"the store {self.label} is unreachable (next try in {self._retry_at - now:.1f} s)"
+            )
+        psycopg = self._psycopg
+        try:
+            # Never prepared: a generic plan for a time window (t >= $1) walks the time index, 10x slower.
+            # The statement timeout rides in the startup packet: a SET after it would be one more round trip
+            # with no deadline (connect_timeout covers the connection; the session's timer starts later).
+            conn = psycopg.connect(
+                self._url,
+                autocommit=True,
+                prepare_threshold=None,
+                connect_timeout=CONNECT_TIMEOUT_S,
+                options=f"-c statement_timeout={int(STATEMENT_TIMEOUT_S * 1000)}",
+            )
+        except psycopg.Error as exc:
+            self._retry_at = time.monotonic() + self._delay
+            self._delay = min(self._delay * 2, RECONNECT_MAX_S)
+            raise StoreUnavailable(f"the store {self.label} is unreachable ({type(exc).__name__})") from None
+        self._delay = RECONNECT_MIN_S
+        self._conn = conn
+        return conn
+
+    @contextmanager
+    def _session(self) -> Iterator[Any]:
+        """The connection for one query or transaction, under the lock and a deadline: a lost connection,
+        a statement timeout and a server that stopped answering are ``StoreUnavailable``."""
+        psycopg = self._psycopg
         with self._lock:
-            return self._db.execute(self._sql(sql), tuple(params)).fetchall()
+            conn = self._connection()
+            timer = threading.Timer(STATEMENT_TIMEOUT_S + _HUNG_GRACE_S, _cut, (conn,))
+            timer.daemon = True
+            timer.start()
+            try:
+                yield conn
+            except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+                if conn.closed or conn.broken:
+                    with suppress(Exception):
+                        conn.close()
+                    self._conn = None
+                    self._retry_at = time.monotonic() + self._delay
+                    self._delay = min(self._delay * 2, RECONNECT_MAX_S)
+                raise StoreUnavailable(
+                    f"the store {self.label} did not answer ({type(exc).__name__})"
+                ) from None
+            finally:
+                timer.cancel()
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._session() as conn:
+            rows: list[tuple[Any, ...]] = conn.execute(self._sql(sql), tuple(params)).fetchall()
+            return rows
 
     def write(self, work: Callable[[Writer], _T]) -> _T:
-        with self._lock, self._db.transaction():
+        with self._session() as conn, conn.transaction():
             return work(self)
 
     # -- Writer, inside write() ------------------------------------------------------------------------
 
     def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return self._db.execute(self._sql(sql), tuple(params)).fetchall()
+        rows: list[tuple[Any, ...]] = self._conn.execute(self._sql(sql), tuple(params)).fetchall()
+        return rows
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        return self._db.execute(self._sql(sql), tuple(params)).rowcount
+        count: int = self._conn.execute(self._sql(sql), tuple(params)).rowcount
+        return count
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        with self._db.cursor() as cursor:
+        with self._conn.cursor() as cursor:
             cursor.executemany(self._sql(sql), rows)
 
     def copy(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         with (
-            self._db.cursor() as cursor,
+            self._conn.cursor() as cursor,
             cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN".encode()) as copy,
         ):
             for row in rows:
@@ -285,7 +415,24 @@ class _Postgres:
 
     def close(self) -> None:
         with self._lock:
-            self._db.close()
+            conn, self._conn = self._conn, None
+            if conn is not None:
+                conn.close()
+
+
+def _cut(conn: Any) -> None:
+    """Shut the socket of a connection whose server stopped answering: the query waiting on it fails."""
+    with suppress(Exception):  # the connection closed meanwhile: nothing to cut
+        sock = socket.socket(fileno=os.dup(conn.fileno()))
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        finally:
+            sock.close()
+
+
+def _sqlite_reason(exc: sqlite3.Error) -> str:
+    # sqlite3's messages name the problem, never a row's values
+    return str(exc).split("\n")[0][:120] or type(exc).__name__
 
 
 def connect(url: str) -> Backend:

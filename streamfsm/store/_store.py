@@ -3,11 +3,13 @@ keeps it."""
 
 from __future__ import annotations
 
+import logging
 import os
+import threading
 import time
 import zlib
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Final
@@ -15,6 +17,7 @@ from typing import Any, Final
 from ..runtime import (
     Backlog,
     OnProblem,
+    RelayClose,
     RunRecord,
     count_sink_failure,
     field_value,
@@ -26,8 +29,12 @@ from ._backends import (
     COLUMNS,
     COUNTS,
     HOUR,
+    RECONNECT_MAX_S,
+    RECONNECT_MIN_S,
     UPSERT,
     UPSERT_RECORD,
+    StoreDamaged,
+    StoreUnavailable,
     Writer,
     connect,
     counts_upsert,
@@ -54,8 +61,10 @@ __all__ = [
     "RunRow",
     "RunsPage",
     "Store",
+    "StoreDamaged",
     "StoreGroup",
     "StoreSink",
+    "StoreUnavailable",
     "Totals",
     "Trend",
     "safe_label",
@@ -145,12 +154,57 @@ class Store(Queries):
 
     # -- writing -----------------------------------------------------------------------------------------
 
-    def add(self, records: Iterable[RunRecord]) -> int:
-        """Index ``records`` in one transaction; a run already indexed takes the later record. How many."""
-        rows = [_row(record) for record in records]
-        if rows:
-            self._write(rows, fresh=False)
-        return len(rows)
+    def add(
+        self,
+        records: Iterable[RunRecord],
+        *,
+        on_error: Callable[[RunRecord, Exception], None] | None = None,
+    ) -> int:
+        """Index ``records`` in one transaction; a run already indexed takes the later record. How many.
+
+        A batch the database refuses is written again row by row, so that one row it refuses never takes
+        its neighbours: each refused record goes to ``on_error`` (without one, the first refusal is raised
+        once the others are written). ``StoreUnavailable`` (the database cannot be reached) is raised at
+        once, with nothing written."""
+        first: Exception | None = None
+
+        def refused(record: RunRecord, exc: Exception) -> None:
+            nonlocal first
+            if on_error is None:
+                first = first or exc
+            else:
+                on_error(record, exc)
+
+        pairs = []
+        for record in records:
+            try:
+                pairs.append((record, _row(record)))
+            except Exception as exc:  # a record built by hand that is no JSON
+                refused(record, exc)
+        try:
+            if pairs:
+                self._write([row for _, row in pairs], fresh=False)
+            pairs, written = [], len(pairs)
+        except StoreUnavailable:
+            raise
+        except Exception as exc:
+            if len(pairs) == 1:
+                refused(pairs[0][0], exc)
+                pairs, written = [], 0
+            else:
+                written = 0
+        for record, row in pairs:
+            try:
+                self._write([row], fresh=False)
+            except StoreUnavailable:
+                raise
+            except Exception as exc:
+                refused(record, exc)
+                continue
+            written += 1
+        if first is not None:
+            raise first
+        return written
 
     def _write(self, rows: Sequence[Sequence[Any]], *, fresh: bool) -> None:
         """Write store rows (``COLUMNS`` and the compressed record) and keep the tables of counts counting
@@ -265,19 +319,41 @@ _GATHER_S: Final = 0.05  # let a batch gather: one transaction per record cost ~
 _PRUNE_EVERY_S: Final = 3600.0
 
 
+# A refused answer (too large to hold) went upstream and was billed: a real run, not a refusal.
+_ANSWER_LIMITS: Final = frozenset({"max_answer_bytes", "answer_budget_bytes"})
+
+
+def _refusal(record: RunRecord) -> bool:
+    """A relay's refusal that never went upstream (overloaded, or the request refused): what a full backlog
+    drops first."""
+    close = _close(record)
+    if close == RelayClose.OVERLOADED.value:
+        return True
+    relay = record.get("relay")
+    limit = relay.get("limit") if isinstance(relay, Mapping) else None
+    return close == RelayClose.REFUSED.value and limit not in _ANSWER_LIMITS
+
+
+_log: Final = logging.getLogger("streamfsm.store")
+
+
 class StoreSink:
     """A run record sink that indexes each record in a store, off the caller's thread.
 
     Calling it only queues the record (the event loop never waits on the database, whose writes can wait on
-    another process's lock); a thread of its own writes what waits in one transaction per batch. At most
-    ``max_backlog`` records wait: past that, or when a write fails, records are counted in
-    ``sink_failures()`` under ``StoreSink`` and reported on ``streamfsm.sinks`` (never silently); the logs
-    stay the source of truth and ``streamfsm store rebuild`` makes the index whole again. ``retention``:
-    forget runs older than that, checked hourly. ``flush()`` waits for the backlog; ``close()`` flushes and
-    closes the store.
+    another process's lock); a thread of its own writes what waits in one transaction per batch, and a
+    batch the database refuses row by row (one bad row never takes its neighbours). While the database
+    cannot be reached the writer keeps the batch and tries again, after ``RECONNECT_MIN_S`` doubling up to
+    ``RECONNECT_MAX_S``. At most ``max_backlog`` records wait: past that a relay's refusal (close
+    ``overloaded``) waiting is dropped to keep a run's record, and a record that finds the backlog full of
+    runs is dropped. Every record not indexed (dropped, refused, or still waiting when the process exits or
+    the sink is closed) is counted in ``sink_failures()`` under ``StoreSink`` and reported on
+    ``streamfsm.sinks`` (never silently); the logs stay the source of truth and ``streamfsm store rebuild``
+    makes the index whole again. ``retention``: forget runs older than that, checked hourly. ``flush()``
+    waits for the backlog; ``close()`` flushes and closes the store.
     """
 
-    __slots__ = ("_backlog", "_last_prune", "_pid", "_store", "_url", "retention")
+    __slots__ = ("_backlog", "_down", "_last_prune", "_pid", "_stop", "_store", "_url", "retention")
 
     def __init__(
         self, url: str, *, retention: timedelta | None = None, max_backlog: int = MAX_BACKLOG
@@ -289,8 +365,16 @@ class StoreSink:
         self._store = Store.open(url)  # fails now, not on the first record, for a bad URL
         self._pid = os.getpid()
         self._last_prune = 0.0
+        self._stop = threading.Event()  # set by close(): an unreachable store is waited for no longer
+        self._down = False
         self._backlog: Backlog[RunRecord] = Backlog(
-            "StoreSink", self._index, max_backlog, batch=_BATCH, linger=_LINGER_S, gather=_GATHER_S
+            "StoreSink",
+            self._index,
+            max_backlog,
+            batch=_BATCH,
+            linger=_LINGER_S,
+            gather=_GATHER_S,
+            disposable=_refusal,
         )
 
     def __repr__(self) -> str:
@@ -306,15 +390,50 @@ class StoreSink:
         """Wait until every record handed over was indexed (or counted as not); False on timeout."""
         return self._backlog.flush(timeout)
 
+    def pending(self) -> int:
+        """Records waiting to be indexed."""
+        return self._backlog.pending()
+
+    @property
+    def unreachable(self) -> bool:
+        """Whether the writer is waiting for the store to come back (its last write could not reach it)."""
+        return self._down
+
     def close(self, timeout: float = 10.0) -> None:
-        self.flush(timeout)
+        """Flush for up to ``timeout``; then what still waits for an unreachable store is counted, not
+        indexed, and the store is closed."""
+        if not self.flush(timeout):
+            self._stop.set()
+            self.flush(timeout)
         self._store.close()
 
     def _index(self, batch: list[RunRecord]) -> None:
-        try:
-            self._store.add(batch)
-        finally:
-            self._maybe_prune()
+        delay = RECONNECT_MIN_S
+        while True:
+            try:
+                self._store.add(batch, on_error=self._refused)
+            except StoreUnavailable as exc:
+                if self._stop.is_set() or not threading.main_thread().is_alive():
+                    for record in batch:
+                        count_sink_failure(
+                            "StoreSink", record.run_id, "the store was unreachable; not indexed (in the logs)"
+                        )
+                    return
+                if not self._down:
+                    self._down = True
+                    _log.warning("%s; holding the records and trying again", exc)
+                self._stop.wait(delay)
+                delay = min(delay * 2, RECONNECT_MAX_S)
+                continue
+            break
+        if self._down:
+            self._down = False
+            _log.warning("the store %s is reachable again", self._store.label)
+        self._maybe_prune()
+
+    @staticmethod
+    def _refused(record: RunRecord, exc: Exception) -> None:
+        count_sink_failure("StoreSink", record.run_id, f"the database refused it ({type(exc).__qualname__})")
 
     def _maybe_prune(self) -> None:
         now = time.monotonic()

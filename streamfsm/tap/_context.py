@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Final
+from typing import Any, Final
 
 from ..runtime import Ids
 from ._notes import BLOCK_LEDGERS, Ledger
 
 _CURRENT: Final[ContextVar[Ids | None]] = ContextVar("streamfsm_ids", default=None)
-_RELAYED: Final[ContextVar[bool]] = ContextVar("streamfsm_relayed", default=False)
+_RELAYED: Final[ContextVar[bytes | None]] = ContextVar("streamfsm_relayed", default=None)
+_HELD: Final[ContextVar[list[Any] | None]] = ContextVar("streamfsm_relay_runs", default=None)
 
 
 @contextmanager
@@ -57,16 +58,31 @@ def current_ids() -> Ids | None:
 
 
 @contextmanager
-def relaying() -> Iterator[None]:
+def relaying(client: bytes = b"", runs: list[Any] | None = None) -> Iterator[None]:
     """Every run the tap starts inside this block is relayed downstream (``streamfsm.relay``): its record has
     a ``relay`` section from the start, so that a run that ends before any byte goes down (an unreachable or
-    silent upstream: a 502 or 504) still says how it closed."""
-    token = _RELAYED.set(True)
+    silent upstream: a 502 or 504) still says how it closed. ``client``: who sent the request (its account and
+    address, as the relay knows them); an attempt chain never joins runs of two clients. ``runs``: each run
+    started is held (``TapRun.hold``) and added to it, so that the relay counts its own answer (a 502 or 504
+    written after the run failed) before it releases the record."""
+    token = _RELAYED.set(client)
+    kept = _HELD.set(runs)
     try:
         yield
     finally:
+        _HELD.reset(kept)
         _RELAYED.reset(token)
 
 
+def relay_runs() -> list[Any] | None:
+    """Where the relay keeps the runs the tap starts for it (see ``relaying``), or None."""
+    return _HELD.get()
+
+
 def relayed() -> bool:
+    return _RELAYED.get() is not None
+
+
+def relayed_for() -> bytes | None:
+    """The client of the request being relayed (see ``relaying``), or None outside a relay."""
     return _RELAYED.get()

@@ -9,7 +9,7 @@ raising it, so that the transport can attach it to whatever the HTTP library rai
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import anyio
@@ -77,6 +77,9 @@ class TapRun:
         core.rec.request["streaming"] = asks_stream
         self._events: deque[ConsumerEvent] | None = None  # nobody reads our events (the SDK reads the bytes)
         self._ended = False
+        self._due = False
+        self._held = False  # a relay's writes are still to come: the record waits for release()
+        self._then: Callable[[TapRun], None] | None = None  # what end() does once the record is out
         self._cancel_means: tuple[AbortSource, str, RelayClose] | None = None
         self.failure: StreamFailed | None = None
         self.streams: bool | None = None  # once a 2xx response said it
@@ -270,18 +273,56 @@ class TapRun:
         whose terminal event never reached the client, the relay shutting down."""
         self.core.rec.relay_close = close
 
-    def refused(self, reason: str, limit: str) -> None:
-        """A relay refused the request before it went upstream (503: ``limit``, one of its own, was full):
-        the run ends now as the relay's own abort, with the close kind ``overloaded`` and the limit named in
-        the ``relay`` section, and its record goes to the sinks."""
+    def refused(
+        self, reason: str, limit: str, nbytes: int = 0, close: RelayClose = RelayClose.OVERLOADED
+    ) -> None:
+        """A relay refused the request before it went upstream (``close`` ``overloaded``: a 503, ``limit``,
+        one of its own, was full; ``refused``: a 400, 408 or 413, ``limit`` the rule the request broke;
+        ``nbytes``: the answer's body the client took): the run ends now as the relay's own abort, with the
+        close kind and the limit named in the ``relay`` section, and its record goes to the sinks."""
         core = self.core
         rec = core.rec
-        core.relayed(None)
+        core.relayed(None, nbytes)
+        if nbytes:
+            rec.relayed_end()
         assert rec.relay is not None
         rec.relay["limit"] = limit
-        rec.relay_close = RelayClose.OVERLOADED
+        rec.relay_close = close
         self.failure = core.fail(Trigger.LOCAL_ABORT, core.abort_facts(AbortSource.APP, reason))
         self.end()
+
+    def refused_answer(self, reason: str, limit: str, nbytes: int = 0) -> None:
+        """A relay refused the upstream's non-streaming answer (``limit``, a bound of its own, was passed):
+        the run stops now as the relay's own abort, with the close kind ``refused`` and the limit named; the
+        record goes out at ``release()`` (``nbytes``: the relay's answer the client took instead)."""
+        core = self.core
+        core.relayed(None, nbytes)
+        if nbytes:
+            core.rec.relayed_end()
+        assert core.rec.relay is not None
+        core.rec.relay["limit"] = limit
+        core.rec.relay_close = RelayClose.REFUSED
+        self.abort(reason, source=AbortSource.APP)
+
+    def hold(self) -> None:
+        """The relay writes the client's response: the record waits for ``release()``, so that it counts the
+        relay's last writes too (its error event, the response's end)."""
+        self._held = True
+
+    def release(self) -> None:
+        """The relay's exchange is over: an end that came while held happens now."""
+        self._held = False
+        if self._due:
+            self.end()
+
+    def relayed_error(self, source: str, nbytes: int = 0) -> None:
+        """An in-band error event reached the client: the upstream's own (``"upstream"``, passed on in the
+        chunk that carried it) or the relay's (``"relay"``, ``nbytes`` of it)."""
+        self.core.rec.relayed_error(source, nbytes)
+
+    def relayed_end(self) -> None:
+        """The response's clean end reached the client (the last chunk of its framing was written)."""
+        self.core.rec.relayed_end()
 
     def relayed_bytes(self, nbytes: int) -> None:
         """A relay wrote ``nbytes`` downstream that carried no consumer event of their own (the rest of a
@@ -298,9 +339,15 @@ class TapRun:
     def ended_without_terminal(self) -> bool:
         return self.failure is not None and self.failure.record["outcome"]["edge"] == _EOF_EDGE
 
-    def end(self) -> None:
-        """Seal the record and hand it to the sinks, once."""
+    def end(self, then: Callable[[TapRun], None] | None = None) -> None:
+        """Seal the record and hand it to the sinks, once; ``then``: called with the run after it. A run a
+        relay holds (``hold()``) does so at ``release()``."""
         if self._ended:
+            return
+        if then is not None:
+            self._then = then
+        if self._held:
+            self._due = True
             return
         self._ended = True
         self._witness.settle(self.failure)
@@ -308,6 +355,9 @@ class TapRun:
         record = self.core.seal()
         if record is not None:
             deliver(self.config.sinks, record)  # never raises; logs the run, then each sink in order
+        then, self._then = self._then, None
+        if then is not None:
+            then(self)
 
     def _settle(self, failure: StreamFailed) -> StreamFailed:
         self.failure = detached(failure)

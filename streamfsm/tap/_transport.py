@@ -29,6 +29,7 @@ import functools
 import hashlib
 import importlib
 import queue
+import re
 import threading
 import time
 import warnings
@@ -55,13 +56,21 @@ from ..runtime import (
     plain_scope_class,
     socket_of,
 )
-from ._context import current_ids, relayed
+from ._context import current_ids, relay_runs, relayed, relayed_for
 from ._notes import attach, remember
 from ._rules import Rule, check_rules, llm_request
 from ._run import SyncTapRun, TapRun
 
 LIBRARIES: Final = ("httpx", "httpx2")
-_RETRY_COUNT: Final = "x-stainless-retry-count"  # sent by the openai and anthropic SDKs on every request
+# The SDKs' own retry headers: openai's and anthropic's count (0 on the first request), botocore's attempt
+# ("attempt=2; max=5") with an invocation id that all attempts of one call share.
+_RETRY_COUNT: Final = "x-stainless-retry-count"
+_AWS_REQUEST: Final = "amz-sdk-request"
+_AWS_INVOCATION: Final = "amz-sdk-invocation-id"
+# An application's own word that a request is attempt N (1, 2, ...) of one call: for clients whose retries
+# carry no count of their own.
+ATTEMPT_HEADER: Final = "x-streamfsm-attempt"
+_AWS_ATTEMPT: Final = re.compile(r"(?:^|;)\s*attempt=(\d{1,4})\s*(?:;|$)")
 _MAX_CHAINS: Final = 256
 _RESENT_WITHIN_S: Final = 300.0
 _ERROR_BODY_S: Final = 0.1  # for an error body the SDK closes unread; the openai SDK's own drain bound
@@ -82,11 +91,30 @@ class _Ended:
     at: float  # time.monotonic()
 
 
+def _said_retry(headers: Any) -> str | None:
+    """The decision a request's own headers state: ``sdk_retry`` (the SDK counts it a retry), ``resent`` (the
+    application's ``x-streamfsm-attempt`` above 1), or None (a first attempt, or nothing said)."""
+    if _above(headers.get(_RETRY_COUNT), 0):
+        return "sdk_retry"
+    aws = headers.get(_AWS_REQUEST)
+    if aws is not None and (found := _AWS_ATTEMPT.search(aws)) is not None and int(found[1]) > 1:
+        return "sdk_retry"
+    if _above(headers.get(ATTEMPT_HEADER), 1):
+        return "resent"
+    return None
+
+
+def _above(value: str | None, floor: int) -> bool:
+    return value is not None and value.isdigit() and len(value) <= 4 and int(value) > floor
+
+
 class _Chains:
     """Retries of one call become one attempt chain: one trace id, the attempt counted, the earlier attempts
-    listed. A retry is the same request (method, URL, body) sent again: by the SDK itself (its retry count
-    above 0: decision ``sdk_retry``), or by the framework or application after that request failed, within
-    ``_RESENT_WITHIN_S`` (``resent``: LiteLLM's, the Agents SDK runner's and google-genai's retries carry no
+    listed. A retry is the same request (method, URL, body; botocore's invocation id) of the same client sent
+    again, as its headers say (``_said_retry``). In a relay the client is the account and address the relay
+    names (``relaying``), so a chain never joins two accounts, and equal bodies alone never make a retry; in
+    an application (one tap, one client), the same request sent again within ``_RESENT_WITHIN_S`` of its
+    failure is one too (``resent``: LiteLLM's, the Agents SDK runner's and google-genai's retries carry no
     count)."""
 
     def __init__(self) -> None:
@@ -95,21 +123,27 @@ class _Chains:
 
     def ids(self, request: Any, content: bytes) -> tuple[Ids, bytes]:
         base = current_ids() or Ids()
+        client = relayed_for()
+        headers = request.headers
         digest = hashlib.blake2b(
             b"%s %s\n" % (request.method.encode(), str(request.url).encode()), digest_size=16
         )
+        if client is not None:
+            digest.update(b"%d:%s" % (len(client), client))
+        invocation = headers.get(_AWS_INVOCATION)
+        if invocation is not None:
+            digest.update(b"aws:%s\n" % invocation.encode("utf-8", "replace"))
         digest.update(content)  # hashed where it lies: a large body is not copied
         key = digest.digest()
-        try:
-            counted = int(request.headers.get(_RETRY_COUNT, "0")) > 0
-        except ValueError:
-            counted = False
+        said = _said_retry(headers)
+        if said is None and client is not None:
+            return base, key
         with self._lock:
             before = self._ended.get(key)
         if before is None:
             return base, key
-        if counted:
-            decision = "sdk_retry"
+        if said is not None:
+            decision = said
         elif before.failed and time.monotonic() - before.at <= _RESENT_WITHIN_S:
             decision = "resent"
         else:
@@ -203,6 +237,10 @@ class _Tap:
             return None
         if relayed():
             run.relayed_bytes(0)
+            held = relay_runs()
+            if held is not None:  # the relay's own answer is still to come: it releases the record
+                run.hold()
+                held.append(run)
         run.begin()
         return run, key
 
@@ -240,8 +278,7 @@ class _StreamBase:
         run, self._run = self._run, None
         if run is not None:
             self._dropped.detach()
-            run.end()
-            self._tap._chains.ended(self._key, run)
+            run.end(functools.partial(self._tap._chains.ended, self._key))
 
     def _failed(self, exc: BaseException, failure: StreamFailed | None) -> None:
         if failure is not None:

@@ -1,23 +1,30 @@
-"""Real-world wire shapes as catalog scenarios: issue 29's held-out set (``tests/heldout``), taken after its
-after-score. Each row is one response a provider, gateway or local server was seen to send, with its public
-source in a comment (the full citation is in ``tests/heldout/SOURCES.md`` under the shape's id), the
-catalog family it joins, and the outcome the taxonomy gives it, written by hand.
+"""Real-world wire shapes as catalog scenarios: the held-out sets of issue 29 (``tests/heldout``) and of
+issue 33 (``tests/fresh``), each taken after its after-score. Each row is one response a provider, gateway
+or local server was seen to send, with its public source in a comment (the full citation is in the set's
+``SOURCES.md`` under the shape's id), the catalog family it joins, and the outcome the taxonomy gives it,
+written out (for the fresh set, as the run gives it, which the set's predicates call the truth).
 
 Model output text is shortened or made up where the source's text is irrelevant to the shape. Shapes that
 repeat a scenario already in the catalog (same wire, same outcome) are left out here.
 """
 
 # The wire text of Chinese providers is kept as sent (full-width punctuation included).
-# ruff: noqa: RUF001
+# Wire strings of the fresh set are kept whole, one per line.
+# ruff: noqa: RUF001, E501
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, Final
 
 from ..classify import Action, FailureClass, Phase, Verdict
 from ..machine import Trigger
+from ..wire import exception_message
+from ._eventstream import CONTENT_TYPE as EVENT_STREAM
+from ._eventstream import converse_event
 from ._script import End, Headers, Send, Status, Step
+from ._wire import line
 
 __all__ = ["FAMILIES", "Outcome", "rows"]
 
@@ -263,6 +270,111 @@ _row(
         *a_end("pause_turn", 512),
     ),
     (_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "paused", _A.NONE, None),
+)
+
+# Anthropic docs "Compaction" (beta, pause_after_compaction); anthropic SDK BetaStopReason
+_row(
+    "finish",
+    "anthropic",
+    "compaction-then-pause",
+    "a compaction block (the earlier context summarised), then stop_reason 'compaction': the turn paused"
+    " after compacting, to be sent back; the summary is not the answer",
+    stream(
+        a_start("claude-opus-4-6"),
+        a_block(0, {"type": "compaction", "content": None}),
+        a_delta(0, {"type": "compaction_delta", "content": "The user is migrating a Django app to 5.2."}),
+        a_stop_block(0),
+        *a_end("compaction", 180),
+    ),
+    (_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "paused", _A.NONE, None),
+)
+
+# Anthropic docs "Web search tool" (errors: the result's content is a web_search_tool_result_error)
+_row(
+    "tool",
+    "anthropic",
+    "web-search-error-result",
+    "a server web search whose result is an error object (max_uses_exceeded), then the model's answer: the"
+    " provider ran the tool, the model read the error and answered; a whole answer",
+    stream(
+        a_start("claude-sonnet-4-6"),
+        a_block(0, {"type": "server_tool_use", "id": "srvtoolu_01WsErr", "name": "web_search", "input": {}}),
+        a_json(0, '{"query": "ECB rate decision'),
+        a_json(0, ' December"}'),
+        a_stop_block(0),
+        a_block(
+            1,
+            {
+                "type": "web_search_tool_result",
+                "tool_use_id": "srvtoolu_01WsErr",
+                "content": {"type": "web_search_tool_result_error", "error_code": "max_uses_exceeded"},
+            },
+        ),
+        a_stop_block(1),
+        a_block(2, {"type": "text", "text": ""}),
+        a_text(2, "I could not search again, but the last decision held rates."),
+        a_stop_block(2),
+        *a_end("end_turn", 60),
+    ),
+    (_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "finished", _A.NONE, None),
+)
+
+# Anthropic docs "MCP connector" (beta): mcp_tool_use and mcp_tool_result blocks, is_error
+_row(
+    "tool",
+    "anthropic",
+    "mcp-call-and-failed-result",
+    "an MCP call the provider made and its result marked is_error, then text: the provider ran it, the"
+    " model answered; a whole answer, nothing for the agent to run",
+    stream(
+        a_start("claude-sonnet-4-6"),
+        a_block(
+            0,
+            {"type": "mcp_tool_use", "id": "mcptoolu_01Lin", "name": "list_issues", "server_name": "linear"},
+        ),
+        a_json(0, '{"team": "core"}'),
+        a_stop_block(0),
+        a_block(
+            1,
+            {
+                "type": "mcp_tool_result",
+                "tool_use_id": "mcptoolu_01Lin",
+                "is_error": True,
+                "content": [{"type": "text", "text": "401 from the MCP server"}],
+            },
+        ),
+        a_stop_block(1),
+        a_block(2, {"type": "text", "text": ""}),
+        a_text(2, "The Linear server refused the request."),
+        a_stop_block(2),
+        *a_end("end_turn", 40),
+    ),
+    (_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "finished", _A.NONE, None),
+)
+
+# Anthropic docs "Fine-grained tool streaming": input streamed eagerly may be invalid JSON at max_tokens
+_row(
+    "tool",
+    "anthropic",
+    "eager-input-invalid-at-max-tokens",
+    "fine-grained tool streaming: the input arrives unbuffered and the output limit ends it mid-value; the"
+    " block is stopped on JSON that never parses: no call is handed out, the tool did not run",
+    stream(
+        a_start("claude-sonnet-4-6"),
+        a_block(0, {"type": "tool_use", "id": "toolu_01Eag", "name": "write_file", "input": {}}),
+        a_json(0, '{"path": "notes.md", "content": "# Plan\\n1. Measure'),
+        a_stop_block(0),
+        *a_end("max_tokens", 4096),
+    ),
+    (
+        _C.TOOL_INPUT_INTERRUPTED,
+        _V.NO_RETRY,
+        _T.TOOL_INPUT_UNFINISHED,
+        _P.TOOL_INPUT,
+        "length",
+        _A.FIX_REQUEST,
+        None,
+    ),
 )
 
 # Firebase Vertex AI FinishReason reference
@@ -1046,7 +1158,8 @@ _row(
     "content",
     "openai-chat",
     "object-error-after-output-then-done",
-    "vLLM's error shape {'object': 'error', ...} mid-stream (no 'error' key): a provider error after output",
+    "vLLM's error shape {'object': 'error', ...} mid-stream (no 'error' key): a provider error after output;"
+    " its words say the GPU ran out of memory, which no wait cures, whatever the 500 says",
     stream(
         *chat_text("Sure, here is", " the summary:", model="meta-llama/Llama-3.1-8B-Instruct"),
         sse(
@@ -1062,11 +1175,11 @@ _row(
     ),
     (
         _C.PROVIDER_ERROR,
-        _V.USER_CONFIRMED_RETRY,
+        _V.NO_RETRY,
         _T.PROVIDER_ERROR_EVENT,
         _P.MID_GENERATION,
-        "server_error",
-        _A.CONTINUE_WITH_PARTIAL,
+        "model_unavailable",
+        _A.FIX_REQUEST,
         None,
     ),
 )
@@ -1474,6 +1587,1754 @@ _row(
         _P.EARLY_STREAM,
         "invalid_request",
         _A.FIX_REQUEST,
+        None,
+    ),
+)
+
+
+# -- the fresh set (tests/fresh, sources in its SOURCES.md) -------------------------------------------
+# Its wire builders, shared with tests/fresh/shapes.py.
+
+
+def responses_wire(
+    build: Callable[[Responses], tuple[Step, ...]], model: str = "gpt-5.1"
+) -> tuple[Step, ...]:
+    return build(Responses(rid="resp_fr35h", model=model))
+
+
+NDJSON: Final = Headers(headers=(("content-type", "application/x-ndjson"),))
+
+
+BEDROCK: Final = Headers(headers=(("content-type", EVENT_STREAM), ("x-amzn-requestid", "5e1d-fr35h")))
+
+
+def ndjson_lines(*frames: bytes, head: Headers = NDJSON) -> tuple[Step, ...]:
+    return (head, *(Send(f) for f in frames), End())
+
+
+def custom_tool_events(r: Responses) -> tuple[Step, ...]:
+    item = {"id": "ctc_0fr35h", "type": "custom_tool_call", "status": "in_progress", "call_id": "call_c1"}
+    done = {**item, "status": "completed", "name": "shell", "input": "echo hello"}
+    return stream(
+        *r.opening(),
+        r.ev(
+            "response.output_item.added",
+            output_index=0,
+            item={"id": "rs_0fr35h", "type": "reasoning", "summary": []},
+        ),
+        r.ev(
+            "response.output_item.done",
+            output_index=0,
+            item={"id": "rs_0fr35h", "type": "reasoning", "summary": [], "encrypted_content": "gAAAAB"},
+        ),
+        r.ev("response.output_item.added", output_index=1, item={**item, "input": "", "name": "shell"}),
+        r.ev("response.custom_tool_call_input.delta", item_id="ctc_0fr35h", output_index=1, delta="echo"),
+        r.ev("response.custom_tool_call_input.delta", item_id="ctc_0fr35h", output_index=1, delta=" hello"),
+        r.ev(
+            "response.custom_tool_call_input.done", item_id="ctc_0fr35h", output_index=1, input="echo hello"
+        ),
+        r.ev("response.output_item.done", output_index=1, item=done),
+        r.ev("response.completed", response=r.response("completed", output=[done])),
+    )
+
+
+def parallel_call_events(r: Responses) -> tuple[Step, ...]:
+    titles = ["Organize the digital photo folder", "Try a new recipe for dinner", "Take a 20-minute walk"]
+    items = [
+        {"id": f"fc_{i}fr35h", "type": "function_call", "status": "in_progress", "call_id": f"call_t{i}"}
+        for i in range(3)
+    ]
+    args = [_json({"title": t}) for t in titles]
+    frames = list(r.opening())
+    for i, item in enumerate(items):
+        frames.append(
+            r.ev(
+                "response.output_item.added",
+                output_index=i,
+                item={**item, "name": "add_task", "arguments": ""},
+            )
+        )
+    # The three calls' argument deltas interleave; each is keyed by its item id and output index.
+    for cut in range(0, max(len(a) for a in args), 9):
+        for i, a in enumerate(args):
+            if cut < len(a):
+                frames.append(
+                    r.ev(
+                        "response.function_call_arguments.delta",
+                        item_id=items[i]["id"],
+                        output_index=i,
+                        delta=a[cut : cut + 9],
+                    )
+                )
+    done = []
+    for i, item in enumerate(items):
+        frames.append(
+            r.ev(
+                "response.function_call_arguments.done",
+                item_id=item["id"],
+                output_index=i,
+                name="add_task",
+                arguments=args[i],
+            )
+        )
+        whole_item = {**item, "status": "completed", "name": "add_task", "arguments": args[i]}
+        done.append(whole_item)
+        frames.append(r.ev("response.output_item.done", output_index=i, item=whole_item))
+    frames.append(r.ev("response.completed", response=r.response("completed", output=done)))
+    return stream(*frames)
+
+
+def message_events(
+    r: Responses, index: int, *pieces: str, annotations: list[dict[str, Any]] | None = None
+) -> list[bytes]:
+    mid = f"msg_{index}fr35h"
+    text = "".join(pieces)
+    part = {"type": "output_text", "text": "", "annotations": []}
+    out = [
+        r.ev(
+            "response.output_item.added",
+            output_index=index,
+            item={"id": mid, "type": "message", "status": "in_progress", "role": "assistant", "content": []},
+        ),
+        r.ev("response.content_part.added", item_id=mid, output_index=index, content_index=0, part=part),
+    ]
+    for piece in pieces:
+        out.append(
+            r.ev(
+                "response.output_text.delta",
+                item_id=mid,
+                output_index=index,
+                content_index=0,
+                delta=piece,
+                logprobs=[],
+            )
+        )
+    for n, annotation in enumerate(annotations or []):
+        out.append(
+            r.ev(
+                "response.output_text.annotation.added",
+                item_id=mid,
+                output_index=index,
+                content_index=0,
+                annotation_index=n,
+                annotation=annotation,
+            )
+        )
+    whole = {"type": "output_text", "text": text, "annotations": annotations or []}
+    out += [
+        r.ev(
+            "response.output_text.done",
+            item_id=mid,
+            output_index=index,
+            content_index=0,
+            text=text,
+            logprobs=[],
+        ),
+        r.ev("response.content_part.done", item_id=mid, output_index=index, content_index=0, part=whole),
+        r.ev(
+            "response.output_item.done",
+            output_index=index,
+            item={
+                "id": mid,
+                "type": "message",
+                "status": "completed",
+                "role": "assistant",
+                "content": [whole],
+            },
+        ),
+    ]
+    return out
+
+
+def mcp_call_events(r: Responses) -> tuple[Step, ...]:
+    tools = {"id": "mcpl_0fr35h", "type": "mcp_list_tools", "server_label": "deepwiki", "tools": []}
+    listed = {**tools, "tools": [{"name": "ask_question", "input_schema": {"type": "object"}}]}
+    args = _json({"repoName": "modelcontextprotocol/modelcontextprotocol", "question": "transports?"})
+    call = {"id": "mcp_1fr35h", "type": "mcp_call", "server_label": "deepwiki", "name": "ask_question"}
+    return stream(
+        *r.opening(),
+        r.ev("response.output_item.added", output_index=0, item=tools),
+        r.ev("response.mcp_list_tools.in_progress", item_id="mcpl_0fr35h", output_index=0),
+        r.ev("response.mcp_list_tools.completed", item_id="mcpl_0fr35h", output_index=0),
+        r.ev("response.output_item.done", output_index=0, item=listed),
+        r.ev(
+            "response.output_item.added", output_index=1, item={**call, "arguments": "", "status": "calling"}
+        ),
+        r.ev("response.mcp_call.in_progress", item_id="mcp_1fr35h", output_index=1),
+        r.ev("response.mcp_call_arguments.delta", item_id="mcp_1fr35h", output_index=1, delta=args[:30]),
+        r.ev("response.mcp_call_arguments.delta", item_id="mcp_1fr35h", output_index=1, delta=args[30:]),
+        r.ev("response.mcp_call_arguments.done", item_id="mcp_1fr35h", output_index=1, arguments=args),
+        r.ev("response.mcp_call.completed", item_id="mcp_1fr35h", output_index=1),
+        r.ev(
+            "response.output_item.done",
+            output_index=1,
+            item={**call, "arguments": args, "status": "completed", "output": "stdio and Streamable HTTP"},
+        ),
+        *message_events(r, 2, "The 2025-03-26 spec supports", " stdio and Streamable HTTP."),
+        r.ev("response.completed", response=r.response("completed")),
+    )
+
+
+def mcp_approval_events(r: Responses) -> tuple[Step, ...]:
+    request = {
+        "id": "mcpr_0fr35h",
+        "type": "mcp_approval_request",
+        "server_label": "deepwiki",
+        "name": "ask_question",
+        "arguments": _json({"repoName": "openai/codex", "question": "What is apply_patch?"}),
+    }
+    return stream(
+        *r.opening(),
+        r.ev("response.output_item.added", output_index=0, item=request),
+        r.ev("response.output_item.done", output_index=0, item=request),
+        r.ev("response.completed", response=r.response("completed", output=[request])),
+    )
+
+
+def web_search_events(r: Responses) -> tuple[Step, ...]:
+    search = {"id": "ws_0fr35h", "type": "web_search_call", "status": "in_progress"}
+    cite = {
+        "type": "url_citation",
+        "start_index": 0,
+        "end_index": 38,
+        "url": "https://www.example.org/eu-ai-act",
+        "title": "EU AI Act timeline",
+    }
+    return stream(
+        *r.opening(),
+        r.ev("response.output_item.added", output_index=0, item=search),
+        r.ev("response.web_search_call.in_progress", item_id="ws_0fr35h", output_index=0),
+        r.ev("response.web_search_call.searching", item_id="ws_0fr35h", output_index=0),
+        r.ev("response.web_search_call.completed", item_id="ws_0fr35h", output_index=0),
+        r.ev(
+            "response.output_item.done",
+            output_index=0,
+            item={**search, "status": "completed", "action": {"type": "search", "query": "EU AI Act dates"}},
+        ),
+        *message_events(
+            r, 1, "The Act's obligations for GPAI models", " apply from August 2025.", annotations=[cite]
+        ),
+        r.ev("response.completed", response=r.response("completed")),
+    )
+
+
+def code_interpreter_events(r: Responses) -> tuple[Step, ...]:
+    ci = {
+        "id": "ci_0fr35h",
+        "type": "code_interpreter_call",
+        "status": "in_progress",
+        "container_id": "cntr_1",
+    }
+    code = "import math\nprint(math.factorial(20))"
+    return stream(
+        *r.opening(),
+        r.ev("response.output_item.added", output_index=0, item={**ci, "code": ""}),
+        r.ev("response.code_interpreter_call.in_progress", item_id="ci_0fr35h", output_index=0),
+        r.ev(
+            "response.code_interpreter_call_code.delta", item_id="ci_0fr35h", output_index=0, delta=code[:12]
+        ),
+        r.ev(
+            "response.code_interpreter_call_code.delta", item_id="ci_0fr35h", output_index=0, delta=code[12:]
+        ),
+        r.ev("response.code_interpreter_call_code.done", item_id="ci_0fr35h", output_index=0, code=code),
+        r.ev("response.code_interpreter_call.interpreting", item_id="ci_0fr35h", output_index=0),
+        r.ev("response.code_interpreter_call.completed", item_id="ci_0fr35h", output_index=0),
+        r.ev(
+            "response.output_item.done",
+            output_index=0,
+            item={
+                **ci,
+                "status": "completed",
+                "code": code,
+                "outputs": [{"type": "logs", "logs": "2432902008176640000\n"}],
+            },
+        ),
+        *message_events(r, 1, "20! is ", "2432902008176640000."),
+        r.ev("response.completed", response=r.response("completed")),
+    )
+
+
+def image_generation_events(r: Responses) -> tuple[Step, ...]:
+    ig = {"id": "ig_0fr35h", "type": "image_generation_call", "status": "in_progress"}
+    return stream(
+        *r.opening(),
+        r.ev("response.output_item.added", output_index=0, item=ig),
+        r.ev("response.image_generation_call.in_progress", item_id="ig_0fr35h", output_index=0),
+        r.ev("response.image_generation_call.generating", item_id="ig_0fr35h", output_index=0),
+        r.ev(
+            "response.image_generation_call.partial_image",
+            item_id="ig_0fr35h",
+            output_index=0,
+            partial_image_index=0,
+            partial_image_b64="iVBORw0KGgo=",
+        ),
+        r.ev("response.image_generation_call.completed", item_id="ig_0fr35h", output_index=0),
+        r.ev(
+            "response.output_item.done",
+            output_index=0,
+            item={**ig, "status": "completed", "result": "iVBORw0KGgoAAAANSUhEUg==", "output_format": "png"},
+        ),
+        r.ev("response.completed", response=r.response("completed")),
+    )
+
+
+def shell_call_events(r: Responses) -> tuple[Step, ...]:
+    item = {"id": "sh_0fr35h", "type": "shell_call", "call_id": "call_sh1", "status": "in_progress"}
+    action = {"commands": ["ls -la", "git status"], "timeout_ms": 120000, "max_output_length": 4096}
+    return stream(
+        *r.opening(),
+        r.ev("response.output_item.added", output_index=0, item={**item, "action": {"commands": []}}),
+        r.ev("response.shell_call_command.added", output_index=0, command_index=0, command=""),
+        r.ev("response.shell_call_command.delta", output_index=0, command_index=0, delta="ls -la"),
+        r.ev("response.shell_call_command.done", output_index=0, command_index=0, command="ls -la"),
+        r.ev("response.shell_call_command.added", output_index=0, command_index=1, command=""),
+        r.ev("response.shell_call_command.delta", output_index=0, command_index=1, delta="git status"),
+        r.ev("response.shell_call_command.done", output_index=0, command_index=1, command="git status"),
+        r.ev(
+            "response.output_item.done",
+            output_index=0,
+            item={**item, "status": "completed", "action": action},
+        ),
+        r.ev("response.completed", response=r.response("completed")),
+    )
+
+
+def apply_patch_events(r: Responses) -> tuple[Step, ...]:
+    operation = {"type": "update_file", "path": "src/app.py", "diff": "@@\n-print('hi')\n+print('hello')\n"}
+    item = {"id": "apc_0fr35h", "type": "apply_patch_call", "call_id": "call_ap1", "operation": operation}
+    return stream(
+        *r.opening(),
+        r.ev("response.output_item.added", output_index=0, item={**item, "status": "in_progress"}),
+        r.ev("response.output_item.done", output_index=0, item={**item, "status": "completed"}),
+        r.ev(
+            "response.completed", response=r.response("completed", output=[{**item, "status": "completed"}])
+        ),
+    )
+
+
+def compaction_events(r: Responses) -> tuple[Step, ...]:
+    item = {"id": "cmp_0fr35h", "type": "compaction", "encrypted_content": "gAAAAABpZ2Vu"}
+    return stream(
+        *r.opening(),
+        r.ev("response.output_item.added", output_index=0, item=item),
+        r.ev("response.output_item.done", output_index=0, item=item),
+        *message_events(r, 1, "Picking up where we left off:", " the migration is done."),
+        r.ev("response.completed", response=r.response("completed")),
+    )
+
+
+def reasoning_then_call_events(r: Responses) -> tuple[Step, ...]:
+    rs = {"id": "rs_0fr35h", "type": "reasoning", "summary": []}
+    fc = {"id": "fc_0fr35h", "type": "function_call", "call_id": "call_w1", "name": "get_weather"}
+    args = _json({"city": "Paris", "unit": "celsius"})
+    summary = {"type": "summary_text", "text": "Need the weather tool."}
+    return stream(
+        *r.opening(),
+        r.ev("response.output_item.added", output_index=0, item=rs),
+        r.ev(
+            "response.reasoning_summary_part.added",
+            item_id="rs_0fr35h",
+            output_index=0,
+            summary_index=0,
+            part={"type": "summary_text", "text": ""},
+        ),
+        r.ev(
+            "response.reasoning_summary_text.delta",
+            item_id="rs_0fr35h",
+            output_index=0,
+            summary_index=0,
+            delta="Need the weather tool.",
+        ),
+        r.ev(
+            "response.reasoning_summary_text.done",
+            item_id="rs_0fr35h",
+            output_index=0,
+            summary_index=0,
+            text="Need the weather tool.",
+        ),
+        r.ev(
+            "response.reasoning_summary_part.done",
+            item_id="rs_0fr35h",
+            output_index=0,
+            summary_index=0,
+            part=summary,
+        ),
+        r.ev(
+            "response.output_item.done",
+            output_index=0,
+            item={**rs, "summary": [summary], "encrypted_content": "gAAAAABo"},
+        ),
+        r.ev(
+            "response.output_item.added",
+            output_index=1,
+            item={**fc, "arguments": "", "status": "in_progress"},
+        ),
+        r.ev("response.function_call_arguments.delta", item_id="fc_0fr35h", output_index=1, delta=args[:10]),
+        r.ev("response.function_call_arguments.delta", item_id="fc_0fr35h", output_index=1, delta=args[10:]),
+        r.ev("response.function_call_arguments.done", item_id="fc_0fr35h", output_index=1, arguments=args),
+        r.ev(
+            "response.output_item.done", output_index=1, item={**fc, "arguments": args, "status": "completed"}
+        ),
+        r.ev("response.completed", response=r.response("completed")),
+    )
+
+
+ADD_ARGS, WEATHER_ARGS = (
+    _json({"a": 2, "b": 2}),
+    _json({"location": "Tokyo", "unit": "celsius"}),
+)
+
+
+FILE_ARGS = _json({"path": "notes/todo.md", "content": "# TODO\n- ship the fresh set\n- score it\n"})
+
+
+VERTEX_TOP = {"modelVersion": "gemini-2.5-pro", "responseId": "xD0VaberBfSanvgPoPLHkAU"}
+
+
+def vertex_chunk(parts: list[dict[str, Any]], finish: str | None = None, **top: Any) -> bytes:
+    candidate: dict[str, Any] = {"content": {"parts": parts, "role": "model"}}
+    if finish:
+        candidate["finishReason"] = finish
+    return sse(
+        {"candidates": [candidate], "createTime": "2025-11-13T02:09:08.087479Z", **VERTEX_TOP, **top},
+        crlf=True,
+    )
+
+
+def partial_arg(path: str, value: str, more: bool) -> bytes:
+    arg: dict[str, Any] = {"jsonPath": path, "stringValue": value}
+    if more:
+        arg["willContinue"] = True
+    return vertex_chunk([{"functionCall": {"partialArgs": [arg], "willContinue": True}}])
+
+
+def ollama_line(message: dict[str, Any], done: bool = False, **extra: Any) -> bytes:
+    body: dict[str, Any] = {"model": "qwen3", "created_at": "2026-03-01T10:00:00.000000Z"}
+    body["message"] = {"role": "assistant", "content": "", **message}
+    return line({**body, "done": done, **extra})
+
+
+def converse_ev(name: str, **body: Any) -> bytes:
+    return converse_event(name, body)
+
+
+CONVERSE_META: Final = {
+    "usage": {"inputTokens": 30, "outputTokens": 40, "totalTokens": 70},
+    "metrics": {"latencyMs": 812},
+}
+
+
+def custom_tool_cut_events(r: Responses) -> tuple[Step, ...]:
+    item = {"id": "ctc_1fr35h", "type": "custom_tool_call", "status": "in_progress", "call_id": "call_c2"}
+    return stream(
+        *r.opening(),
+        r.ev("response.output_item.added", output_index=0, item={**item, "input": "", "name": "apply_patch"}),
+        r.ev(
+            "response.custom_tool_call_input.delta",
+            item_id="ctc_1fr35h",
+            output_index=0,
+            delta="*** Begin Patch\n*** Update File: src/app.py\n@@\n-print('hi')\n+print('hel",
+        ),
+        r.ev(
+            "response.incomplete",
+            response=r.response("incomplete", incomplete_details={"reason": "max_output_tokens"}),
+        ),
+    )
+
+
+def parallel_cut_events(r: Responses) -> tuple[Step, ...]:
+    a, b = _json({"city": "Paris"}), _json({"city": "London", "days": 3})
+    items = [
+        {"id": f"fc_{i}fr35c", "type": "function_call", "status": "in_progress", "call_id": f"call_x{i}"}
+        for i in range(2)
+    ]
+    return stream(
+        *r.opening(),
+        r.ev(
+            "response.output_item.added",
+            output_index=0,
+            item={**items[0], "name": "forecast", "arguments": ""},
+        ),
+        r.ev(
+            "response.output_item.added",
+            output_index=1,
+            item={**items[1], "name": "forecast", "arguments": ""},
+        ),
+        r.ev("response.function_call_arguments.delta", item_id=items[0]["id"], output_index=0, delta=a),
+        r.ev("response.function_call_arguments.delta", item_id=items[1]["id"], output_index=1, delta=b[:14]),
+        r.ev("response.function_call_arguments.done", item_id=items[0]["id"], output_index=0, arguments=a),
+        r.ev(
+            "response.incomplete",
+            response=r.response("incomplete", incomplete_details={"reason": "max_output_tokens"}),
+        ),
+    )
+
+
+def unterminated(frame: bytes) -> bytes:
+    """``frame`` without its closing blank line (its last line still ends)."""
+    return frame[:-2] if frame.endswith(b"\r\n\r\n") else frame[:-1]
+
+
+# sgl-project/sglang PR #11173 (a deepwiki MCP stream from gpt-5); vllm-project/agentic-api PR #139 (the
+# mcp_call lifecycle recorded against OpenAI)
+_row(
+    "tool",
+    "openai-responses",
+    "hosted-mcp-call-then-text",
+    (
+        "a hosted MCP call runs on OpenAI's side (list tools, call, output), then text: whole, nothing to "
+        "execute"
+    ),
+    responses_wire(mcp_call_events, "gpt-5"),
+    (_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "finished", _A.NONE, None),
+)
+
+# OpenAI Responses streaming reference (response.web_search_call.in_progress/.searching/.completed,
+# response.output_text.annotation.added with a url_citation)
+_row(
+    "stream",
+    "openai-responses",
+    "web-search-then-cited-text",
+    (
+        "built-in web search (in_progress, searching, completed) then cited text: a whole answer, no call to "
+        "run"
+    ),
+    responses_wire(web_search_events),
+    (_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "finished", _A.NONE, None),
+)
+
+# OpenAI Responses streaming reference (response.code_interpreter_call_code.delta/.done, .interpreting,
+# .completed)
+_row(
+    "tool",
+    "openai-responses",
+    "code-interpreter-then-text",
+    (
+        "code interpreter streams its code, interprets, completes; then text: a whole answer, nothing to "
+        "execute"
+    ),
+    responses_wire(code_interpreter_events),
+    (_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "finished", _A.NONE, None),
+)
+
+# OpenAI image generation tool guide, streaming (response.image_generation_call.partial_image)
+_row(
+    "stream",
+    "openai-responses",
+    "image-generation-partial-images",
+    ("image generation streams partial images and completes: a completed response, never a failure"),
+    responses_wire(image_generation_events),
+    (_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "finished", _A.NONE, None),
+)
+
+# maximhq/bifrost PR #2648 (the shell tool's shell_call item); openai-python's ResponseFunctionShellToolCall
+# and response.shell_call_command.added/.delta/.done
+_row(
+    "tool",
+    "openai-responses",
+    "shell-call-completes-the-turn",
+    (
+        "the shell tool's call streams its commands and completes: the turn ended asking the client to run "
+        "them"
+    ),
+    responses_wire(shell_call_events),
+    (_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "finished", _A.NONE, None),
+)
+
+# UKGovernmentBEIS/inspect_ai PR #2791 (citing OpenAI's apply_patch guide); langchain-ai/langchain PR #37157
+_row(
+    "tool",
+    "openai-responses",
+    "apply-patch-call-completes-the-turn",
+    (
+        "the apply_patch tool's call (an update_file operation) completes the turn: whole, for the client to "
+        "apply"
+    ),
+    responses_wire(apply_patch_events),
+    (_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "finished", _A.NONE, None),
+)
+
+# vllm-project/vllm PR #31761 (reasoning events in a Responses stream); OpenAI reasoning summaries
+# (response.reasoning_summary_part.added, reasoning_summary_text.delta/.done)
+_row(
+    "tool",
+    "openai-responses",
+    "reasoning-summary-then-call",
+    ("a reasoning item (summary, encrypted content) then a function call: one callable call, a whole turn"),
+    responses_wire(reasoning_then_call_events),
+    (_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "finished", _A.NONE, None),
+)
+
+# Claude docs, web search tool, streaming
+_row(
+    "stream",
+    "anthropic",
+    "web-search-then-citations",
+    (
+        "server-side web search (server_tool_use, web_search_tool_result) then text with a citations_delta: "
+        "whole"
+    ),
+    stream(
+        a_start("claude-sonnet-4-6"),
+        a_block(0, {"type": "server_tool_use", "id": "srvtoolu_01Fr35h", "name": "web_search", "input": {}}),
+        a_json(0, '{"query": "claude shannon '),
+        a_json(0, 'birth date"}'),
+        a_stop_block(0),
+        a_block(
+            1,
+            {
+                "type": "web_search_tool_result",
+                "tool_use_id": "srvtoolu_01Fr35h",
+                "content": [
+                    {
+                        "type": "web_search_result",
+                        "title": "Claude Shannon - Wikipedia",
+                        "url": "https://en.wikipedia.org/wiki/Claude_Shannon",
+                        "encrypted_content": "EqgfCioIARgBIiQ3YTAwMjY1Mi1mZjM5",
+                        "page_age": "April 30, 2025",
+                    }
+                ],
+            },
+        ),
+        a_stop_block(1),
+        a_block(2, {"type": "text", "text": "", "citations": []}),
+        a_delta(
+            2,
+            {
+                "type": "citations_delta",
+                "citation": {
+                    "type": "web_search_result_location",
+                    "cited_text": "Claude Elwood Shannon (April 30, 1916 – February 24, 2001)",
+                    "url": "https://en.wikipedia.org/wiki/Claude_Shannon",
+                    "title": "Claude Shannon - Wikipedia",
+                    "encrypted_index": "Eo8BCioIAhgBIiQyYjQ0OWJmZi1lNm",
+                },
+            },
+        ),
+        a_text(2, "Claude Shannon was born on April 30, 1916."),
+        a_stop_block(2),
+        sse(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": 510, "server_tool_use": {"web_search_requests": 1}},
+            },
+            "message_delta",
+        ),
+        sse({"type": "message_stop"}, "message_stop"),
+    ),
+    (_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "finished", _A.NONE, None),
+)
+
+# Claude docs, code execution tool (bash_code_execution and bash_code_execution_tool_result)
+_row(
+    "tool",
+    "anthropic",
+    "bash-code-execution-result",
+    (
+        "server-side code execution (bash_code_execution and its result block) then text: whole, nothing to "
+        "run"
+    ),
+    stream(
+        a_start("claude-opus-4-5"),
+        a_block(
+            0,
+            {"type": "server_tool_use", "id": "srvtoolu_02Fr35h", "name": "bash_code_execution", "input": {}},
+        ),
+        a_json(0, '{"command": "python3 -c \\"print(sum(range(101)))\\""}'),
+        a_stop_block(0),
+        a_block(
+            1,
+            {
+                "type": "bash_code_execution_tool_result",
+                "tool_use_id": "srvtoolu_02Fr35h",
+                "content": {
+                    "type": "bash_code_execution_result",
+                    "stdout": "5050\n",
+                    "stderr": "",
+                    "return_code": 0,
+                },
+            },
+        ),
+        a_stop_block(1),
+        a_block(2, {"type": "text", "text": ""}),
+        a_text(2, "The sum of 1 to 100 is 5050."),
+        a_stop_block(2),
+        *a_end("end_turn", 120),
+    ),
+    (_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "finished", _A.NONE, None),
+)
+
+# Claude docs, MCP connector (mcp_tool_use, mcp_tool_result)
+_row(
+    "tool",
+    "anthropic",
+    "mcp-call-and-result",
+    (
+        "the MCP connector's mcp_tool_use and mcp_tool_result run on Anthropic's side; then text: whole, 0 "
+        "calls"
+    ),
+    stream(
+        a_start("claude-sonnet-4-5-20250929"),
+        a_block(
+            0,
+            {
+                "type": "mcp_tool_use",
+                "id": "mcptoolu_01Fr35h",
+                "name": "echo",
+                "server_name": "example-mcp",
+                "input": {},
+            },
+        ),
+        a_json(0, '{"message": "hello"}'),
+        a_stop_block(0),
+        a_block(
+            1,
+            {
+                "type": "mcp_tool_result",
+                "tool_use_id": "mcptoolu_01Fr35h",
+                "is_error": False,
+                "content": [{"type": "text", "text": "hello"}],
+            },
+        ),
+        a_stop_block(1),
+        a_block(2, {"type": "text", "text": ""}),
+        a_text(2, "The MCP server echoed: hello"),
+        a_stop_block(2),
+        *a_end("end_turn", 60),
+    ),
+    (_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "finished", _A.NONE, None),
+)
+
+# Claude docs, extended thinking (thinking_delta, signature_delta, redacted_thinking blocks)
+_row(
+    "stream",
+    "anthropic",
+    "thinking-signature-and-redacted-thinking",
+    ("extended thinking (thinking_delta, signature_delta) and a redacted_thinking block, then text: whole"),
+    stream(
+        a_start("claude-sonnet-4-5-20250929"),
+        a_block(0, {"type": "thinking", "thinking": "", "signature": ""}),
+        a_delta(0, {"type": "thinking_delta", "thinking": "Let me work out 27 * 453 step by step."}),
+        a_delta(
+            0,
+            {"type": "signature_delta", "signature": "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds"},
+        ),
+        a_stop_block(0),
+        a_block(
+            1,
+            {
+                "type": "redacted_thinking",
+                "data": "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP",
+            },
+        ),
+        a_stop_block(1),
+        a_block(2, {"type": "text", "text": ""}),
+        a_text(2, "27 * 453 = 12,231."),
+        a_stop_block(2),
+        *a_end("end_turn", 310),
+    ),
+    (_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "finished", _A.NONE, None),
+)
+
+# Claude docs, fine-grained tool streaming (input JSON streamed without buffering, in chunks that do not
+# follow JSON boundaries)
+_row(
+    "tool",
+    "anthropic",
+    "tool-input-in-unaligned-pieces",
+    (
+        "fine-grained tool streaming sends input_json_delta in small unaligned pieces; complete at tool_use: "
+        "1 call"
+    ),
+    stream(
+        a_start("claude-sonnet-4-5-20250929"),
+        a_block(0, {"type": "tool_use", "id": "toolu_01Fr35hGrain", "name": "write_file", "input": {}}),
+        *(a_json(0, FILE_ARGS[i : i + 5]) for i in range(0, len(FILE_ARGS), 5)),
+        a_stop_block(0),
+        *a_end("tool_use", 90),
+    ),
+    (_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "finished", _A.NONE, None),
+)
+
+# Gemini docs, thought signatures (the first functionCall part of parallel calls carries the signature)
+_row(
+    "tool",
+    "gemini",
+    "parallel-calls-with-thought-signature",
+    (
+        "two function calls in one chunk, the first carrying a thoughtSignature, then a trailing empty STOP: "
+        "2 calls"
+    ),
+    stream(
+        g_chunk(
+            [
+                {
+                    "functionCall": {"name": "get_weather", "args": {"city": "Paris"}},
+                    "thoughtSignature": "CiQB0e2Kb7",
+                },
+                {"functionCall": {"name": "get_weather", "args": {"city": "London"}}},
+            ]
+        ),
+        g_chunk([{"text": ""}], "STOP", usageMetadata=G_USAGE),
+    ),
+    (_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "finished", _A.NONE, None),
+)
+
+# envoyproxy/ai-gateway PR #2399 (raw GCP chunks quoted: the call with a thought signature, then a trailing
+# {"text": ""} STOP)
+_row(
+    "tool",
+    "gemini",
+    "call-chunk-then-trailing-stop",
+    ("newer Gemini models send the call in one chunk and STOP in a trailing empty one: one call, whole"),
+    stream(
+        g_chunk(
+            [
+                {
+                    "functionCall": {"name": "get_current_weather", "args": {"location": "Boston"}},
+                    "thoughtSignature": "EjQK",
+                }
+            ],
+            usageMetadata={"trafficType": "ON_DEMAND"},
+        ),
+        g_chunk(
+            [{"text": ""}],
+            "STOP",
+            usageMetadata={"promptTokenCount": 107, "candidatesTokenCount": 31, "totalTokenCount": 286},
+        ),
+    ),
+    (_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "finished", _A.NONE, None),
+)
+
+# Ollama docs, streaming
+_row(
+    "tool",
+    "ollama",
+    "thinking-then-tool-call",
+    (
+        "Ollama's /api/chat streams thinking, then a whole tool call (arguments as an object), then done: 1 "
+        "call"
+    ),
+    ndjson_lines(
+        ollama_line({"thinking": "The user wants the weather; "}),
+        ollama_line({"thinking": "call get_weather."}),
+        ollama_line({"tool_calls": [{"function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]}),
+        ollama_line(
+            {}, True, done_reason="stop", total_duration=912_000_000, prompt_eval_count=42, eval_count=25
+        ),
+    ),
+    (_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "finished", _A.NONE, None),
+)
+
+# Ollama docs, tool calling (parallel tool calls in one message)
+_row(
+    "tool",
+    "ollama",
+    "parallel-calls-in-one-line",
+    ("Ollama's /api/chat returns parallel tool calls in one line's tool_calls array, then done: two calls"),
+    ndjson_lines(
+        ollama_line(
+            {
+                "tool_calls": [
+                    {"function": {"name": "get_temperature", "arguments": {"city": "New York"}}},
+                    {"function": {"name": "get_conditions", "arguments": {"city": "New York"}}},
+                ]
+            }
+        ),
+        ollama_line(
+            {}, True, done_reason="stop", total_duration=1_204_000_000, prompt_eval_count=61, eval_count=38
+        ),
+    ),
+    (_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "finished", _A.NONE, None),
+)
+
+# AWS Bedrock API reference, ConverseStream ReasoningContentBlockDelta (text, signature)
+_row(
+    "stream",
+    "bedrock-converse",
+    "reasoning-then-text",
+    ("ConverseStream reasoningContent (text, then its signature), then text, end_turn: a whole answer"),
+    ndjson_lines(
+        converse_ev("messageStart", role="assistant"),
+        converse_ev(
+            "contentBlockDelta",
+            contentBlockIndex=0,
+            delta={"reasoningContent": {"text": "Two trains meet when"}},
+        ),
+        converse_ev(
+            "contentBlockDelta",
+            contentBlockIndex=0,
+            delta={"reasoningContent": {"signature": "ErcBCkgIAxAC"}},
+        ),
+        converse_ev("contentBlockStop", contentBlockIndex=0),
+        converse_ev("contentBlockDelta", contentBlockIndex=1, delta={"text": "They meet after 2 hours."}),
+        converse_ev("contentBlockStop", contentBlockIndex=1),
+        converse_ev("messageStop", stopReason="end_turn"),
+        converse_ev("metadata", **CONVERSE_META),
+        head=BEDROCK,
+    ),
+    (_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "finished", _A.NONE, None),
+)
+
+# AWS Bedrock user guide, tool use with ConverseStream (the top_song / WZPZ example)
+_row(
+    "tool",
+    "bedrock-converse",
+    "tool-use-input-in-deltas",
+    ("ConverseStream text, then a toolUse whose input arrives in deltas, stopReason tool_use: one call"),
+    ndjson_lines(
+        converse_ev("messageStart", role="assistant"),
+        converse_ev("contentBlockDelta", contentBlockIndex=0, delta={"text": "Let me look that up."}),
+        converse_ev("contentBlockStop", contentBlockIndex=0),
+        converse_ev(
+            "contentBlockStart",
+            contentBlockIndex=1,
+            start={"toolUse": {"toolUseId": "tooluse_Fr35hQ", "name": "top_song"}},
+        ),
+        converse_ev("contentBlockDelta", contentBlockIndex=1, delta={"toolUse": {"input": '{"sign"'}}),
+        converse_ev("contentBlockDelta", contentBlockIndex=1, delta={"toolUse": {"input": ': "WZPZ"}'}}),
+        converse_ev("contentBlockStop", contentBlockIndex=1),
+        converse_ev("messageStop", stopReason="tool_use"),
+        converse_ev("metadata", **CONVERSE_META),
+        head=BEDROCK,
+    ),
+    (_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "finished", _A.NONE, None),
+)
+
+# AWS Bedrock API reference, ConverseStream CitationsDelta
+_row(
+    "stream",
+    "bedrock-converse",
+    "citations-beside-text",
+    ("ConverseStream citation deltas beside text (document citations): a whole answer"),
+    ndjson_lines(
+        converse_ev("messageStart", role="assistant"),
+        converse_ev(
+            "contentBlockDelta", contentBlockIndex=0, delta={"text": "The warranty lasts two years."}
+        ),
+        converse_ev(
+            "contentBlockDelta",
+            contentBlockIndex=0,
+            delta={
+                "citation": {
+                    "title": "warranty.pdf",
+                    "sourceContent": [{"text": "Coverage: 24 months from purchase."}],
+                    "location": {"documentPage": {"documentIndex": 0, "start": 2, "end": 2}},
+                }
+            },
+        ),
+        converse_ev("contentBlockStop", contentBlockIndex=0),
+        converse_ev("messageStop", stopReason="end_turn"),
+        converse_ev("metadata", **CONVERSE_META),
+        head=BEDROCK,
+    ),
+    (_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "finished", _A.NONE, None),
+)
+
+# OpenAI streaming reference: response.custom_tool_call_input.delta/.done (as quoted in Soju06/codex-lb
+# PR #1889), and response.incomplete with max_output_tokens
+_row(
+    "tool",
+    "openai-responses",
+    "custom-tool-input-cut-at-the-limit",
+    (
+        "a freeform apply_patch input streams, then response.incomplete (max_output_tokens) before its done "
+        "event: the patch is cut, never callable"
+    ),
+    responses_wire(custom_tool_cut_events),
+    (
+        _C.TOOL_INPUT_INTERRUPTED,
+        _V.NO_RETRY,
+        _T.TOOL_INPUT_UNFINISHED,
+        _P.TOOL_INPUT,
+        "length",
+        _A.FIX_REQUEST,
+        None,
+    ),
+)
+
+# googleapis/js-genai's streamFunctionCallArguments recording (Vertex, gemini-2.5-pro), cut after a
+# willContinue fragment
+_row(
+    "tool",
+    "gemini",
+    "streamed-call-arguments-end-mid-call",
+    (
+        "streamed function-call arguments stop while willContinue is still true (no finish, the body ends): "
+        "the call is incomplete, never callable"
+    ),
+    stream(
+        vertex_chunk(
+            [
+                {
+                    "functionCall": {"name": "getCurrentWeather", "willContinue": True},
+                    "thoughtSignature": "CmAB4/H/Xj",
+                }
+            ]
+        ),
+        partial_arg("$.country", "USA", True),
+        partial_arg("$.country", "", False),
+        partial_arg("$.location", "NewYork", True),
+    ),
+    (
+        _C.TOOL_INPUT_INTERRUPTED,
+        _V.SAFE_AUTO_RETRY,
+        _T.EOF_WITHOUT_TERMINAL,
+        _P.TOOL_INPUT,
+        "eof_without_terminal",
+        _A.RETRY,
+        None,
+    ),
+)
+
+# openai/openai-python PR #3247 (custom deltas) with finish_reason: "length"
+_row(
+    "tool",
+    "openai-chat",
+    "custom-tool-input-cut-at-length",
+    (
+        "a Chat custom tool's raw input is cut by finish_reason 'length' ('DELETE FROM sessions WHERE '): "
+        "never callable"
+    ),
+    stream(
+        chat({"role": "assistant", "content": None}, model="gpt-5"),
+        chat(
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": "call_cu2",
+                        "type": "custom",
+                        "custom": {"name": "run_sql", "input": ""},
+                    }
+                ]
+            },
+            model="gpt-5",
+        ),
+        chat(
+            {"tool_calls": [{"index": 0, "custom": {"input": "DELETE FROM sessions WHERE "}}]}, model="gpt-5"
+        ),
+        chat({}, "length", model="gpt-5"),
+        DONE,
+    ),
+    (
+        _C.TOOL_INPUT_INTERRUPTED,
+        _V.NO_RETRY,
+        _T.TOOL_INPUT_UNFINISHED,
+        _P.TOOL_INPUT,
+        "length",
+        _A.FIX_REQUEST,
+        None,
+    ),
+)
+
+# AWS Bedrock API reference, ConverseStream stopReason: max_tokens
+_row(
+    "tool",
+    "bedrock-converse",
+    "tool-use-cut-at-max-tokens",
+    ("ConverseStream stopReason max_tokens while a toolUse input streams: the input is cut, never callable"),
+    ndjson_lines(
+        converse_ev("messageStart", role="assistant"),
+        converse_ev(
+            "contentBlockStart",
+            contentBlockIndex=0,
+            start={"toolUse": {"toolUseId": "tooluse_Fr35hX", "name": "write_file"}},
+        ),
+        converse_ev(
+            "contentBlockDelta",
+            contentBlockIndex=0,
+            delta={"toolUse": {"input": '{"path": "a.md", "content": "#'}},
+        ),
+        converse_ev("contentBlockStop", contentBlockIndex=0),
+        converse_ev("messageStop", stopReason="max_tokens"),
+        converse_ev("metadata", **CONVERSE_META),
+        head=BEDROCK,
+    ),
+    (
+        _C.TOOL_INPUT_INTERRUPTED,
+        _V.NO_RETRY,
+        _T.TOOL_INPUT_UNFINISHED,
+        _P.TOOL_INPUT,
+        "length",
+        _A.FIX_REQUEST,
+        None,
+    ),
+)
+
+# mcowger/plexus#691 and PR #694; iii-hq/workers PR #1020 (parallel calls' deltas interleave), with
+# response.incomplete
+_row(
+    "tool",
+    "openai-responses",
+    "parallel-second-call-cut-at-the-limit",
+    (
+        "two interleaved calls; the first's arguments are done, the second's are cut by response.incomplete: "
+        "at most the complete one, never the cut one"
+    ),
+    responses_wire(parallel_cut_events),
+    (
+        _C.TOOL_INPUT_INTERRUPTED,
+        _V.NO_RETRY,
+        _T.TOOL_INPUT_UNFINISHED,
+        _P.TOOL_INPUT,
+        "length",
+        _A.FIX_REQUEST,
+        None,
+    ),
+)
+
+# continuedev/continue#12795 (2026-06; also #11715, #9528)
+_row(
+    "error",
+    "ollama",
+    "http-500-needs-more-memory",
+    ("Ollama cannot load the model (needs more memory than the machine has), HTTP 500: retrying cannot help"),
+    http_error(500, {"error": "model requires more system memory (7.5 GiB) than is available (5.2 GiB)"}),
+    (
+        _C.PROVIDER_ERROR,
+        _V.NO_RETRY,
+        _T.HTTP_ERROR,
+        _P.BEFORE_CONNECTION,
+        "model_unavailable",
+        _A.FIX_REQUEST,
+        None,
+    ),
+)
+
+# google-gemini/gemini-cli#20309 (2026-02); vertesia/llumiverse PR #467 (2026-06: Gemini/Vertex 499
+# cancellations are retryable provider failures)
+_row(
+    "error",
+    "gemini",
+    "http-499-cancelled-in-array",
+    (
+        "Google's 499 CANCELLED (a backend cancelled the operation under load), wrapped in an array: "
+        "transient, nothing was delivered, safe to retry"
+    ),
+    http_error(
+        499,
+        [
+            {
+                "error": {
+                    "code": 499,
+                    "message": "The operation was cancelled.",
+                    "errors": [
+                        {
+                            "message": "The operation was cancelled.",
+                            "domain": "global",
+                            "reason": "backendError",
+                        }
+                    ],
+                    "status": "CANCELLED",
+                }
+            }
+        ],
+    ),
+    (
+        _C.PROVIDER_ERROR,
+        _V.SAFE_AUTO_RETRY,
+        _T.HTTP_ERROR,
+        _P.BEFORE_CONNECTION,
+        "server_error",
+        _A.RETRY_AFTER_BACKOFF,
+        None,
+    ),
+)
+
+# meta-llama/llama-models#354 (2025-05)
+_row(
+    "error",
+    "openai-chat",
+    "http-429-problem-detail-wait-a-bit",
+    (
+        "Meta's Llama API answers a token rate limit with a problem object ({title, detail, status}): a rate "
+        "limit"
+    ),
+    http_error(
+        429,
+        {
+            "title": "Too Many Requests",
+            "detail": "You have exceeded the maximum number of tokens allowed within a given time frame. Wait a bit"
+            " and try again.",
+            "status": 429,
+        },
+    ),
+    (
+        _C.PROVIDER_ERROR,
+        _V.SAFE_AUTO_RETRY,
+        _T.HTTP_ERROR,
+        _P.BEFORE_CONNECTION,
+        "rate_limit",
+        _A.RETRY_AFTER_BACKOFF,
+        None,
+    ),
+)
+
+# Gitlawb/openclaude#1549 (2026-06)
+_row(
+    "error",
+    "openai-chat",
+    "http-429-free-models-per-day",
+    ("OpenRouter's per-day free-model cap at 429: it resets at midnight UTC, not within a retry's wait"),
+    http_error(
+        429,
+        {
+            "error": {
+                "message": "Rate limit exceeded: free-models-per-day-high-balance.",
+                "type": "rate_limit_error",
+                "code": "429",
+            }
+        },
+    ),
+    (_C.PROVIDER_ERROR, _V.NO_RETRY, _T.HTTP_ERROR, _P.BEFORE_CONNECTION, "quota_exhausted", _A.STOP, None),
+)
+
+# Ivy-Interactive/Ivy-Tendril#1756 (2026-07); minorun365/agent-book#29 (2026-01)
+_row(
+    "error",
+    "bedrock-converse",
+    "http-429-tokens-per-day",
+    ("Bedrock's ThrottlingException 'Too many tokens per day': the daily token quota, no automatic retry"),
+    http_error(
+        429,
+        {"message": "Too many tokens per day, please wait before trying again."},
+        headers=(
+            ("x-amzn-errortype", "ThrottlingException:http://internal.amazon.com/coral/com.amazon.bedrock/"),
+        ),
+    ),
+    (_C.PROVIDER_ERROR, _V.NO_RETRY, _T.HTTP_ERROR, _P.BEFORE_CONNECTION, "quota_exhausted", _A.STOP, None),
+)
+
+# text-generation-inference's streamed error shape {"error": "<string>", "error_type": "generation"} with
+# "Request failed during generation: Server error: CUDA out of memory", as quoted in public client tests;
+# openai-python's _streaming.py reads an error that is not an object ("An error
+# occurred during streaming")
+_row(
+    "content",
+    "openai-chat",
+    "error-string-after-output",
+    (
+        "TGI's in-stream error, whose 'error' is a plain string (with error_type 'generation'), after visible"
+        " text: a failure mid-answer, not whole"
+    ),
+    stream(
+        *chat_text("Here are the three steps:", " first,", model="tgi"),
+        sse(
+            {
+                "error": "Request failed during generation: Server error: CUDA out of memory",
+                "error_type": "generation",
+            }
+        ),
+    ),
+    (
+        _C.PROVIDER_ERROR,
+        _V.NO_RETRY,
+        _T.PROVIDER_ERROR_EVENT,
+        _P.MID_GENERATION,
+        "model_unavailable",
+        _A.FIX_REQUEST,
+        None,
+    ),
+)
+
+# diegosouzapw/OmniRoute PR #8210 (2026-07: OpenRouter, nvidia/nemotron-3-ultra-550b-a55b:free, HTTP 200)
+_row(
+    "content",
+    "openai-chat",
+    "in-band-error-with-empty-choices",
+    (
+        "OpenRouter at HTTP 200: a chunk with empty choices and a top-level error (the upstream worker is at "
+        "its request limit) before any output: a failure, transient, safe to retry"
+    ),
+    stream(
+        sse(
+            {
+                "id": "gen-1784907787-Fr35h",
+                "object": "chat.completion.chunk",
+                "created": 1784907787,
+                "model": "nvidia/nemotron-3-ultra-550b-a55b:free",
+                "provider": "Nvidia",
+                "choices": [],
+                "error": {"code": 502, "message": "Worker local total request limit reached (33/32)"},
+            }
+        ),
+        DONE,
+    ),
+    (
+        _C.PROVIDER_ERROR,
+        _V.SAFE_AUTO_RETRY,
+        _T.PROVIDER_ERROR_EVENT,
+        _P.EARLY_STREAM,
+        "server_error",
+        _A.RETRY_AFTER_BACKOFF,
+        None,
+    ),
+)
+
+# letta-ai/letta PR #3304 (2026-04)
+_row(
+    "error",
+    "openai-chat",
+    "http-429-detail-wraps-insufficient-balance",
+    (
+        "a gateway's 429 says 'rate limit', its detail string wraps the upstream's 'Insufficient balance ... "
+        "Please recharge': money, not a wait"
+    ),
+    http_error(
+        429,
+        {
+            "message": "Rate limit exceeded for LLM model provider. Please wait before making another request.",
+            "detail": "RATE_LIMIT_EXCEEDED: Rate limited by OpenAI: Error code: 429 - {'error': {'code': '1113',"
+            " 'message': 'Insufficient balance or no resource package. Please recharge.'}} [BYOK]",
+        },
+    ),
+    (_C.PROVIDER_ERROR, _V.NO_RETRY, _T.HTTP_ERROR, _P.BEFORE_CONNECTION, "quota_exhausted", _A.STOP, None),
+)
+
+# michelle-avery/custom-conversation PR #26 (2025-04)
+_row(
+    "error",
+    "gemini",
+    "http-429-per-day-quota-in-array",
+    ("a per-day request quota (quotaId ...PerDay..., 25 a day) in an array-wrapped 429: no automatic retry"),
+    http_error(
+        429,
+        [
+            {
+                "error": {
+                    "code": 429,
+                    "message": "You exceeded your current quota, please check your plan and billing details. For"
+                    " more information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits.",
+                    "status": "RESOURCE_EXHAUSTED",
+                    "details": [
+                        {
+                            "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                            "violations": [
+                                {
+                                    "quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests",
+                                    "quotaId": "GenerateRequestsPerDayPerProjectPerModel-FreeTier",
+                                    "quotaDimensions": {"location": "global", "model": "gemini-2.5-pro-exp"},
+                                    "quotaValue": "25",
+                                }
+                            ],
+                        }
+                    ],
+                }
+            }
+        ],
+    ),
+    (_C.PROVIDER_ERROR, _V.NO_RETRY, _T.HTTP_ERROR, _P.BEFORE_CONNECTION, "quota_exhausted", _A.STOP, None),
+)
+
+# QuantumNous/new-api PR #6310 (2026-07): the distributor answers "no available channel" with HTTP 503 and
+# code: model_not_found; QuantumNous/new-api#982 (the wording)
+_row(
+    "error",
+    "openai-chat",
+    "http-503-model-not-found-code",
+    (
+        "new-api's distributor: no channel serves the model in this group, code model_not_found, sent as 503:"
+        " the model is not offered here; retrying the same route cannot help"
+    ),
+    http_error(
+        503,
+        {
+            "error": {
+                "message": "当前分组 default 下对于模型 gpt-5.2 无可用渠道 (request id: 20260719101500123456789)",
+                "type": "new_api_error",
+                "code": "model_not_found",
+            }
+        },
+    ),
+    (_C.PROVIDER_ERROR, _V.NO_RETRY, _T.HTTP_ERROR, _P.BEFORE_CONNECTION, "not_found", _A.FIX_REQUEST, None),
+)
+
+# microsoft/TinyTroupe#85 (2025-01)
+_row(
+    "error",
+    "openai-chat",
+    "http-400-content-filter-innererror",
+    ("Azure's prompt filter (jailbreak detected) at 400, code content_filter: a content-policy rejection"),
+    http_error(
+        400,
+        {
+            "error": {
+                "message": "The response was filtered due to the prompt triggering Azure OpenAI's content management"
+                " policy. Please modify your prompt and retry. To learn more about our content filtering policies"
+                " please read our documentation: https://go.microsoft.com/fwlink/?linkid=2198766",
+                "type": None,
+                "param": "prompt",
+                "code": "content_filter",
+                "status": 400,
+                "innererror": {
+                    "code": "ResponsibleAIPolicyViolation",
+                    "content_filter_result": {
+                        "hate": {"filtered": False, "severity": "safe"},
+                        "jailbreak": {"filtered": True, "detected": True},
+                        "self_harm": {"filtered": False, "severity": "safe"},
+                        "sexual": {"filtered": False, "severity": "safe"},
+                        "violence": {"filtered": False, "severity": "safe"},
+                    },
+                },
+            }
+        },
+    ),
+    (
+        _C.PROVIDER_ERROR,
+        _V.NO_RETRY,
+        _T.HTTP_ERROR,
+        _P.BEFORE_CONNECTION,
+        "content_filter",
+        _A.FIX_REQUEST,
+        None,
+    ),
+)
+
+# daydreamsai/daydreams#1 (2025-01)
+_row(
+    "error",
+    "anthropic",
+    "http-429-input-tokens-per-minute",
+    ("a per-minute input-token limit at 429: a rate limit that clears within the minute, safe to retry"),
+    http_error(
+        429,
+        {
+            "type": "error",
+            "error": {
+                "type": "rate_limit_error",
+                "message": "This request would exceed your organization’s rate limit of 50,000 input tokens per"
+                " minute. For details, refer to: https://docs.anthropic.com/en/api/rate-limits; see the response"
+                " headers for current usage. Please reduce the prompt length or the maximum tokens requested, or"
+                " try again later.",
+            },
+        },
+    ),
+    (
+        _C.PROVIDER_ERROR,
+        _V.SAFE_AUTO_RETRY,
+        _T.HTTP_ERROR,
+        _P.BEFORE_CONNECTION,
+        "rate_limit",
+        _A.RETRY_AFTER_BACKOFF,
+        None,
+    ),
+)
+
+# google-gemini/gemini-cli#16205 (2026-01)
+_row(
+    "error",
+    "gemini",
+    "http-429-daily-quota-exhausted",
+    (
+        "'You have exhausted your daily quota on this model' (RESOURCE_EXHAUSTED): a day's quota, no "
+        "automatic retry"
+    ),
+    http_error(
+        429,
+        {
+            "error": {
+                "code": 429,
+                "message": "You have exhausted your daily quota on this model.",
+                "status": "RESOURCE_EXHAUSTED",
+            }
+        },
+    ),
+    (_C.PROVIDER_ERROR, _V.NO_RETRY, _T.HTTP_ERROR, _P.BEFORE_CONNECTION, "quota_exhausted", _A.STOP, None),
+)
+
+# AWS Bedrock API reference, ConverseStream output members (serviceUnavailableException), as quoted in
+# crewAIInc/crewAI PR #7417
+_row(
+    "error",
+    "bedrock-converse",
+    "service-unavailable-before-output",
+    (
+        "a serviceUnavailableException message in the ConverseStream before any output: transient, safe to "
+        "retry"
+    ),
+    ndjson_lines(
+        converse_ev("messageStart", role="assistant"),
+        exception_message(
+            "The service isn't currently available. Try again later.", "serviceUnavailableException"
+        ),
+        head=BEDROCK,
+    ),
+    (
+        _C.PROVIDER_ERROR,
+        _V.SAFE_AUTO_RETRY,
+        _T.PROVIDER_ERROR_EVENT,
+        _P.EARLY_STREAM,
+        "overloaded",
+        _A.RETRY_AFTER_BACKOFF,
+        None,
+    ),
+)
+
+# MoonshotAI/kimi-cli#1002 (2026-02)
+_row(
+    "error",
+    "openai-chat",
+    "http-400-high-risk-content-filter",
+    ("Moonshot rejects the prompt as high risk (type content_filter) at 400: a content-policy rejection"),
+    http_error(
+        400,
+        {
+            "error": {
+                "code": 400,
+                "message": "The request was rejected because it was considered high risk",
+                "param": "prompt",
+                "type": "content_filter",
+            }
+        },
+    ),
+    (
+        _C.PROVIDER_ERROR,
+        _V.NO_RETRY,
+        _T.HTTP_ERROR,
+        _P.BEFORE_CONNECTION,
+        "content_filter",
+        _A.FIX_REQUEST,
+        None,
+    ),
+)
+
+# clacky-ai/openclacky#192 (2026-05)
+_row(
+    "error",
+    "openai-chat",
+    "http-403-access-terminated",
+    ("the account's access was terminated (403 access_terminated_error): no retry can help"),
+    http_error(
+        403,
+        {
+            "error": {
+                "message": "Access terminated. Review our Community Guidelines"
+                " (https://www.kimi.com/code/docs/kimi-code/community-guidelines.html) or contact"
+                " support@moonshot.cn for assistance.",
+                "type": "access_terminated_error",
+            }
+        },
+    ),
+    (_C.PROVIDER_ERROR, _V.NO_RETRY, _T.HTTP_ERROR, _P.BEFORE_CONNECTION, "permission", _A.FIX_REQUEST, None),
+)
+
+# turnstonelabs/turnstone#1162 and PR #1164 (2026-09); anthropics/anthropic-sdk-go#295
+_row(
+    "finish",
+    "anthropic",
+    "finish-model-context-window-exceeded",
+    (
+        "stop_reason 'model_context_window_exceeded': the answer stopped where the window ended: cut, not "
+        "whole"
+    ),
+    stream(
+        a_start("claude-sonnet-4-5-20250929"),
+        a_block(0, {"type": "text", "text": ""}),
+        a_text(0, "Continuing the summary of chapter 12:"),
+        a_stop_block(0),
+        *a_end("model_context_window_exceeded", 2048),
+    ),
+    (_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "length", _A.NONE, None),
+)
+
+# earendil-works/pi PR #1868 (2026-03); openclaw/openclaw PR #63796
+_row(
+    "finish",
+    "openai-chat",
+    "finish-model-context-window-exceeded",
+    (
+        "ZhipuAI GLM's chat finish_reason 'model_context_window_exceeded': cut by the window, not a whole "
+        "answer"
+    ),
+    stream(
+        *chat_text("第一部分的分析如下：", "市场规模在", model="glm-4.7"),
+        chat({}, "model_context_window_exceeded", model="glm-4.7"),
+        DONE,
+    ),
+    (_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "length", _A.NONE, None),
+)
+
+# anomalyco/opencode PR #46193; agentjido/req_llm PR #1033; UKGovernmentBEIS/inspect_ai#2941
+_row(
+    "finish",
+    "bedrock-converse",
+    "finish-model-context-window-exceeded",
+    ("ConverseStream stopReason model_context_window_exceeded: cut by the context window, not whole"),
+    ndjson_lines(
+        converse_ev("messageStart", role="assistant"),
+        converse_ev(
+            "contentBlockDelta", contentBlockIndex=0, delta={"text": "The log shows repeated timeouts in"}
+        ),
+        converse_ev("contentBlockStop", contentBlockIndex=0),
+        converse_ev("messageStop", stopReason="model_context_window_exceeded"),
+        converse_ev("metadata", **CONVERSE_META),
+        head=BEDROCK,
+    ),
+    (_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "length", _A.NONE, None),
+)
+
+# anomalyco/opencode PR #46193; agentjido/req_llm PR #1033; UKGovernmentBEIS/inspect_ai#2941
+_row(
+    "finish",
+    "bedrock-converse",
+    "finish-malformed-model-output",
+    ("ConverseStream stopReason malformed_model_output: the output could not be parsed: not a whole answer"),
+    ndjson_lines(
+        converse_ev("messageStart", role="assistant"),
+        converse_ev("contentBlockDelta", contentBlockIndex=0, delta={"text": "<|channel|>analysis"}),
+        converse_ev("contentBlockStop", contentBlockIndex=0),
+        converse_ev("messageStop", stopReason="malformed_model_output"),
+        converse_ev("metadata", **CONVERSE_META),
+        head=BEDROCK,
+    ),
+    (_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "malformed_tool_call", _A.NONE, None),
+)
+
+# danny-avila/LibreChat PR #15647 (2026-09: the ConverseStream events quoted); langchain4j/langchain4j#3854
+_row(
+    "finish",
+    "bedrock-converse",
+    "finish-content-filtered-after-text",
+    ("ConverseStream stopReason content_filtered after partial text (Nova's content filter): a filter stop"),
+    ndjson_lines(
+        converse_ev("messageStart", role="assistant"),
+        converse_ev("contentBlockDelta", contentBlockIndex=0, delta={"text": "The instructions for that"}),
+        converse_ev("contentBlockStop", contentBlockIndex=0),
+        converse_ev("messageStop", stopReason="content_filtered"),
+        converse_ev(
+            "metadata",
+            usage={"inputTokens": 10, "outputTokens": 2, "totalTokens": 12},
+            metrics={"latencyMs": 301},
+        ),
+        head=BEDROCK,
+    ),
+    (_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "content_filter", _A.NONE, None),
+)
+
+# google-genai FinishReason (the installed SDK's types; Gemini API reference)
+_row(
+    "finish",
+    "gemini",
+    "finish-prohibited-content-after-text",
+    ("finishReason PROHIBITED_CONTENT after some text: the answer was stopped for prohibited content"),
+    stream(
+        g_chunk([{"text": "Here is a summary of the leaked"}]),
+        g_chunk([], "PROHIBITED_CONTENT", usageMetadata=G_USAGE),
+    ),
+    (_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "content_filter", _A.NONE, None),
+)
+
+# google-genai FinishReason (the installed SDK's types; Gemini API reference)
+_row(
+    "finish",
+    "gemini",
+    "finish-spii",
+    ("finishReason SPII (sensitive personally identifiable information) after some text: a filter stop"),
+    stream(
+        g_chunk([{"text": "The account holder's details are: name"}]),
+        g_chunk([], "SPII", usageMetadata=G_USAGE),
+    ),
+    (_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "content_filter", _A.NONE, None),
+)
+
+
+# xtekky/gpt4free#3456 (2026-06)
+_row(
+    "error",
+    "openai-chat",
+    "http-500-token-limit-per-day-exceeded",
+    ("a per-day token limit sent as HTTP 500: not transient, no automatic retry within a minute"),
+    http_error(
+        500,
+        {
+            "error": {
+                "message": "Token limit (500,000 per day) exceeded. Used: 508,311 tokens. Sign up at"
+                " g4f.dev/members.html for higher limits."
+            }
+        },
+    ),
+    (_C.PROVIDER_ERROR, _V.NO_RETRY, _T.HTTP_ERROR, _P.BEFORE_CONNECTION, "quota_exhausted", _A.STOP, None),
+)
+
+# popjane/free_chatgpt_api#110 (2025-10, "for days"); songquanpeng/one-api#2340
+_row(
+    "error",
+    "openai-chat",
+    "http-503-no-channel-in-group",
+    (
+        "one-api/new-api gateways: 'no available channel for model gpt-4o-mini in group default' at 503: a "
+        "routing fact about the model, not a transient overload"
+    ),
+    http_error(
+        503,
+        {
+            "error": {
+                "message": "当前分组 default 下对于模型 gpt-4o-mini 无可用渠道 (request id: 202510161555437244439317690388)",
+                "type": "v_api_error",
+            }
+        },
+    ),
+    (
+        _C.PROVIDER_ERROR,
+        _V.NO_RETRY,
+        _T.HTTP_ERROR,
+        _P.BEFORE_CONNECTION,
+        "model_unavailable",
+        _A.FIX_REQUEST,
+        None,
+    ),
+)
+
+# ollama/ollama#14093 (2026-02); continuedev/continue#10984
+_row(
+    "content",
+    "ollama",
+    "error-line-runner-stopped-after-output",
+    ("Ollama's runner dies mid-answer and the stream carries an error line after text: a failure, not whole"),
+    ndjson_lines(
+        ollama_line({"content": "The first step is to"}),
+        ollama_line({"content": " open the"}),
+        line(
+            {
+                "error": "model runner has unexpectedly stopped, this may be due to resource limitations or an"
+                " internal error, check ollama server logs for details"
+            }
+        ),
+    ),
+    (
+        _C.PROVIDER_ERROR,
+        _V.USER_CONFIRMED_RETRY,
+        _T.PROVIDER_ERROR_EVENT,
+        _P.MID_GENERATION,
+        "unknown",
+        _A.CONTINUE_WITH_PARTIAL,
+        None,
+    ),
+)
+
+# the WHATWG server-sent events rule (an event still pending when the stream ends is discarded);
+# anomalyco/opencode#40454
+_row(
+    "stream",
+    "openai-chat",
+    "text-then-torn-chunk",
+    (
+        "the last data line is cut mid-JSON and the body ends cleanly: a partial event is never dispatched; "
+        "the answer is not whole"
+    ),
+    stream(
+        *chat_text("Step one: open the", model="gpt-4.1-mini"),
+        chat({"content": " settings"}, model="gpt-4.1-mini")[:60],
+    ),
+    (
+        _C.MID_GENERATION,
+        _V.USER_CONFIRMED_RETRY,
+        _T.EOF_WITHOUT_TERMINAL,
+        _P.MID_GENERATION,
+        "eof_without_terminal",
+        _A.CONTINUE_WITH_PARTIAL,
         None,
     ),
 )

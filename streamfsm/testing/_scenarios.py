@@ -54,8 +54,9 @@ from ..classify import AbortSource, Action, FailureClass, Phase, Verdict
 from ..machine import Trigger
 from ._answers import whole_answer
 from ._eventstream import CONTENT_TYPE as EVENT_STREAM
-from ._eventstream import damaged
+from ._eventstream import converse, converse_event, damaged
 from ._eventstream import exception as aws_exception
+from ._realworld import FAMILIES as REAL_WORLD_FAMILIES
 from ._realworld import rows as real_world_rows
 from ._script import (
     Agent,
@@ -73,6 +74,7 @@ from ._script import (
     Step,
     cut_chunk,
 )
+from ._tool_kinds import rows as tool_kind_rows
 from ._wire import (
     EVENT_STREAM_FORMATS,
     NDJSON_FORMATS,
@@ -763,7 +765,7 @@ def _streams(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, An
     through_text = _through(text, hello)
     shared = _shared_faults(fmt, _SSE_HEAD, _MALFORMED[fmt], {})
     watch = {"idle_timeout": WATCHDOG_S}
-    D, IDLE = _T.DISCONNECTED, _T.IDLE_TIMEOUT
+    D, IDLE, EOF = _T.DISCONNECTED, _T.IDLE_TIMEOUT, _T.EOF_WITHOUT_TERMINAL
     out: list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]] = [
         *_pick(
             shared,
@@ -794,6 +796,22 @@ def _streams(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, An
             {},
         ),
         *_pick(shared, "text-then-clean-close", "first-token-stall"),
+        (
+            "last-event-without-blank-line",
+            "a whole stream whose last event's line ends but its blank line never comes (a gateway that"
+            " closes right after the last field): the event is whole and read, as openai-node reads it",
+            _play([*text[:-1], text[-1].rstrip(b"\r\n") + b"\n"], End()),
+            COMPLETED,
+            {},
+        ),
+        (
+            "last-event-torn",
+            "visible text, then the last event cut inside its data line and a clean close: a torn event is"
+            " never read, so the terminal event never came",
+            _play([*text[:-1], text[-1].rstrip(b"\r\n")[:-3]], End()),
+            _shown(_C.MID_GENERATION, EOF, "eof_without_terminal"),
+            {},
+        ),
         (
             "keepalive-before-output-stall",
             "headers and bookkeeping, then only keepalives: they are not progress, so the first-token"
@@ -978,8 +996,8 @@ def _finishes(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, A
 _UNRECOGNISED: Final = {
     "openai-chat": "eos_reached",  # a local server's own end-of-sequence word
     "openai-responses": "max_prompt_tokens",  # an incomplete_details.reason the Responses docs do not list
-    "anthropic": "compaction",  # a stop_reason newer than this table
-    "gemini": "LANGUAGE",  # Gemini: an unsupported language stopped it; not a whole answer
+    "anthropic": "max_thinking_tokens",  # a stop_reason no SDK defines
+    "gemini": "FINISH_REASON_UNSPECIFIED",  # Gemini: its enum's unset value; it says nothing of the answer
 }
 # The output limit hit while a call's arguments streamed, per format: the raw reason.
 _LENGTH: Final = {"openai-chat": "length", "openai-responses": "max_output_tokens", "anthropic": "max_tokens"}
@@ -1091,6 +1109,7 @@ def _tool_streams(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[st
     write = tool_call_stream(fmt, [("write_file", '{"path": "b.txt", "text": "hi"}')])
     out: list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]] = []
     if fmt == "gemini":
+        out += _gemini_calls()
         # Gemini sends whole calls: a cut inside the chunk carrying the call leaves no tool state behind.
         chunk = one_call[_index(one_call, b'"functionCall"')]
         out.append(
@@ -1163,6 +1182,165 @@ def _tool_streams(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[st
         ),
     ]
     return out
+
+
+def _g(
+    parts: list[dict[str, Any]] | None,
+    finish: str | None = None,
+    *,
+    message: str | None = None,
+    usage: bool = False,
+) -> bytes:
+    """One Gemini chunk (candidate 0), as ``streamGenerateContent?alt=sse`` frames it; ``message``: the
+    candidate's finishMessage."""
+    candidate: dict[str, Any] = {"index": 0}
+    if parts is not None:
+        candidate["content"] = {"role": "model", "parts": parts}
+    if finish is not None:
+        candidate["finishReason"] = finish
+    if message is not None:
+        candidate["finishMessage"] = message
+    body: dict[str, Any] = {"candidates": [candidate], "modelVersion": "gemini-3-pro-preview"}
+    if usage:
+        body["usageMetadata"] = {"promptTokenCount": 26, "candidatesTokenCount": 23, "totalTokenCount": 49}
+    return frame(body, crlf=True)
+
+
+_G_SIGNATURE: Final = "CiMBjz1rX25KieIB4d4AwFn8/WbsHTRNHBXso88Ptemwfs"
+
+
+def _g_fragments(call: dict[str, Any]) -> dict[str, Any]:
+    return {"functionCall": {**call, "willContinue": True}}
+
+
+# Vertex AI's streamed function-call arguments (FunctionCallingConfig.streamFunctionCallArguments, Gemini 3;
+# google-genai types.FunctionCall.partial_args / will_continue): the call starts with its name, its values
+# arrive at JSON paths (a string in pieces while the piece says willContinue), and an empty functionCall
+# ends it. The shape of vercel/ai's recorded fixture google-stream-tool-call-arguments.
+_G_STREAMED: Final = (
+    _g([{"functionCall": {"name": "write_file", "willContinue": True}, "thoughtSignature": _G_SIGNATURE}]),
+    _g([_g_fragments({"partialArgs": [{"jsonPath": "$.path", "stringValue": "notes/b.txt"}]})]),
+    _g(
+        [
+            _g_fragments(
+                {"partialArgs": [{"jsonPath": "$.text", "stringValue": "first ", "willContinue": True}]}
+            )
+        ]
+    ),
+    _g(
+        [_g_fragments({"partialArgs": [{"jsonPath": "$.text", "stringValue": "line", "willContinue": True}]})]
+    ),
+    _g([_g_fragments({"partialArgs": [{"jsonPath": "$.text", "stringValue": ""}]})]),
+    _g([_g_fragments({"partialArgs": [{"jsonPath": "$.mode", "numberValue": 644}]})]),
+    _g([{"functionCall": {}}]),
+)
+
+
+def _gemini_calls() -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
+    """Gemini's tool shapes as the API documents them: streamed arguments, parallel calls, code execution,
+    and the finishes that say a call must not run."""
+    effectful = {"agent": Agent(tools={"write_file": "effectful"})}
+    stop = _g([], "STOP", usage=True)
+    call = {"functionCall": {"name": "write_file", "args": {"path": "b.txt", "text": "hi"}}}
+    no_retry_fix = (_V.NO_RETRY, _T.TOOL_INPUT_UNFINISHED, _P.TOOL_INPUT)
+    return [
+        (
+            "streamed-call-arguments",
+            "a call whose arguments stream in fragments at JSON paths (Vertex's streamFunctionCallArguments),"
+            " ended by an empty functionCall, then STOP: one call, handed out whole, and the tool runs",
+            _play([*_G_STREAMED, stop], End()),
+            COMPLETED,
+            effectful,
+        ),
+        (
+            "streamed-call-cut-mid-arguments",
+            "a streamed call cut after a few fragments (its string still awaiting pieces), then FIN: the call"
+            " is still being written, no call was handed out, and the tool did not run",
+            _play(_G_STREAMED[:3], Fin()),
+            _safe(_C.TOOL_INPUT_INTERRUPTED, _T.DISCONNECTED, _P.TOOL_INPUT, "closed_mid_body"),
+            effectful,
+        ),
+        (
+            "streamed-call-cut-at-length",
+            "the output limit (MAX_TOKENS) reached while a call's arguments streamed: the provider never"
+            " ended the call, so it is never handed out",
+            _play([*_G_STREAMED[:4], _g([], "MAX_TOKENS", usage=True)], End()),
+            _expect(_C.TOOL_INPUT_INTERRUPTED, *no_retry_fix, "length", _A.FIX_REQUEST),
+            effectful,
+        ),
+        (
+            "parallel-calls-with-ids",
+            "two calls with their ids in one chunk, a thought signature on the first, then STOP in the same"
+            " chunk: both handed out, in order",
+            _play(
+                [
+                    _g(
+                        [
+                            {**call, "thoughtSignature": _G_SIGNATURE},
+                            {"functionCall": {"id": "fc-2", "name": "read_file", "args": {"path": "a.txt"}}},
+                        ],
+                        "STOP",
+                        usage=True,
+                    )
+                ],
+                End(),
+            ),
+            COMPLETED,
+            effectful,
+        ),
+        (
+            "code-execution",
+            "the model writes code (executableCode), the provider runs it (codeExecutionResult), then the"
+            " answer and STOP: a server-side call, a whole answer",
+            _play(
+                [
+                    _g([{"executableCode": {"language": "PYTHON", "code": "print(2 + 2)"}}]),
+                    _g([{"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "4\n"}}]),
+                    _g([{"text": "2 + 2 is 4."}], "STOP", usage=True),
+                ],
+                End(),
+            ),
+            COMPLETED,
+            {},
+        ),
+        (
+            "malformed-function-call-no-content",
+            "finishReason MALFORMED_FUNCTION_CALL with its finishMessage and no content (the call could not"
+            " be parsed, so none is sent): not a whole answer, no call",
+            _play(
+                [
+                    _g(
+                        None,
+                        "MALFORMED_FUNCTION_CALL",
+                        message="Malformed function call: print(default_api.write_file(path=))",
+                        usage=True,
+                    )
+                ],
+                End(),
+            ),
+            _expect(_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "malformed_tool_call", _A.NONE),
+            effectful,
+        ),
+        *(
+            (
+                f"{raw.lower().replace('_', '-')}-with-its-call",
+                f"a call in the chunk whose finishReason is {raw}: the provider says it must not run, so it"
+                " is never handed out (the agent never starts it) and the answer is not whole",
+                _play([_g([call], raw, usage=True)], End()),
+                _expect(_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "malformed_tool_call", _A.NONE),
+                effectful,
+            )
+            for raw in ("UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS")
+        ),
+        (
+            "unexpected-tool-call-then-fin",
+            "a call with finishReason UNEXPECTED_TOOL_CALL, then the body is cut before its end: the call was"
+            " never handed out, so the effectful tool never started",
+            _play([_g([call], "UNEXPECTED_TOOL_CALL")], Fin()),
+            _safe(_C.TOOL_CALL_INTERRUPTED, _T.DISCONNECTED, _P.TOOL_CALL, "closed_mid_body"),
+            effectful,
+        ),
+    ]
 
 
 def _in_band_errors(
@@ -1754,6 +1932,119 @@ def _limits(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any
     return [(slug, text, script, expect, {}) for slug, text, script, expect in rows]
 
 
+# An error's words say more than its status: windows, the model's resources, cancellation and wrappers, as
+# providers, gateways and local servers word them (DESIGN §13.2: evidence is weighed, not first-matched).
+def _evidence(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
+    if fmt != "openai-chat":
+        return []
+    quota, safe = _http("quota_exhausted", _V.NO_RETRY, _A.STOP), _V.SAFE_AUTO_RETRY
+    unavailable = _http("model_unavailable", _V.NO_RETRY, _A.FIX_REQUEST)
+
+    def body(payload: object) -> bytes:
+        return json.dumps(payload).encode()
+
+    no_route = {"error": {"message": "No available channel for model gpt-4o under group default", "type": ""}}
+    rows: list[tuple[str, str, tuple[Step, ...], dict[str, Any]]] = [
+        (
+            "http-500-tokens-per-day",
+            "a gateway's 500 whose words say a per-day token limit was reached, with no stated wait: spent"
+            " until a reset no retry sits out, whatever the 500 says",
+            (
+                Status(
+                    500,
+                    JSON_HEADERS,
+                    _openai_error(
+                        "Rate limit reached for model `llama-3.3-70b` on tokens per day (TPD): Limit 500000,"
+                        " Used 499000, Requested 2000.",
+                        "server_error",
+                        None,
+                    ),
+                ),
+            ),
+            quota,
+        ),
+        (
+            "http-429-quota-code-per-minute",
+            "a 429 whose code says quota but whose words count it per minute: a rate limit, retried after a"
+            " backoff (never quota_exhausted)",
+            (
+                Status(
+                    429,
+                    JSON_HEADERS,
+                    _openai_error("Quota exceeded: 60 requests per minute.", "requests", "quota_exceeded"),
+                ),
+            ),
+            _http("rate_limit", safe, _A.RETRY_AFTER_BACKOFF),
+        ),
+        (
+            "http-503-no-channel-for-model",
+            "a one-api / new-api gateway's 503 'No available channel for model ...': no wait brings a route",
+            (Status(503, JSON_HEADERS, body(no_route)),),
+            unavailable,
+        ),
+        (
+            "http-500-needs-more-memory",
+            "Ollama's OpenAI endpoint, 500 {'error': 'model requires more system memory ... than is"
+            " available ...'} (a string error): the server cannot load the model, so waiting will not help",
+            (
+                Status(
+                    500,
+                    JSON_HEADERS,
+                    body(
+                        {"error": "model requires more system memory (12.3 GiB) than is available (7.8 GiB)"}
+                    ),
+                ),
+            ),
+            unavailable,
+        ),
+        (
+            "http-499-cancelled",
+            "499 'context canceled' from a Go gateway: the operation was cancelled, not refused; safe to"
+            " send again after a backoff (never the client's fault)",
+            (Status(499, JSON_HEADERS, body({"error": {"message": "context canceled", "code": 499}})),),
+            _http("server_error", safe, _A.RETRY_AFTER_BACKOFF),
+        ),
+        (
+            "http-400-detail-cancelled",
+            "a FastAPI server's 400 {'detail': 'The request was cancelled.'}: words that say which outweigh a"
+            " status that names no kind",
+            (Status(400, JSON_HEADERS, body({"detail": "The request was cancelled."})),),
+            _http("server_error", safe, _A.RETRY_AFTER_BACKOFF),
+        ),
+        (
+            "http-400-nested-error-balance",
+            "a gateway re-wrapping its upstream's error, {'error': {'error': {...}}}, at 400: the inner"
+            " error is read ('Insufficient Balance'), money",
+            (
+                Status(
+                    400,
+                    JSON_HEADERS,
+                    body(
+                        {"error": {"error": {"message": "Insufficient Balance", "code": "invalid_request"}}}
+                    ),
+                ),
+            ),
+            quota,
+        ),
+        (
+            "in-band-no-route-for-model",
+            "an 'event: error' before any output whose words say no route serves the model: never retried",
+            (Headers(), Send(frame(no_route, "error")), End()),
+            {
+                **_expect(
+                    _C.PROVIDER_ERROR,
+                    _V.NO_RETRY,
+                    _T.PROVIDER_ERROR_EVENT,
+                    _P.EARLY_STREAM,
+                    "model_unavailable",
+                ),
+                "expected_action": _A.FIX_REQUEST,
+            },
+        ),
+    ]
+    return [(slug, text, script, expect, {}) for slug, text, script, expect in rows]
+
+
 _SDK_SPOKEN: Final = (
     "openai-chat",
     "openai-responses",
@@ -2247,6 +2538,27 @@ def _bedrock(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, An
         *_pick(
             _whole_faults(JSON_HEADERS, whole, _BEDROCK_WHOLE_SAID), "whole/clean-end", "whole/truncated-body"
         ),
+        *([] if fmt != "bedrock-converse" else _converse_malformed(head)),
+    ]
+
+
+def _converse_malformed(
+    head: Headers,
+) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
+    """botocore's StopReason ``malformed_tool_use``: the provider says the message's call is malformed, even
+    though its input parses; no call is handed out."""
+    frames = converse([("text", "Reading it."), ("tool", "read_file", '{"path": "a.txt"}')], (9, 0, 4), None)
+    stop = converse_event("messageStop", {"stopReason": "malformed_tool_use"})
+    frames = [*frames[:-2], stop, frames[-1]]
+    return [
+        (
+            "malformed-tool-use",
+            "a call whose input parses, then stopReason 'malformed_tool_use': the provider says the call is"
+            " malformed, so it is never handed out",
+            _play(frames, End(), head=head),
+            _expect(_C.COMPLETED, _V.NO_RETRY, None, _P.FINISHED, "malformed_tool_call", _A.NONE),
+            {},
+        )
     ]
 
 
@@ -2261,10 +2573,12 @@ def _real_world(
 
 
 def _for_format(fmt: Format) -> list[Scenario]:
+    # Ollama's and Bedrock's real-world shapes follow their format's own rows, whatever their family.
+    real_world = [row for family in REAL_WORLD_FAMILIES for row in _real_world(fmt, family)]
     if fmt in NDJSON_FORMATS:
-        rows = [*_connection(fmt), *_ollama()]
+        rows = [*_connection(fmt), *_ollama(), *real_world]
     elif fmt in EVENT_STREAM_FORMATS:
-        rows = _bedrock(fmt)
+        rows = [*_bedrock(fmt), *real_world]
     else:
         rows = _sse_rows(fmt)
     return [
@@ -2278,10 +2592,12 @@ def _sse_rows(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, A
     rows += [(slug, text, script, expect, {}) for slug, text, script, expect in _http_errors(fmt)]
     rows += _streams(fmt)
     rows += _limits(fmt)
+    rows += _evidence(fmt)
     rows += _real_world(fmt, "error")
     rows += _content_shapes(fmt)
     rows += _real_world(fmt, "content")
     rows += _whole_calls(fmt)
+    rows += tool_kind_rows(fmt)
     return rows
 
 

@@ -334,7 +334,7 @@ def _data(frame: bytes) -> tuple[str | None, str]:
 def _meaning(fmt: Format, frame: bytes) -> list[str]:
     """What one frame means, in the oracle's words: text, reasoning, tool_start, tool_end, call_done, call
     (a whole call), terminal, finish_seen (Gemini, and chat without [DONE]: terminal at a clean end of
-    body)."""
+    body), release (Gemini: a whole-answer finish hands out the calls held since they arrived)."""
     name, data = _data(frame)
     if fmt == "openai-chat":
         if data == "[DONE]":
@@ -384,6 +384,8 @@ def _meaning(fmt: Format, frame: bytes) -> list[str]:
                 out.append("reasoning" if part.get("thought") else "text")
         if candidate.get("finishReason"):
             out.append("finish_seen")
+            if candidate["finishReason"] == "STOP":
+                out.append("release")  # the calls held so far are handed out: the answer is whole
     return out
 
 
@@ -425,7 +427,7 @@ def oracle(
     """(class, verdict, edge, phase, cause) for a stream whose ``delivered`` whole frames arrived before
     ``fault``; ``clean_end``: no partial frame was pending at a clean end of body."""
     activity = "streaming"
-    visible = open_call = False
+    visible = open_call = held = False
     for frame in delivered:
         for meaning in _meaning(fmt, frame):
             if meaning == "terminal":
@@ -437,7 +439,9 @@ def oracle(
             elif meaning == "tool_start":
                 activity, open_call = "tool_input_open", True
             elif meaning in ("tool_end", "call"):
-                activity = "tool_call"
+                activity, held = "tool_call", meaning == "call" or held
+            elif meaning == "release" and held:
+                activity, held = "tool_call", False  # Gemini's held calls go out with a whole finish
             elif meaning == "call_done" and open_call:
                 activity, open_call = "tool_call", False
     # Gemini has no sentinel, and a chat stream may lack [DONE]: a clean end after the finish reason finishes.

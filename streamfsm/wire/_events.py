@@ -23,6 +23,15 @@ class FinishReason(enum.Enum):
     OTHER = "other"
 
 
+class ToolInput(enum.Enum):
+    """The grammar a tool call's input follows, which decides when it is complete: ``JSON`` (a function's
+    arguments: complete when they parse) or ``TEXT`` (a custom / freeform tool's raw input: complete when
+    the provider ended it)."""
+
+    JSON = "json"
+    TEXT = "text"
+
+
 @dataclass(frozen=True, slots=True, repr=False)
 class TextDelta:
     """Visible output: answer text or a refusal."""
@@ -56,6 +65,7 @@ class ToolInputStart:
     name: str
     index: int = 0
     server_side: bool = False  # run by the provider (e.g. a hosted web search), never by the agent
+    input: ToolInput = ToolInput.JSON  # the grammar its input follows
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -76,7 +86,8 @@ class ToolInputEnd:
 
 @dataclass(frozen=True, slots=True, repr=False)
 class ToolCall:
-    """A complete tool call: name and full arguments (a JSON string as the provider sent it)."""
+    """A complete tool call: name and full input as the provider sent it. ``input`` says its grammar:
+    ``ToolInput.JSON`` (``arguments`` is a JSON document) or ``ToolInput.TEXT`` (a freeform tool's text)."""
 
     trigger: ClassVar[Trigger] = Trigger.TOOL_CALL
     call_id: str
@@ -84,9 +95,11 @@ class ToolCall:
     arguments: str
     index: int = 0
     server_side: bool = False
+    input: ToolInput = ToolInput.JSON
 
     def __repr__(self) -> str:
-        return f"ToolCall({self.call_id!r}, {self.name!r}, <{len(self.arguments)} chars>)"
+        text = ", text" if self.input is ToolInput.TEXT else ""
+        return f"ToolCall({self.call_id!r}, {self.name!r}, <{len(self.arguments)} chars>{text})"
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,10 +16,13 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from ._adapters import Adapter
+from ._adapters._anthropic import DEFINITIONS as ANTHROPIC_DEFINITIONS
 from ._adapters._anthropic import AnthropicAdapter
 from ._adapters._anthropic import answer_frames as anthropic_answer
+from ._adapters._anthropic_bedrock import DEFINITIONS as ANTHROPIC_BEDROCK_DEFINITIONS
 from ._adapters._anthropic_bedrock import AnthropicBedrockAdapter
 from ._adapters._base import AnswerFrames
+from ._adapters._bedrock_converse import DEFINITIONS as CONVERSE_DEFINITIONS
 from ._adapters._bedrock_converse import BedrockConverseAdapter
 from ._adapters._bedrock_converse import answer_frames as converse_answer
 from ._adapters._continue import (
@@ -31,12 +34,16 @@ from ._adapters._continue import (
     responses_continuation,
     style_for,
 )
+from ._adapters._gemini import DEFINITIONS as GEMINI_DEFINITIONS
 from ._adapters._gemini import GeminiAdapter
 from ._adapters._gemini import answer_frames as gemini_answer
+from ._adapters._ollama import DEFINITIONS as OLLAMA_DEFINITIONS
 from ._adapters._ollama import OllamaAdapter
 from ._adapters._ollama import answer_frames as ollama_answer
+from ._adapters._openai_chat import DEFINITIONS as CHAT_DEFINITIONS
 from ._adapters._openai_chat import OpenAIChatAdapter
 from ._adapters._openai_chat import answer_frames as chat_answer
+from ._adapters._openai_responses import DEFINITIONS as RESPONSES_DEFINITIONS
 from ._adapters._openai_responses import OpenAIResponsesAdapter
 from ._adapters._openai_responses import answer_frames as responses_answer
 from ._definitions import NO_DEFINITIONS, Definitions
@@ -167,6 +174,7 @@ FORMATS: Final[Mapping[str, Format]] = {
             paths=(r"/chat/completions$",),
             in_band_error=_openai_error,
             continuation=chat_continuation,
+            definitions=CHAT_DEFINITIONS,
         ),
         Format(
             "openai-responses",
@@ -176,6 +184,7 @@ FORMATS: Final[Mapping[str, Format]] = {
             paths=(r"/responses(/[^/]+)?$",),  # also GET /responses/{id}?stream=true (resume)
             in_band_error=_openai_error,
             continuation=responses_continuation,
+            definitions=RESPONSES_DEFINITIONS,
         ),
         Format(
             "anthropic",
@@ -185,6 +194,7 @@ FORMATS: Final[Mapping[str, Format]] = {
             paths=(r"/messages$",),
             in_band_error=_anthropic_error,
             continuation=anthropic_continuation,
+            definitions=ANTHROPIC_DEFINITIONS,
         ),
         Format(
             "gemini",
@@ -195,6 +205,7 @@ FORMATS: Final[Mapping[str, Format]] = {
             in_band_error=_gemini_error,
             continuation=gemini_continuation,
             asks_to_stream=_stream_in_path,
+            definitions=GEMINI_DEFINITIONS,
         ),
         Format(
             "ollama",  # Ollama's own API (https://github.com/ollama/ollama/blob/main/docs/api.md)
@@ -207,6 +218,7 @@ FORMATS: Final[Mapping[str, Format]] = {
             framing=NDJSONDecoder,
             sniffs_documents=False,  # every line opens with "{": the framing tells a document apart
             stream_types=("application/x-ndjson",),
+            definitions=OLLAMA_DEFINITIONS,
         ),
         Format(
             "anthropic-bedrock",
@@ -219,6 +231,7 @@ FORMATS: Final[Mapping[str, Format]] = {
             asks_to_stream=_stream_in_bedrock_path,
             framing=EventStreamDecoder,
             stream_types=(AWS_EVENT_STREAM,),
+            definitions=ANTHROPIC_BEDROCK_DEFINITIONS,
         ),
         Format(
             "bedrock-converse",
@@ -230,6 +243,7 @@ FORMATS: Final[Mapping[str, Format]] = {
             asks_to_stream=_stream_in_bedrock_path,
             framing=EventStreamDecoder,
             stream_types=(AWS_EVENT_STREAM,),
+            definitions=CONVERSE_DEFINITIONS,
         ),
     )
 }

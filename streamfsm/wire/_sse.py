@@ -12,6 +12,7 @@ exactly ``bytes.splitlines``'s), then one branch per line; data is decoded once 
 
 from __future__ import annotations
 
+import json
 from typing import Final
 
 from ._events import ProtocolViolation
@@ -64,6 +65,17 @@ class SSEEvent:
         return f"SSEEvent({self.event!r}, <{len(self.data)} chars>, id={self.id!r}, retry={self.retry!r})"
 
 
+def _completes(data: str) -> bool:
+    """Whether an event's data, at the end of the stream without its blank line, is whole anyway."""
+    if data == "[DONE]":
+        return True
+    try:
+        json.loads(data)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
 def _decode(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
@@ -95,7 +107,8 @@ class SSEDecoder:
 
     A line longer than ``max_line_bytes`` raises ``ProtocolViolation("line_too_long", offset)`` where
     ``offset`` is the byte offset of the line's start; the partial line is never buffered past the bound.
-    ``close()`` at EOF discards an unterminated event (spec) and sets ``truncated`` if one was pending.
+    ``close()`` at EOF dispatches a pending event whose data is whole, discards a torn one and sets
+    ``truncated`` (see ``close``).
     """
 
     __slots__ = (
@@ -195,13 +208,23 @@ class SSEDecoder:
         return self._process(lines) if lines else []
 
     def close(self) -> list[SSEEvent]:
-        """End of stream. Nothing is dispatched without its blank line; ``truncated`` tells if it was due."""
+        """End of stream. An event whose blank line never came is dispatched when its data is whole: a JSON
+        value (or ``[DONE]``), whether or not its last line ended: gateways close right after the last field,
+        and openai-node dispatches such an event (openai/openai-node#2725) where the spec and the Python SDKs
+        drop it, losing the finish. Any other pending event (its data cut after a line end, or mid-line) is
+        torn: dropped, and ``truncated`` says one was due."""
         if self._too_long_at is not None:
             raise ProtocolViolation("line_too_long", self._too_long_at)
-        pending = self._pending
+        pending = b"".join((self._pending, *self._more))
         if self._at_start and _BOM.startswith(pending):
             pending = b""  # a lone (partial) BOM is not an event
-        self.truncated = bool(pending) or bool(self._more) or self._block_open
+        events: list[SSEEvent] = []
+        due = bool(pending) or self._block_open
+        if due:
+            whole = [e for e in self._process([pending, b""] if pending else [b""]) if not e.comment]
+            if whole and _completes(whole[-1].data):
+                events = whole
+        self.truncated = due and not events
         self._pending = b""
         self._more = []
         self._more_len = 0
@@ -209,7 +232,7 @@ class SSEDecoder:
         self._event = b""
         self._retry = None
         self._block_open = False
-        return []
+        return events
 
     def _fail(self, events: list[SSEEvent], offset: int) -> list[SSEEvent]:
         self._pending = b""

@@ -116,7 +116,12 @@ CASES: list[tuple[str, int, dict[str, str], bytes | str | None, ProviderError]] 
             type="tokens",
             code="rate_limit_exceeded",
             retry_after_s=20.0,
-            markers=("status=429", "body.code=rate_limit_exceeded", "header=retry-after"),
+            markers=(
+                "status=429",
+                "body.code=rate_limit_exceeded",
+                "row=transient_code",
+                "header=retry-after",
+            ),
         ),
     ),
     (
@@ -133,7 +138,7 @@ CASES: list[tuple[str, int, dict[str, str], bytes | str | None, ProviderError]] 
             status=429,
             type="insufficient_quota",
             code="insufficient_quota",
-            markers=("status=429", "body.code=insufficient_quota"),
+            markers=("status=429", "body.code=insufficient_quota", "row=limit_code"),
         ),
     ),
     (
@@ -151,7 +156,7 @@ CASES: list[tuple[str, int, dict[str, str], bytes | str | None, ProviderError]] 
             status=400,
             type="invalid_request_error",
             code="context_length_exceeded",
-            markers=("status=400", "body.code=context_length_exceeded"),
+            markers=("status=400", "body.code=context_length_exceeded", "row=must_change_code"),
         ),
     ),
     (
@@ -166,7 +171,7 @@ CASES: list[tuple[str, int, dict[str, str], bytes | str | None, ProviderError]] 
             status=400,
             type="invalid_request_error",
             code="content_filter",
-            markers=("status=400", "body.code=content_filter"),
+            markers=("status=400", "body.code=content_filter", "row=must_change_code"),
         ),
     ),
     (
@@ -179,7 +184,7 @@ CASES: list[tuple[str, int, dict[str, str], bytes | str | None, ProviderError]] 
             status=401,
             type="invalid_request_error",
             code="invalid_api_key",
-            markers=("status=401", "body.code=invalid_api_key"),
+            markers=("status=401", "body.code=invalid_api_key", "row=must_change_code"),
         ),
     ),
     (
@@ -193,7 +198,12 @@ CASES: list[tuple[str, int, dict[str, str], bytes | str | None, ProviderError]] 
             type="requests",
             code="rate_limit_exceeded",
             retry_after_s=1.5,
-            markers=("status=429", "body.code=rate_limit_exceeded", "header=retry-after-ms"),
+            markers=(
+                "status=429",
+                "body.code=rate_limit_exceeded",
+                "row=transient_code",
+                "header=retry-after-ms",
+            ),
         ),
     ),
     (
@@ -201,7 +211,7 @@ CASES: list[tuple[str, int, dict[str, str], bytes | str | None, ProviderError]] 
         500,
         {},
         openai_body("The server had an error while processing your request.", "server_error", None),
-        ProviderError(K.SERVER_ERROR, status=500, type="server_error", markers=("status=500",)),
+        ProviderError(K.SERVER_ERROR, status=500, type="server_error", markers=("status=500", "row=status")),
     ),
     (
         "anthropic 529 overloaded",
@@ -213,7 +223,12 @@ CASES: list[tuple[str, int, dict[str, str], bytes | str | None, ProviderError]] 
             status=529,
             type="overloaded_error",
             should_retry=True,
-            markers=("status=529", "body.type=overloaded_error", "header=x-should-retry:true"),
+            markers=(
+                "status=529",
+                "body.type=overloaded_error",
+                "row=transient_code",
+                "header=x-should-retry:true",
+            ),
         ),
     ),
     (
@@ -228,7 +243,7 @@ CASES: list[tuple[str, int, dict[str, str], bytes | str | None, ProviderError]] 
             status=429,
             type="rate_limit_error",
             retry_after_s=86_400.0,
-            markers=("status=429", "body.type=rate_limit_error", "header=retry-after"),
+            markers=("status=429", "body.type=rate_limit_error", "row=transient_code", "header=retry-after"),
         ),
     ),
     (
@@ -240,7 +255,7 @@ CASES: list[tuple[str, int, dict[str, str], bytes | str | None, ProviderError]] 
             K.CONTEXT_OVERFLOW,
             status=400,
             type="invalid_request_error",
-            markers=("status=400", "message=context_overflow"),
+            markers=("status=400", "message=context_overflow", "row=status"),
             confidence=Confidence.LOW,
         ),
     ),
@@ -249,7 +264,9 @@ CASES: list[tuple[str, int, dict[str, str], bytes | str | None, ProviderError]] 
         400,
         {},
         anthropic_body("invalid_request_error", "messages: roles must alternate"),
-        ProviderError(K.INVALID_REQUEST, status=400, type="invalid_request_error", markers=("status=400",)),
+        ProviderError(
+            K.INVALID_REQUEST, status=400, type="invalid_request_error", markers=("status=400", "row=status")
+        ),
     ),
     (
         "anthropic 413",
@@ -260,7 +277,7 @@ CASES: list[tuple[str, int, dict[str, str], bytes | str | None, ProviderError]] 
             K.REQUEST_TOO_LARGE,
             status=413,
             type="request_too_large",
-            markers=("status=413", "body.type=request_too_large"),
+            markers=("status=413", "body.type=request_too_large", "row=must_change_code"),
         ),
     ),
     (
@@ -272,7 +289,7 @@ CASES: list[tuple[str, int, dict[str, str], bytes | str | None, ProviderError]] 
             K.AUTH,
             status=401,
             type="authentication_error",
-            markers=("status=401", "body.type=authentication_error"),
+            markers=("status=401", "body.type=authentication_error", "row=must_change_code"),
         ),
     ),
     (
@@ -280,7 +297,7 @@ CASES: list[tuple[str, int, dict[str, str], bytes | str | None, ProviderError]] 
         500,
         {},
         anthropic_body("api_error", "Internal server error"),
-        ProviderError(K.SERVER_ERROR, status=500, type="api_error", markers=("status=500",)),
+        ProviderError(K.SERVER_ERROR, status=500, type="api_error", markers=("status=500", "row=status")),
     ),
     (
         "anthropic 503 with x-should-retry false",
@@ -291,7 +308,7 @@ CASES: list[tuple[str, int, dict[str, str], bytes | str | None, ProviderError]] 
             K.SERVER_ERROR,
             status=503,
             should_retry=False,
-            markers=("status=503", "header=x-should-retry:false"),
+            markers=("status=503", "row=status", "header=x-should-retry:false"),
         ),
     ),
     (
@@ -318,7 +335,7 @@ CASES: list[tuple[str, int, dict[str, str], bytes | str | None, ProviderError]] 
             type="RESOURCE_EXHAUSTED",
             code="429",
             retry_after_s=13.0,
-            markers=("status=429", "body.details=quota_per_minute", "body.retry_delay"),
+            markers=("status=429", "body.details=quota_per_minute", "row=quota_details", "body.retry_delay"),
         ),
     ),
     (
@@ -342,7 +359,7 @@ CASES: list[tuple[str, int, dict[str, str], bytes | str | None, ProviderError]] 
             type="RESOURCE_EXHAUSTED",
             code="429",
             retry_after_s=30.0,
-            markers=("status=429", "body.details=quota_per_day", "header=retry-after"),
+            markers=("status=429", "body.details=quota_per_day", "row=quota_details", "header=retry-after"),
         ),
     ),
     (
@@ -359,7 +376,7 @@ CASES: list[tuple[str, int, dict[str, str], bytes | str | None, ProviderError]] 
             status=400,
             type="INVALID_ARGUMENT",
             code="400",
-            markers=("status=400", "message=context_overflow"),
+            markers=("status=400", "message=context_overflow", "row=status"),
             confidence=Confidence.LOW,
         ),
     ),
@@ -386,7 +403,7 @@ CASES: list[tuple[str, int, dict[str, str], bytes | str | None, ProviderError]] 
             status=400,
             type="INVALID_ARGUMENT",
             code="API_KEY_INVALID",
-            markers=("status=400", "body.code=API_KEY_INVALID"),
+            markers=("status=400", "body.code=API_KEY_INVALID", "row=must_change_code"),
         ),
     ),
     (
@@ -399,7 +416,7 @@ CASES: list[tuple[str, int, dict[str, str], bytes | str | None, ProviderError]] 
             status=403,
             type="PERMISSION_DENIED",
             code="403",
-            markers=("status=403", "body.status=PERMISSION_DENIED"),
+            markers=("status=403", "body.status=PERMISSION_DENIED", "row=transient_code"),
         ),
     ),
     (
@@ -412,7 +429,7 @@ CASES: list[tuple[str, int, dict[str, str], bytes | str | None, ProviderError]] 
             status=503,
             type="UNAVAILABLE",
             code="503",
-            markers=("status=503", "body.status=UNAVAILABLE"),
+            markers=("status=503", "body.status=UNAVAILABLE", "row=transient_code"),
         ),
     ),
     (
@@ -420,21 +437,25 @@ CASES: list[tuple[str, int, dict[str, str], bytes | str | None, ProviderError]] 
         404,
         {},
         None,
-        ProviderError(K.NOT_FOUND, status=404, markers=("status=404",)),
+        ProviderError(K.NOT_FOUND, status=404, markers=("status=404", "row=status")),
     ),
     (
         "408 is transient",
         408,
         {},
         b"",
-        ProviderError(K.SERVER_ERROR, status=408, markers=("status=408",), confidence=Confidence.MEDIUM),
+        ProviderError(
+            K.SERVER_ERROR, status=408, markers=("status=408", "row=status"), confidence=Confidence.MEDIUM
+        ),
     ),
     (
         "unlisted 4xx",
         418,
         {},
         b"\xff\xfe not json",
-        ProviderError(K.INVALID_REQUEST, status=418, markers=("status=418",), confidence=Confidence.MEDIUM),
+        ProviderError(
+            K.INVALID_REQUEST, status=418, markers=("status=418", "row=status"), confidence=Confidence.MEDIUM
+        ),
     ),
     (
         "error as one SSE event",
@@ -445,7 +466,7 @@ CASES: list[tuple[str, int, dict[str, str], bytes | str | None, ProviderError]] 
             K.RATE_LIMIT,
             status=429,
             type="rate_limit_error",
-            markers=("status=429", "body.type=rate_limit_error"),
+            markers=("status=429", "body.type=rate_limit_error", "row=transient_code"),
         ),
     ),
     # Issue 16, item 1: the request alone is over the window's whole budget; no wait can cure it.
@@ -469,6 +490,7 @@ CASES: list[tuple[str, int, dict[str, str], bytes | str | None, ProviderError]] 
                 "status=429",
                 "body.code=rate_limit_exceeded",
                 "message=requested_over_limit",
+                "row=transient_code",
                 "header=retry-after",
             ),
             confidence=Confidence.MEDIUM,
@@ -490,7 +512,7 @@ CASES: list[tuple[str, int, dict[str, str], bytes | str | None, ProviderError]] 
             type="tokens",
             code="rate_limit_exceeded",
             retry_after_s=1.2,  # "Please try again in 1.2s", with no header saying otherwise
-            markers=("status=429", "body.code=rate_limit_exceeded", "message=retry_in"),
+            markers=("status=429", "body.code=rate_limit_exceeded", "row=transient_code", "message=retry_in"),
         ),
     ),
     (
@@ -509,7 +531,7 @@ CASES: list[tuple[str, int, dict[str, str], bytes | str | None, ProviderError]] 
             status=413,
             type="tokens",
             code="rate_limit_exceeded",
-            markers=("status=413", "body.code=rate_limit_exceeded"),
+            markers=("status=413", "body.code=rate_limit_exceeded", "row=transient_code"),
         ),
     ),
     (
@@ -522,7 +544,12 @@ CASES: list[tuple[str, int, dict[str, str], bytes | str | None, ProviderError]] 
             status=429,
             type="tokens",
             code="rate_limit_exceeded",
-            markers=("status=429", "body.code=rate_limit_exceeded", "message=request_too_large"),
+            markers=(
+                "status=429",
+                "body.code=rate_limit_exceeded",
+                "message=request_too_large",
+                "row=transient_code",
+            ),
             confidence=Confidence.LOW,
         ),
     ),
@@ -536,7 +563,12 @@ CASES: list[tuple[str, int, dict[str, str], bytes | str | None, ProviderError]] 
             K.CONTEXT_OVERFLOW,
             status=413,
             type="request_too_large",
-            markers=("status=413", "body.type=request_too_large", "message=context_overflow"),
+            markers=(
+                "status=413",
+                "body.type=request_too_large",
+                "message=context_overflow",
+                "row=must_change_code",
+            ),
             confidence=Confidence.LOW,
         ),
     ),
@@ -595,7 +627,7 @@ EVENTS: list[tuple[str, Mapping[str, object], ProviderErrorKind, tuple[str, ...]
             }
         },
         K.SERVER_ERROR,
-        ("body.type=server_error",),
+        ("body.type=server_error", "row=generic_code"),
     ),
     (
         "responses flat error",
@@ -607,7 +639,7 @@ EVENTS: list[tuple[str, Mapping[str, object], ProviderErrorKind, tuple[str, ...]
             "sequence_number": 3,
         },
         K.RATE_LIMIT,
-        ("body.code=rate_limit_exceeded",),
+        ("body.code=rate_limit_exceeded", "row=transient_code"),
     ),
     (
         "responses nested error",
@@ -620,7 +652,7 @@ EVENTS: list[tuple[str, Mapping[str, object], ProviderErrorKind, tuple[str, ...]
             },
         },
         K.CONTEXT_OVERFLOW,
-        ("body.code=context_length_exceeded",),
+        ("body.code=context_length_exceeded", "row=must_change_code"),
     ),
     (
         "responses response.failed",
@@ -633,7 +665,7 @@ EVENTS: list[tuple[str, Mapping[str, object], ProviderErrorKind, tuple[str, ...]
             },
         },
         K.SERVER_ERROR,
-        ("body.code=server_error",),
+        ("body.code=server_error", "row=generic_code"),
     ),
     (
         "responses overloaded",
@@ -642,45 +674,45 @@ EVENTS: list[tuple[str, Mapping[str, object], ProviderErrorKind, tuple[str, ...]
             "error": {"type": "server_error", "code": "server_is_overloaded", "message": "retry"},
         },
         K.OVERLOADED,
-        ("body.code=server_is_overloaded",),
+        ("body.code=server_is_overloaded", "row=transient_code"),
     ),
     (
         "responses policy block",
         {"type": "response.failed", "response": {"error": {"code": "bio_policy", "message": "blocked"}}},
         K.CONTENT_FILTER,
-        ("body.code=bio_policy",),
+        ("body.code=bio_policy", "row=must_change_code"),
     ),
     (
         "anthropic event: error",
         {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
         K.OVERLOADED,
-        ("body.type=overloaded_error",),
+        ("body.type=overloaded_error", "row=transient_code"),
     ),
     (
         "anthropic api_error",
         {"type": "error", "error": {"type": "api_error", "message": "Internal server error"}},
         K.SERVER_ERROR,
-        ("body.type=api_error",),
+        ("body.type=api_error", "row=generic_code"),
     ),
     (
         "gemini in-band 429",
         {"error": {"code": 429, "message": "Resource has been exhausted", "status": "RESOURCE_EXHAUSTED"}},
         K.RATE_LIMIT,
-        ("body.status=RESOURCE_EXHAUSTED",),
+        ("body.status=RESOURCE_EXHAUSTED", "row=transient_code"),
     ),
     (
         "gemini in-band 500 (numeric code decides)",
         {"error": {"code": 500, "message": "An internal error has occurred", "status": "INTERNAL"}},
         K.SERVER_ERROR,
-        ("body.code=500",),
+        ("body.code=500", "row=status"),
     ),
     (
         "openrouter numeric 402",
         {"error": {"code": 402, "message": "Insufficient credits"}},
         K.QUOTA_EXHAUSTED,
-        ("body.code=402",),
+        ("body.code=402", "row=payment_status"),
     ),
-    ("unrecognised event", {"type": "error", "message": "something odd"}, K.UNKNOWN, ()),
+    ("unrecognised event", {"type": "error", "message": "something odd"}, K.UNKNOWN, ("row=nothing",)),
 ]
 
 
@@ -772,7 +804,12 @@ def test_anthropic_in_band_error_is_classified_from_the_body_not_the_200() -> No
     got = provider_error_from_sdk(exc)
     assert got is not None
     assert got.kind is K.OVERLOADED
-    assert got.markers == ("sdk=anthropic", "status=200", "body.type=overloaded_error")
+    assert got.markers == (
+        "sdk=anthropic",
+        "status=200",
+        "body.type=overloaded_error",
+        "row=transient_code",
+    )
 
 
 def test_sdk_attributes_are_used_when_the_body_is_unusable() -> None:
@@ -907,7 +944,7 @@ def test_real_openai_stream_in_band_error() -> None:
     assert (got.kind, got.status, got.markers) == (
         K.SERVER_ERROR,
         None,
-        ("sdk=openai", "body.type=server_error"),
+        ("sdk=openai", "body.type=server_error", "row=generic_code"),
     )
 
 
@@ -980,11 +1017,13 @@ _HEADER_VALUES = st.one_of(
     st.sampled_from(["5", "1.5", "-1", "true", "false", "Wed, 21 Oct 2015 07:28:00 GMT"]),
 )
 _MARKER = re.compile(
-    r"(status=\d{3}|body\.(code|type|status)[=~][A-Za-z0-9_.\-]+|body\.details=quota_per_(day|minute)"
+    r"(status=\d{3}|body\.(code|type|status)[=~][A-Za-z0-9_.\-]+"
+    r"|body\.details=quota_per_(hour|day|week|month|minute|second)"
     r"|body\.retry_delay|header=retry-after(-ms)?(:over_limit)?|header=x-should-retry:(true|false)"
     r"|header=(x|anthropic)-ratelimit-[a-z-]+-reset|header=x-ratelimit-reset-[a-z]+"
-    r"|message=(context_overflow|requested_over_limit|request_too_large|rate_limit|overloaded|retry_in)"
-    r"|message=money:[a-z_]+|sdk=(openai|anthropic))"
+    r"|message=(context_overflow|requested_over_limit|request_too_large|rate_limit|overloaded|server_busy"
+    r"|retry_in|short_window|long_window|cancelled)|stated_wait=short"
+    r"|message=(money|resource):[a-z_]+|sdk=(openai|anthropic)|row=[a-z_]+)"
 )
 
 
@@ -1152,7 +1191,11 @@ def test_a_monthly_limit_without_a_stated_wait_is_a_plan_limit() -> None:
     got = provider_error_from_http(429, {}, json.dumps(body))
     assert got.kind is K.QUOTA_EXHAUSTED and got.confidence is Confidence.LOW
     assert "message=money:plan_window" in got.markers
-    assert provider_error_from_http(429, {"retry-after": "30"}, json.dumps(body)).kind is K.RATE_LIMIT
+    # the window says when it lifts: a 30 s retry-after on a monthly limit is no reset, never automatic
+    assert provider_error_from_http(429, {"retry-after": "30"}, json.dumps(body)).kind is K.QUOTA_EXHAUSTED
+    # a wait the provider states past an automatic retry is kept: the verdict asks
+    later = provider_error_from_http(429, {"retry-after": "7200"}, json.dumps(body))
+    assert (later.kind, later.retry_after_s) == (K.RATE_LIMIT, 7200.0)
 
 
 def test_gemini_per_minute_details_decide_over_money_words() -> None:
@@ -1262,3 +1305,22 @@ def test_a_quota_that_resets_within_a_minute_is_a_rate_limit() -> None:
         }
     }
     assert provider_error_from_http(429, {"retry-after": "20"}, openai).kind is K.QUOTA_EXHAUSTED
+
+
+def test_every_text_a_wrapper_carries_is_read_not_only_its_first_message() -> None:
+    # A gateway's 429 says "rate limit" in its message while its detail quotes the upstream's words: money,
+    # which no wait cures (letta-ai/letta#3304 shows such a detail).
+    body = {
+        "message": "Rate limit exceeded for LLM model provider. Please wait before making another request.",
+        "detail": "RATE_LIMIT_EXCEEDED: Error code: 429 - {'error': {'code': '1113', 'message': 'Insufficient"
+        " balance or no resource package. Please recharge.'}}",
+    }
+    error = provider_error_from_http(429, {}, json.dumps(body).encode())
+    assert error.kind is ProviderErrorKind.QUOTA_EXHAUSTED, error
+    # However long an inner text is, the outer one's words are read too.
+    long_inner = {
+        "error": {"message": "Rate limited", "error": {"message": "x" * 2100}},
+        "message": "insufficient balance",
+    }
+    error = provider_error_from_http(429, {}, json.dumps(long_inner).encode())
+    assert error.kind is ProviderErrorKind.QUOTA_EXHAUSTED, error

@@ -6,6 +6,7 @@ test_docs_examples.py, which needs no docs extra.)"""
 from __future__ import annotations
 
 import functools
+import html
 import http.server
 import os
 import re
@@ -127,6 +128,9 @@ def test_a_page_per_format_comes_from_the_registry(site: Path) -> None:
         assert f"<code>{fmt.otel_name}</code>" in page
         named = [s.name.partition("/")[2] for s in catalog() if s.format == fmt.name]
         assert named and all(f"<code>{name}</code>" in page for name in named), fmt.name
+        decided = [html.escape(m) for table in fmt.definitions.tables().values() for m in table]
+        assert decided, f"{fmt.name}: no decisions on what its provider defines"
+        assert all(f"<code>{member}</code>" in page for member in decided), fmt.name
 
 
 def test_without_dot_the_build_says_what_to_install_in_one_line(docs_python: str, tmp_path: Path) -> None:
@@ -152,6 +156,12 @@ def test_generated_tables_come_from_the_classifier(site: Path) -> None:
         assert f'id="{klass.value}"' in taxonomy, klass
     assert "openai-chat/http-429-retry-after-ms" in taxonomy  # a catalog example, with its wire
     assert "HTTP 429\ncontent-type: application/json" in taxonomy
+    from streamfsm.classify._provider import EVIDENCE
+
+    # the evidence table that reads a provider error, row by row, in order
+    table = taxonomy[taxonomy.index('id="provider-error-words"') :]
+    at = [table.find(f"<td><code>{row.name}</code></td>") for row in EVIDENCE]
+    assert -1 not in at and at == sorted(at), at
 
 
 def test_a_broken_link_fails_the_strict_build(tmp_path: Path) -> None:

@@ -1,13 +1,16 @@
-"""Play every held-out shape over real loopback sockets through ``streamfsm.open_stream`` and check its
-predicates. ``python -m tests.heldout`` prints one row per shape and ``score: N/M``; the pytest file uses
-`check` per shape."""
+"""Play a set of held-out shapes over real loopback sockets through ``streamfsm.open_stream`` and check
+their predicates. ``python -m tests.heldout`` prints one row per shape of issue 29's set and ``score: N/M``;
+the pytest file uses `check` per shape. Issue 33's set (``tests/fresh``) is scored by the same machinery:
+every function takes the set (or the shape) it plays, and the predicates a shape's ``Expect`` does not
+define are not checked."""
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import anyio
 import httpx
@@ -33,7 +36,10 @@ class Observed:
     evidence: tuple[str, ...] = ()
     retry_after_s: float | None = None
     text: str = ""
-    calls: list[ToolCall] = field(default_factory=list)
+    calls: list[ToolCall] = field(default_factory=list)  # callable ones: what an agent would execute
+    server_calls: int = 0  # calls the provider ran itself (handed out as informational)
+    finish_unified: str | None = None
+    output_tokens: int | None = None
     error: str | None = None  # the run did not end as a run should (a bug in the harness or a hang)
 
     def kind(self) -> str | None:
@@ -52,11 +58,12 @@ class Observed:
         if self.retry_after_s is not None:
             parts.append(f"retry_after={self.retry_after_s:g}s")
         parts.append(f"text={len(self.text)}ch")
+        if self.finish_unified is not None:
+            parts.append(f"finish={self.finish_unified}")
         if self.calls:
-            parts.append(
-                "calls="
-                + ",".join(f"{c.name}({'ok' if _parses(c.arguments) else 'BAD'})" for c in self.calls)
-            )
+            parts.append("calls=" + ",".join(f"{c.name}({len(c.arguments)}ch)" for c in self.calls))
+        if self.server_calls:
+            parts.append(f"server_calls={self.server_calls}")
         return " ".join(parts)
 
 
@@ -66,6 +73,19 @@ def _parses(arguments: str) -> bool:
     except (ValueError, TypeError):
         return False
     return True
+
+
+def incomplete_calls(expect: object, calls: Sequence[tuple[str, str]]) -> list[str]:
+    """The names of (name, input) calls whose input is incomplete by its tool kind's grammar: a custom
+    (freeform) tool named in ``expect.freeform`` must carry exactly the input its done event gave; every
+    other call's input must parse as JSON."""
+    freeform = dict(getattr(expect, "freeform", ()))
+    bad = []
+    for name, arguments in calls:
+        complete = arguments == freeform[name] if name in freeform else _parses(arguments)
+        if not complete:
+            bad.append(name)
+    return bad
 
 
 def judge(shape: Shape, seen: Observed) -> list[str]:
@@ -84,8 +104,9 @@ def judge(shape: Shape, seen: Observed) -> list[str]:
         misses.append(f"verdict {seen.verdict} not in {sorted(e.verdicts)}")
     if e.kind is not None and seen.kind() != e.kind:
         misses.append(f"kind {seen.kind()} != {e.kind}")
-    if e.key_prefix is not None and not seen.summary_key.startswith(e.key_prefix):
-        misses.append(f"summary key not {e.key_prefix}.*")
+    prefix = getattr(e, "key_prefix", None)
+    if prefix is not None and not seen.summary_key.startswith(prefix):
+        misses.append(f"summary key not {prefix}.*")
     if e.tool_calls is not None and len(seen.calls) != e.tool_calls:
         misses.append(f"{len(seen.calls)} tool calls != {e.tool_calls}")
     if e.max_tool_calls is not None and len(seen.calls) > e.max_tool_calls:
@@ -98,10 +119,21 @@ def judge(shape: Shape, seen: Observed) -> list[str]:
         wait = seen.retry_after_s
         if wait is None or wait <= LONGEST_PROVIDER_WAIT_S:
             misses.append(f"safe_auto_retry within {LONGEST_PROVIDER_WAIT_S:g} s (retry_after={wait})")
-    # One truth for every shape: a ToolCall is callable, so its arguments parse.
-    bad = [c.name for c in seen.calls if not _parses(c.arguments)]
+    finish = getattr(e, "finish", None)
+    if finish is not None and seen.finish_unified != finish:
+        misses.append(f"unified finish {seen.finish_unified} != {finish}")
+    tokens = getattr(e, "output_tokens", None)
+    if tokens is not None and seen.output_tokens != tokens:
+        misses.append(f"output tokens {seen.output_tokens} != {tokens}")
+    window = getattr(e, "retry_after", None)
+    if window is not None:
+        low, high = window
+        if seen.retry_after_s is None or not low <= seen.retry_after_s <= high:
+            misses.append(f"retry_after {seen.retry_after_s} not in [{low:g}, {high:g}] s")
+    # One truth for every shape: a ToolCall is callable, so its input is complete by its kind's grammar.
+    bad = incomplete_calls(e, [(c.name, c.arguments) for c in seen.calls])
     if bad:
-        misses.append(f"ToolCall with unparseable arguments: {bad}")
+        misses.append(f"ToolCall with incomplete input: {bad}")
     return misses
 
 
@@ -116,7 +148,7 @@ def expected_text(shape: Shape) -> str:
         out.append("/".join(sorted(e.verdicts)))
     if e.kind is not None:
         out.append(f"kind={e.kind}")
-    if e.key_prefix is not None:
+    if getattr(e, "key_prefix", None) is not None:
         out.append(f"{e.key_prefix}.*")
     if e.tool_calls is not None:
         out.append(f"calls={e.tool_calls}")
@@ -128,6 +160,14 @@ def expected_text(shape: Shape) -> str:
         out.append("text" if e.text else "no text")
     if e.not_auto_soon:
         out.append("no auto retry <=60s")
+    if getattr(e, "retry_after", None) is not None:
+        out.append("retry_after in [{:g}, {:g}]".format(*e.retry_after))
+    if getattr(e, "freeform", ()):
+        out.append("freeform=" + ",".join(name for name, _ in e.freeform))
+    if getattr(e, "finish", None) is not None:
+        out.append(f"finish={e.finish}")
+    if getattr(e, "output_tokens", None) is not None:
+        out.append(f"out_tokens={e.output_tokens}")
     return " ".join(out)
 
 
@@ -148,6 +188,8 @@ async def observe(shape: Shape, server_url: str, client: httpx.AsyncClient) -> O
                     async for event in run.collect():
                         if isinstance(event, TextDelta) and not event.refusal:
                             pieces.append(event.text)
+                        elif isinstance(event, ToolCall) and event.server_side:
+                            seen.server_calls += 1
                         elif isinstance(event, ToolCall):
                             seen.calls.append(event)
             except StreamFailed:
@@ -171,19 +213,23 @@ async def observe(shape: Shape, server_url: str, client: httpx.AsyncClient) -> O
     except RuntimeError:
         result_calls = ()
     for call in result_calls:
-        if call not in seen.calls:
+        if call not in seen.calls and not call.server_side:
             seen.calls.append(call)
+    record = run.record
+    if record is not None:  # read defensively: a record may grow or rename sections
+        seen.finish_unified = (record.get("finish_reason") or {}).get("unified")
+        seen.output_tokens = (record.get("tokens") or {}).get("output")
     return seen
 
 
-def _router(shapes: Sequence[Shape]) -> ScenarioRouter:
+def router(shapes: Sequence[Shape]) -> ScenarioRouter:
     return ScenarioRouter(Scenario(s.id, s.script, format=s.format) for s in shapes)
 
 
 async def observe_all(shapes: Sequence[Shape] = SHAPES) -> list[tuple[Shape, Observed]]:
     """Each shape once, one at a time, against one fault server."""
     out: list[tuple[Shape, Observed]] = []
-    async with FaultServer(_router(shapes)) as server:
+    async with FaultServer(router(shapes)) as server:
         async with httpx.AsyncClient(trust_env=False, timeout=RUN_BOUND_S) as client:
             for shape in shapes:
                 out.append((shape, await observe(shape, server.base_url, client)))
@@ -196,17 +242,29 @@ def check(shape: Shape, backend: str = "asyncio") -> list[str]:
     return judge(shape, seen)
 
 
-def main(argv: Sequence[str] = ()) -> int:
+def main(argv: Sequence[str] = (), shapes: Sequence[Shape] = SHAPES) -> int:
     """``-v``: show every row's observation; ``--trio``: play on trio instead of asyncio."""
-    verbose = "-v" in argv
-    results = anyio.run(observe_all, backend="trio" if "--trio" in argv else "asyncio")
+    results = anyio.run(observe_all, shapes, backend="trio" if "--trio" in argv else "asyncio")
+    report(results, judge, "-v" in argv)
+    return 0
+
+
+def report(
+    results: Sequence[tuple[Shape, Any]],
+    judged: Callable[[Shape, Any], list[str]],
+    verbose: bool,
+) -> dict[str, tuple[int, int]]:
+    """Print one row per shape, the misses by group and ``score: N/M``; (passed, total) per group."""
     passed = 0
+    per_group: dict[str, tuple[int, int]] = {}
     misses_by_root: dict[str, list[str]] = {}
     width = max(len(s.id) for s, _ in results)
     for shape, seen in results:
-        misses = judge(shape, seen)
+        misses = judged(shape, seen)
         ok = not misses
         passed += ok
+        done, count = per_group.get(shape.root, (0, 0))
+        per_group[shape.root] = (done + ok, count + 1)
         if not ok:
             misses_by_root.setdefault(shape.root, []).append(shape.id)
         mark = "pass" if ok else "MISS"
@@ -219,8 +277,10 @@ def main(argv: Sequence[str] = ()) -> int:
     print()
     for root, ids in misses_by_root.items():
         print(f"misses in {root}: {len(ids)}: {', '.join(ids)}")
+    for group, (done, count) in per_group.items():
+        print(f"{group}: {done}/{count}")
     print(f"score: {passed}/{total}")
-    return 0
+    return per_group
 
 
 if __name__ == "__main__":

@@ -83,3 +83,19 @@ def wait_lines(path: Any, count: int, *, timeout: float = 10.0) -> list[dict[str
     records = run_lines(path)
     assert len(records) == count, f"{path}: {len(records)} records, expected {count}"
     return records
+
+
+def read_answer(sock: socket.socket, within: float) -> bytes:
+    """What the relay answers on ``sock`` until it closes (bounded)."""
+    sock.settimeout(within)
+    got = b""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            part = sock.recv(65536)
+        except (ConnectionResetError, TimeoutError):
+            break
+        if not part:
+            break
+        got += part
+    return got

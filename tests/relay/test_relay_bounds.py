@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
-from relaysupport import relay_to, wait_lines
+from relaysupport import read_answer, relay_to, wait_lines
 from runsupport import BODIES
 
 from streamfsm.testing import text_stream
@@ -36,17 +36,7 @@ def exchange(port: int, data: bytes) -> bytes:
     """Send ``data`` on a fresh connection; everything the relay answers until it closes (bounded)."""
     with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as sock:
         sock.sendall(data)
-        answer = b""
-        deadline = time.monotonic() + TIMEOUT
-        while time.monotonic() < deadline:
-            try:
-                part = sock.recv(65536)
-            except (ConnectionResetError, TimeoutError):
-                break
-            if not part:
-                break
-            answer += part
-        return answer
+        return read_answer(sock, TIMEOUT)
 
 
 def post(target: str) -> bytes:

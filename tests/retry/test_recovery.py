@@ -48,6 +48,7 @@ from streamfsm.testing import (
     Send,
     Stall,
     Status,
+    Step,
     build,
     cut_chunk,
     ends_with_assistant,
@@ -457,21 +458,11 @@ async def test_a_call_cut_mid_arguments_is_discarded_and_requested_again_whole(f
     assert [(c.name, c.arguments) for c in calls] == [("write_file", arguments)], "one whole call, once"
 
 
-@pytest.mark.parametrize("fmt", CONTINUE_FORMATS)
-async def test_complete_calls_with_results_are_carried_and_never_requested_twice(fmt: str) -> None:
-    frames = build(
-        fmt,  # type: ignore[arg-type]
-        [
-            ("text", "Reading both."),
-            ("tool", "read_file", '{"path": "a"}'),
-            ("tool", "read_file", '{"path": "b"}'),
-        ],
-        parallel=False,  # Gemini: one call per chunk, so the cut falls between them
-    )
-    cut = cut_through(fmt, frames, ToolCall)
-    [first_call] = [e for e in decoded(fmt, cut) if isinstance(e, ToolCall)]
-    first = (Headers(), *(Send(f) for f in cut), Fin())
-    rest = build(fmt, [("tool", "read_file", '{"path": "b"}')])  # type: ignore[arg-type]
+async def _continued_reading_files(
+    fmt: str, first: tuple[Step, ...], rest: list[bytes]
+) -> tuple[list[dict[str, Any]], list[Offer], list[RetryingEvent]]:
+    """A confirmed continuation of ``first`` by ``rest``, the agent reading a file per call: the request
+    bodies sent, the offers made and the events received."""
     bodies: list[dict[str, Any]] = []
     offers: list[Offer] = []
 
@@ -492,9 +483,44 @@ async def test_complete_calls_with_results_are_carried_and_never_requested_twice
                     if isinstance(event, ToolCall):
                         run.tool_started(event.call_id, "read_only")
                         run.tool_finished(event.call_id, result={"content": "file " + event.arguments})
+    return bodies, offers, received
+
+
+@pytest.mark.parametrize("fmt", [f for f in CONTINUE_FORMATS if f != "gemini"])  # Gemini: see below
+async def test_complete_calls_with_results_are_carried_and_never_requested_twice(fmt: str) -> None:
+    frames = build(
+        fmt,  # type: ignore[arg-type]
+        [
+            ("text", "Reading both."),
+            ("tool", "read_file", '{"path": "a"}'),
+            ("tool", "read_file", '{"path": "b"}'),
+        ],
+        parallel=False,  # Gemini: one call per chunk, so the cut falls between them
+    )
+    cut = cut_through(fmt, frames, ToolCall)
+    [first_call] = [e for e in decoded(fmt, cut) if isinstance(e, ToolCall)]
+    first = (Headers(), *(Send(f) for f in cut), Fin())
+    rest = build(fmt, [("tool", "read_file", '{"path": "b"}')])  # type: ignore[arg-type]
+    bodies, offers, received = await _continued_reading_files(fmt, first, rest)
     assert offers[0].recoveries[0] is Recovery.CONTINUE and offers[0].tool_calls == 1
     assert carried_calls(bodies[1]) == [json.loads(first_call.arguments)], "the complete call, carried once"
     assert "file " in json.dumps(bodies[1]), "the call's result is carried with it"
+    calls = [e for e in received if isinstance(e, ToolCall)]
+    assert [json.loads(c.arguments) for c in calls] == [{"path": "a"}, {"path": "b"}], "each call once, whole"
+
+
+async def test_gemini_calls_cut_before_their_finish_were_never_handed_out_and_are_asked_again() -> None:
+    """Gemini hands a call out only with a whole-answer finish: a cut after the first of two calls leaves
+    nothing handed out (no tool ran), so the continuation carries the text and no call, and both calls come
+    whole, once each, from the continued answer."""
+    fmt = "gemini"
+    calls_made = [("tool", "read_file", '{"path": "a"}'), ("tool", "read_file", '{"path": "b"}')]
+    frames = build(fmt, [("text", "Reading both."), *calls_made], parallel=False)
+    first = (Headers(), *(Send(f) for f in frames[:-1]), Fin())  # the chunk with the second call and STOP
+    rest = build(fmt, calls_made)
+    bodies, offers, received = await _continued_reading_files(fmt, first, rest)
+    assert offers[0].recoveries[0] is Recovery.CONTINUE and offers[0].tool_calls == 0
+    assert carried_calls(bodies[1]) == [], "no call was handed out, so none is carried"
     calls = [e for e in received if isinstance(e, ToolCall)]
     assert [json.loads(c.arguments) for c in calls] == [{"path": "a"}, {"path": "b"}], "each call once, whole"
 

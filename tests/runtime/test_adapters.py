@@ -259,12 +259,10 @@ def test_one_tool_call(fmt: str) -> None:
     tool_events = [
         type(e) for e in events if isinstance(e, (ToolInputStart, ToolInputDelta, ToolInputEnd, ToolCall))
     ]
-    if fmt == "gemini":
-        assert tool_events == [ToolCall]  # whole calls
-    else:
-        deltas = [e.arguments_delta for e in events if isinstance(e, ToolInputDelta)]
-        assert "".join(deltas) == WEATHER
-        assert tool_events == [ToolInputStart, *[ToolInputDelta] * len(deltas), ToolInputEnd, ToolCall]
+    deltas = [e.arguments_delta for e in events if isinstance(e, ToolInputDelta)]
+    # Gemini's call arrives whole: its input is the arguments in one piece, as the adapter dumps them
+    assert "".join(deltas) == (calls[0].arguments if fmt == "gemini" else WEATHER)
+    assert tool_events == [ToolInputStart, *[ToolInputDelta] * len(deltas), ToolInputEnd, ToolCall]
     finish = events[-1]
     assert isinstance(finish, Finish)
     assert finish.reason is FinishReason.TOOL_CALLS
@@ -283,7 +281,7 @@ def test_parallel_tool_calls_carry_their_own_full_arguments(fmt: str) -> None:
     assert len({c.call_id for c in calls}) == 2
     assert adapter.tool_names == {c.call_id: c.name for c in calls}
     starts = [e.call_id for e in events if isinstance(e, ToolInputStart)]
-    assert starts == ([] if fmt == "gemini" else [c.call_id for c in calls])
+    assert starts == [c.call_id for c in calls]
     assert drive(events).state.activity is Activity.FINISHED
 
 
@@ -300,7 +298,8 @@ def test_gemini_parallel_calls_arrive_in_one_chunk_and_keep_order() -> None:
 def test_gemini_function_call_id_is_kept() -> None:
     adapter = adapter_for("gemini")
     part = {"functionCall": {"id": "fc-1", "name": "f", "args": {"q": "x"}}}
-    events = adapter.feed(sse({"candidates": [{"content": {"parts": [part]}, "index": 0}]}))
+    candidate = {"content": {"parts": [part]}, "index": 0, "finishReason": "STOP"}
+    events = [*adapter.feed(sse({"candidates": [candidate]})), *adapter.end()]
     assert [e for e in events if isinstance(e, ToolCall)] == [ToolCall("fc-1", "f", '{"q":"x"}', 0)]
 
 
@@ -644,6 +643,30 @@ def test_second_error_event_is_dropped_and_counted() -> None:
     assert adapter.anomalies == {"data_after_error": 1}
 
 
+def test_gemini_usage_counts_hosted_tool_input_and_thoughts() -> None:
+    """A recorded Gemini 3 usage with a hosted tool: input is the prompt and the tool-use prompt, output the
+    candidates and the thoughts, so together they are the provider's total."""
+    usage = {
+        "promptTokenCount": 55,
+        "candidatesTokenCount": 51,
+        "toolUsePromptTokenCount": 89,
+        "thoughtsTokenCount": 56,
+        "cachedContentTokenCount": 20,
+        "totalTokenCount": 251,
+        "trafficType": "ON_DEMAND",
+    }
+    adapter = adapter_for("gemini")
+    candidate = {"content": {"parts": [{"text": "ok"}]}, "finishReason": "STOP", "index": 0}
+    events = adapter.feed(sse({"candidates": [candidate], "usageMetadata": usage}))
+    assert usage_of(events) == Usage(144, 107, 56, 20, 251)
+    # A streamed call's chunks carry only the traffic type: no Usage, so the final count is not overwritten.
+    only_traffic = {
+        "candidates": [{"content": {"parts": [{"text": "x"}]}}],
+        "usageMetadata": {"trafficType": "ON_DEMAND"},
+    }
+    assert not [e for e in adapter_for("gemini").feed(sse(only_traffic)) if isinstance(e, Usage)]
+
+
 def test_gemini_blocked_prompt_is_a_content_filter_error() -> None:
     adapter = adapter_for("gemini")
     events = adapter.feed(sse({"promptFeedback": {"blockReason": "PROHIBITED_CONTENT"}, "responseId": "r"}))
@@ -662,7 +685,9 @@ FINISH_CASES = [
     ("openai-chat", "tool_calls", FinishReason.TOOL_CALLS),
     ("openai-chat", "function_call", FinishReason.TOOL_CALLS),
     ("openai-chat", "content_filter", FinishReason.CONTENT_FILTER),
-    ("openai-chat", "eos", FinishReason.OTHER),
+    ("openai-chat", "eos", FinishReason.STOP),  # a whole answer (vLLM, TGI), as completed.finished says
+    ("openai-chat", "sensitive", FinishReason.CONTENT_FILTER),  # Zhipu's own name for a filter stop
+    ("openai-chat", "model_length", FinishReason.LENGTH),  # Mistral's own name for a length stop
     ("openai-responses", "max_output_tokens", FinishReason.LENGTH),
     ("openai-responses", "content_filter", FinishReason.CONTENT_FILTER),
     ("openai-responses", "something_new", FinishReason.OTHER),

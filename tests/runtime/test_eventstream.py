@@ -227,7 +227,7 @@ def test_a_converse_stream_reads_text_reasoning_a_tool_call_usage_and_its_finish
     kinds = [type(e).__name__ for e in events]
     assert kinds.count("TextDelta") == 2 and kinds.count("ReasoningDelta") == 1
     assert [e.arguments for e in events if isinstance(e, ToolCall)] == ['{"path": "a.txt"}']
-    usage, finish = events[-2:]
+    usage, finish = next(e for e in events if isinstance(e, Usage)), events[-1]
     assert isinstance(usage, Usage) and (usage.input_tokens, usage.cached_tokens) == (25, 5)
     assert isinstance(finish, Finish) and finish.raw_reason == "tool_use"
 

@@ -23,12 +23,14 @@ from typing import Any
 
 from anthropic._models import construct_type as anthropic_construct
 from anthropic.types import RawMessageStreamEvent
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from openai._models import construct_type as openai_construct
 from openai.types.chat import ChatCompletionChunk
 from openai.types.responses import ResponseStreamEvent
 
+from streamfsm.classify._finish import NOT_WHOLE
+from streamfsm.classify._summaries import FINISHED_SAYS
 from streamfsm.runtime import Ids, StreamConfig
 from streamfsm.tap._run import TapRun
 from streamfsm.testing import FORMATS, build
@@ -166,6 +168,46 @@ def test_a_finish_is_whole_only_if_its_format_says_so(
         assert d.confidence.value == "low"
         assert d.verdict.value != "safe_auto_retry"
     assert run.record["finish_reason"]["raw"] is None or len(run.record["finish_reason"]["raw"]) <= 64
+
+
+# -- (c) one voice per record ----------------------------------------------------------------------------
+
+# What each summary detail says of the finish, in the unified reason (DESIGN §13.3); a whole answer is STOP
+# or TOOL_CALLS, and any other detail (paused, background, a malformed call, an unrecognised reason) OTHER.
+_SAYS = {"finished": {"stop", "tool_calls"}, "length": {"length"}}
+_SAYS |= {detail: {"content_filter"} for detail in ("content_filter", "refusal")}
+_VENDOR_NAMES = sorted(NOT_WHOLE) + [name.upper() for name in sorted(NOT_WHOLE)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(FORMATS),
+    st.sampled_from(_VENDOR_NAMES) | reasons,
+    st.sampled_from(["text", "reasoning", "tool"]),
+    st.lists(st.integers(1, 2000), max_size=6),
+)
+@example("openai-chat", "blocklist", "text", [])
+def test_c_the_summary_key_the_unified_finish_the_title_and_the_verdict_agree(
+    fmt: str, raw: str, kind: str, cuts: list[int]
+) -> None:
+    """Whatever the finish reason, the record speaks with one voice: ``finish_reason.unified`` says what the
+    summary key says, the title is the key's own, and a whole answer is never retried."""
+    parts = [("tool", "read_file", '{"path": "a"}')] if kind == "tool" else [(kind, "Hello")]
+    frames = stream(fmt, parts, raw)
+    run, _ = play(fmt, frames, cuts, None, "eof")
+    d, record = run.diagnosis, run.record
+    assert d is not None and record is not None
+    unified = record["finish_reason"]["unified"]
+    family, _, detail = d.summary_key.partition(".")
+    if unified is not None and family in ("completed", "tool_input_interrupted"):
+        assert unified in _SAYS.get(detail, {"other"}), (fmt, raw, d.summary_key, unified)
+    if unified in ("stop", "tool_calls"):
+        assert d.summary_key == "completed.finished", (fmt, raw, d.summary_key, unified)
+    if family == "completed":
+        title = FINISHED_SAYS[detail][0]
+        assert record["summary"]["title"].startswith(title), (d.summary_key, record["summary"]["title"])
+    if d.summary_key == "completed.finished":  # nothing to retry: the answer is whole
+        assert record["retry"]["verdict"] == "no_retry", (d.summary_key, record["retry"])
 
 
 # -- (b) tool-call completeness ----------------------------------------------------------------------------

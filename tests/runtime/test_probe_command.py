@@ -1,4 +1,5 @@
-"""`streamfsm probe` against the fault server: one JSON record on stdout, exit codes as documented."""
+"""`streamfsm probe` against the fault server: one JSON record on stdout, exit codes as documented, every
+registered format streaming and not."""
 
 from __future__ import annotations
 
@@ -6,14 +7,28 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from runsupport import validate_record
 
 import streamfsm
-from streamfsm.testing import text_stream
-from streamfsm.testing._script import End, Fin, Headers, Send
-from streamfsm.testing._server import FaultServerThread
+import streamfsm.wire
+from streamfsm.cli import main as cli_main
+from streamfsm.testing import (
+    End,
+    FaultServerThread,
+    Fin,
+    Headers,
+    Scenario,
+    ScenarioRouter,
+    Send,
+    catalog,
+    scenario_url,
+    text_stream,
+    whole_answer,
+)
 
 
 def probe(base_url: str, *extra: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -94,3 +109,49 @@ def test_help_summary_is_plain_text() -> None:
     )
     assert done.returncode == 0
     assert "``" not in done.stdout and ":class:" not in done.stdout
+
+
+# -- every registered format, streaming and not ------------------------------------------------------------
+
+_STREAMS = {fmt: f"{fmt}/text-with-usage-and-reasoning" for fmt in ("openai-chat", "openai-responses")}
+_STREAMS |= {fmt: f"{fmt}/text-with-usage-and-reasoning" for fmt in ("anthropic", "gemini", "ollama")}
+_STREAMS |= {fmt: f"{fmt}/clean-end" for fmt in ("anthropic-bedrock", "bedrock-converse")}
+_GEMINI_WHOLE = Scenario(
+    "gemini/probe-whole-answer",
+    (Headers(headers=(("content-type", "application/json"),)), Send(whole_answer("gemini", "Hello")), End()),
+    format="gemini",
+)
+
+
+@pytest.fixture(scope="module")
+def catalog_server() -> Iterator[str]:
+    scenarios = {s.name: s for s in catalog()}
+    wanted = [*_STREAMS.values(), *(f"{fmt}/whole/clean-end" for fmt in streamfsm.wire.FORMATS)]
+    router = ScenarioRouter([scenarios[name] for name in wanted if name in scenarios] + [_GEMINI_WHOLE])
+    with FaultServerThread(router) as server:
+        yield server.base_url
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
+@pytest.mark.parametrize("fmt", list(streamfsm.wire.FORMATS))
+def test_probe_plays_every_registered_format_streaming_and_not(
+    fmt: str, stream: bool, catalog_server: str, capsys: pytest.CaptureFixture[str], monkeypatch: Any
+) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")  # Bedrock requests are signed (SigV4)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI-EXAMPLE-SECRET")
+    name = (
+        _STREAMS[fmt]
+        if stream
+        else "gemini/probe-whole-answer"
+        if fmt == "gemini"
+        else f"{fmt}/whole/clean-end"
+    )
+    argv = ["probe", "--provider", fmt, "--base-url", scenario_url(catalog_server, name), "--model", "m1"]
+    code = cli_main([*argv, "--json"] + ([] if stream else ["--no-stream"]))
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    record = validate_record(streamfsm.RunRecord.from_json(out.out))
+    assert record["provider"] == fmt
+    assert record["outcome"]["summary_key"] == "completed.finished"
+    assert record["request"]["streaming"] is stream
+    assert "EXAMPLE-SECRET" not in out.out + out.err

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import pytest
 from httpx_sse import EventSource
@@ -138,21 +140,32 @@ def test_invalid_utf8_is_replaced_not_raised() -> None:
 
 
 @pytest.mark.parametrize(
-    ("chunks", "truncated"),
+    ("chunks", "dispatched", "truncated"),
     [
-        ((b"data: x\n\n",), False),
-        ((b"data: x\n",), True),  # no blank line: discarded, reported
-        ((b"data: x",), True),  # unterminated line
-        ((b"data: x\n\n: ping\n",), False),  # a comment is complete on its own
-        ((b"event: e\n",), True),
-        ((b"",), False),
-        ((b"\xef\xbb",), False),  # a lone partial BOM
+        ((b"data: x\n\n",), 1, False),
+        ((b'data: {"a": 1}\n',), 1, False),  # whole JSON, the blank line never came: dispatched
+        ((b'data: {"a": 1}\r',), 1, False),
+        ((b'event: e\ndata: {"a": 1}\r\n',), 1, False),
+        ((b'data: {"a": 1}',), 1, False),  # an unterminated last line that completes its JSON
+        ((b"data: [DONE]",), 1, False),
+        ((b"data: x",), 0, True),  # no JSON: it may be cut short
+        ((b"data: x\n",), 0, True),
+        ((b'data: {"choices":[{"ind\n',), 0, True),  # cut mid-value, just after a line end
+        ((b'data: {"a": ',), 0, True),  # cut mid-value
+        ((b'data: x\ndata: {"a": 1}',), 0, True),  # the event's data is not that line alone
+        ((b'data: {"a":\ndata: ',), 0, True),  # a multi-line value cut after its first line
+        ((b"data: x\n\n: ping\n",), 1, False),  # a comment is complete on its own
+        ((b"event: e\n",), 0, True),  # a block without data is never an event
+        ((b"",), 0, False),
+        ((b"\xef\xbb",), 0, False),  # a lone partial BOM
     ],
 )
-def test_close_discards_and_reports_an_incomplete_event(chunks: tuple[bytes, ...], truncated: bool) -> None:
+def test_close_dispatches_a_whole_last_event_and_reports_a_torn_one(
+    chunks: tuple[bytes, ...], dispatched: int, truncated: bool
+) -> None:
     events, decoder = decode(*chunks)
     assert decoder.truncated is truncated
-    assert len(data_of(events)) == (1 if chunks[0].startswith(b"data: x\n\n") else 0)
+    assert len(data_of(events)) == dispatched
 
 
 def test_long_line_is_a_violation_at_its_start() -> None:
@@ -266,3 +279,35 @@ def test_agrees_with_httpx_sse_on_data_events(blocks: list[tuple[list[str], str]
     response = httpx.Response(200, headers={"content-type": "text/event-stream"}, content=iter(chunks))
     theirs = [SSEEvent(e.data, e.event or "message", e.id, e.retry) for e in EventSource(response).iter_sse()]
     assert ours == theirs
+
+
+_JSON_BLOCK = st.tuples(
+    st.lists(st.sampled_from(["event: e", "id: 4", "retry: 20"]), max_size=2),
+    st.dictionaries(st.text("abc", max_size=3), _VALUE, max_size=3).map(json.dumps) | st.just("[DONE]"),
+).map(lambda block: [*block[0], "data: " + block[1]])
+
+
+@given(
+    st.lists(st.tuples(_JSON_BLOCK, _END), min_size=1, max_size=6),
+    st.lists(st.integers(0, 10_000), max_size=6),
+)
+def test_a_last_event_whose_blank_line_never_came_is_dispatched_whatever_the_chunking(
+    blocks: list[tuple[list[str], str]], cuts: list[int]
+) -> None:
+    """Gateways close right after the last field: an event whose data is whole (JSON, or ``[DONE]``) is
+    read, the same as with its blank line, however the bytes were split."""
+    data = "".join(end.join(lines) + end + end for lines, end in blocks).encode()
+    unended = data[: -len(blocks[-1][1])]  # the last blank line dropped
+    whole, _ = decode(data)
+    events, decoder = decode(*_split(unended, cuts))
+    assert events == whole
+    assert not decoder.truncated
+
+
+@given(_VALUE, st.integers(1, 40))
+def test_a_last_line_cut_mid_json_is_never_dispatched(text: str, cut: int) -> None:
+    """An unterminated last line is dispatched only when it completes a JSON value: one cut short is torn."""
+    line = ("data: " + '{"type": "response.completed", "text": ' + json.dumps(text) + "}").encode()
+    cut = min(cut, len(line) - len(b"data: ") - 1)
+    events, decoder = decode(line[: len(line) - cut])
+    assert events == [] and decoder.truncated

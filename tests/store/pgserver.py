@@ -11,11 +11,11 @@ import shutil
 import socket
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["Unavailable", "postgres_server"]
+__all__ = ["Server", "Unavailable", "postgres_control", "postgres_server"]
 
 
 class Unavailable(Exception):
@@ -39,10 +39,43 @@ def _free_port() -> int:
         return port
 
 
+class Server:
+    """A running throwaway server: ``url``; ``stop()`` and ``start()`` it again on the same port and data."""
+
+    def __init__(
+        self, url: str, run: Callable[..., None], data: Path, log: Path, options: str, bin_dir: Path
+    ) -> None:
+        self.url = url
+        self._run, self._data, self._log, self._options, self._bin = run, data, log, options, bin_dir
+
+    def start(self) -> None:
+        self._run(
+            str(self._bin / "pg_ctl"),
+            "-D",
+            str(self._data),
+            "-l",
+            str(self._log),
+            "-o",
+            self._options,
+            "-w",
+            "start",
+        )
+
+    def stop(self, mode: str = "fast") -> None:
+        self._run(str(self._bin / "pg_ctl"), "-D", str(self._data), "-m", mode, "-w", "stop")
+
+
 @contextmanager
 def postgres_server(*, durable: bool = False) -> Iterator[str]:
     """Start a server; yield its URL (``postgresql://USER@127.0.0.1:PORT/postgres``); stop and remove it.
     Without ``durable``, fsync is off (tests); the benchmarks keep PostgreSQL's defaults."""
+    with postgres_control(durable=durable) as server:
+        yield server.url
+
+
+@contextmanager
+def postgres_control(*, durable: bool = False) -> Iterator[Server]:
+    """``postgres_server``, yielding the ``Server`` to stop and start again."""
     try:
         import psycopg  # noqa: F401
     except ImportError:
@@ -78,9 +111,12 @@ def postgres_server(*, durable: bool = False) -> Iterator[str]:
         options = f"-h 127.0.0.1 -p {port} -k {sockets}"
         if not durable:
             options += " -F -c full_page_writes=off"
-        run(str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(folder / "log"), "-o", options, "-w", "start")
+        server = Server(
+            f"postgresql://{user}@127.0.0.1:{port}/postgres", run, data, folder / "log", options, bin_dir
+        )
+        server.start()
         try:
-            yield f"postgresql://{user}@127.0.0.1:{port}/postgres"
+            yield server
         finally:
             subprocess.run(
                 [*as_user, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"],

@@ -31,7 +31,7 @@ def test_prints_a_table_and_a_summary_and_exits_0(capsys: pytest.CaptureFixture[
     assert lines[0].split() == ["format", "scenario", "state", "edge", "class", "verdict", "action", "title"]
     assert any(line.split()[:2] == ["gemini", "text-then-fin"] and "mid_generation" in line for line in lines)
     assert "The provider is rate limiting requests" in out
-    assert lines[-1].startswith("11 scenario runs in ") and lines[-1].endswith(", all matched")
+    assert lines[-1].startswith("14 scenario runs in ") and lines[-1].endswith(", all matched")
     assert err == ""  # no progress indicator when stderr is not a terminal
 
 

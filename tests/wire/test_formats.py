@@ -110,3 +110,15 @@ def test_a_stream_is_known_by_its_content_type(name: str) -> None:
     fmt = FORMATS[name]
     assert fmt.is_stream(" " + fmt.stream_types[0].upper() + "; charset=utf-8")
     assert not fmt.is_stream("application/json")
+
+
+@pytest.mark.parametrize("name", list(FORMATS))
+def test_the_format_page_shows_every_decision(name: str) -> None:
+    from streamfsm._docsite import _DECIDED, _format_page
+
+    page = _format_page(FORMATS[name])
+    tables = FORMATS[name].definitions.tables().values()
+    assert any(tables), f"{name}: no decisions on what its provider defines"
+    for table in tables:
+        for member, decided in table.items():
+            assert f"| `{member}` | {_DECIDED[decided.decision]} | " in page, member

@@ -10,8 +10,13 @@ Judgement calls:
   ``message_delta`` usage is cumulative; its Usage carries the prompt side from ``message_start`` unless it
   restates it. ``message_start``'s ``output_tokens`` is a placeholder (1): its Usage leaves it None, so
   the two usages normalise to one final one (the last). Anthropic gives no total: ``total_tokens`` None.
-* ``server_tool_use`` and ``mcp_tool_use`` blocks are calls the provider runs: ``server_side=True``.
-  Result blocks (web search, code execution, ...) are bookkeeping.
+* Every event, block, delta, tool kind and stop reason the SDK defines (beta included) has a decision in
+  ``DEFINITIONS`` (read, informational, not understood); the handlers follow it. ``server_tool_use`` and
+  ``mcp_tool_use`` blocks are calls the provider runs: ``server_side=True``. Result blocks (web search, code
+  execution, MCP, ...) are informational: counted as ``block.<type>``, and an error result (its content an
+  ``*_error`` object) also as ``block.<type>.error``; the model reads it and goes on.
+* A tool block that brings its whole ``input`` at its start (Bedrock, proxies) is that input unless deltas
+  follow; fine-grained (eager) input streams partial JSON that may parse only at the end, or never.
 * Blocks are strictly sequential on this wire. If a block starts (or text arrives) while a tool block is
   still open, the tool call is closed first; its later ``content_block_stop`` is then bookkeeping, and a
   later ``input_json_delta`` for it is ``unknown_tool_call``.
@@ -19,14 +24,15 @@ Judgement calls:
   ``unknown_block``, a protocol violation at that event (never visible text, whatever it carries): the
   first anomaly wins. Without an ``index`` the event is taken for the current block.
 * Text comes from ``text`` blocks and ``text_delta``; reasoning from ``thinking`` blocks and
-  ``thinking_delta``. ``redacted_thinking``, ``container_upload`` and ``*_tool_result`` blocks, and
-  ``signature_delta`` / ``citations_delta``, carry nothing to read. Any other block or delta type, or text
-  that is not a string, is counted and noted as ``unread_content``: never dropped silently.
+  ``thinking_delta``; a ``redacted_thinking`` block is reasoning with no text (an empty reasoning delta).
+  ``signature_delta``, ``citations_delta`` and ``compaction_delta`` are informational. Any block or delta
+  type not in the table, or text that is not a string, is counted and noted as ``unread_content``: never
+  dropped silently.
 * An ``event: error`` is an error whatever its data says; so is typeless data with an ``error`` object or a
   flat ``code`` + ``message``, and a type ending in ``_error`` (a gateway's flat Anthropic error).
 * Stop reasons: ``end_turn`` / ``stop_sequence`` → STOP, ``max_tokens`` and
   ``model_context_window_exceeded`` → LENGTH, ``tool_use`` → TOOL_CALLS, ``refusal`` → CONTENT_FILTER,
-  anything else (``pause_turn``, ...) → OTHER.
+  ``pause_turn`` and ``compaction`` (paused: send the turn back) and anything else → OTHER.
 * A tool block's ``content_block_stop`` ends the call only when its arguments parse (at ``max_tokens``
   Anthropic closes the block on cut JSON): otherwise the call stays open, and the run fails with it open
   at the stop reason (or at whatever comes next), never with a ``ToolCall``.
@@ -39,6 +45,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
+from .._definitions import Decision, Definitions, informational, read
 from .._events import (
     FinishReason,
     Keepalive,
@@ -66,28 +73,176 @@ from ._base import (
     raw_reason,
 )
 
-_TOOL_BLOCKS: Final = {"tool_use": False, "server_tool_use": True, "mcp_tool_use": True}
-_FINISH: Final = {
-    "end_turn": FinishReason.STOP,
-    "stop_sequence": FinishReason.STOP,
-    "max_tokens": FinishReason.LENGTH,
-    "model_context_window_exceeded": FinishReason.LENGTH,
-    "tool_use": FinishReason.TOOL_CALLS,
-    "refusal": FinishReason.CONTENT_FILTER,
-}
-# Blocks and deltas known to carry no text to read (besides tool blocks and ``*_tool_result`` blocks, the
-# results of tools the provider ran: web search, web fetch, code execution, MCP, tool search).
-_QUIET_BLOCKS: Final = frozenset(
+# -- what the provider defines, decided (DESIGN §13.1): the anthropic SDK's types, beta included ----------
+
+_SDK: Final = "anthropic SDK types."
+_BETA: Final = "anthropic SDK types.beta."
+_STREAMING: Final = "https://docs.anthropic.com/en/docs/build-with-claude/streaming"
+
+# Content blocks and deltas (``content_block_start``'s ``content_block.type``, ``content_block_delta``'s
+# ``delta.type``). READ ones have their handlers below (a test checks both agree); INFORMATIONAL ones are
+# counted (``block.<type>`` / the delta's type) and carry nothing to read; anything else is unread content.
+CONTENT: Final = MappingProxyType(
     {
-        "redacted_thinking",  # encrypted thinking: nothing to read, by design
-        "container_upload",  # code execution: a file the model put in its container
+        "text": read(_SDK + "TextBlock", "answer text (its citations are not text)"),
+        "thinking": read(_SDK + "ThinkingBlock", "reasoning"),
+        "redacted_thinking": read(
+            _SDK + "RedactedThinkingBlock", "reasoning whose text is encrypted: reasoning with no text"
+        ),
+        "tool_use": read(_SDK + "ToolUseBlock", "a tool call the agent runs (see tools)"),
+        "server_tool_use": read(_SDK + "ServerToolUseBlock", "a tool call the provider runs: server_side"),
+        "mcp_tool_use": read(_BETA + "BetaMCPToolUseBlock", "an MCP call the provider makes: server_side"),
+        **{
+            kind: informational(source, "a hosted tool's result for the model; an error one is counted")
+            for kind, source in (
+                ("web_search_tool_result", _SDK + "WebSearchToolResultBlock"),
+                ("web_fetch_tool_result", _SDK + "WebFetchToolResultBlock"),
+                ("code_execution_tool_result", _SDK + "CodeExecutionToolResultBlock"),
+                ("bash_code_execution_tool_result", _SDK + "BashCodeExecutionToolResultBlock"),
+                ("text_editor_code_execution_tool_result", _SDK + "TextEditorCodeExecutionToolResultBlock"),
+                ("tool_search_tool_result", _SDK + "ToolSearchToolResultBlock"),
+                ("mcp_tool_result", _BETA + "BetaMCPToolResultBlock"),
+                ("advisor_tool_result", _BETA + "BetaAdvisorToolResultBlock"),
+            )
+        },
+        "container_upload": informational(_SDK + "ContainerUploadBlock", "a file put in the code container"),
+        "mcp_tool_listing": informational(_BETA + "BetaMCPToolListingBlock", "the tools an MCP server lists"),
+        "compaction": informational(
+            _BETA + "BetaCompactionBlock", "a summary of the earlier context, to send back: not the answer"
+        ),
+        "fallback": informational(_BETA + "BetaFallbackBlock", "where one model hands over to the next"),
+        # deltas
+        "text_delta": read(_SDK + "TextDelta", "answer text"),
+        "thinking_delta": read(_SDK + "ThinkingDelta", "reasoning"),
+        "input_json_delta": read(
+            _SDK + "InputJSONDelta", "a fragment of a tool call's input (partial JSON until the block stops)"
+        ),
+        "signature_delta": informational(_SDK + "SignatureDelta", "a thinking block's signature"),
+        "citations_delta": informational(_SDK + "CitationsDelta", "a citation for the text: not text"),
+        "compaction_delta": informational(_BETA + "BetaCompactionContentBlockDelta", "the summary, streamed"),
     }
 )
-_QUIET_DELTAS: Final = frozenset(
+# Tool kinds: the blocks that are calls, and the provider's own (server) tools by name.
+_SERVER_TOOLS: Final = (
+    "web_search",
+    "web_fetch",
+    "code_execution",
+    "bash_code_execution",
+    "text_editor_code_execution",
+    "tool_search_tool_regex",
+    "tool_search_tool_bm25",
+    "advisor",  # beta
+)
+TOOLS: Final = MappingProxyType(
     {
-        "signature_delta",  # the end of a thinking block: its signature
-        "citations_delta",  # a citation for the text block it belongs to
+        "tool_use": read(_SDK + "ToolUseBlock", "the agent runs it: a ToolCall once its input parses"),
+        "server_tool_use": read(_SDK + "ServerToolUseBlock", "the provider runs it: a server_side ToolCall"),
+        "mcp_tool_use": read(_BETA + "BetaMCPToolUseBlock", "the provider calls the MCP server: server_side"),
+        **{
+            f"server_tool_use.{name}": read(_SDK + "ServerToolUseBlock.name", "the provider runs it")
+            for name in _SERVER_TOOLS
+        },
     }
+)
+# Stop reasons (``StopReason``, ``BetaStopReason``): each with the unified reason it reads as. A whole answer
+# only for ``whole_answers`` below.
+_STOPS: Final = {
+    "end_turn": (FinishReason.STOP, read(_SDK + "StopReason", "the model's natural end: a whole answer")),
+    "stop_sequence": (
+        FinishReason.STOP,
+        read(_SDK + "StopReason", "a stop sequence matched: whole"),
+    ),
+    "tool_use": (FinishReason.TOOL_CALLS, read(_SDK + "StopReason", "the turn ends on tool calls: whole")),
+    "max_tokens": (FinishReason.LENGTH, read(_SDK + "StopReason", "the output limit: not whole")),
+    "model_context_window_exceeded": (
+        FinishReason.LENGTH,
+        read(_SDK + "StopReason", "the context window is full: not whole"),
+    ),
+    "refusal": (FinishReason.CONTENT_FILTER, read(_SDK + "StopReason", "the model declined: not whole")),
+    "pause_turn": (
+        FinishReason.OTHER,
+        read(_SDK + "StopReason", "a server-tool turn paused: send it back"),
+    ),
+    "compaction": (
+        FinishReason.OTHER,
+        read(_BETA + "BetaStopReason", "paused after compacting"),
+    ),
+}
+FINISHES: Final = MappingProxyType({raw: decided for raw, (_, decided) in _STOPS.items()})
+_FINISH: Final = {raw: reason for raw, (reason, _) in _STOPS.items()}
+# Stream events (``RawMessageStreamEvent``; ``ping`` and ``error`` from the streaming reference), and the
+# fields inside them that the SDK defines: ``message_start.message.*``, ``message_delta.*``,
+# ``message_delta.delta.*`` and ``usage.*`` (the usage of both events).
+_READ_USAGE: Final = {
+    "input_tokens": "the prompt not cached",
+    "output_tokens": "the output (message_delta's, cumulative)",
+    "cache_creation_input_tokens": "prompt written to the cache: part of the prompt",
+    "cache_read_input_tokens": "prompt read from the cache: part of the prompt, and the cached tokens",
+}
+EVENTS: Final = MappingProxyType(
+    {
+        "message_start": read(_SDK + "RawMessageStartEvent", "the message's id, model and prompt usage"),
+        "content_block_start": read(_SDK + "RawContentBlockStartEvent", "a block starts: see content"),
+        "content_block_delta": read(_SDK + "RawContentBlockDeltaEvent", "a block's delta: see content"),
+        "content_block_stop": read(
+            _SDK + "RawContentBlockStopEvent", "a block ends; a tool call's input is complete if it parses"
+        ),
+        "message_delta": read(_SDK + "RawMessageDeltaEvent", "the stop reason, cumulative usage"),
+        "message_stop": read(_SDK + "RawMessageStopEvent", "the terminal event: the finish"),
+        "ping": read(_STREAMING + "#ping-events", "a keepalive, not progress"),
+        "error": read(_STREAMING + "#error-events", "the provider's error (an object, or a string)"),
+        "message_start.message.id": read(_SDK + "Message.id", "the response id"),
+        "message_start.message.model": read(_SDK + "Message.model", "the model that answered"),
+        "message_start.message.usage": read(_SDK + "Message.usage", "the prompt's usage"),
+        "message_start.message.content": read(
+            _SDK + "Message.content", "empty when streamed; blocks here are unread content"
+        ),
+        **{
+            f"message_start.message.{name}": informational(_SDK + "Message", "bookkeeping, or null here")
+            for name in (
+                "type",
+                "role",
+                "container",
+                "diagnostics",
+                "stop_details",
+                "stop_reason",
+                "stop_sequence",
+                "context_management",
+                "input_transformations",
+            )
+        },
+        "message_delta.delta": read(_SDK + "RawMessageDeltaEvent.delta", "the stop reason"),
+        "message_delta.usage": read(_SDK + "MessageDeltaUsage", "cumulative usage"),
+        "message_delta.context_management": informational(
+            _BETA + "BetaRawMessageDeltaEvent", "context edits the API applied"
+        ),
+        "message_delta.input_transformations": informational(
+            _BETA + "BetaRawMessageDeltaEvent", "changes the API made to the input"
+        ),
+        "message_delta.delta.stop_reason": read(_SDK + "StopReason", "the finish: see finishes"),
+        "message_delta.delta.stop_sequence": informational(_SDK + "RawMessageDeltaEvent", "which matched"),
+        "message_delta.delta.stop_details": informational(_SDK + "RefusalStopDetails", "why it refused"),
+        "message_delta.delta.container": informational(_SDK + "Container", "the code container's id"),
+        **{f"usage.{name}": read(_SDK + "Usage", means) for name, means in _READ_USAGE.items()},
+        **{
+            f"usage.{name}": informational(_SDK + "Usage", "bookkeeping")
+            for name in (
+                "cache_creation",  # the cache writes by time to live: already in cache_creation_input_tokens
+                "server_tool_use",  # hosted tool requests (web searches, fetches)
+                "service_tier",
+                "inference_geo",
+                "output_tokens_details",
+                "speed",
+                "iterations",  # beta: per-iteration usage of compaction, advisor and fallback turns
+                "fallback_credit",  # beta
+            )
+        },
+    }
+)
+DEFINITIONS: Final = Definitions(events=EVENTS, content=CONTENT, tools=TOOLS, finishes=FINISHES)
+_TOOL_BLOCKS: Final = {"tool_use": False, "server_tool_use": True, "mcp_tool_use": True}
+_INFORMATIONAL: Final = frozenset(
+    kind for kind, decided in CONTENT.items() if decided.decision is Decision.INFORMATIONAL
 )
 _PING: Final = Keepalive("ping")
 _MAX_BLOCKS: Final = 4096
@@ -210,7 +365,16 @@ class AnthropicAdapter(Adapter):
             thinking = block.get("thinking")
             if thinking and isinstance(thinking, str):
                 out.append(self.reasoning_delta(thinking))
-        elif not (isinstance(kind, str) and (kind in _QUIET_BLOCKS or kind.endswith("_tool_result"))):
+        elif kind == "redacted_thinking":
+            out.append(self.reasoning_delta(""))  # the model reasoned; its text is encrypted
+        elif kind in _INFORMATIONAL:
+            self.count_key(f"block.{kind}")
+            result = block.get("content")
+            if block.get("is_error") is True or (
+                type(result) is dict and str(result.get("type", "")).endswith("_error")
+            ):
+                self.count_key(f"block.{kind}.error")  # the hosted tool failed; the model reads why
+        else:
             self.unread(f"block.{kind}" if isinstance(kind, str) else "block.untyped")
         if not out:
             out.append(_META["content_block_start"])
@@ -244,7 +408,7 @@ class AnthropicAdapter(Adapter):
         handler = _DELTAS.get(kind)
         if handler is not None:
             return handler(self, delta, payload, index)
-        if kind not in _QUIET_DELTAS:
+        if kind not in _INFORMATIONAL:
             self.note(UNREAD_CONTENT)
         return [_META["content_block_delta"]]
 

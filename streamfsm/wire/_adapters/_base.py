@@ -6,10 +6,17 @@ and nothing follows the terminal event. Where a wire breaks that shape harmlessl
 (closes the open call before text, for instance); where it cannot be repaired it raises
 ``ProtocolViolation`` with a fixed-vocabulary detail and the SSE event's index as position.
 
-A ``ToolCall`` is emitted only for a complete call: its arguments parse, and the provider ended it (an
-explicit end, the next item, or a whole-answer finish: ``Adapter.finish``). A finish that is not a whole
-answer leaves the open call open, and so does an end on arguments that are not JSON; the runtime then fails
-the run as ``tool_input_unfinished`` in ``tool_input_open``.
+A ``ToolCall`` is emitted only for a complete call: its input is complete by its grammar (JSON arguments
+parse; a freeform input was ended by the provider), and the provider ended it (an explicit end, the next
+item, or a whole-answer finish: ``Adapter.finish``). A finish that is not a whole answer leaves the open call
+open, and so does an end on arguments that are not JSON; the runtime then fails the run as
+``tool_input_unfinished`` in ``tool_input_open``.
+
+Parallel calls whose events interleave (Responses items, chat indices) are several open calls at once, keyed
+by what the wire sends; the machine still sees one input at a time. The front call streams; the others wait
+behind it, their input kept, and each is handed over in the order it opened (start, its input so far, its
+end and call when the provider already ended them) as soon as the one before it is closed. A cut while any
+call is open is therefore still a cut in ``tool_input_open``.
 """
 
 from __future__ import annotations
@@ -21,9 +28,9 @@ from types import MappingProxyType
 from typing import Any, ClassVar, Final
 
 from ...classify._diagnose import UNPARSEABLE_ARGUMENTS
-from ...classify._finish import finish_error, is_whole
+from ...classify._finish import finish_cause, finish_error
 from ...classify._provider import provider_error_from_document, provider_error_from_event
-from ...classify._taxonomy import JSON_COMPLETION
+from ...classify._taxonomy import JSON_COMPLETION, FinishCause
 from .._events import (
     Finish,
     FinishReason,
@@ -35,6 +42,7 @@ from .._events import (
     StreamEvent,
     TextDelta,
     ToolCall,
+    ToolInput,
     ToolInputDelta,
     ToolInputEnd,
     ToolInputStart,
@@ -123,6 +131,25 @@ def parses(arguments: str) -> bool:
     except (ValueError, RecursionError):
         return False
     return True
+
+
+# The unified reason each finish cause stands for; a whole answer keeps the adapter's STOP or TOOL_CALLS.
+_UNIFIED: Final[Mapping[FinishCause, FinishReason]] = MappingProxyType(
+    {
+        FinishCause.LENGTH: FinishReason.LENGTH,
+        FinishCause.CONTENT_FILTER: FinishReason.CONTENT_FILTER,
+        FinishCause.REFUSAL: FinishReason.CONTENT_FILTER,
+    }
+)
+
+
+def unified_reason(cause: FinishCause, hinted: FinishReason) -> FinishReason:
+    """The unified finish reason of a finish whose cause is ``cause``: one voice with the summary key. The
+    adapter's own reading (``hinted``) decides only between STOP and TOOL_CALLS for a whole answer; a vendor's
+    own name for a length or filter stop reads as that, and every other cause is OTHER."""
+    if cause is FinishCause.FINISHED:
+        return hinted if hinted is FinishReason.TOOL_CALLS else FinishReason.STOP
+    return _UNIFIED.get(cause, FinishReason.OTHER)
 
 
 # Typed content parts a chat ``content`` list may hold, and what each carries: the field whose string is
@@ -221,28 +248,70 @@ def add(left: int | None, right: int | None) -> int | None:
 
 
 class OpenCall:
-    """The one tool call whose arguments are streaming. ``key`` is the wire's handle for it (a chat index,
-    a Responses item id, an Anthropic block index); ``ended`` means ToolInputEnd was already emitted."""
+    """A tool call whose input is streaming. ``key`` is the wire's handle for it (a chat index, a Responses
+    item id, an Anthropic block index); ``grammar`` what its input is (``ToolInput.JSON`` arguments, or a
+    freeform tool's raw ``TEXT``). ``ended``: the provider ended its input (``ToolInputEnd`` is emitted, or
+    owed while the call waits behind another); ``done``: the provider ended the call itself (its ``ToolCall``
+    is owed). ``needs_end``: the call is complete only once ended, whatever its input (freeform input, or a
+    client action read from its done item)."""
 
-    __slots__ = ("call_id", "ended", "final", "index", "key", "name", "parts", "server_side")
+    __slots__ = (
+        "call_id",
+        "done",
+        "ended",
+        "final",
+        "grammar",
+        "index",
+        "key",
+        "name",
+        "needs_end",
+        "parts",
+        "server_side",
+    )
 
-    def __init__(self, key: object, call_id: str, name: str, index: int, server_side: bool = False) -> None:
+    def __init__(
+        self,
+        key: object,
+        call_id: str,
+        name: str,
+        index: int,
+        server_side: bool = False,
+        grammar: ToolInput = ToolInput.JSON,
+        needs_end: bool = False,
+    ) -> None:
         self.key = key
         self.call_id = call_id
         self.name = name
         self.index = index
         self.server_side = server_side
+        self.grammar = grammar
+        self.needs_end = needs_end or grammar is ToolInput.TEXT
         self.parts: list[str] = []
-        self.final: str | None = None  # the wire's own full arguments, when it sends them at the end
+        self.final: str | None = None  # the wire's own full input, when it sends it at the end
         self.ended = False
+        self.done = False
 
     def arguments(self) -> str:
+        if self.grammar is ToolInput.TEXT:  # raw text: empty is an input like any other
+            return self.final if self.final is not None else "".join(self.parts)
         # A call the provider ended with no argument text at all takes no arguments: "{}". (A finish that
         # is not a whole answer never ends a call, so a cut call is never turned into "{}".)
         return self.final or "".join(self.parts) or "{}"
 
     def complete(self) -> bool:
-        return parses(self.arguments())
+        """Complete by its grammar: JSON that parses; freeform text (and a client action) once ended."""
+        if self.needs_end and not self.ended:
+            return False
+        return self.grammar is ToolInput.TEXT or parses(self.arguments())
+
+    def copy(self) -> OpenCall:
+        other = OpenCall(self.key, self.call_id, self.name, self.index, self.server_side, self.grammar)
+        other.needs_end, other.parts, other.final = self.needs_end, list(self.parts), self.final
+        other.ended, other.done = self.ended, self.done
+        return other
+
+    def names(self, ident: object) -> bool:
+        return ident is not None and (ident == self.key or ident == self.call_id)
 
 
 class Adapter:
@@ -262,6 +331,7 @@ class Adapter:
     __slots__ = (
         "_call",
         "_errored",
+        "_queued",
         "_tool_count",
         "anomalies",
         "delta_keys",
@@ -288,7 +358,8 @@ class Adapter:
         self.anomalies: dict[str, int] = {}  # fixed vocabulary: wire oddities we tolerated
         self.events_seen = 0  # SSE events fed, comments included; a violation's position is an index here
         self.finish_raw: str | None = None  # the raw finish reason once it arrived, terminal event or not
-        self._call: OpenCall | None = None
+        self._call: OpenCall | None = None  # the front call: the one whose input the machine sees
+        self._queued: list[OpenCall] = []  # open calls behind it, in the order they opened
         self._errored = False
         self._tool_count = 0
 
@@ -394,59 +465,166 @@ class Adapter:
     def next_call_id(self) -> str:
         return f"call_{self._tool_count}"
 
-    def open_call(self, out: list[StreamEvent], call: OpenCall, first_arguments: str | None = None) -> None:
-        """Start streaming a call's arguments, closing the one still open (one input at a time)."""
-        if self._call is not None:
+    def open_call(
+        self,
+        out: list[StreamEvent],
+        call: OpenCall,
+        first_arguments: str | None = None,
+        parallel: bool = False,
+    ) -> None:
+        """Start a call's input. Sequential (the default): the calls still open are closed first. Parallel
+        (the wire keys each call): a front call whose input ended is closed first; one still streaming stays
+        in front and this call waits behind it."""
+        if not parallel:
+            self.close_calls(out)
+        elif self._call is not None and self._call.ended:
             self.close_call(out)
-        self._call = call
         self._tool_count += 1
         self.remember_tool(call.call_id, call.name)
-        out.append(ToolInputStart(call.call_id, call.name, call.index, call.server_side))
         if first_arguments:
             call.parts.append(first_arguments)
-            out.append(ToolInputDelta(call.call_id, first_arguments))
+        if self._call is not None:
+            self._queued.append(call)
+            return
+        self._call = call
+        self._start(out, call)
+
+    def _start(self, out: list[StreamEvent], call: OpenCall) -> None:
+        out.append(ToolInputStart(call.call_id, call.name, call.index, call.server_side, call.grammar))
+        if call.parts:
+            out.append(ToolInputDelta(call.call_id, "".join(call.parts)))
+        if call.ended:
+            out.append(ToolInputEnd(call.call_id))
+
+    def open_calls(self) -> list[OpenCall]:
+        """Every open call, front first, in the order they opened."""
+        return [self._call, *self._queued] if self._call is not None else []
+
+    def find_call(self, *idents: object) -> OpenCall | None:
+        """The open call any of ``idents`` names (its key or call id), the latest opened first."""
+        front = self._call
+        if front is None:
+            return None
+        if not self._queued:  # the common case: one call at a time
+            return front if any(front.names(ident) for ident in idents) else None
+        for call in reversed(self.open_calls()):
+            if any(call.names(ident) for ident in idents):
+                return call
+        return None
+
+    def add_input(self, out: list[StreamEvent], call: OpenCall, text: str) -> None:
+        """More of an open call's input: streamed when it is the front call, kept while it waits."""
+        call.parts.append(text)
+        if call is self._call:
+            out.append(ToolInputDelta(call.call_id, text))
+
+    def end_input(self, out: list[StreamEvent], call: OpenCall) -> None:
+        """The provider ended an open call's input. A front call with others behind it is closed now, so the
+        next one streams."""
+        if call.ended:
+            return
+        call.ended = True
+        if call is self._call:
+            out.append(ToolInputEnd(call.call_id))
+            if self._queued:
+                self.close_call(out)
+
+    def end_call(self, out: list[StreamEvent], call: OpenCall) -> None:
+        """The provider ended an open call (its done item): closed now in front, else when its turn comes."""
+        if call is self._call:
+            self.close_call(out)
+        else:
+            call.done = True
 
     def finish(self, out: list[StreamEvent], reason: FinishReason, raw: str | None) -> None:
         """The terminal event, the one way every format ends: a reason that reads as an error is the
         provider's error here; a whole-answer reason closes the open call (whose arguments must parse); any
-        other reason leaves it open (only a call whose input the provider ended is closed first), so that the
-        run fails as ``tool_input_unfinished`` instead of handing out a cut call."""
+        other reason leaves it open (only a call whose input the provider ended is closed first, and not even
+        that when the finish says the call was malformed), so that the run fails as ``tool_input_unfinished``
+        instead of handing out a cut or malformed call. The unified reason is the one the finish's cause
+        gives (``unified_reason``): the record's ``finish_reason.unified`` says what its summary key says."""
         self.terminal_seen = True
         error = finish_error(raw)
         if error is not None:
             self._errored = True
             out.append(ProviderErrorEvent(error))
             return
-        call = self._call
-        if call is not None and (call.ended or is_whole(self.whole_answers, raw)):
-            self.close_call(out)
-        out.append(Finish(reason, raw))
+        cause = finish_cause(self.whole_answers, raw)
+        if cause is FinishCause.FINISHED:
+            self.close_calls(out)
+        elif cause is not FinishCause.MALFORMED_TOOL_CALL:
+            while self._call is not None and self._call.ended:
+                self.close_call(out)
+        out.append(Finish(unified_reason(cause, reason), raw))
 
     def close_call(self, out: list[StreamEvent]) -> OpenCall | None:
-        """Emit what the open call still owes (its end, then the complete call) and forget it. Arguments
-        that do not parse never make a ``ToolCall``: the run fails with the call open."""
+        """Emit what the front call still owes (its end, then the complete call) and forget it; then hand
+        over the next waiting call (and close it too when the provider already ended it). Input that is not
+        complete by its grammar never makes a ``ToolCall``: the run fails with the call open."""
         call = self._call
         if call is None:
             return None
-        if not call.complete():  # ``out``: the call's start, when the same SSE event carried it
-            raise ProtocolViolation(UNPARSEABLE_ARGUMENTS, max(self.events_seen - 1, 0), tuple(out))
-        self._call = None
-        if not call.ended:
-            out.append(ToolInputEnd(call.call_id))
-        out.append(ToolCall(call.call_id, call.name, call.arguments(), call.index, call.server_side))
-        return call
+        first = call
+        while call is not None:
+            if not call.complete():  # ``out``: the call's start, when the same SSE event carried it
+                raise ProtocolViolation(UNPARSEABLE_ARGUMENTS, max(self.events_seen - 1, 0), tuple(out))
+            if not call.ended:
+                call.ended = True
+                out.append(ToolInputEnd(call.call_id))
+            out.append(
+                ToolCall(
+                    call.call_id, call.name, call.arguments(), call.index, call.server_side, call.grammar
+                )
+            )
+            self.closed(call)
+            call = self._call = self._queued.pop(0) if self._queued else None
+            if call is None:
+                break
+            self._start(out, call)
+            if not call.done:
+                break
+        return first
 
-    def whole_call(self, out: list[StreamEvent], call_id: str, name: str, arguments: str, index: int) -> None:
-        """A call that arrives complete in one piece (Gemini). Arguments that do not parse are no call: it
-        is opened with them and stays open, so the run fails as ``tool_input_unfinished``."""
-        if self._call is not None:
+    def close_calls(self, out: list[StreamEvent]) -> None:
+        """Close every open call, in order (text after them, a whole-answer finish)."""
+        while self._call is not None:
             self.close_call(out)
-        if arguments and not parses(arguments):
+
+    def closed(self, call: OpenCall) -> None:
+        """A call's ``ToolCall`` was emitted (for adapters that remember closed calls)."""
+
+    def whole_call(
+        self,
+        out: list[StreamEvent],
+        call_id: str,
+        name: str,
+        arguments: str,
+        index: int,
+        parallel: bool = False,
+        grammar: ToolInput = ToolInput.JSON,
+    ) -> None:
+        """A call that arrives complete in one piece (Ollama; a Responses item never announced). Arguments
+        that do not parse are no call: it is opened with them and stays open, so the run fails as
+        ``tool_input_unfinished``. ``parallel``: calls still open stay open, and this one waits its turn."""
+        if parallel and self._call is not None:
+            call = OpenCall(call_id, call_id, name, index, grammar=grammar)
+            self.open_call(out, call, arguments, parallel=True)
+            if call.complete() or grammar is ToolInput.TEXT:
+                call.ended = call.done = True
+                if call is self._call:
+                    self.close_call(out)
+            return
+        self.close_calls(out)
+        if grammar is ToolInput.JSON and arguments and not parses(arguments):
             self.open_call(out, OpenCall(call_id, call_id, name, index), arguments)
             return
         self._tool_count += 1
         self.remember_tool(call_id, name)
-        out.append(ToolCall(call_id, name, arguments or "{}", index))
+        out.append(
+            ToolCall(
+                call_id, name, arguments or ("{}" if grammar is ToolInput.JSON else ""), index, False, grammar
+            )
+        )
 
     def remember_tool(self, call_id: str, name: str) -> None:
         names = self.tool_names

@@ -12,9 +12,16 @@ Judgement calls:
   ``cacheWriteInputTokens``, as the other formats count it), ``cached_tokens`` the cache reads.
 * A ``contentBlockDelta`` without its ``delta`` (botocore's item for a payload that is no JSON) is
   ``unexpected_shape``: the content it carried is lost, so the answer is not whole.
-* A ``toolUse`` block's input streams as text (``delta.toolUse.input``); ``contentBlockStop`` ends the call
-  only when it parses. Reasoning is ``delta.reasoningContent.text``; its ``signature`` and
-  ``redactedContent`` carry nothing to read. Any other delta is counted as ``unread_content``.
+* Every member botocore's model defines has a decision in ``DEFINITIONS``; the handlers follow it. A
+  ``toolUse`` block's input streams as text (``delta.toolUse.input``); a ``type`` of ``server_tool_use`` is
+  a tool the provider runs (``server_side``); ``toolResult`` blocks and ``citation`` deltas are
+  informational (an error result counted as ``toolResult.error``); ``image`` blocks are not read
+  (``unread_content``). Reasoning is ``reasoningContent.text``; ``redactedContent`` is reasoning with no
+  text; ``signature`` is informational.
+* A call is ended by its ``contentBlockStop`` (or the next block) when its input parses, and handed out at
+  the finish: ``malformed_tool_use`` and ``malformed_model_output`` say the message's calls are malformed,
+  so none of them is handed out (the anomaly ``calls_withheld``); a call still open at a finish that is
+  not a whole answer fails the run with it open, and the calls before it are not handed out either.
 * Stop reasons: ``end_turn`` / ``stop_sequence`` → STOP, ``tool_use`` → TOOL_CALLS, ``max_tokens`` and
   ``model_context_window_exceeded`` → LENGTH, ``guardrail_intervened`` / ``content_filtered`` →
   CONTENT_FILTER, anything else → OTHER (and never a whole answer).
@@ -28,7 +35,18 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
-from .._events import FinishReason, Metadata, ProtocolViolation, StreamEvent, ToolInputDelta, Usage
+from ...classify._finish import is_whole
+from .._definitions import Decision, Definitions, informational, not_understood, read
+from .._events import (
+    FinishReason,
+    Metadata,
+    ProtocolViolation,
+    StreamEvent,
+    ToolCall,
+    ToolInputDelta,
+    ToolInputEnd,
+    Usage,
+)
 from .._eventstream import CONTENT_TYPE, require_botocore
 from .._sse import SSEEvent
 from ._base import (
@@ -47,16 +65,107 @@ from ._base import (
 )
 from ._sdk_items import SdkTranslator
 
-_FINISH: Final = {
-    "end_turn": FinishReason.STOP,
-    "stop_sequence": FinishReason.STOP,
-    "tool_use": FinishReason.TOOL_CALLS,
-    "max_tokens": FinishReason.LENGTH,
-    "model_context_window_exceeded": FinishReason.LENGTH,
-    "guardrail_intervened": FinishReason.CONTENT_FILTER,
-    "content_filtered": FinishReason.CONTENT_FILTER,
+# -- what the provider defines, decided (DESIGN §13.1): botocore's bedrock-runtime service model ---------
+
+_M: Final = "botocore bedrock-runtime "
+_EXCEPTIONS: Final = (
+    "internalServerException",
+    "modelStreamErrorException",
+    "validationException",
+    "throttlingException",
+    "serviceUnavailableException",
+)
+_READ_USAGE: Final = (
+    "inputTokens",
+    "outputTokens",
+    "totalTokens",
+    "cacheReadInputTokens",
+    "cacheWriteInputTokens",
+)
+# ``ConverseStreamOutput``'s members, and each event's members (``<event>.<member>``, ``usage.<member>``).
+EVENTS: Final = MappingProxyType(
+    {
+        "messageStart": read(_M + "MessageStartEvent", "the message starts"),
+        "contentBlockStart": read(_M + "ContentBlockStartEvent", "a block starts: see content"),
+        "contentBlockDelta": read(_M + "ContentBlockDeltaEvent", "a block's delta: see content"),
+        "contentBlockStop": read(_M + "ContentBlockStopEvent", "a block ends; a call's input if it parses"),
+        "messageStop": read(_M + "MessageStopEvent", "the stop reason; the finish follows the usage"),
+        "metadata": read(_M + "ConverseStreamMetadataEvent", "the usage, then the finish"),
+        **{
+            name: read(_M + "ConverseStreamOutput", "the stream's error, its type read as words")
+            for name in _EXCEPTIONS
+        },
+        "messageStart.role": informational(_M + "MessageStartEvent", "always the assistant"),
+        "contentBlockStart.contentBlockIndex": read(_M + "ContentBlockStartEvent", "the block's key"),
+        "contentBlockStart.start": read(_M + "ContentBlockStart", "what the block is: see content"),
+        "contentBlockDelta.contentBlockIndex": read(_M + "ContentBlockDeltaEvent", "the block's key"),
+        "contentBlockDelta.delta": read(_M + "ContentBlockDelta", "see content"),
+        "contentBlockStop.contentBlockIndex": read(_M + "ContentBlockStopEvent", "the block's key"),
+        "messageStop.stopReason": read(_M + "StopReason", "see finishes"),
+        "messageStop.additionalModelResponseFields": informational(_M + "MessageStopEvent", "model extras"),
+        "metadata.usage": read(_M + "TokenUsage", "the usage"),
+        **{
+            f"metadata.{name}": informational(_M + "ConverseStreamMetadataEvent", "bookkeeping")
+            for name in ("metrics", "trace", "performanceConfig", "serviceTier")
+        },
+        **{f"usage.{name}": read(_M + "TokenUsage", "counted") for name in _READ_USAGE},
+        "usage.cacheDetails": informational(_M + "CacheDetail", "the cache reads by time to live"),
+    }
+)
+# ``ContentBlockStart`` (``start.*``), ``ContentBlockDelta`` (``delta.*``) and ``ReasoningContentBlockDelta``
+# (``delta.reasoningContent.*``) members.
+CONTENT: Final = MappingProxyType(
+    {
+        "start.toolUse": read(_M + "ToolUseBlockStart", "a tool call starts (see tools)"),
+        "start.toolResult": informational(
+            _M + "ToolResultBlockStart", "a server tool's result, for the model"
+        ),
+        "start.image": not_understood(_M + "ImageBlockStart", "a generated image: content not read"),
+        "delta.text": read(_M + "ContentBlockDelta", "answer text"),
+        "delta.toolUse": read(_M + "ToolUseBlockDelta", "a fragment of the call's input (JSON as text)"),
+        "delta.toolResult": informational(_M + "ToolResultBlockDelta", "a server tool's result, streamed"),
+        "delta.reasoningContent": read(_M + "ReasoningContentBlockDelta", "reasoning: see its members"),
+        "delta.citation": informational(_M + "CitationsDelta", "a citation for the text: not text"),
+        "delta.image": not_understood(_M + "ImageBlockDelta", "a generated image: content not read"),
+        "delta.reasoningContent.text": read(_M + "ReasoningContentBlockDelta", "reasoning"),
+        "delta.reasoningContent.redactedContent": read(
+            _M + "ReasoningContentBlockDelta", "encrypted reasoning: reasoning with no text"
+        ),
+        "delta.reasoningContent.signature": informational(_M + "ReasoningContentBlockDelta", "its signature"),
+    }
+)
+TOOLS: Final = MappingProxyType(
+    {
+        "toolUse": read(_M + "ToolUseBlockStart", "the agent runs it: a ToolCall once its input parses"),
+        "toolUse.server_tool_use": read(_M + "ToolUseType", "the provider runs it: a server_side ToolCall"),
+        "toolResult.success": informational(_M + "ToolResultStatus", "a server tool's result"),
+        "toolResult.error": informational(_M + "ToolResultStatus", "a server tool failed: counted"),
+    }
+)
+_STOPS: Final = {
+    "end_turn": (FinishReason.STOP, read(_M + "StopReason", "the model's natural end: whole")),
+    "stop_sequence": (FinishReason.STOP, read(_M + "StopReason", "a stop sequence matched: whole")),
+    "tool_use": (FinishReason.TOOL_CALLS, read(_M + "StopReason", "the turn ends on tool calls: whole")),
+    "max_tokens": (FinishReason.LENGTH, read(_M + "StopReason", "the output limit: not whole")),
+    "model_context_window_exceeded": (FinishReason.LENGTH, read(_M + "StopReason", "the window is full")),
+    "guardrail_intervened": (FinishReason.CONTENT_FILTER, read(_M + "StopReason", "a guardrail stopped it")),
+    "content_filtered": (FinishReason.CONTENT_FILTER, read(_M + "StopReason", "a filter stopped it")),
+    "malformed_tool_use": (
+        FinishReason.OTHER,
+        read(_M + "StopReason", "a malformed call: no call of the message is handed out"),
+    ),
+    "malformed_model_output": (
+        FinishReason.OTHER,
+        read(_M + "StopReason", "malformed output: no call of the message is handed out"),
+    ),
 }
-_QUIET_REASONING: Final = frozenset({"signature", "redactedContent"})  # nothing to read, by design
+FINISHES: Final = MappingProxyType({raw: decided for raw, (_, decided) in _STOPS.items()})
+_FINISH: Final = {raw: reason for raw, (reason, _) in _STOPS.items()}
+DEFINITIONS: Final = Definitions(events=EVENTS, content=CONTENT, tools=TOOLS, finishes=FINISHES)
+_MALFORMED: Final = frozenset({"malformed_tool_use", "malformed_model_output"})
+_INFORMATIONAL: Final = frozenset(
+    name for name, decided in CONTENT.items() if decided.decision is Decision.INFORMATIONAL
+)
 _EVENTS: Final = (
     "messageStart",
     "contentBlockStart",
@@ -81,12 +190,13 @@ class BedrockConverseAdapter(Adapter):
     )
     default_headers = MappingProxyType({"accept": CONTENT_TYPE})
 
-    __slots__ = ("_stopped",)
+    __slots__ = ("_ended", "_stopped")
 
     def __init__(self) -> None:
         require_botocore()  # say which extra is missing before anything is sent
         super().__init__()
         self._stopped = False  # messageStop arrived: the finish follows the usage (or the clean end)
+        self._ended: list[OpenCall] = []  # calls whose input the provider ended, held until the finish
 
     def request(self, base_url: str, body: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         """boto3's shape: the model (``modelId``) goes in the path, the rest is the body."""
@@ -113,8 +223,8 @@ class BedrockConverseAdapter(Adapter):
         handler = _HANDLERS.get(name)
         if handler is not None:
             return handler(self, body, index)
-        if name == "error":  # an exception message (the framing names its type: read as words)
-            return self.error(body)
+        if name == "error" or name in _EXCEPTIONS:  # an exception message: its type is read as words
+            return self.error(body if name == "error" else {"error": {"type": name, **body}})
         self.note("unknown_event")
         return [Metadata(name if len(name) <= 64 else "unknown")]
 
@@ -123,18 +233,39 @@ class BedrockConverseAdapter(Adapter):
     def _on_message_start(self, body: dict[str, Any], index: int) -> list[StreamEvent]:
         return [_META["messageStart"]]
 
+    def _end_call(self, out: list[StreamEvent]) -> None:
+        """The provider ended the open call (its block stopped, or the next began): an input that parses is
+        ended and held for the finish, which may still say it was malformed; any other fails the run."""
+        call = self._call
+        if call is None:
+            return
+        if not call.complete():
+            self.close_call(out)  # raises: the provider ended a call whose input is not JSON
+            return
+        self._call = None
+        call.ended = True
+        out.append(ToolInputEnd(call.call_id))
+        self._ended.append(call)
+
     def _on_block_start(self, body: dict[str, Any], index: int) -> list[StreamEvent]:
         out: list[StreamEvent] = []
-        if self._call is not None:
-            self.close_call(out)
+        self._end_call(out)
         position = body.get("contentBlockIndex")
         position = position if type(position) is int else 0
-        tool = as_dict((as_dict(body.get("start")) or {}).get("toolUse"))
-        if tool is None:
-            return [_META["contentBlockStart"]]
-        call_id = as_str(tool.get("toolUseId")) or self.next_call_id()
-        self.open_call(out, OpenCall(position, call_id, as_str(tool.get("name")) or "", position))
-        return out
+        start = as_dict(body.get("start")) or {}
+        for kind, value in start.items():
+            if kind == "toolUse" and type(value) is dict:
+                call_id = as_str(value.get("toolUseId")) or self.next_call_id()
+                server = value.get("type") == "server_tool_use"  # a tool the provider runs
+                call = OpenCall(position, call_id, as_str(value.get("name")) or "", position, server)
+                self.open_call(out, call)
+            elif f"start.{kind}" in _INFORMATIONAL:
+                self.count_key(f"start.{kind}")
+                if (as_dict(value) or {}).get("status") == "error":
+                    self.count_key(f"{kind}.error")  # a server tool failed; the model reads why
+            else:
+                self.unread(f"start.{kind}")
+        return out or [_META["contentBlockStart"]]
 
     def _on_block_delta(self, body: dict[str, Any], index: int) -> list[StreamEvent]:
         delta = as_dict(body.get("delta"))
@@ -144,21 +275,26 @@ class BedrockConverseAdapter(Adapter):
         for kind, value in delta.items():
             self.count_key(kind)
             if kind == "text" and isinstance(value, str):
-                if self._call is not None:
-                    self.close_call(out)
+                self._end_call(out)
                 if value:
                     out.append(self.text_delta(value))
             elif kind == "toolUse":
                 out += self._tool_input(as_dict(value) or {}, body, index)
             elif kind == "reasoningContent" and isinstance(value, dict):
-                text = value.get("text")
-                if isinstance(text, str) and text:
-                    out.append(self.reasoning_delta(text))
-                elif not _QUIET_REASONING.intersection(value):
-                    self.note(UNREAD_CONTENT)
-            else:
+                self._reasoning(value, out)
+            elif f"delta.{kind}" not in _INFORMATIONAL:
                 self.note(UNREAD_CONTENT)
         return out or [_META["contentBlockDelta"]]
+
+    def _reasoning(self, value: dict[str, Any], out: list[StreamEvent]) -> None:
+        for member, part in value.items():
+            if member == "text" and isinstance(part, str):
+                if part:
+                    out.append(self.reasoning_delta(part))
+            elif member == "redactedContent":
+                out.append(self.reasoning_delta(""))  # the model reasoned; its text is encrypted
+            elif f"delta.reasoningContent.{member}" not in _INFORMATIONAL:
+                self.note(UNREAD_CONTENT)
 
     def _tool_input(self, tool: dict[str, Any], body: dict[str, Any], index: int) -> list[StreamEvent]:
         call = self._call
@@ -174,7 +310,7 @@ class BedrockConverseAdapter(Adapter):
         call = self._call
         if call is not None and body.get("contentBlockIndex", call.key) == call.key and call.complete():
             out: list[StreamEvent] = []
-            self.close_call(out)
+            self._end_call(out)
             return out
         return [_META["contentBlockStop"]]
 
@@ -202,9 +338,22 @@ class BedrockConverseAdapter(Adapter):
         return out or [_META["metadata"]]
 
     def _finish(self) -> list[StreamEvent]:
+        """The calls the provider ended are handed out now, unless the finish says the output was malformed
+        or a call is still open at a finish that is not a whole answer (the run then fails with it open)."""
         out: list[StreamEvent] = []
         raw = self.finish_raw
-        self.finish(out, _FINISH.get(raw, FinishReason.OTHER) if raw else FinishReason.OTHER, raw)
+        reason = _FINISH.get(raw, FinishReason.OTHER) if raw else FinishReason.OTHER
+        if raw in _MALFORMED:
+            if self._ended:
+                self.note("calls_withheld")  # the finish says the message's calls are malformed
+            self._ended = []
+        elif self._call is not None and is_whole(self.whole_answers, raw):
+            self._end_call(out)
+        if self._ended and self._call is None:
+            for call in self._ended:
+                out.append(ToolCall(call.call_id, call.name, call.arguments(), call.index, call.server_side))
+        self._ended = []
+        self.finish(out, reason, raw)
         return out
 
 

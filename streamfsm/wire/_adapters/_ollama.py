@@ -19,9 +19,9 @@ Judgement calls:
 * A first line that is not JSON and does not open like an object (an HTML page, garbage) is no NDJSON
   stream at all: ``not_event_stream``, as an SSE format fails such a body; any other line that does not
   parse (a pretty-printed document's first line ``{`` included) is ``malformed_json``.
-* Line and message fields other than those read or known to carry no text (timings, ``context``,
-  ``logprobs``; ``images``, ``tool_name``) are counted in ``delta_keys`` and noted as ``unread_content``
-  (a generated ``image``, say).
+* Every line, message and tool-call field the client's types define, and every ``done_reason`` the API
+  reference gives, has a decision in ``DEFINITIONS``. Fields neither read nor informational (a generated
+  ``image``), and fields no decision names, are counted in ``delta_keys`` and noted as ``unread_content``.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
+from .._definitions import Decision, Definitions, informational, not_understood, read
 from .._events import FinishReason, Metadata, ProtocolViolation, StreamEvent, Usage
 from .._sse import SSEEvent
 from ._base import (
@@ -47,19 +48,81 @@ from ._base import (
 )
 
 _CHUNK: Final = Metadata("ollama_chunk")
-# Message fields read (role, content, thinking, tool_calls) or known to carry no answer text.
-_MESSAGE_KEYS: Final = frozenset({"role", "content", "thinking", "tool_calls", "images", "tool_name"})
-# Line fields read, or known to carry no answer text (timings, the generate context, logprobs, a cloud model's
-# remote, an image generation's progress). Anything else (a generated "image") is content not read.
-_LINE_KEYS: Final = frozenset(
+
+# -- what the provider defines, decided (DESIGN §13.1): the ollama client's types and the API reference ------
+
+_T: Final = "ollama client ollama._types."
+_API: Final = "https://github.com/ollama/ollama/blob/main/docs/api.md"
+# A line's fields (``ChatResponse``, ``GenerateResponse``; ``error`` and a cloud model's ``remote_*`` from the
+# API reference).
+EVENTS: Final = MappingProxyType(
     {
-        *("model", "created_at", "message", "response", "thinking", "done", "done_reason", "error"),
-        *("total_duration", "load_duration", "prompt_eval_count", "prompt_eval_duration"),
-        *("eval_count", "eval_duration", "context", "logprobs", "remote_model", "remote_host"),
-        *("completed", "total"),
+        "model": read(_T + "BaseGenerateResponse", "the model that answered"),
+        "done": read(_T + "BaseGenerateResponse", "true on the last line: its counts, then the finish"),
+        "done_reason": read(_T + "BaseGenerateResponse", "the finish: see finishes"),
+        "prompt_eval_count": read(_T + "BaseGenerateResponse", "the prompt's tokens"),
+        "eval_count": read(_T + "BaseGenerateResponse", "the output's tokens"),
+        "message": read(_T + "ChatResponse", "the chat line's message: see content"),
+        "response": read(_T + "GenerateResponse", "the generate line's text"),
+        "thinking": read(_T + "GenerateResponse", "the generate line's reasoning"),
+        "error": read(_API + "#errors", "a failure mid-stream: the provider's error (a string)"),
+        "image": not_understood(_T + "GenerateResponse", "a generated image: content not read"),
+        **{
+            name: informational(_T + "BaseGenerateResponse", "timings and bookkeeping")
+            for name in (
+                "created_at",
+                "total_duration",
+                "load_duration",
+                "prompt_eval_duration",
+                "eval_duration",
+            )
+        },
+        "context": informational(_T + "GenerateResponse", "the generate context, to send back"),
+        "logprobs": informational(_T + "ChatResponse", "log probabilities"),
+        "completed": informational(_T + "GenerateResponse", "an image generation's progress"),
+        "total": informational(_T + "GenerateResponse", "an image generation's progress"),
+        "remote_model": informational(_API, "a cloud model's name"),
+        "remote_host": informational(_API, "a cloud model's host"),
     }
 )
-_FINISHES: Final = {"stop": FinishReason.STOP, "length": FinishReason.LENGTH}
+# A chat message's fields (``Message``).
+CONTENT: Final = MappingProxyType(
+    {
+        "content": read(_T + "Message", "answer text"),
+        "thinking": read(_T + "Message", "reasoning"),
+        "tool_calls": read(_T + "Message", "whole calls, arguments as an object; several in one line"),
+        "role": informational(_T + "Message", "always the assistant"),
+        "images": informational(_T + "Message", "images sent in, echoed: no answer"),
+        "tool_name": informational(_T + "Message", "a tool result's tool: no answer"),
+    }
+)
+# A tool call's fields (``Message.ToolCall``; ``id`` and ``function.index`` from the API reference).
+TOOLS: Final = MappingProxyType(
+    {
+        "function": read(_T + "Message.ToolCall", "a function the agent runs: a whole call"),
+        "function.name": read(_T + "Message.ToolCall.Function", "its name"),
+        "function.arguments": read(_T + "Message.ToolCall.Function", "an object (a string that parses, too)"),
+        "id": read(_API + "#chat-request-with-tools", "its id, when the server sends one"),
+        "function.index": informational(_API + "#chat-request-with-tools", "its position"),
+    }
+)
+# ``done_reason`` values (the API reference; the server's DoneReason strings).
+_STOPS: Final = {
+    "stop": (
+        FinishReason.STOP,
+        read(_API, "the natural end: whole (TOOL_CALLS after calls)"),
+    ),
+    "length": (FinishReason.LENGTH, read(_API, "the output limit: not whole")),
+    "load": (FinishReason.OTHER, read(_API, "a request that only loaded the model: no answer")),
+    "unload": (FinishReason.OTHER, read(_API, "a request that only unloaded the model: no answer")),
+    "connection_closed": (FinishReason.OTHER, read(_API, "the runner's connection closed: not whole")),
+}
+FINISHES: Final = MappingProxyType({raw: decided for raw, (_, decided) in _STOPS.items()})
+_FINISHES: Final = {raw: reason for raw, (reason, _) in _STOPS.items()}
+DEFINITIONS: Final = Definitions(events=EVENTS, content=CONTENT, tools=TOOLS, finishes=FINISHES)
+# The fields known to exist and not unread content: read, or informational.
+_LINE_KEYS: Final = frozenset(k for k, d in EVENTS.items() if d.decision is not Decision.NOT_UNDERSTOOD)
+_MESSAGE_KEYS: Final = frozenset(k for k, d in CONTENT.items() if d.decision is not Decision.NOT_UNDERSTOOD)
 
 
 def ollama_usage(payload: Mapping[str, Any]) -> Usage | None:

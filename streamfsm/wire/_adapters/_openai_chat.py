@@ -10,9 +10,15 @@ Judgement calls:
   shared ``Metadata("chat.completion.chunk")``: it is seen and counted, and it is not progress.
 * ``reasoning_content`` and ``reasoning`` in the same delta are one piece of reasoning (servers that send
   both send the same text): one ``ReasoningDelta``, from ``reasoning_content``; both keys are counted.
-* Tool fragments are keyed by ``index``. A fragment with a new index, or with a new ``id`` at the open
-  index (servers that number every call 0), starts a call and closes the open one. A fragment for a call
-  already closed is ``unknown_tool_call``, as are arguments for a call that never started.
+* The fields read are data (``EVENTS``: a decision per chunk, choice, delta and usage field, with its
+  source; ``TOOLS``, ``FINISHES``): a delta or choice field with no decision there is unread content.
+* Tool fragments are keyed by ``index`` (and ``id``). A fragment with a new index, or with a new ``id`` at
+  the open index (servers that number every call 0), starts a call; the open one is closed first when its
+  arguments already parse (sequential calls), else both stay open and the new one waits behind it (calls
+  whose fragments interleave; ``_base``). A fragment for a call already closed is ``unknown_tool_call``, as
+  are arguments for a call that never started. A ``custom`` tool call's input is raw text
+  (``ToolInput.TEXT``), whole at a whole-answer finish; ``delta.function_call`` (the deprecated functions
+  API) is one call at index 0.
 * ``finish_reason`` is remembered (and recorded, whatever follows). ``[DONE]`` is terminal; so is a clean
   end of the body once every choice seen has its ``finish_reason``: several OpenAI-compatible servers
   (llama.cpp-style servers before they added it, some gateways) never send ``[DONE]``. That finish is noted
@@ -25,8 +31,9 @@ Judgement calls:
   Anything else with a value (an unknown part type, a field not in ``_READ``, content of another shape, a
   choice field beside the delta not in ``_CHOICE_KEYS`` such as a legacy ``text``) is counted in
   ``delta_keys`` and noted as ``unread_content``: never dropped silently.
-* An in-band error is an ``error`` object or string, or any shape ``_base.error_marker`` names: ``event:
-  error``, ``"object": "error"`` (vLLM), ``"type": "error"``, a flat ``code`` + ``message``.
+* An in-band error is an ``error`` object or string (at the top or inside the choice), or any shape
+  ``_base.error_marker`` names: ``event: error``, ``"object": "error"`` (vLLM), ``"type": "error"``, a flat
+  ``code`` + ``message``. Usage inside the choice is read as usage beside it.
 * A ``finish_reason`` that reads as an error (``error`` from OpenRouter and other gateways, vLLM's ``abort``,
   GLM's ``network_error``, ...: ``classify.finish_error``) is the provider saying generation failed: an
   in-band provider error, from the chunk's ``error`` object when it has one. It does not complete the tool
@@ -38,16 +45,18 @@ Judgement calls:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, Final
 
 from ...classify._finish import finish_error, is_whole
+from .._definitions import Definitions, Table, informational, read
 from .._events import (
     FinishReason,
     Metadata,
     ProtocolViolation,
     ProviderErrorEvent,
     StreamEvent,
-    ToolInputDelta,
+    ToolInput,
     Usage,
 )
 from .._sse import SSEEvent
@@ -81,39 +90,116 @@ _FINISH: Final = {
 }
 
 
-# Delta fields this adapter reads or knows to carry no answer text; any other field with a value is
-# UNREAD_CONTENT (its name is counted in delta_keys either way).
-_READ: Final = frozenset(
+_SDK: Final = "openai.types.chat.chat_completion_chunk"
+_REF: Final = "https://platform.openai.com/docs/api-reference/chat-streaming"
+
+
+def _chunk(name: str) -> str:
+    return f"{_SDK}.ChatCompletionChunk.{name}"
+
+
+def _choice(name: str) -> str:
+    return f"{_SDK}.Choice.{name}"
+
+
+def _delta_field(name: str) -> str:
+    return f"{_SDK}.ChoiceDelta.{name}"
+
+
+_NO_TEXT: Final = "carries no answer text"
+# Chat events are untyped chunks: the decisions are per field, top-level (``<field>``), in a choice
+# (``choice.<field>``), in its delta (``delta.<field>``) and in usage (``usage.<field>``). A delta or choice
+# field with a value and no decision here is unread content.
+EVENTS: Final[Table] = MappingProxyType(
     {
-        "role",
-        "content",  # a string, or a list of typed parts (Mistral, Gemini's compatible API)
-        "refusal",
-        "tool_calls",
-        "reasoning_content",  # DeepSeek, vLLM, Qwen, LiteLLM
-        "reasoning",  # OpenRouter, vLLM, Ollama's compatible API, Groq
-        "reasoning_details",  # OpenRouter: typed reasoning pieces, read when no plain string came
-        "thinking_blocks",  # LiteLLM: the same reasoning as reasoning_content, with signatures
-        "audio",  # OpenAI audio output: its transcript is the answer's text, the rest is audio
-        "annotations",  # OpenAI web search url citations: about the text, not text
-        "images",  # OpenRouter image output: images, no text
-        "provider_specific_fields",  # LiteLLM's pass-through of provider extras
-        "name",
+        "id": read(_chunk("id"), "the response id"),
+        "model": read(_chunk("model"), "the model that answered"),
+        "choices": read(_chunk("choices"), "the choices; only choice 0 is followed"),
+        "usage": read(_chunk("usage"), "token usage (the last chunk, with stream_options.include_usage)"),
+        "error": read(_REF, "an in-band error: an object, or a string said in words"),
+        "object": informational(_chunk("object"), "chat.completion.chunk"),
+        "created": informational(_chunk("created")),
+        "service_tier": informational(_chunk("service_tier")),
+        "system_fingerprint": informational(_chunk("system_fingerprint")),
+        "obfuscation": informational(_chunk("obfuscation"), "padding against side channels"),
+        "moderation": informational(_chunk("moderation"), "moderation results of a moderated completion"),
+        "choice.index": read(_choice("index"), "which choice"),
+        "choice.delta": read(_choice("delta"), "the choice's new content"),
+        "choice.finish_reason": read(_choice("finish_reason"), "the finish (see finishes)"),
+        "choice.logprobs": informational(_choice("logprobs"), _NO_TEXT),
+        "choice.usage": read("Groq, some gateways", "usage sent inside the choice"),
+        "choice.error": read("OpenRouter and gateways", "an error in the choice, an object or a string"),
+        "choice.native_finish_reason": informational("OpenRouter", "the upstream provider's own reason"),
+        "choice.stop_reason": informational("vLLM", "the stop string or token that ended it"),
+        "choice.matched_stop": informational("SGLang", "the stop string or token that ended it"),
+        "choice.content_filter_results": informational("Azure OpenAI", "filter results"),
+        "delta.role": informational(_delta_field("role")),
+        "delta.content": read(_delta_field("content"), "answer text, or a list of typed parts (see content)"),
+        "delta.refusal": read(_delta_field("refusal"), "refusal text (visible)"),
+        "delta.tool_calls": read(_delta_field("tool_calls"), "tool call fragments, by index and id"),
+        "delta.function_call": read(_delta_field("function_call"), "the deprecated functions API's call"),
+        "delta.audio": read(_delta_field("audio"), "an audio answer: its transcript is its text"),
+        "delta.reasoning_content": read("DeepSeek, vLLM, Qwen, LiteLLM", "reasoning"),
+        "delta.reasoning": read("OpenRouter, vLLM, Ollama's compatible API, Groq", "reasoning"),
+        "delta.reasoning_details": read("OpenRouter", "typed reasoning, read when no plain string came"),
+        "delta.thinking_blocks": informational("LiteLLM", "the same reasoning as reasoning_content"),
+        "delta.annotations": informational("OpenAI web search", "url citations: about the text, not text"),
+        "delta.images": informational("OpenRouter", "image output: " + _NO_TEXT),
+        "delta.provider_specific_fields": informational("LiteLLM", "provider extras"),
+        "delta.name": informational("OpenAI-compatible servers", "a speaker's name"),
+        "usage.prompt_tokens": read("openai.types.completion_usage.CompletionUsage", "input tokens"),
+        "usage.completion_tokens": read("openai.types.completion_usage.CompletionUsage", "output tokens"),
+        "usage.total_tokens": read("openai.types.completion_usage.CompletionUsage", "the provider's total"),
+        "usage.completion_tokens_details": read(
+            "openai.types.completion_usage.CompletionUsage", "reasoning_tokens"
+        ),
+        "usage.prompt_tokens_details": read("openai.types.completion_usage.CompletionUsage", "cached_tokens"),
     }
 )
-# Choice fields beside ``delta`` known to carry no answer text.
-_CHOICE_KEYS: Final = frozenset(
+
+CONTENT: Final[Table] = MappingProxyType(
     {
-        "index",
-        "delta",
-        "finish_reason",
-        "logprobs",
-        "native_finish_reason",  # OpenRouter: the upstream provider's own reason
-        "stop_reason",  # vLLM: the stop string or token that ended it
-        "matched_stop",  # SGLang: the same
-        "content_filter_results",  # Azure OpenAI
-        "error",  # OpenRouter, with finish_reason "error"; an object here is an error whatever the finish
+        "text": read("openai.types.chat.ChatCompletionContentPartText", "answer text"),
+        "refusal": read("openai.types.chat.ChatCompletionContentPartRefusal", "refusal text"),
+        "thinking": read("Mistral ThinkChunk", "reasoning"),
+        "image_url": informational("openai.types.chat.ChatCompletionContentPartImage", _NO_TEXT),
+        "input_audio": informational("openai.types.chat.ChatCompletionContentPartInputAudio", _NO_TEXT),
+        "file": informational("openai.types.chat.chat_completion_content_part.File", _NO_TEXT),
+        "document_url": informational("Mistral DocumentURLChunk", _NO_TEXT),
+        "reference": informational("Mistral ReferenceChunk", "the ids of sources cited"),
     }
 )
+
+TOOLS: Final[Table] = MappingProxyType(
+    {
+        "function": read(
+            "openai.types.chat.ChatCompletionMessageFunctionToolCall",
+            "JSON arguments in fragments: complete when they parse at a whole-answer finish",
+        ),
+        "custom": read(
+            "openai.types.chat.ChatCompletionMessageCustomToolCall",
+            "raw text input in fragments: complete at a whole-answer finish",
+        ),
+    }
+)
+
+FINISHES: Final[Table] = MappingProxyType(
+    {
+        "stop": read(_choice("finish_reason"), "a whole answer"),
+        "tool_calls": read(_choice("finish_reason"), "a whole answer: its calls are complete"),
+        "function_call": read(_choice("finish_reason"), "the deprecated functions API: as tool_calls"),
+        "length": read(_choice("finish_reason"), "the output limit: no whole answer"),
+        "content_filter": read(_choice("finish_reason"), "a content filter: no whole answer"),
+    }
+)
+
+DEFINITIONS: Final = Definitions(EVENTS, CONTENT, TOOLS, FINISHES)
+
+# Delta fields read or known to carry no answer text; any other field with a value is UNREAD_CONTENT
+# (its name is counted in delta_keys either way).
+_READ: Final = frozenset(k[len("delta.") :] for k, d in EVENTS.items() if k.startswith("delta."))
+# Choice fields beside ``delta``, the same way.
+_CHOICE_KEYS: Final = frozenset(k[len("choice.") :] for k, d in EVENTS.items() if k.startswith("choice."))
 # OpenRouter reasoning_details types and the field holding their text.
 _REASONING_DETAILS: Final = {"reasoning.text": "text", "reasoning.summary": "summary"}
 
@@ -193,9 +279,10 @@ class OpenAIChatAdapter(Adapter):
                     continue
                 if isinstance(finish, str) and finish_error(finish) is not None:
                     return self._error_finish(payload, choice, finish)
-                if type(choice.get("error")) is dict and choice["error"]:
-                    # An error object in the choice, whatever its finish_reason: the error is one.
-                    return self.error({"error": choice["error"]}, "choice.error")
+                error = choice.get("error")
+                if (type(error) is dict or isinstance(error, str)) and error:
+                    # An error in the choice (an object, or words), whatever its finish_reason: it is one.
+                    return self.error({"error": error}, "choice.error")
                 delta = choice.get("delta")
                 if delta:
                     if type(delta) is not dict:
@@ -203,6 +290,8 @@ class OpenAIChatAdapter(Adapter):
                     self._delta(delta, out, index)
                 if not _CHOICE_KEYS.issuperset(choice):
                     self.choice_extras(choice)
+                if type(choice.get("usage")) is dict:
+                    out.append(chat_usage(choice["usage"]))  # usage inside the choice (Groq, gateways)
                 if isinstance(finish, str):
                     self._finish_reason(finish, out)
         usage = payload.get("usage")
@@ -227,7 +316,7 @@ class OpenAIChatAdapter(Adapter):
             content = delta.get("content")
             if content and type(content) is str:
                 if self._call is not None:
-                    self.close_call(out)
+                    self.close_calls(out)
                 out.append(self.text_delta(content))
                 return
         if unknown:
@@ -262,6 +351,11 @@ class OpenAIChatAdapter(Adapter):
                 self._emit(out, self.text_delta(transcript))
             elif type(audio) is not dict:
                 self.note(UNREAD_CONTENT)
+        legacy = delta.get("function_call")
+        if legacy:  # the deprecated functions API: one call, its fragments without index or id
+            if type(legacy) is not dict:
+                raise ProtocolViolation(UNEXPECTED_SHAPE, index)
+            self._fragment({"index": 0, "function": legacy}, out, index)
         fragments = delta.get("tool_calls")
         if fragments:
             if not isinstance(fragments, list):
@@ -280,7 +374,7 @@ class OpenAIChatAdapter(Adapter):
 
     def _emit(self, out: list[StreamEvent], event: StreamEvent) -> None:
         if self._call is not None:
-            self.close_call(out)
+            self.close_calls(out)
         out.append(event)
 
     def _reasoning_details(self, details: object, out: list[StreamEvent]) -> None:
@@ -306,35 +400,44 @@ class OpenAIChatAdapter(Adapter):
             position = None
         # An empty (or blank) id or name on a continuation says nothing: the open call goes on.
         call_id = (as_str(fragment.get("id")) or "").strip() or None
-        function = as_dict(fragment.get("function")) or {}
-        name = (as_str(function.get("name")) or "").strip() or None
-        arguments = as_arguments(function.get("arguments"))
-        call = self._call
-        if (
-            call is not None
-            and (position is None or position == call.index)
-            and (call_id is None or call_id == call.call_id)
-        ):
+        custom = as_dict(fragment.get("custom"))
+        if fragment.get("type") == "custom" or (custom is not None and fragment.get("function") is None):
+            grammar, body = ToolInput.TEXT, custom or {}
+            text = as_str(body.get("input"))  # raw text, not JSON
+        else:
+            grammar, body = ToolInput.JSON, as_dict(fragment.get("function")) or {}
+            text = as_arguments(body.get("arguments"))
+        name = (as_str(body.get("name")) or "").strip() or None
+        call = self._open_at(position, call_id)
+        if call is not None:
             if name and not call.name:
                 call.name = name
                 self.remember_tool(call.call_id, name)
-            if arguments:
-                call.parts.append(arguments)
-                out.append(ToolInputDelta(call.call_id, arguments))
+            if text:
+                self.add_input(out, call, text)
             return
+        calls = self.open_calls()
         if position is None:
-            position = call.index + 1 if call is not None else len(self._closed)
+            position = calls[-1].index + 1 if calls else len(self._closed)
         closed_id = self._closed.get(position)
         if (call_id is None and name is None) or (closed_id is not None and call_id in (None, closed_id)):
             raise ProtocolViolation(UNKNOWN_TOOL_CALL, index)
-        new = OpenCall(position, call_id or self.next_call_id(), name or "", position)
-        self.open_call(out, new, arguments)
+        front = self._call
+        if front is not None and not self._queued and front.parts and front.complete():
+            self.close_call(out)  # sequential calls: the next one's start ends the one before
+        new = OpenCall(position, call_id or self.next_call_id(), name or "", position, grammar=grammar)
+        self.open_call(out, new, text, parallel=True)  # interleaved calls: it waits its turn
 
-    def close_call(self, out: list[StreamEvent]) -> OpenCall | None:
-        call = super().close_call(out)
-        if call is not None:
-            self._closed[call.index] = call.call_id
-        return call
+    def _open_at(self, position: int | None, call_id: str | None) -> OpenCall | None:
+        """The open call a fragment continues: at its index (any, when it sends none) and with its id (any,
+        when it sends none), the latest opened first."""
+        for call in reversed(self.open_calls()):
+            if (position is None or position == call.index) and (call_id is None or call_id == call.call_id):
+                return call
+        return None
+
+    def closed(self, call: OpenCall) -> None:
+        self._closed[call.index] = call.call_id
 
     def _follow(self, position: int, finished: bool) -> None:
         unfinished = self._unfinished
@@ -352,7 +455,10 @@ class OpenAIChatAdapter(Adapter):
         open call now; any other reason leaves it open (see ``Adapter.finish``)."""
         self.finish_raw = raw_reason(finish)
         if is_whole(self.whole_answers, finish):
-            self.close_call(out)
+            for call in self.open_calls():
+                if call.grammar is ToolInput.TEXT:
+                    self.end_input(out, call)  # a freeform input has no end of its own here
+            self.close_calls(out)
 
     def _error_finish(
         self, payload: dict[str, Any], choice: dict[str, Any], finish: str

@@ -27,7 +27,8 @@ mapping are the wire adapter's, not a copy. No item is ``model_dump``-ed:
   Responses ``error`` event and ``response.failed`` are yielded, and translated here.
 * Comments and Anthropic pings are dropped by the SDKs' decoders: no ``Keepalive`` is seen.
 * ``anthropic``'s ``MessageStream`` adds helper events (``text``, ``thinking``, ``input_json``, ``citation``,
-  ``signature``) beside the raw ones; they repeat what a raw event said and are skipped.
+  ``signature``; the beta stream's ``compaction``) beside the raw ones; they repeat what a raw event said
+  and are skipped.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from ._base import (
     error_marker,
 )
 from ._openai_chat import _CHUNK, OpenAIChatAdapter, chat_usage
-from ._openai_responses import _BOOKKEEPING, _TOOL_ITEMS, OpenAIResponsesAdapter
+from ._openai_responses import _BOOKKEEPING, OpenAIResponsesAdapter
 
 __all__ = [
     "NO_FINISH_REASON",
@@ -136,7 +137,7 @@ class SdkTranslator(Adapter):
 
 def _fragment(fragment: Any) -> dict[str, Any]:
     function = getattr(fragment, "function", None)
-    out = pick(fragment, "index", "id", "type")
+    out = pick(fragment, "index", "id", "type", "custom")  # custom: an undeclared field in the SDK's delta
     if function is not None:
         out["function"] = pick(function, "name", "arguments")
     return out
@@ -173,9 +174,16 @@ class SdkOpenAIChat(SdkTranslator, OpenAIChatAdapter):
                     payload = {k: v for k, v in fields(delta).items() if v is not None}
                     if payload.get("tool_calls"):
                         payload = {**payload, "tool_calls": [_fragment(f) for f in payload["tool_calls"]]}
+                    if payload.get("function_call") is not None:
+                        payload = {**payload, "function_call": pick(delta.function_call, "name", "arguments")}
                     self._delta(payload, out, index)
                 extras = getattr(choice, "__pydantic_extra__", None)  # undeclared wire fields
                 if extras:
+                    error = extras.get("error")
+                    if (type(error) is dict or isinstance(error, str)) and error:
+                        return self.error({"error": plain(error)}, "choice.error")
+                    if type(extras.get("usage")) is dict:
+                        out.append(chat_usage(extras["usage"]))  # usage inside the choice
                     self.choice_extras(extras)
                 if isinstance(finish, str):
                     self._finish_reason(finish, out)
@@ -197,7 +205,7 @@ class SdkOpenAIChat(SdkTranslator, OpenAIChatAdapter):
 
 _ItemHandler = Callable[["SdkOpenAIResponses", Any, int], list[StreamEvent]]
 _RESPONSE_FIELDS: Final = ("id", "model", "status", "usage", "incomplete_details", "error")
-_ITEM_FIELDS: Final = ("type", "id", "call_id", "name", "arguments", "input")
+_TEXT_ITEMS: Final = frozenset({"message", "reasoning"})  # their content arrives as events of their own
 
 
 class SdkOpenAIResponses(SdkTranslator, OpenAIResponsesAdapter):
@@ -245,15 +253,11 @@ class SdkOpenAIResponses(SdkTranslator, OpenAIResponsesAdapter):
         return self._on_error(plain(item), index)  # the flat shape; the nested one is raised by the SDK
 
     def _output_item(self, item: Any) -> dict[str, Any] | None:
-        """The output item, as data, when it is a tool call; None for messages and reasoning (bookkeeping)."""
+        """The output item, as data; None for messages and reasoning (bookkeeping, as on the wire)."""
         output = getattr(item, "item", None)
-        if output is None or getattr(output, "type", None) not in _TOOL_ITEMS:
+        if output is None or getattr(output, "type", None) in _TEXT_ITEMS:
             return None
-        return {
-            "type": item.type,
-            "output_index": getattr(item, "output_index", None),
-            "item": pick(output, *_ITEM_FIELDS),
-        }
+        return {"type": item.type, "output_index": getattr(item, "output_index", None), "item": plain(output)}
 
     def _item_added(self, item: Any, index: int) -> list[StreamEvent]:
         payload = self._output_item(item)
@@ -298,10 +302,11 @@ _NESTED: Final[dict[str, _ItemHandler]] = {
 
 # -- Anthropic Messages ------------------------------------------------------------------------------------
 
-HELPER_EVENTS: Final = frozenset({"text", "thinking", "input_json", "citation", "signature"})
-"""Types ``anthropic``'s ``MessageStream`` adds beside the raw events; each repeats a raw event."""
+HELPER_EVENTS: Final = frozenset({"text", "thinking", "input_json", "citation", "signature", "compaction"})
+"""Types ``anthropic``'s ``MessageStream`` (and ``BetaMessageStream``) add beside the raw events; each repeats
+a raw event."""
 
-_BLOCK_FIELDS: Final = ("type", "id", "name", "input", "text", "thinking")
+_BLOCK_FIELDS: Final = ("type", "id", "name", "input", "text", "thinking", "is_error")
 
 
 class SdkAnthropic(SdkTranslator, AnthropicAdapter):
@@ -347,10 +352,11 @@ class SdkAnthropic(SdkTranslator, AnthropicAdapter):
 
     def _item_block_start(self, item: Any, index: int) -> list[StreamEvent]:
         block = getattr(item, "content_block", None)
-        payload = {
-            "index": getattr(item, "index", None),
-            "content_block": pick(block, *_BLOCK_FIELDS) if block is not None else {},
-        }
+        picked = pick(block, *_BLOCK_FIELDS) if block is not None else {}
+        result = getattr(block, "content", None)
+        if result is not None and not isinstance(result, (list, str)):  # a hosted tool's error object
+            picked["content"] = pick(result, "type", "error_code")
+        payload = {"index": getattr(item, "index", None), "content_block": picked}
         return self._on_block_start(payload, index)
 
     def _item_block_stop(self, item: Any, index: int) -> list[StreamEvent]:
