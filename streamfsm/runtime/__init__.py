@@ -30,11 +30,12 @@ from ..wire import (
     Usage,
     continuation_body,
 )
-from ._config import MAX_ATTEMPT_LINKS, AttemptLink, Ids, StreamConfig
+from ._breaker import BREAKERS, Breaker, Breakers, BreakerState, Transition
+from ._config import MAX_ATTEMPT_LINKS, AttemptLink, Ids, RouteTag, StreamConfig
 from ._core import RunCore, SseWire, Wire
 from ._decoding import as_bytes, content_decoder
 from ._delivery import Partial, RetryingEvent, ToolResult
-from ._errors import StreamError, StreamFailed
+from ._errors import NoRoute, StreamError, StreamFailed
 from ._logs import LogProblem, OnProblem, log_files, read_records
 from ._reads import LoopReads
 from ._record import SCHEMA, RelayClose, RunRecord
@@ -42,6 +43,7 @@ from ._recovery import Offer, Recovery
 from ._report import SIGNATURE, Group, field_value, group_failures, iso, request_id, started
 from ._retry import RetryingRun, retrying
 from ._retry_policy import RetryPolicy
+from ._routes import Help, Hop, Need, Route, helps, hop
 from ._sdk import SdkRun, SyncSdkRun, wrap
 from ._sinks import (
     AuditLog,
@@ -60,14 +62,15 @@ from ._watchdog import loop_time, plain_scope_class, running_trio
 from ._whole import WholeBody
 
 __all__ = [
-    "CONTINUE_INSTRUCTION",
-    "MAX_ATTEMPT_LINKS",
-    "SCHEMA",
-    "SIGNATURE",
     "AttemptLink",
     "AuditLog",
+    "BREAKERS",
     "BackgroundSink",
     "Backlog",
+    "Breaker",
+    "BreakerState",
+    "Breakers",
+    "CONTINUE_INSTRUCTION",
     "ConsumerEvent",
     "Continuation",
     "ContinueStyle",
@@ -76,6 +79,8 @@ __all__ = [
     "Finish",
     "FinishReason",
     "Group",
+    "Help",
+    "Hop",
     "HttpRun",
     "Ids",
     "Interrupted",
@@ -83,7 +88,10 @@ __all__ = [
     "Keepalive",
     "LogProblem",
     "LoopReads",
+    "MAX_ATTEMPT_LINKS",
     "Metadata",
+    "Need",
+    "NoRoute",
     "Offer",
     "OnProblem",
     "Partial",
@@ -99,9 +107,13 @@ __all__ = [
     "RetryingEvent",
     "RetryingRun",
     "Rewrite",
+    "Route",
+    "RouteTag",
     "Run",
     "RunCore",
     "RunRecord",
+    "SCHEMA",
+    "SIGNATURE",
     "SdkRun",
     "SseWire",
     "StreamConfig",
@@ -118,6 +130,7 @@ __all__ = [
     "ToolInputStart",
     "ToolResult",
     "ToolScope",
+    "Transition",
     "Usage",
     "WholeBody",
     "Wire",
@@ -129,6 +142,8 @@ __all__ = [
     "deliver",
     "field_value",
     "group_failures",
+    "helps",
+    "hop",
     "iso",
     "log_files",
     "loop_time",

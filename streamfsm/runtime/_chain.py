@@ -93,9 +93,12 @@ def link(
     plan: RecoveryPlan | None = None,
     resume_refused: ResumeRefusal | None = None,
     continue_refused: ContinueRefusal | None = None,
+    breaker: str | None = None,
 ) -> AttemptLink:
-    """How an ended attempt is linked: what was decided after it, and how the next one began."""
+    """How an ended attempt is linked: what was decided after it, how the next one began, and (over
+    routes) the attempt's route and its breaker's state once it ended."""
     diagnosis = run.diagnosis
+    route = run.ids.route
     assert diagnosis is not None
     return AttemptLink(
         run_id=run.run_id,
@@ -110,4 +113,6 @@ def link(
         continue_after_chars=plan.after_chars if isinstance(plan, ContinuePlan) else None,
         resume_refused=resume_refused.value if resume_refused is not None else None,
         continue_refused=continue_refused.value if continue_refused is not None else None,
+        route=route.name if route is not None else None,
+        breaker=breaker if route is not None else None,
     )

@@ -6,7 +6,7 @@ import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from ..wire import MAX_LINE_BYTES
 
@@ -97,6 +97,25 @@ MAX_ATTEMPT_LINKS = 32
 """The most earlier attempts a record lists (a `RetryPolicy` allows at most this many attempts)."""
 
 
+_OPTIONAL_LINK_KEYS: Final = (
+    "next",
+    "resume_from",
+    "continue_after_chars",
+    "resume_refused",
+    "continue_refused",
+    "route",
+    "breaker",
+)
+
+
+class RouteTag(NamedTuple):
+    """The route an attempt of a routed chain went to (`Route.name`), and the state of its circuit breaker
+    that let the attempt in (``half_open``: it was the breaker's probe)."""
+
+    name: str
+    breaker: str
+
+
 @dataclass(frozen=True, slots=True)
 class AttemptLink:
     """One attempt of a retried stream, as the retry executor (``streamfsm.retrying``) links it.
@@ -114,7 +133,8 @@ class AttemptLink:
     ``"continue"`` (a request carrying the ``continue_after_chars`` characters delivered) or ``"replay"`` (a
     fresh request after confirmation). ``resume_refused`` says why the provider refused a resume attempt,
     ``continue_refused`` why it refused a continuation (``"prefill_unsupported"``: the model takes no
-    assistant prefill, so the next attempt continued by instruction).
+    assistant prefill, so the next attempt continued by instruction). In a chain over routes, ``route`` is
+    the route the attempt went to and ``breaker`` its circuit breaker's state once the attempt ended.
     """
 
     run_id: str
@@ -129,6 +149,8 @@ class AttemptLink:
     continue_after_chars: int | None = None
     resume_refused: str | None = None
     continue_refused: str | None = None
+    route: str | None = None
+    breaker: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -140,7 +162,7 @@ class AttemptLink:
             "delay_s": self.delay_s,
             "delay_reason": self.delay_reason,
         }
-        for key in ("next", "resume_from", "continue_after_chars", "resume_refused", "continue_refused"):
+        for key in _OPTIONAL_LINK_KEYS:
             value = getattr(self, key)
             if value is not None:  # only the retry executor's links say how the next attempt began
                 out[key] = value
@@ -160,12 +182,15 @@ class Ids:
     context: Mapping[str, str] = field(default_factory=dict)
     attempts: tuple[AttemptLink, ...] = ()  # the earlier attempts of a retried stream, oldest first
     recovery: RecoveryPlan | None = None  # how this attempt begins (retry executor)
+    route: RouteTag | None = None  # where this attempt goes (retry executor over routes)
 
     def __post_init__(self) -> None:
         links = tuple(
             link if isinstance(link, AttemptLink) else AttemptLink(**link) for link in self.attempts
         )
         object.__setattr__(self, "attempts", links)
+        if self.route is not None and not isinstance(self.route, RouteTag):
+            object.__setattr__(self, "route", RouteTag(*self.route))
 
     @classmethod
     def coerce(cls, value: Ids | Mapping[str, Any] | None) -> Ids:

@@ -286,6 +286,20 @@ class RunCore(RunFailures):
         self._on_event: Mapping[type, Callable[[RunCore, Any], None]] = _ON_EVENT
         self.timing = ReadClock(config, rec, clock)  # the watchdogs' arithmetic; a driver arms timers
 
+    def bound_first_token(self, seconds: float) -> None:
+        """A route's deadline for the first token, set before the run starts: the headers come within
+        ``seconds`` of the request's start and the first token within ``seconds`` of the headers, or a
+        watchdog fires (``connect_timeout``, ``first_token_timeout``)."""
+        config = self.config
+        bounded = {
+            name: seconds if value is None else min(value, seconds)
+            for name, value in (
+                ("connect_timeout", config.connect_timeout),
+                ("first_token_timeout", config.first_token_timeout),
+            )
+        }
+        self.config = self.timing.config = self.rec.config = config.replace(**bounded)
+
     # -- what a caller reads ----------------------------------------------------------------------------
 
     @property

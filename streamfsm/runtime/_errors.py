@@ -1,8 +1,9 @@
 """The exceptions a caller of the runtime sees.
 
     StreamError
-    └── StreamFailed        a run ended in ``failed``; carries ``.diagnosis`` and ``.record``
-                            (from the retry executor also ``.partial``, ``.attempts``, ``.stop_reason``)
+    ├── StreamFailed        a run ended in ``failed``; carries ``.diagnosis`` and ``.record``
+    │                       (from the retry executor also ``.partial``, ``.attempts``, ``.stop_reason``)
+    └── NoRoute             a chain over routes could not start: no route's circuit breaker admits it
 
 Raw transport exceptions never escape a run: they are the ``__cause__`` of a ``StreamFailed``.
 """
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..classify import Diagnosis
+    from ._breaker import Breaker
     from ._config import AttemptLink
     from ._delivery import Partial
     from ._record import RunRecord
@@ -43,3 +45,15 @@ class StreamFailed(StreamError):
 
     def __repr__(self) -> str:
         return f"StreamFailed({self.diagnosis.summary_key!r}, verdict={self.diagnosis.verdict.value!r})"
+
+
+class NoRoute(StreamError):
+    """A chain over routes could not send its first attempt anywhere: every route's circuit breaker is open
+    (or its probe is out). Nothing was sent, so there is no run and no record; ``breakers`` holds the
+    routes' breakers as they stood, and ``str()`` names them."""
+
+    def __init__(self, reason: str, breakers: tuple[Breaker, ...]) -> None:
+        self.reason = reason
+        self.breakers = breakers
+        states = ", ".join(f"{b.route}: {b.state.value}" for b in breakers) or "none"
+        super().__init__(f"No route can take the stream now: {reason} ({states}).")

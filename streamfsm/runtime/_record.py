@@ -191,10 +191,25 @@ def _attempts(ids: Ids) -> list[dict[str, Any]]:
     out = []
     for link in ids.attempts[-MAX_ATTEMPT_LINKS:]:
         item = link.to_dict()
-        for key in ("run_id", "summary_key", "verdict", "decision", "delay_reason"):
-            item[key] = redact_text(str(item[key]), limit=64)
+        for key in ("run_id", "summary_key", "verdict", "decision", "delay_reason", "route"):
+            if key in item:
+                item[key] = redact_text(str(item[key]), limit=64)
         out.append(item)
     return out
+
+
+def _route(ids: Ids) -> dict[str, Any] | None:
+    """The route of an attempt of a chain over routes: its name, the breaker state that let it in, and the
+    routes the earlier attempts went to, in the order first tried."""
+    route = ids.route
+    if route is None:
+        return None
+    tried = dict.fromkeys(link.route for link in ids.attempts if link.route is not None)
+    return {
+        "name": redact_text(route.name, limit=64),
+        "breaker": route.breaker,
+        "tried": [redact_text(name, limit=64) for name in tried],
+    }
 
 
 class Recorder:
@@ -466,6 +481,7 @@ class Recorder:
                 "context": _context(ids),
             },
             "attempts": _attempts(ids),
+            "route": _route(ids),
             "started_at": _iso(self.started_wall),
             "provider": self.provider,
             "model": self.model,

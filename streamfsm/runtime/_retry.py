@@ -85,10 +85,11 @@ run; cancellation during a delay leaves no record beyond the attempts already ma
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeAlias
 
@@ -96,10 +97,11 @@ from ..classify import AbortSource, Diagnosis
 from ..machine import State
 from ..wire import FORMATS, ContinueStyle, Result, ResumeRefusal, Rewrite, ToolCall
 from ._attempt_io import AttemptIo, drive
+from ._breaker import BREAKERS, Breakers
 from ._chain import Chain, LinkDecision, link
-from ._config import AttemptLink, Ids
+from ._config import AttemptLink, Ids, RouteTag
 from ._delivery import DEFAULT_MAX_HELD_EVENTS, Delivery, Partial, RetryingEvent, ToolResult
-from ._errors import StreamFailed
+from ._errors import NoRoute, StreamFailed
 from ._record import RunRecord
 from ._recovery import ContinuePlan, Offer, Recovery, RecoveryPlan, ResumePlan, continue_plan, offer
 from ._retry_policy import (
@@ -113,6 +115,7 @@ from ._retry_policy import (
     stopped_locally,
 )
 from ._retry_routing import AgentRouting
+from ._routes import Route, Routing
 from ._stream import HttpRun, Run, _result
 
 __all__ = [
@@ -202,7 +205,7 @@ async def _opened(open_attempt: OpenAttempt, ids: Ids, plan: RecoveryPlan | None
 
 def _check(
     policy: RetryPolicy,
-    open_attempt: OpenAttempt,
+    open_attempt: OpenAttempt | Sequence[Route],
     confirm: Confirm | None,
     max_held_events: int,
     continue_with: ContinueStyle | Rewrite | None,
@@ -215,8 +218,10 @@ def _check(
         raise TypeError("continue_with must be a ContinueStyle or a rewrite: (body, Continuation) -> body")
     if not isinstance(policy, RetryPolicy):
         raise TypeError(f"policy must be a RetryPolicy, not {type(policy).__name__}")
-    if not callable(open_attempt):
-        raise TypeError("open_attempt must be callable: Ids -> a fresh run")
+    if not callable(open_attempt) and not (
+        isinstance(open_attempt, Sequence) and all(isinstance(route, Route) for route in open_attempt)
+    ):
+        raise TypeError("open_attempt must be callable (Ids -> a fresh run) or a sequence of Route")
     if confirm is not None and not callable(confirm):
         raise TypeError("confirm must be callable: Diagnosis -> bool")
     if isinstance(max_held_events, bool) or not isinstance(max_held_events, int) or max_held_events < 1:
@@ -239,7 +244,7 @@ class RetryingRun(AgentRouting):
     def __init__(
         self,
         policy: RetryPolicy,
-        open_attempt: OpenAttempt,
+        open_attempt: OpenAttempt | Sequence[Route],
         *,
         confirm: Confirm | None = None,
         ids: Ids | Mapping[str, Any] | None = None,
@@ -248,12 +253,19 @@ class RetryingRun(AgentRouting):
         clock: Callable[[], float] = time.monotonic,
         resume: bool = True,
         continue_with: ContinueStyle | Rewrite | None = None,
+        breakers: Breakers | None = None,
     ) -> None:
         _check(policy, open_attempt, confirm, max_held_events, continue_with)
         self.policy = policy
         self._chain = Chain(Ids.coerce(ids))
         self.trace_id = self._chain.trace_id
-        self._open_attempt = open_attempt
+        # Over routes, each attempt goes where the routing says; else every attempt is open_attempt's.
+        self._routing: Routing | None = None
+        if callable(open_attempt):
+            self._open_attempt: OpenAttempt = open_attempt
+        else:
+            self._routing = Routing(open_attempt, breakers or BREAKERS, clock)
+            self._open_attempt = self._routing.routes[0].open_attempt
         self._asking = _Asking(confirm, clock)
         self._resume = bool(resume)
         self._continue_with = continue_with
@@ -424,12 +436,30 @@ class RetryingRun(AgentRouting):
             delay, self._next_delay = self._next_delay, 0.0
             await self._io.wait(self._io.sleep(delay))
         if self._abort_request is not None and self._last_failure is not None:
-            self._stop_aborted("while waiting to retry")
+            self._stop_waiting(self._aborted_reason("while waiting to retry"))
             return
         plan, self._plan = self._plan, None
         ids = self._chain.next_ids(plan)
+        open_attempt, route = self._open_attempt, None
+        routing = self._routing
+        if routing is not None:
+            route = routing.take(retry=self._last is not None)
+            if route is None:
+                why = "every route that could help is out of tries, or its circuit breaker is open"
+                if self._last_failure is None:
+                    raise NoRoute(why, routing.breakers.snapshot(routing.clock()))
+                self._stop_waiting(f"no route can take the next attempt: {why}")
+                return
+            spacing = routing.spacing_s()
+            if spacing > 0:
+                await self._io.wait(self._io.sleep(spacing))
+            assert routing.admitted is not None
+            open_attempt = route.open_attempt
+            ids = dataclasses.replace(ids, route=RouteTag(route.name, routing.admitted.value))
         self._asking.start()
-        run = await _opened(self._open_attempt, ids, plan)
+        run = await _opened(open_attempt, ids, plan)
+        if route is not None and route.first_token_s is not None:
+            run.bound_first_token(route.first_token_s)
         self._current = self._last = run
         # Needed only to stop during the wait before this attempt. Its cause's traceback reaches, through
         # f_back (kept by finished coroutine frames since Python 3.12), the frames that hold this executor.
@@ -471,7 +501,8 @@ class RetryingRun(AgentRouting):
             self._delivery.release()
             self._completed = True
             self._diagnosis = run.diagnosis
-            self._chain.end = _link(run, LinkDecision.COMPLETED)
+            # A success closes the route's breaker (once the attempt is closed, as every ended attempt).
+            self._chain.end = _link(run, LinkDecision.COMPLETED, breaker="closed")
             return
         except StreamFailed as failure:
             await self._close(failure)
@@ -490,6 +521,8 @@ class RetryingRun(AgentRouting):
             self._ended_attempt(run)
 
     def _ended_attempt(self, run: Run) -> None:
+        if self._routing is not None:
+            self._routing.ended(run.diagnosis)
         if run.record is not None:
             self._chain.records.append(run.record)
         hidden = run.sdk_retries
@@ -526,6 +559,8 @@ class RetryingRun(AgentRouting):
         assert run is not None
         facts = self._facts(run, failure)
         step = after_failure(self.policy, facts)
+        if self._routing is not None:
+            step = self._routing.after(self.policy, step, facts, self._continue_style())
         if step.diagnosis is not None:
             self._diagnosis = step.diagnosis
         if step.basis is not None:
@@ -548,7 +583,9 @@ class RetryingRun(AgentRouting):
             partial = self._delivery.partial
             plan = continue_plan(partial, self._continue_with, prefill_refused=self._prefill_refused)
         self._plan = plan
-        self._chain.links.append(_link(run, decision, step.delay_s, step.delay_reason, then=then, plan=plan))
+        breaker = self._routing.breaker().value if self._routing is not None else None
+        link_ = _link(run, decision, step.delay_s, step.delay_reason, then=then, plan=plan, breaker=breaker)
+        self._chain.links.append(link_)
         if decision is LinkDecision.CONFIRMED_RETRY:
             assert step.diagnosis is not None
             key = step.diagnosis.summary_key
@@ -572,7 +609,9 @@ class RetryingRun(AgentRouting):
         offered = offer(
             delivery.partial,
             discarded_calls=len(delivery.open_inputs),
-            rewritable=isinstance(run, HttpRun) and self._rewritable(run.provider),
+            rewritable=isinstance(run, HttpRun)
+            and self._rewritable(run.provider)
+            and self._route_continues(),
             resume_refused=refused,
         )
         answer = await self._asking.ask(self._io, diagnosis, offered)
@@ -590,24 +629,39 @@ class RetryingRun(AgentRouting):
         own = self._continue_with is not None and not isinstance(self._continue_with, ContinueStyle)
         return own or FORMATS[fmt].continuation is not None
 
+    def _continue_style(self) -> ContinueStyle | None:
+        """The style the chain's continuations are sent in (None: a rewrite of the caller's own)."""
+        if self._prefill_refused:
+            return ContinueStyle.INSTRUCTION
+        if callable(self._continue_with) and not isinstance(self._continue_with, ContinueStyle):
+            return None
+        return self._continue_with or ContinueStyle.INSTRUCTION
+
+    def _route_continues(self) -> bool:
+        """Whether the route the next attempt goes to takes the chain's continuation."""
+        style = self._continue_style()
+        return self._routing is None or style is None or self._routing.route.accepts(style)
+
     def _aborted_reason(self, where: str) -> str:
         assert self._abort_request is not None
         return stopped_locally(self._abort_request[0], where)
 
-    def _stop_aborted(self, where: str) -> None:
-        """``abort()`` during a delay: the last attempt's failure, its link now the end of the chain."""
+    def _stop_waiting(self, reason: str) -> None:
+        """The chain stops before the attempt it was waiting to open (``abort()``, or no route takes it): the
+        last attempt's failure, its link now the end of the chain."""
         run, failure = self._last, self._last_failure
         assert run is not None
         assert failure is not None
         self._chain.unlink(run.run_id)
-        self._stop(failure, self._diagnosis or failure.diagnosis, self._aborted_reason(where))
+        self._stop(failure, self._diagnosis or failure.diagnosis, reason)
 
     def _stop(self, failure: StreamFailed, diagnosis: Diagnosis, reason: str) -> None:
         run = self._last
         assert run is not None
         final = failure if diagnosis is failure.diagnosis else _reported(failure, diagnosis)
         self._diagnosis = diagnosis
-        self._chain.end = _link(run, LinkDecision.STOPPED)
+        breaker = self._routing.breaker().value if self._routing is not None else None
+        self._chain.end = _link(run, LinkDecision.STOPPED, breaker=breaker)
         self._delivery.flush()  # the chain ends here: the consumer gets all of it, then the failure
         final.partial = self.partial
         final.attempts = self.attempts
@@ -631,6 +685,7 @@ def _link(
     *,
     then: Recovery | None = None,
     plan: RecoveryPlan | None = None,
+    breaker: str | None = None,
 ) -> AttemptLink:
     """The chain's link for ``run``, with the provider's refusals (of a resume, a continuation) it met."""
     http = run if isinstance(run, HttpRun) else None
@@ -643,6 +698,7 @@ def _link(
         plan=plan,
         resume_refused=http.resume_refusal if http is not None else None,
         continue_refused=http.continue_refusal if http is not None else None,
+        breaker=breaker,
     )
 
 
@@ -664,7 +720,7 @@ def _warn_both_layers_retry() -> None:
 
 def retrying(
     policy: RetryPolicy,
-    open_attempt: OpenAttempt,
+    open_attempt: OpenAttempt | Sequence[Route],
     *,
     confirm: Confirm | None = None,
     ids: Ids | Mapping[str, Any] | None = None,
@@ -673,6 +729,7 @@ def retrying(
     clock: Callable[[], float] = time.monotonic,
     resume: bool = True,
     continue_with: ContinueStyle | Rewrite | None = None,
+    breakers: Breakers | None = None,
 ) -> RetryingRun:
     """Run a stream under ``policy``: ``async with retrying(policy, open_attempt) as run: async for ...``,
     or, over sync runs (``wrap()`` of a sync SDK call), ``with retrying(...) as run: for event in run:``.
@@ -703,4 +760,5 @@ def retrying(
         clock=clock,
         resume=resume,
         continue_with=continue_with,
+        breakers=breakers,
     )

@@ -31,6 +31,7 @@ __all__ = [
     "RetryPolicy",
     "Step",
     "after_failure",
+    "budget_spent",
     "chosen",
     "decide",
     "downgraded",
@@ -212,7 +213,7 @@ def decide(
     return Decision(DecisionKind.RETRY if automatic else DecisionKind.ASK, reported, delay, why)
 
 
-def _budget(policy: RetryPolicy, attempt: int, elapsed_s: float, delay_s: float) -> str | None:
+def budget_spent(policy: RetryPolicy, attempt: int, elapsed_s: float, delay_s: float) -> str | None:
     """Why no further attempt may start (rules 3 and 4's bounds), or None."""
     if attempt >= policy.attempts:
         return f"the attempt budget is used ({attempt} of {policy.attempts})"
@@ -312,7 +313,7 @@ def after_failure(policy: RetryPolicy, failed: Failed, random_unit: float | None
     if failed.continue_refused is not None and isinstance(resuming, ContinuePlan):
         # The model takes no prefill (Anthropic's current ones): the same continuation, once, by
         # instruction. Nothing of the refused request reached the consumer; no later one is a prefill.
-        stop = _budget(policy, attempt, elapsed, 0.0)
+        stop = budget_spent(policy, attempt, elapsed, 0.0)
         if stop is not None:
             return _stop(failed.diagnosis, stop, prefill_refused=True)
         plan = dataclasses.replace(resuming, style=ContinueStyle.INSTRUCTION)
@@ -322,7 +323,7 @@ def after_failure(policy: RetryPolicy, failed: Failed, random_unit: float | None
     if failed.resumable is not None and failed.diagnosis.verdict is not Verdict.NO_RETRY:
         # Re-attach when the provider allows it, whatever reached the consumer: nothing is generated twice.
         reported = downgraded(policy, failed.diagnosis, failed.exposed)
-        stop = _budget(policy, attempt, elapsed, 0.0)
+        stop = budget_spent(policy, attempt, elapsed, 0.0)
         if stop is not None:
             return _stop(reported, stop)
         # What to fall back on if the provider refuses: this break, as the executor reports it.

@@ -120,6 +120,13 @@ class Run:
         self._entered = False
         self._deferred: StreamFailed | None = None
 
+    def bound_first_token(self, seconds: float) -> None:
+        """A route's deadline for the first token (see `Route.first_token_s`): before the run is entered."""
+        if self._entered:
+            raise RuntimeError("a run's first-token deadline is set before it is entered")
+        self._core.bound_first_token(seconds)
+        self.config = self._core.config
+
     def _reader(self) -> Any:
         return LoopReads(self._core)
 
