@@ -39,6 +39,19 @@ as a prefill (asked for with ``continue_with=ContinueStyle.PREFILL``) that the m
 current models: a 400 saying it takes no assistant prefill) is sent once more by instruction, automatically,
 its link saying ``continue_refused``; later continuations of the chain are instructions too.
 
+**Routes.** Given a list of `Route` instead of one ``open_attempt``, each attempt goes to a route, and after
+the rules above a failure is sent where another attempt can help (`hop`, the table in ``_routes``): the same
+route after the wait while the failure is one it may get over and its ``tries`` last (a short stated wait,
+a 5xx, an overload, a cut), the next route at once otherwise (a silent route, a late first token, a model
+the route cannot serve), a route with a larger ``context_window`` after a context overflow, a route of
+another ``account`` after a quota, billing or auth refusal, and none after a content-policy rejection or
+anything local. A refusal of what the route *is* stops rule 1 only on that route: nothing was generated,
+so the next route that fits is tried automatically. A resume stays where the stream is; a confirmed
+replay on another route is a `Restarted`; a continuation goes only to a route that takes its style. Each
+route's circuit breaker (`Breakers`, shared by every chain of the process) keeps attempts off a route that
+keeps failing and lets one probe through after a cool-down; a chain none of whose routes admits it raises
+`NoRoute` before sending anything. The policy's budgets bound the whole chain, every route included.
+
 Stopping raises the last attempt's `StreamFailed` (its diagnosis is the reported one; after rule 2 a copy
 with the reported verdict, chained from the same raw cause) carrying ``partial``, ``attempts`` and
 ``stop_reason``.

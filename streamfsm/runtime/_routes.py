@@ -363,6 +363,8 @@ def rerouted(policy: RetryPolicy, step: Step, failed: Failed, where: Hop) -> Ste
         return step
     diagnosis = step.diagnosis or failed.diagnosis
     if step.kind is DecisionKind.STOP:
+        if where.help is Help.NONE and step.stop_reason is not None and where.why not in step.stop_reason:
+            return dataclasses.replace(step, stop_reason=f"{step.stop_reason}; no route: {where.why}")
         if where.help is not Help.NEXT or where.route is None or failed.exposed is not None:
             return step
         if (

@@ -7,12 +7,24 @@ import time
 from typing import Any
 
 import pytest
-from retrysupport import Spies, ok_script, per_attempt, validate_record
+from retrysupport import Spies, cut_through, ok_script, per_attempt, validate_record
 
-from streamfsm import NoRoute, RetryPolicy, Route, StreamConfig, StreamFailed, retrying
-from streamfsm.runtime import Breakers, BreakerState, TextDelta
-from streamfsm.testing._script import Headers, Stall, Status
-from streamfsm.testing._server import FaultServer
+from streamfsm import (
+    ContinueStyle,
+    NoRoute,
+    Offer,
+    Recovery,
+    RetryPolicy,
+    Route,
+    StreamConfig,
+    StreamFailed,
+    retrying,
+    wrap,
+)
+from streamfsm.runtime import Breakers, BreakerState, Continued, Restarted, TextDelta
+from streamfsm.testing import text_stream
+from streamfsm.testing._script import Fin, Headers, Send, Stall, Status
+from streamfsm.testing._server import FaultServer, FaultServerThread
 
 pytestmark = pytest.mark.anyio
 
@@ -220,3 +232,86 @@ async def test_every_route_open_fails_fast_with_no_route() -> None:
             with pytest.raises(NoRoute, match="only: open"):
                 [event async for event in run]
     assert server.requests_seen == 0
+
+
+def cut_after_text(tag: str) -> tuple[Any, ...]:
+    frames = text_stream("openai-chat", [f"{tag} Hello", f" {tag} world"])
+    return (Headers(), *(Send(f) for f in cut_through("openai-chat", frames, TextDelta)), Fin())
+
+
+async def test_a_cut_after_visible_text_asks_and_a_confirmed_replay_on_the_next_route_restarts() -> None:
+    """A route whose streams break mid-answer: the consumer is asked, and once its tries are spent the
+    replay goes to the next route, as a Restarted."""
+    asked: list[Offer] = []
+
+    def confirm(diagnosis: Any, offer: Offer) -> Recovery:
+        asked.append(offer)
+        return Recovery.REPLAY
+
+    async with (
+        FaultServer(per_attempt([cut_after_text("A")])) as cutting,
+        FaultServer(per_attempt([ok_script("openai-chat", "B")])) as up,
+    ):
+        routes = [Route("cutting", Spies(cutting.base_url), tries=1), Route("fallback", Spies(up.base_url))]
+        async with retrying(policy(), routes, breakers=fresh(), confirm=confirm) as run:
+            events = [event async for event in run]
+    assert (cutting.requests_seen, up.requests_seen) == (1, 1)
+    restarts = [e for e in events if isinstance(e, Restarted)]
+    assert restarts == [Restarted(2, "mid_generation.closed_mid_body")]
+    assert run.partial.text == "B hello B world"
+    assert [link.route for link in run.attempts] == ["cutting", "fallback"]
+
+
+@pytest.mark.parametrize("accepts", [True, False], ids=["takes-it", "refuses-it"])
+async def test_a_continuation_goes_only_to_a_route_that_takes_its_style(accepts: bool) -> None:
+    """The continuation on offer is the next route's to take: a route declared without the chain's
+    continuation style is offered a replay only."""
+    offered: list[tuple[Recovery, ...]] = []
+
+    def confirm(diagnosis: Any, offer: Offer) -> bool:
+        offered.append(offer.recoveries)
+        return True  # the first recovery on offer
+
+    styles = frozenset({ContinueStyle.INSTRUCTION}) if accepts else frozenset({ContinueStyle.PREFILL})
+    async with (
+        FaultServer(per_attempt([cut_after_text("A")])) as cutting,
+        FaultServer(per_attempt([ok_script("openai-chat", "B")])) as up,
+    ):
+        routes = [
+            Route("cutting", Spies(cutting.base_url), tries=1),
+            Route("fallback", Spies(up.base_url), continuations=styles),
+        ]
+        async with retrying(policy(), routes, breakers=fresh(), confirm=confirm) as run:
+            events = [event async for event in run]
+    expected = (Recovery.CONTINUE, Recovery.REPLAY) if accepts else (Recovery.REPLAY,)
+    assert offered == [expected]
+    assert any(isinstance(e, Continued if accepts else Restarted) for e in events)
+
+
+def test_the_sync_form_falls_back_too() -> None:
+    import openai
+
+    with (
+        FaultServerThread(per_attempt([(BUSY,)])) as down,
+        FaultServerThread(per_attempt([ok_script("openai-chat", "B")])) as up,
+    ):
+
+        def through(base_url: str) -> Any:
+            client = openai.OpenAI(base_url=base_url, api_key="test-key", max_retries=0)
+
+            def open_attempt(ids: Any) -> Any:
+                return wrap(
+                    lambda: client.chat.completions.create(
+                        model="gpt-test", messages=[{"role": "user", "content": "hi"}], stream=True
+                    ),
+                    ids=ids,
+                )
+
+            return open_attempt
+
+        routes = [Route("down", through(down.base_url)), Route("up", through(up.base_url))]
+        with retrying(policy(), routes, breakers=fresh()) as run:
+            events = list(run)
+    assert (down.requests_seen, up.requests_seen) == (2, 1)
+    assert "B hello" in text(events)
+    assert [link.route for link in run.attempts] == ["down", "down", "up"]
