@@ -22,6 +22,7 @@ class LinkDecision(enum.Enum):
     """What the executor did after an attempt (``AttemptLink.decision``)."""
 
     AUTO_RETRY = "auto_retry"
+    RACED = "raced"  # it raced another route's attempt for the first token, and was stopped when it lost
     CONFIRMED_RETRY = "confirmed_retry"
     SDK_RETRY = "sdk_retry"  # the SDK client retried the request itself before the run saw it
     COMPLETED = "completed"
@@ -49,6 +50,7 @@ class Chain:
         self.links: list[AttemptLink] = []
         self.end: AttemptLink | None = None
         self.records: list[RunRecord] = []
+        self._numbered = 0  # the latest attempt's number: a raced attempt is numbered before its rival ends
 
     @property
     def attempts(self) -> tuple[AttemptLink, ...]:
@@ -62,10 +64,11 @@ class Chain:
 
     def next_ids(self, plan: RecoveryPlan | None) -> Ids:
         """The `Ids` the next attempt opens with: the chain's trace, its number, the attempts before it."""
+        self._numbered = attempt = max(len(self.links), self._numbered) + 1
         return dataclasses.replace(
             self.base,
             trace_id=self.trace_id,
-            attempt=len(self.links) + 1,
+            attempt=attempt,
             previous_run_id=self.links[-1].run_id if self.links else None,
             attempts=tuple(self.links),
             recovery=plan,

@@ -122,7 +122,8 @@ class AttemptLink:
 
     A record lists the attempts *before* its own under ``attempts``: each was retried (``decision``
     ``"auto_retry"`` or ``"confirmed_retry"``; seen by the transport tap: ``"sdk_retry"``, the SDK's own
-    retry, or ``"resent"``, the same request sent again after it failed) after waiting ``delay_s`` seconds
+    retry, or ``"resent"``, the same request sent again after it failed; ``"raced"``: it raced another route's
+    attempt for the first token and was stopped when it lost) after waiting ``delay_s`` seconds
     for ``delay_reason`` (``"retry_after"``: the provider said so; ``"backoff"``: exponential backoff;
     ``"none"``). In
     ``RetryingRun.attempts`` and ``StreamFailed.attempts`` the last link says how the chain ended:

@@ -104,11 +104,13 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, cast
+
+import anyio
 
 from ..classify import AbortSource, Diagnosis
 from ..machine import State
-from ..wire import FORMATS, ContinueStyle, Result, ResumeRefusal, Rewrite, ToolCall
+from ..wire import FORMATS, ConsumerEvent, ContinueStyle, Result, ResumeRefusal, Rewrite, ToolCall
 from ._attempt_io import AttemptIo, drive
 from ._breaker import BREAKERS, Breakers
 from ._chain import Chain, LinkDecision, link
@@ -289,6 +291,7 @@ class RetryingRun(AgentRouting):
         self._current: Run | None = None  # the attempt in flight (entered)
         self._last: Run | None = None  # the latest attempt, in flight or ended
         self._next_delay = 0.0
+        self._race_by: float | None = None  # the running attempt races another route's from then
         self._completed = False
         self._failure: StreamFailed | None = None  # the latest attempt's failure, awaiting a decision
         self._last_failure: StreamFailed | None = None
@@ -472,7 +475,10 @@ class RetryingRun(AgentRouting):
         self._asking.start()
         run = await _opened(open_attempt, ids, plan)
         if route is not None and route.first_token_s is not None:
-            run.bound_first_token(route.first_token_s)
+            if route.race and not self._io.sync:
+                self._race_by = routing.clock() + route.first_token_s if routing is not None else None
+            else:
+                run.bound_first_token(route.first_token_s)
         self._current = self._last = run
         # Needed only to stop during the wait before this attempt. Its cause's traceback reaches, through
         # f_back (kept by finished coroutine frames since Python 3.12), the frames that hold this executor.
@@ -508,22 +514,125 @@ class RetryingRun(AgentRouting):
     async def _pull(self) -> None:
         run = self._current
         assert run is not None
-        try:
-            event = await self._io.next(run)
-        except StopAsyncIteration:
+        outcome: object
+        if self._race_by is not None:
+            run, outcome = await self._race(run)
+        else:
+            try:
+                outcome = await self._io.next(run)
+            except (StopAsyncIteration, StreamFailed) as end:
+                outcome = end
+        await self._took(run, outcome)
+
+    async def _took(self, run: Run, outcome: object) -> None:
+        """One read of the running attempt ended: an event, its clean end, or its failure."""
+        if isinstance(outcome, StopAsyncIteration):
             self._delivery.release()
             self._completed = True
             self._diagnosis = run.diagnosis
             # A success closes the route's breaker (once the attempt is closed, as every ended attempt).
             self._chain.end = _link(run, LinkDecision.COMPLETED, breaker="closed")
             return
-        except StreamFailed as failure:
-            await self._close(failure)
-            self._failed(failure)
+        if isinstance(outcome, StreamFailed):
+            await self._close(outcome)
+            self._failed(outcome)
             return
+        event = cast("ConsumerEvent", outcome)
         if isinstance(event, ToolCall):
             self._owner[event.call_id] = run  # the run that completed it hears of its execution
         self._delivery.take(event)
+
+    # -- racing ---------------------------------------------------------------------------------------------
+
+    async def _race(self, first: Run) -> tuple[Run, object]:
+        """The running attempt's route races (`Route.race`): wait for its first event until the deadline,
+        then open the next route's attempt beside it. The first to yield an event goes on; a failure wins
+        nothing (the other goes on); the loser is stopped, closed and linked ``raced``."""
+        routing = self._routing
+        assert routing is not None
+        assert self._race_by is not None
+        deadline, self._race_by = self._race_by, None
+        outcomes: dict[str, object] = {}
+        send, receive = anyio.create_memory_object_stream[Run](2)
+
+        async def read(run: Run) -> None:
+            try:
+                outcomes[run.run_id] = await run.__anext__()
+            except (StopAsyncIteration, StreamFailed) as end:
+                outcomes[run.run_id] = end
+            await send.send(run)
+
+        runs = [first]
+        async with send, receive, anyio.create_task_group() as group:
+            group.start_soon(read, first)
+            ended: Run | None = None
+            with anyio.move_on_after(max(0.0, deadline - routing.clock())):
+                ended = await receive.receive()
+            if ended is None:
+                rival = await self._open_rival(first)
+                if rival is not None:
+                    runs.append(rival)
+                    group.start_soon(read, rival)
+                ended = await receive.receive()
+            if len(runs) == 2 and isinstance(outcomes[ended.run_id], StreamFailed):
+                ended = await receive.receive()
+            for run in runs:
+                if run is not ended and run.run_id not in outcomes:
+                    run.abort("another route's attempt answered first", source=AbortSource.APP)
+        assert ended is not None
+        for run in runs:
+            if run is not ended:
+                await self._lost(run, outcomes[run.run_id])
+        if len(runs) == 2:
+            ended.relink(tuple(self._chain.links))
+        self._current = self._last = ended
+        routing.at = routing.index(_route_name(ended))
+        if ended is not first:
+            self._delivery.opened(ended.ids.attempt, resumed=False)
+        return ended, outcomes[ended.run_id]
+
+    async def _open_rival(self, first: Run) -> Run | None:
+        """The attempt raced beside ``first``, on the next route that admits one, within the budgets; None
+        when there is none (``first`` goes on alone)."""
+        routing = self._routing
+        assert routing is not None
+        if self._chain.requests >= self.policy.attempts or self._asking.elapsed_s() > self.policy.total_s:
+            return None
+        route = routing.take(retry=True, rival=True)
+        if route is None:
+            return None
+        assert routing.admitted is not None
+        ids = dataclasses.replace(
+            self._chain.next_ids(None),
+            previous_run_id=first.run_id,
+            route=RouteTag(route.name, routing.admitted.value),
+        )
+        rival = await _opened(route.open_attempt, ids, None)
+        if route.first_token_s is not None:
+            rival.bound_first_token(route.first_token_s)
+        try:
+            await self._io.enter(rival)
+        except StreamFailed:
+            self._ended_attempt(rival)  # it cleaned up and delivered its record
+            self._link_lost(rival)
+            return None
+        return rival
+
+    async def _lost(self, run: Run, outcome: object) -> None:
+        """A raced attempt that did not go on: stopped if it was still going, closed, linked."""
+        failure = outcome if isinstance(outcome, StreamFailed) else None
+        if failure is None:
+            run.abort("another route's attempt answered first", source=AbortSource.APP)
+        try:
+            await self._io.exit(run, failure)
+        finally:
+            self._ended_attempt(run)
+        self._link_lost(run)
+
+    def _link_lost(self, run: Run) -> None:
+        assert self._routing is not None
+        breaker = self._routing.breaker(_route_name(run)).value
+        self._chain.links.append(_link(run, LinkDecision.RACED, breaker=breaker))
 
     async def _close(self, exc: BaseException | None) -> None:
         run, self._current = self._current, None
@@ -535,7 +644,7 @@ class RetryingRun(AgentRouting):
 
     def _ended_attempt(self, run: Run) -> None:
         if self._routing is not None:
-            self._routing.ended(run.diagnosis)
+            self._routing.ended(_route_name(run), run.diagnosis)
         if run.record is not None:
             self._chain.records.append(run.record)
         hidden = run.sdk_retries
@@ -680,6 +789,12 @@ class RetryingRun(AgentRouting):
         final.attempts = self.attempts
         final.stop_reason = reason
         self._final, self._last_failure = final, None
+
+
+def _route_name(run: Run) -> str:
+    route = run.ids.route
+    assert route is not None, "an attempt of a chain over routes carries its route"
+    return route.name
 
 
 def _reported(failure: StreamFailed, diagnosis: Diagnosis) -> StreamFailed:

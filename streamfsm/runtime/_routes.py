@@ -57,7 +57,12 @@ class Route:
     * ``provider``: the format or provider name, for the record (informational).
     * ``context_window``: its model's window in tokens; a context overflow moves only to a larger one.
     * ``continuations``: the continuation styles its model accepts (None: whatever its format sends).
-    * ``first_token_s``: a deadline for the first token, from the request's start: a later one moves on.
+    * ``first_token_s``: a deadline for the first token: a later one moves on. The headers must come within
+      it of the request's start and the first token within it of the headers (the run's ``connect_timeout``
+      and ``first_token_timeout``, bounded).
+    * ``race`` (False, with ``first_token_s``): at the deadline, rather than giving up this route's attempt,
+      race the next route's beside it: the first to yield an event goes on, the other is stopped (its record
+      says ``local_abort``, source ``app``). The sync form does not race: the deadline applies.
     """
 
     name: str
@@ -69,6 +74,7 @@ class Route:
     context_window: int | None = None
     continuations: frozenset[ContinueStyle] | None = None
     first_token_s: float | None = None
+    race: bool = False
 
     def __post_init__(self) -> None:
         name = self.name
@@ -89,6 +95,8 @@ class Route:
             or not (deadline > 0 and math.isfinite(deadline))
         ):
             raise ValueError(f"route {name!r}: first_token_s must be a positive number, not {deadline!r}")
+        if self.race and deadline is None:
+            raise ValueError(f"route {name!r}: race needs first_token_s, the deadline at which it starts")
         if self.continuations is not None:
             object.__setattr__(self, "continuations", frozenset(ContinueStyle(s) for s in self.continuations))
 
@@ -295,12 +303,13 @@ class Routing:
     def route(self) -> Route:
         return self.routes[self.at]
 
-    def take(self, *, retry: bool) -> Route | None:
+    def take(self, *, retry: bool, rival: bool = False) -> Route | None:
         """Admit the next attempt on ``routes[at]`` or, when its breaker or retry cap says no, on the next
-        route that admits it (None: none does now). ``retry``: an attempt after a failure."""
+        route that admits it (None: none does now). ``retry``: an attempt after a failure; ``rival``: one
+        raced beside the running attempt, on another route."""
         now = self.clock()
         count = len(self.routes)
-        for step in range(count):
+        for step in range(1 if rival else 0, count):
             index = (self.at + step) % count
             route = self.routes[index]
             if index in self.silenced or self.tries[index] >= route.tries:
@@ -316,18 +325,21 @@ class Routing:
         """How long the admitted attempt waits to keep the route's tries apart."""
         return self.breakers.wait_s(self.route.name, self.clock())
 
-    def ended(self, diagnosis: Diagnosis | None) -> None:
-        """The running attempt ended with ``diagnosis`` (a completed one closes the route's breaker)."""
-        now, name = self.clock(), self.route.name
+    def index(self, name: str) -> int:
+        return next(i for i, route in enumerate(self.routes) if route.name == name)
+
+    def ended(self, name: str, diagnosis: Diagnosis | None) -> None:
+        """An attempt on route ``name`` ended with ``diagnosis`` (a completed one closes its breaker)."""
+        now = self.clock()
         if diagnosis is None or diagnosis.failure_class is FailureClass.COMPLETED:
             self.breakers.succeeded(name, now)
             return
         self.breakers.failed(name, now, transient=helps(diagnosis).transient)
         if silent(diagnosis):
-            self.silenced.add(self.at)
+            self.silenced.add(self.index(name))
 
-    def breaker(self) -> BreakerState:
-        return self.breakers.state(self.route.name, self.clock())
+    def breaker(self, name: str | None = None) -> BreakerState:
+        return self.breakers.state(self.route.name if name is None else name, self.clock())
 
     def after(self, policy: RetryPolicy, step: Step, failed: Failed, style: ContinueStyle | None) -> Step:
         """``after_failure``'s ``step`` for ``failed``, sent where a retry can help (`rerouted`); ``at`` moves

@@ -53,7 +53,7 @@ from ..wire import (
     resumable_request,
     resume_url,
 )
-from ._config import Ids, StreamConfig
+from ._config import AttemptLink, Ids, StreamConfig
 from ._core import RunCore
 from ._decoding import decoded_chunks, sync_decoded_chunks
 from ._errors import StreamFailed
@@ -126,6 +126,12 @@ class Run:
             raise RuntimeError("a run's first-token deadline is set before it is entered")
         self._core.bound_first_token(seconds)
         self.config = self._core.config
+
+    def relink(self, attempts: tuple[AttemptLink, ...]) -> None:
+        """The chain's earlier attempts, as they stand while this one goes on (a rival raced beside it ended
+        after it opened): its record lists them."""
+        ids = dataclasses.replace(self.ids, attempts=attempts)
+        self.ids = self._core.ids = self._core.rec.ids = ids
 
     def _reader(self) -> Any:
         return LoopReads(self._core)

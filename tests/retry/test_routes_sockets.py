@@ -23,7 +23,7 @@ from streamfsm import (
 )
 from streamfsm.runtime import Breakers, BreakerState, Continued, Restarted, TextDelta
 from streamfsm.testing import text_stream
-from streamfsm.testing._script import Fin, Headers, Send, Stall, Status
+from streamfsm.testing._script import Fin, Headers, Send, Sleep, Stall, Status
 from streamfsm.testing._server import FaultServer, FaultServerThread
 
 pytestmark = pytest.mark.anyio
@@ -315,3 +315,52 @@ def test_the_sync_form_falls_back_too() -> None:
     assert (down.requests_seen, up.requests_seen) == (2, 1)
     assert "B hello" in text(events)
     assert [link.route for link in run.attempts] == ["down", "down", "up"]
+
+
+async def test_a_raced_route_the_rival_answers_and_only_the_winner_is_shown() -> None:
+    async with (
+        FaultServer(per_attempt([(Headers(), Stall())])) as slow,
+        FaultServer(per_attempt([ok_script("openai-chat", "B")])) as up,
+    ):
+        routes = [
+            Route("slow", Spies(slow.base_url), first_token_s=0.2, race=True),
+            Route("fast", Spies(up.base_url)),
+        ]
+        async with retrying(policy(), routes, breakers=fresh()) as run:
+            events = [event async for event in run]
+    assert (slow.requests_seen, up.requests_seen) == (1, 1)
+    assert text(events) == "B hello B world"
+    lost, won = run.attempts
+    assert (lost.route, lost.decision, lost.summary_key) == ("slow", "raced", "local_abort.app")
+    assert (won.route, won.decision, won.attempt) == ("fast", "completed", 2)
+    loser, winner = run.records
+    assert loser.to_dict()["abort"]["source"] == "app"
+    assert winner.to_dict()["route"]["tried"] == ["slow"]
+    for record in run.records:
+        validate_record(record)
+
+
+async def test_a_raced_route_that_answers_first_goes_on_and_the_rival_is_stopped() -> None:
+    late_but_first = (Headers(), Sleep(0.3), *ok_script("openai-chat", "A")[1:])
+    async with (
+        FaultServer(per_attempt([late_but_first])) as slowish,
+        FaultServer(per_attempt([(Headers(), Stall())])) as stuck,
+    ):
+        routes = [
+            Route("slowish", Spies(slowish.base_url), first_token_s=0.1, race=True),
+            Route("stuck", Spies(stuck.base_url)),
+        ]
+        async with retrying(policy(), routes, breakers=fresh()) as run:
+            events = [event async for event in run]
+    assert (slowish.requests_seen, stuck.requests_seen) == (1, 1)
+    assert text(events) == "A hello A world"
+    assert [(link.route, link.decision) for link in run.attempts] == [
+        ("stuck", "raced"),
+        ("slowish", "completed"),
+    ]
+    assert run.record is not None and run.record.to_dict()["ids"]["attempt"] == 1
+
+
+def test_race_needs_a_deadline() -> None:
+    with pytest.raises(ValueError, match="race needs first_token_s"):
+        Route("a", Spies("http://127.0.0.1:1"), race=True)
