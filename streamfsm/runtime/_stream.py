@@ -456,9 +456,11 @@ class HttpRun(Run):
         config = self.config
         rec = self._rec
         core = self._core
-        core.begin()
         if self._client is None:
+            # Made before the clock starts: its first making imports the transport (httpcore, trio with it,
+            # a second or more), which is no part of the upstream's time to answer.
             self._client = httpx.AsyncClient(verify=_default_tls())
+        core.begin()
         timeout = httpx.Timeout(
             connect=config.connect_timeout,
             read=None,
@@ -473,7 +475,7 @@ class HttpRun(Run):
             timeout=timeout,
             extensions={"trace": self._trace},
         )
-        deadline, edge = core.timing.connect_deadline()
+        deadline, edge = core.timing.connect_deadline(core.clock())
         response: httpx.Response | None = None
         reads = self._reads
         with anyio.CancelScope(deadline=loop_time(deadline)) as scope:

@@ -80,12 +80,17 @@ async def test_a_failing_route_moves_on_after_its_tries_and_the_next_answers() -
     assert record.to_dict()["tokens"], "usage is the answering attempt's"
 
 
-async def test_a_silent_route_is_never_asked_twice() -> None:
+@pytest.mark.parametrize(
+    ("script", "key"),
+    [((Headers(), *SILENT), "watchdog.first_token_timeout"), (SILENT, "watchdog.connect_timeout")],
+    ids=["no-first-byte", "no-headers"],
+)
+async def test_a_silent_route_is_never_asked_twice(script: tuple[Any, ...], key: str) -> None:
     async with (
-        FaultServer(per_attempt([(Headers(), *SILENT)])) as quiet,
+        FaultServer(per_attempt([script])) as quiet,
         FaultServer(per_attempt([ok_script("openai-chat", "B")])) as up,
     ):
-        config = StreamConfig(first_token_timeout=0.2)
+        config = StreamConfig(first_token_timeout=0.2, connect_timeout=0.5)
         routes = [
             Route("quiet", Spies(quiet.base_url, config=config), tries=3),
             Route("fallback", Spies(up.base_url)),
@@ -94,7 +99,7 @@ async def test_a_silent_route_is_never_asked_twice() -> None:
             events = [event async for event in run]
     assert quiet.requests_seen == 1 and up.requests_seen == 1
     assert "B hello" in text(events)
-    assert run.attempts[0].summary_key == "watchdog.first_token_timeout"
+    assert run.attempts[0].summary_key == key
 
 
 async def test_a_first_token_later_than_the_routes_deadline_moves_on() -> None:
