@@ -298,6 +298,7 @@ class Routing:
         self.tries = [0] * len(routes)
         self.silenced: set[int] = set()
         self.admitted: BreakerState | None = None  # the breaker's state the running attempt was let in by
+        self.spacing = 0.0  # how long the admitted attempt waits to start
 
     @property
     def route(self) -> Route:
@@ -318,12 +319,13 @@ class Routing:
             if state is not None:
                 self.at, self.admitted = index, state
                 self.tries[index] += 1
+                self.spacing = self.breakers.wait_s(route.name, now) if retry else 0.0
                 return route
         return None
 
     def spacing_s(self) -> float:
-        """How long the admitted attempt waits to keep the route's tries apart."""
-        return self.breakers.wait_s(self.route.name, self.clock())
+        """How long the admitted attempt waits to keep the route's retries apart."""
+        return self.spacing
 
     def index(self, name: str) -> int:
         return next(i for i, route in enumerate(self.routes) if route.name == name)

@@ -4,6 +4,7 @@ broken variant of what it guards, and must fail there."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 from unittest import mock
@@ -277,6 +278,27 @@ def within_the_retry_cap(make: Callable[[], Breakers], run: settings = PROPERTY)
     check()
 
 
+def retries_are_spaced(make: Callable[[], Breakers], run: settings = PROPERTY) -> None:
+    """Every route's retries, by whichever chain, start at least ``min_spacing_s`` apart."""
+
+    @run
+    @given(_BREAKER_OPS)
+    def check(ops: list[tuple[str, str, float]]) -> None:
+        breakers = make()
+        now, starts = 0.0, {"a": list[float](), "b": list[float]()}
+        for op, route, step in ops:
+            now += step
+            if op == "retry" and breakers.admit(route, now, retry=True) is not None:
+                starts[route].append(now + breakers.wait_s(route, now))
+            elif op == "fail":
+                breakers.failed(route, now, transient=True)
+        for times in starts.values():
+            ordered = sorted(times)
+            assert all(b - a >= breakers.min_spacing_s - 1e-9 for a, b in itertools.pairwise(ordered))
+
+    check()
+
+
 def the_breaker_opens_probes_and_closes(make: Callable[[], Breakers], run: settings = PROPERTY) -> None:
     @run
     @given(st.integers(0, 3))
@@ -307,12 +329,17 @@ def the_breaker_opens_probes_and_closes(make: Callable[[], Breakers], run: setti
 
 
 def _small() -> Breakers:
-    return Breakers(threshold=3, cool_down_s=5.0, retry_cap=4, window_s=2.0)
+    return Breakers(threshold=3, cool_down_s=5.0, retry_cap=4, window_s=2.0, min_spacing_s=0.1)
 
 
 class _Uncapped(Breakers):
     def admit(self, route: str, now: float, *, retry: bool) -> BreakerState | None:
         return super().admit(route, now, retry=False)
+
+
+class _Unspaced(Breakers):
+    def wait_s(self, route: str, now: float) -> float:
+        return 0.0
 
 
 class _NoProbeLimit(Breakers):
@@ -322,7 +349,9 @@ class _NoProbeLimit(Breakers):
         return state
 
 
-@pytest.mark.parametrize("prop", [within_the_retry_cap, the_breaker_opens_probes_and_closes])
+@pytest.mark.parametrize(
+    "prop", [within_the_retry_cap, retries_are_spaced, the_breaker_opens_probes_and_closes]
+)
 def test_breaker_property(prop: Callable[..., None]) -> None:
     prop(_small)
 
@@ -330,7 +359,14 @@ def test_breaker_property(prop: Callable[..., None]) -> None:
 @pytest.mark.parametrize(
     ("prop", "broken"),
     [
-        (within_the_retry_cap, lambda: _Uncapped(threshold=3, cool_down_s=5.0, retry_cap=4, window_s=2.0)),
+        (
+            within_the_retry_cap,
+            lambda: _Uncapped(threshold=3, cool_down_s=5.0, retry_cap=4, window_s=2.0, min_spacing_s=0.1),
+        ),
+        (
+            retries_are_spaced,
+            lambda: _Unspaced(threshold=3, cool_down_s=5.0, retry_cap=4, window_s=2.0, min_spacing_s=0.1),
+        ),
         (
             the_breaker_opens_probes_and_closes,
             lambda: _NoProbeLimit(threshold=3, cool_down_s=5.0, retry_cap=4, window_s=2.0),
