@@ -476,7 +476,8 @@ class RetryingRun(AgentRouting):
         run = await _opened(open_attempt, ids, plan)
         if route is not None and route.first_token_s is not None:
             if route.race and not self._io.sync:
-                self._race_by = routing.clock() + route.first_token_s if routing is not None else None
+                assert routing is not None
+                self._race_by = routing.clock() + route.first_token_s
             else:
                 run.bound_first_token(route.first_token_s)
         self._current = self._last = run
@@ -521,7 +522,7 @@ class RetryingRun(AgentRouting):
             try:
                 outcome = await self._io.next(run)
             except (StopAsyncIteration, StreamFailed) as end:
-                outcome = end
+                outcome = end.with_traceback(None)  # its frames would hold this one, and it them: a cycle
         await self._took(run, outcome)
 
     async def _took(self, run: Run, outcome: object) -> None:
@@ -552,34 +553,19 @@ class RetryingRun(AgentRouting):
         assert routing is not None
         assert self._race_by is not None
         deadline, self._race_by = self._race_by, None
-        outcomes: dict[str, object] = {}
-        send, receive = anyio.create_memory_object_stream[Run](2)
-
-        async def read(run: Run) -> None:
-            try:
-                outcomes[run.run_id] = await run.__anext__()
-            except (StopAsyncIteration, StreamFailed) as end:
-                outcomes[run.run_id] = end
-            await send.send(run)
-
-        runs = [first]
-        async with send, receive, anyio.create_task_group() as group:
-            group.start_soon(read, first)
-            ended: Run | None = None
-            with anyio.move_on_after(max(0.0, deadline - routing.clock())):
-                ended = await receive.receive()
-            if ended is None:
-                rival = await self._open_rival(first)
-                if rival is not None:
-                    runs.append(rival)
-                    group.start_soon(read, rival)
-                ended = await receive.receive()
-            if len(runs) == 2 and isinstance(outcomes[ended.run_id], StreamFailed):
-                ended = await receive.receive()
-            for run in runs:
-                if run is not ended and run.run_id not in outcomes:
-                    run.abort("another route's attempt answered first", source=AbortSource.APP)
-        assert ended is not None
+        runs, outcomes = [first], dict[str, object]()
+        try:
+            ended = await self._first_of(runs, outcomes, deadline - routing.clock())
+        except BaseException as exc:
+            # Cancelled from outside, or the consumer's error: the rival is closed here (the running
+            # attempt by the chain's own exit), so it too leaves its record.
+            with anyio.CancelScope(shield=True):
+                for rival in runs[1:]:
+                    try:
+                        await self._io.exit(rival, exc)
+                    finally:
+                        self._ended_attempt(rival)
+            raise
         for run in runs:
             if run is not ended:
                 await self._lost(run, outcomes[run.run_id])
@@ -590,6 +576,37 @@ class RetryingRun(AgentRouting):
         if ended is not first:
             self._delivery.opened(ended.ids.attempt, resumed=False)
         return ended, outcomes[ended.run_id]
+
+    async def _first_of(self, runs: list[Run], outcomes: dict[str, object], wait_s: float) -> Run:
+        """The race itself: ``runs[0]`` alone for ``wait_s``, then beside the rival (appended to ``runs``
+        once open); each read's outcome lands in ``outcomes``. Returns the run that goes on."""
+        send, receive = anyio.create_memory_object_stream[Run](2)
+
+        async def read(run: Run) -> None:
+            try:
+                outcomes[run.run_id] = await run.__anext__()
+            except (StopAsyncIteration, StreamFailed) as end:
+                outcomes[run.run_id] = end.with_traceback(None)
+            await send.send(run)
+
+        async with send, receive, anyio.create_task_group() as group:
+            group.start_soon(read, runs[0])
+            ended: Run | None = None
+            with anyio.move_on_after(max(0.0, wait_s)):
+                ended = await receive.receive()
+            if ended is None:
+                rival = await self._open_rival(runs[0])
+                if rival is not None:
+                    runs.append(rival)
+                    group.start_soon(read, rival)
+                ended = await receive.receive()
+            if len(runs) == 2 and isinstance(outcomes[ended.run_id], StreamFailed):
+                ended = await receive.receive()  # a failure wins nothing: the other goes on
+            for run in runs:
+                if run is not ended and run.run_id not in outcomes:
+                    run.abort("another route's attempt answered first", source=AbortSource.APP)
+        assert ended is not None
+        return ended
 
     async def _open_rival(self, first: Run) -> Run | None:
         """The attempt raced beside ``first``, on the next route that admits one, within the budgets; None
@@ -630,9 +647,11 @@ class RetryingRun(AgentRouting):
         self._link_lost(run)
 
     def _link_lost(self, run: Run) -> None:
-        assert self._routing is not None
-        breaker = self._routing.breaker(_route_name(run)).value
-        self._chain.links.append(_link(run, LinkDecision.RACED, breaker=breaker))
+        self._chain.links.append(_link(run, LinkDecision.RACED, breaker=self._breaker_after(run)))
+
+    def _breaker_after(self, run: Run) -> str | None:
+        """The state of the breaker of ``run``'s route, now that it ended (None without routes)."""
+        return None if self._routing is None else self._routing.breaker(_route_name(run)).value
 
     async def _close(self, exc: BaseException | None) -> None:
         run, self._current = self._current, None
@@ -705,7 +724,7 @@ class RetryingRun(AgentRouting):
             partial = self._delivery.partial
             plan = continue_plan(partial, self._continue_with, prefill_refused=self._prefill_refused)
         self._plan = plan
-        breaker = self._routing.breaker().value if self._routing is not None else None
+        breaker = self._breaker_after(run)
         link_ = _link(run, decision, step.delay_s, step.delay_reason, then=then, plan=plan, breaker=breaker)
         self._chain.links.append(link_)
         if decision is LinkDecision.CONFIRMED_RETRY:
@@ -782,8 +801,7 @@ class RetryingRun(AgentRouting):
         assert run is not None
         final = failure if diagnosis is failure.diagnosis else _reported(failure, diagnosis)
         self._diagnosis = diagnosis
-        breaker = self._routing.breaker().value if self._routing is not None else None
-        self._chain.end = _link(run, LinkDecision.STOPPED, breaker=breaker)
+        self._chain.end = _link(run, LinkDecision.STOPPED, breaker=self._breaker_after(run))
         self._delivery.flush()  # the chain ends here: the consumer gets all of it, then the failure
         final.partial = self.partial
         final.attempts = self.attempts

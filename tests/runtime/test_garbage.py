@@ -16,10 +16,10 @@ import pytest
 from runsupport import BODIES, left_to_the_collector
 
 from streamfsm import Ids, Run, StreamFailed, open_stream
-from streamfsm.runtime import RetryPolicy, TextDelta, retrying
+from streamfsm.runtime import Breakers, RetryPolicy, Route, TextDelta, retrying
 from streamfsm.runtime._cycles import release_traceback_cycles
 from streamfsm.testing import FaultServer, Request, Scenario, catalog, error_event, run_catalog, text_stream
-from streamfsm.testing._script import End, Fin, Headers, Send
+from streamfsm.testing._script import End, Fin, Headers, Send, Stall
 
 CATALOG = catalog()
 BOUND = 30.0  # seconds: the whole catalog takes about one
@@ -166,3 +166,29 @@ async def test_a_client_whose_request_hook_rebuilds_the_extensions_still_streams
             ) as run:
                 texts = [event.text async for event in run if isinstance(event, TextDelta)]
     assert run.finished and "".join(texts) == "one two"
+
+
+@pytest.mark.parametrize("race", [False, True], ids=["fallback", "raced"])
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_chain_over_routes_leaves_no_cyclic_garbage(backend: str, race: bool) -> None:
+    """A first route that fails (or, raced, says nothing by its deadline) and a second that answers."""
+    first = (Headers(), Stall()) if race else (Fin(),)
+
+    async def play() -> None:
+        async with (
+            FaultServer(first) as down,
+            FaultServer((Headers(), *(Send(frame) for frame in GOOD), End())) as up,
+        ):
+            routes = [
+                Route("down", lambda ids: _open(down.base_url, ids), tries=1, first_token_s=0.1, race=race),
+                Route("up", lambda ids: _open(up.base_url, ids)),
+            ]
+            policy = RetryPolicy(attempts=3, total_s=10, initial_delay_s=0.001)
+            with anyio.fail_after(BOUND):
+                async with retrying(policy, routes, breakers=Breakers()) as run:
+                    async for _ in run:
+                        pass
+            assert [link.route for link in run.attempts] == ["down", "up"]
+
+    anyio.run(play, backend=backend)
+    assert not left_to_the_collector(lambda: anyio.run(play, backend=backend), also=(httpx.Response,))
