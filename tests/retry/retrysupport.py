@@ -14,12 +14,15 @@ from runsupport import BODIES, FORMATS, cut_before, cut_through, validate_record
 from streamfsm import Ids, StreamConfig
 from streamfsm.runtime import ConsumerEvent, HttpRun
 from streamfsm.testing import text_stream
-from streamfsm.testing._script import End, Headers, Send
+from streamfsm.testing._script import End, Headers, Send, Status
 from streamfsm.testing._server import Request
 
 __all__ = [
     "BODIES",
+    "BUSY",
+    "FAST",
     "FORMATS",
+    "JSON",
     "Spies",
     "SpyRun",
     "cut_before",
@@ -30,6 +33,10 @@ __all__ = [
 ]
 
 Script = tuple[Any, ...]
+
+FAST: dict[str, Any] = {"initial_delay_s": 0.001, "max_delay_s": 0.01}  # a policy's backoff, for tests
+JSON = ("content-type", "application/json")
+BUSY = Status(503, (JSON,), b'{"error": {"type": "server_error", "message": "busy"}}')
 
 
 def per_attempt(scripts: Sequence[Script]) -> Callable[[Request], Script]:

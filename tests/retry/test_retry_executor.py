@@ -9,7 +9,18 @@ from typing import Any
 
 import anyio
 import pytest
-from retrysupport import FORMATS, Spies, cut_before, cut_through, ok_script, per_attempt, validate_record
+from retrysupport import (
+    BUSY,
+    FAST,
+    FORMATS,
+    JSON,
+    Spies,
+    cut_before,
+    cut_through,
+    ok_script,
+    per_attempt,
+    validate_record,
+)
 
 import streamfsm
 from streamfsm import Diagnosis, Recovery, RetryPolicy, StreamConfig, StreamFailed, Verdict, retrying
@@ -30,9 +41,7 @@ from streamfsm.testing._server import FaultServer
 
 pytestmark = pytest.mark.anyio
 
-FAST: dict[str, Any] = {"initial_delay_s": 0.001, "max_delay_s": 0.01}
-JSON = ("content-type", "application/json")
-STATUS_503 = Status(503, (JSON,), b'{"error": {"type": "server_error", "message": "busy"}}')
+STATUS_503 = BUSY
 STATUS_401 = Status(401, (JSON,), b'{"error": {"type": "invalid_request_error", "code": "invalid_api_key"}}')
 
 

@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 import pytest
-from retrysupport import Spies, cut_through, ok_script, per_attempt, validate_record
+from retrysupport import BUSY, FAST, JSON, Spies, cut_through, ok_script, per_attempt, validate_record
 
 from streamfsm import (
     ContinueStyle,
@@ -28,15 +28,11 @@ from streamfsm.testing._server import FaultServer, FaultServerThread
 
 pytestmark = pytest.mark.anyio
 
-FAST: dict[str, Any] = {"initial_delay_s": 0.001, "max_delay_s": 0.01}
-JSON = ("content-type", "application/json")
-
 
 def status(code: int, body: bytes, *headers: tuple[str, str]) -> Status:
     return Status(code, (JSON, *headers), body)
 
 
-BUSY = status(503, b'{"error": {"type": "server_error", "message": "busy"}}')
 QUOTA = status(429, b'{"error": {"type": "insufficient_quota", "code": "insufficient_quota"}}')
 OVERFLOW = status(400, b'{"error": {"type": "invalid_request_error", "code": "context_length_exceeded"}}')
 POLICY_REJECTED = status(
