@@ -303,7 +303,9 @@ class AnthropicAdapter(Adapter):
         marker = error_marker(payload, None)
         if marker is not None:
             return self.error(payload, marker)
+        # A type in no table may carry the answer (the provider moved it): never a whole answer unread.
         self.note("unknown_event")
+        self.note(UNREAD_CONTENT)
         return [Metadata(kind if len(kind) <= 64 else "unknown")]
 
     # -- handlers -------------------------------------------------------------------------------------------

@@ -225,7 +225,9 @@ class BedrockConverseAdapter(Adapter):
             return handler(self, body, index)
         if name == "error" or name in _EXCEPTIONS:  # an exception message: its type is read as words
             return self.error(body if name == "error" else {"error": {"type": name, **body}})
+        # A type in no table may carry the answer (the provider moved it): never a whole answer unread.
         self.note("unknown_event")
+        self.note(UNREAD_CONTENT)
         return [Metadata(name if len(name) <= 64 else "unknown")]
 
     # -- handlers -------------------------------------------------------------------------------------------
