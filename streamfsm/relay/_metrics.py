@@ -29,8 +29,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Final
 
-from ..runtime import sink_failures
-from ..runtime._labels import BoundedLabel
+from ..runtime import BoundedLabel, sink_failures
 
 __all__ = ["CONTENT_TYPE", "RelayMetrics", "relay_metrics"]
 

@@ -35,6 +35,7 @@ from ._core import RunCore, SseWire, Wire
 from ._decoding import as_bytes, content_decoder
 from ._delivery import Partial, RetryingEvent, ToolResult
 from ._errors import StreamError, StreamFailed
+from ._labels import BoundedLabel
 from ._logs import LogProblem, OnProblem, log_files, read_records
 from ._reads import LoopReads
 from ._record import SCHEMA, RelayClose, RunRecord
@@ -68,6 +69,7 @@ __all__ = [
     "AuditLog",
     "BackgroundSink",
     "Backlog",
+    "BoundedLabel",
     "ConsumerEvent",
     "Continuation",
     "ContinueStyle",
