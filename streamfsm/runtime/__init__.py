@@ -52,6 +52,7 @@ from ._sinks import (
     JsonlSink,
     count_sink_failure,
     deliver,
+    recent_records,
     sink_failures,
 )
 from ._stream import HttpRun, Run, ToolScope, open_stream
@@ -137,6 +138,7 @@ __all__ = [
     "open_stream",
     "plain_scope_class",
     "read_records",
+    "recent_records",
     "request_id",
     "retrying",
     "running_trio",
