@@ -699,6 +699,30 @@ def pages() -> dict[str, str]:
 
 # The mkdocs hook (mkdocs.yml: hooks)
 
+_FORMATS_INDEX: Final = "formats/index.md"
+
+
+def format_nav(nav: list[object]) -> list[object]:
+    """``nav`` with its ``formats/index.md`` entry made a section of the index and a page per registered
+    format (the registry decides the pages, so the nav cannot miss one)."""
+    pages = [_FORMATS_INDEX, *(f"formats/{fmt.name}.md" for fmt in FORMATS.values())]
+    out: list[object] = []
+    for item in nav:
+        if isinstance(item, dict) and len(item) == 1:
+            ((title, value),) = item.items()
+            if value == _FORMATS_INDEX:
+                item = {title: pages}
+            elif isinstance(value, list):
+                item = {title: format_nav(value)}
+        out.append(item)
+    return out
+
+
+def on_config(config: MkDocsConfig) -> MkDocsConfig:
+    if config.nav is not None:
+        config.nav = format_nav(config.nav)
+    return config
+
 
 def on_files(files: Files, *, config: MkDocsConfig) -> Files:
     from mkdocs.exceptions import PluginError

@@ -387,14 +387,15 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--max-answer-bytes",
         type=positive_int,
         metavar="N",
-        help="the largest non-streaming answer passed on; beyond: 502, or the response cut (default 64 MiB)",
+        help="the largest non-streaming answer passed on (each is held until whole); beyond: 502"
+        " (default 64 MiB)",
     )
     relay.add_argument(
         "--answer-budget-bytes",
         type=positive_int,
         metavar="N",
         help="non-streaming answers held at once per worker (each is read whole for its record); beyond:"
-        " 502, or the response cut (default 256 MiB)",
+        " 502 (default 256 MiB)",
     )
     relay.add_argument(
         "--header-timeout",

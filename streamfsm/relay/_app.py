@@ -116,8 +116,8 @@ class RelayConfig:
     as ``X-Forwarded-For`` (the client's own ``Forwarded``, ``X-Forwarded-*`` and ``X-Real-IP`` are never
     forwarded). ``max_answer_bytes`` / ``answer_budget_bytes``: the largest non-streaming answer the relay
     passes on, and the non-streaming answers held at once, all exchanges together (each is kept whole for its
-    run to read at its end); past either, the answer is refused (a 502, or the response cut once it started)
-    and recorded.
+    run to read at its end, and passed on once whole); past either, the answer is refused with a 502 and
+    recorded.
     """
 
     upstream: str

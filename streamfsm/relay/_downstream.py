@@ -1,7 +1,8 @@
 """One relayed exchange as its client sees it: the response written downstream, each chunk reported to the
-run once the client took it, under a write deadline; the end as the upstream ended it, or cut with the
-format's in-band error event; the answers given before anything streamed (refused, upstream unreachable,
-shut down); and the listener for the client's disconnect."""
+run once the client took it, under a write deadline (a non-streaming answer held until it is whole); the end
+as the upstream ended it, or cut with the format's in-band error event; the answers given before anything
+streamed (refused, upstream unreachable or broken, shut down); and the listener for the client's
+disconnect."""
 
 from __future__ import annotations
 
@@ -50,6 +51,7 @@ _RELAY_ID: Final = b"x-streamfsm-request-id"
 _CUT_EDGES: Final = frozenset(
     {"disconnected", "eof_without_terminal", "idle_timeout", "first_token_timeout", "total_timeout"}
 )
+_TIMEOUT_EDGES: Final = frozenset({"idle_timeout", "first_token_timeout", "total_timeout"})
 # Failures that break the stream at the chunk that carried them: what follows is not passed on.
 _CUT_AT: Final = frozenset({"protocol_violation"})
 _UPSTREAM_ERROR: Final = "provider_error_event"
@@ -132,19 +134,24 @@ class Downstream:
         write_timeout = self.write_timeout
         if run is not None:
             run.cancel_means(AbortSource.APP, SHUTDOWN, RelayClose.RELAY_SHUTDOWN)
+        # A non-streaming answer is passed on once whole (its run holds a copy to its end anyway): an upstream
+        # that breaks it, or an answer past a limit, is then the relay's own answer naming the request id,
+        # which an SDK raises as a status error carrying it, never a cut transfer ("Connection error.").
+        held: list[bytes] | None = [] if kept is not None else None
         # One deadline for the whole stream, armed around each write and disarmed for each read (a scope
         # per write cost a scope and a loop timer each).
         writes = anyio.CancelScope()
         try:
             with writes:
-                writes.deadline = anyio.current_time() + write_timeout
-                await self.send(start)
-                if writes.cancel_called:  # taken after its deadline: failed, before a read takes the cancel
-                    raise TimeoutError
-                writes.deadline = math.inf
-                self.started, self.sse = True, _is_stream(response)
-                if run is not None:
-                    run.relayed_bytes(0)
+                if held is None:
+                    writes.deadline = anyio.current_time() + write_timeout
+                    await self.send(start)
+                    if writes.cancel_called:  # taken after its deadline: failed, before a read takes it
+                        raise TimeoutError
+                    writes.deadline = math.inf
+                    self.started, self.sse = True, _is_stream(response)
+                    if run is not None:
+                        run.relayed_bytes(0)
                 async for chunk in response.aiter_raw():
                     if self.client_gone:
                         break
@@ -154,14 +161,17 @@ class Downstream:
                         if events:
                             events.clear()
                         break
-                    if kept is not None:
+                    if held is not None and kept is not None:
                         size += len(chunk)
                         broken = self._over(kept, size)
                         if broken is not None:
                             why = f"the upstream's answer passed the relay's {broken}"
-                            run.refused_answer(why, broken)  # type: ignore[union-attr]
-                            log.warning("%s: the response was cut [request_id=%s]", why, self.request_id)
+                            written = await answer(self.send, 502, self.request_id, "upstream_error", why)
+                            run.refused_answer(why, broken, written)  # type: ignore[union-attr]
+                            log.warning("%s: answered 502 [request_id=%s]", why, self.request_id)
                             return
+                        held.append(chunk)
+                        continue
                     writes.deadline = anyio.current_time() + write_timeout
                     await self.send({"type": "http.response.body", "body": chunk, "more_body": True})
                     if writes.cancel_called:
@@ -179,6 +189,9 @@ class Downstream:
                         if run.failure is not None and _edge(run) == _UPSTREAM_ERROR:
                             run.relayed_error("upstream")  # the provider's own error event, passed on
                 else:
+                    whole = held is not None and not self.client_gone and not _broken_whole(run)
+                    if whole and not await self._pass_held(start, held or []):
+                        raise TimeoutError
                     if run is not None and not self.client_gone:
                         # Read at the body's end (a whole answer's, a decoder's last bytes): the events of
                         # bytes the client took already.
@@ -206,6 +219,14 @@ class Downstream:
             if run is not None and run.finished:
                 # The format's terminal event came: a transfer that then breaks (no chunked terminator, a
                 # reset) is evidence, not a failure. The client got the whole answer; end it cleanly.
+                try:
+                    taken = held is None or await self._pass_held(start, held)
+                except OSError as error:
+                    self._write_failed(f"the write failed ({type(error).__name__})")
+                    return
+                if not taken:
+                    self._write_failed("the client did not take a write in time")
+                    return
                 await self._end()
                 return
             await self._cut(response, run, failure.record["summary"]["title"] if failure else None)
@@ -222,6 +243,25 @@ class Downstream:
             await self._cut(response, run, run.failure.record["summary"]["title"])
             return
         await self._end()
+
+    async def _pass_held(self, start: Message, held: list[bytes]) -> bool:
+        """A whole answer, held: its response and body downstream (the run's events are reported after);
+        False: the client did not take them in time."""
+        body = b"".join(held)
+        held.clear()
+        run = self.run
+        with anyio.move_on_after(self.write_timeout) as writes:
+            await self.send(start)
+            self.started = True
+            if run is not None:
+                run.relayed_bytes(0)
+            if body:
+                await self.send({"type": "http.response.body", "body": body, "more_body": True})
+        if writes.cancel_called:
+            return False
+        if run is not None:
+            run.relayed_bytes(len(body))
+        return True
 
     async def _end(self) -> None:
         with anyio.move_on_after(self.write_timeout):
@@ -261,6 +301,16 @@ class Downstream:
         its end (the ASGI server closes the connection), so that no client can take it for a clean end."""
         message = f"streamfsm relay: the upstream stream failed: {title or 'the connection broke'}"
         message += f" (request id {self.request_id})"
+        if not self.started:  # a whole answer, held: nothing went yet, so the client gets the relay's answer
+            status = 504 if run is not None and _edge(run) in _TIMEOUT_EDGES else 502
+            self._answered(await answer(self.send, status, self.request_id, "upstream_error", message))
+            log.warning(
+                "upstream answer failed, answered %d [request_id=%s run_id=%s]",
+                status,
+                self.request_id,
+                run.run_id if run is not None else "-",
+            )
+            return
         provider = run.provider if run is not None else None
         event = _error_event(provider, message) if _is_stream(response) else b""
         if event:
@@ -344,6 +394,11 @@ def _report(run: TapRun, events: Any, nbytes: int) -> None:
             first = False
     else:
         run.relayed_bytes(nbytes)
+
+
+def _broken_whole(run: TapRun | None) -> bool:
+    """A held whole answer that broke (cut, stalled, torn at its end): the relay answers for it."""
+    return run is not None and _edge(run) in _CUT_EDGES
 
 
 def _edge(run: TapRun) -> str | None:

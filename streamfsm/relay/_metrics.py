@@ -4,9 +4,9 @@ Fed per run, never per event: ``RelayMetrics.record`` is the last of the relay's
 stream, after the logs took it), and ``in_flight`` brackets each relayed exchange. Served behind the admin
 pages' rule (``_admin``). The metrics::
 
-    streamfsm_relay_streams_total{close_kind, summary_key}     relayed streams, by how they closed
-    streamfsm_relay_time_to_first_token_seconds                 until the first token of any kind
-    streamfsm_relay_stream_duration_seconds                     a stream's whole time
+    streamfsm_relay_streams_total{close_kind, summary_key, model}   relayed streams, by how they closed
+    streamfsm_relay_time_to_first_token_seconds{model}              until the first token of any kind
+    streamfsm_relay_stream_duration_seconds{model}                  a stream's whole time
     streamfsm_relay_in_flight                                   exchanges being relayed now
     streamfsm_run_records_total                                 run records handed to the sinks
     streamfsm_run_records_dropped_total{sink}                   records a sink failed to take
@@ -16,6 +16,9 @@ Several worker processes (``streamfsm relay --workers N``): each process counts 
 runs prometheus_client's multiprocess mode (``PROMETHEUS_MULTIPROC_DIR``, a fresh folder unless the
 operator set one), so that a scrape of any worker answers the sum over all of them; the in-flight gauge
 sums the live processes. Without it, a scrape would see one worker at random.
+
+``model`` is bounded (``runtime._labels``: the first 20 names each process sees, then ``other``; ``none``
+without one). The labels every run-fed metric carries are ``RUN_LABELS``, set in ``run_labels``: one place.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Final
 
-from ..runtime import sink_failures
+from ..runtime import BoundedLabel, sink_failures
 
 __all__ = ["CONTENT_TYPE", "RelayMetrics", "relay_metrics"]
 
@@ -34,6 +37,8 @@ CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
 # A stream's seconds, first token to a long answer (the OTel sink's GenAI buckets, 0.01 s to 82 s).
 _SECONDS_BUCKETS: Final = (*(0.01 * 2**i for i in range(14)), float("inf"))
 _MULTIPROCESS_ENV: Final = ("PROMETHEUS_MULTIPROC_DIR", "prometheus_multiproc_dir")
+# The labels of every metric fed by a run's record, beyond its own (``RelayMetrics.run_labels``).
+RUN_LABELS: Final = ("model",)
 
 
 def multiprocess() -> bool:
@@ -61,18 +66,20 @@ class RelayMetrics:
         self.streams = Counter(
             "streamfsm_relay_streams",
             "Relayed streams, by close kind and summary key.",
-            ["close_kind", "summary_key"],
+            ["close_kind", "summary_key", *RUN_LABELS],
             registry=reg,
         )
         self.first_token = Histogram(
             "streamfsm_relay_time_to_first_token_seconds",
             "Seconds from the request to the first token of any kind (text, reasoning or tool input).",
+            RUN_LABELS,
             buckets=_SECONDS_BUCKETS,
             registry=reg,
         )
         self.duration = Histogram(
             "streamfsm_relay_stream_duration_seconds",
             "Seconds from the request to the stream's end, however it ended.",
+            RUN_LABELS,
             buckets=_SECONDS_BUCKETS,
             registry=reg,
         )
@@ -91,6 +98,7 @@ class RelayMetrics:
             ["sink"],
             registry=reg,
         )
+        self._models = BoundedLabel()
         self._lock = threading.Lock()
         self._failures_seen = sink_failures()  # what failed before this relay is not its to count
 
@@ -100,15 +108,22 @@ class RelayMetrics:
         outcome = record.get("outcome") or {}
         timings = record.get("timings") or {}
         close = relay.get("close") or "none"
-        self.streams.labels(close_kind=close, summary_key=outcome.get("summary_key") or "none").inc()
+        labels = self.run_labels(record)
+        self.streams.labels(
+            close_kind=close, summary_key=outcome.get("summary_key") or "none", **labels
+        ).inc()
         first = timings.get("to_first_progress_s")
         if isinstance(first, (int, float)):
-            self.first_token.observe(first)
+            self.first_token.labels(**labels).observe(first)
         total = timings.get("total_s")
         if isinstance(total, (int, float)):
-            self.duration.observe(total)
+            self.duration.labels(**labels).observe(total)
         self.records.inc()
         self.sync_dropped()
+
+    def run_labels(self, record: Mapping[str, Any]) -> dict[str, str]:
+        """The ``RUN_LABELS`` of one run's record, each bounded."""
+        return {"model": self._models(record.get("model")) or "none"}
 
     @contextmanager
     def in_flight(self) -> Iterator[None]:

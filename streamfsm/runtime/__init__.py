@@ -36,6 +36,7 @@ from ._core import RunCore, SseWire, Wire
 from ._decoding import as_bytes, content_decoder
 from ._delivery import Partial, RetryingEvent, ToolResult
 from ._errors import NoRoute, StreamError, StreamFailed
+from ._labels import BoundedLabel
 from ._logs import LogProblem, OnProblem, log_files, read_records
 from ._reads import LoopReads
 from ._record import SCHEMA, RelayClose, RunRecord
@@ -53,6 +54,7 @@ from ._sinks import (
     JsonlSink,
     count_sink_failure,
     deliver,
+    recent_records,
     sink_failures,
 )
 from ._stream import HttpRun, Run, ToolScope, open_stream
@@ -71,6 +73,7 @@ __all__ = [
     "AuditLog",
     "BackgroundSink",
     "Backlog",
+    "BoundedLabel",
     "Breaker",
     "BreakerState",
     "Breakers",
@@ -150,6 +153,7 @@ __all__ = [
     "open_stream",
     "plain_scope_class",
     "read_records",
+    "recent_records",
     "request_id",
     "retrying",
     "running_trio",

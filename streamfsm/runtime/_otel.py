@@ -36,7 +36,13 @@ The conventions repository's development draft (``client-inference.md``) renames
 
 Ours, under ``streamfsm.*``: the classification (class, summary key, verdict, action, phase, edge, cause,
 confidence, states), correlation ids, transport facts, and the counter ``streamfsm.runs`` (every run, by
-``streamfsm.class`` and ``streamfsm.verdict``; a finished run counts as class ``completed``).
+``streamfsm.class``, ``streamfsm.verdict``, the provider and the model; a finished run counts as class
+``completed``).
+
+On the metrics (never the span or the log record), ``gen_ai.request.model`` is bounded (``_labels``: the
+first 20 names this sink sees, then ``other``, each at most 64 characters of a safe set), so that clients
+naming models at will cannot grow the series without end; ``_metric_attributes`` makes every metric's
+attributes, in one place.
 """
 
 from __future__ import annotations
@@ -62,6 +68,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 from .. import __version__
 from ..classify._redact import MASK
 from ..wire import FORMATS
+from ._labels import BoundedLabel
 from ._sinks import count_sink_failure
 
 __all__ = ["OtelLogSink", "OtelSink"]
@@ -168,7 +175,7 @@ class OtelSink:
     run's real start and end times.
     """
 
-    __slots__ = ("_duration", "_runs", "_time_to_first_chunk", "_token_usage", "_tracer")
+    __slots__ = ("_duration", "_models", "_runs", "_time_to_first_chunk", "_token_usage", "_tracer")
 
     def __init__(
         self,
@@ -196,8 +203,11 @@ class OtelSink:
             explicit_bucket_boundaries_advisory=_TOKEN_BUCKETS,
         )
         self._runs = meter.create_counter(
-            RUNS, unit="{run}", description="Finished and failed runs, by failure class and retry verdict."
+            RUNS,
+            unit="{run}",
+            description="Finished and failed runs, by failure class, retry verdict, provider and model.",
         )
+        self._models = BoundedLabel()
 
     def __repr__(self) -> str:
         return "OtelSink()"
@@ -232,22 +242,31 @@ class OtelSink:
 
         self._span(record, common, error_type, total_s, first_chunk_s)
 
-        duration_attrs = dict(common)
+        metric_attrs = self._metric_attributes(common)
+        duration_attrs = dict(metric_attrs)
         _put(duration_attrs, "error.type", error_type)
         self._duration.record(total_s, duration_attrs)
         if first_chunk_s is not None:
-            self._time_to_first_chunk.record(first_chunk_s, common)
+            self._time_to_first_chunk.record(first_chunk_s, metric_attrs)
         tokens = _section(record, "tokens")
         for token_type in ("input", "output"):
             count = _int(tokens.get(token_type))
             if count is not None and count >= 0:
-                self._token_usage.record(count, {**common, "gen_ai.token.type": token_type})
+                self._token_usage.record(count, {**metric_attrs, "gen_ai.token.type": token_type})
         run_attrs: _Attrs = {
             "streamfsm.class": klass,
             "streamfsm.verdict": _str(retry.get("verdict")) or "unknown",
         }
-        _put(run_attrs, "gen_ai.provider.name", common.get("gen_ai.provider.name"))
+        for key in ("gen_ai.provider.name", "gen_ai.request.model"):
+            _put(run_attrs, key, metric_attrs.get(key))
         self._runs.add(1, run_attrs)
+
+    def _metric_attributes(self, common: _Attrs) -> _Attrs:
+        """The attributes every metric shares: the span's common ones, the model bounded."""
+        attrs = dict(common)
+        model = self._models(attrs.pop("gen_ai.request.model", None))
+        _put(attrs, "gen_ai.request.model", model)
+        return attrs
 
     @staticmethod
     def _common(record: Mapping[str, Any]) -> _Attrs:

@@ -2,10 +2,11 @@
 
 A **sink** is any synchronous callable ``(RunRecord) -> None``. The runtime hands every finished record to
 ``deliver(config.sinks, record)`` exactly once, at cleanup, whatever the outcome. ``deliver`` never raises
-into the agent: it first emits one structured ``logging`` record on the ``streamfsm`` logger, then calls
-each sink; a sink that raises is reported on ``streamfsm.sinks`` (sink and exception class only, never the
-exception's text, which may quote data) and counted in ``sink_failures()``. A sink that returns an
-awaitable is a failure too.
+into the agent: it keeps the record among the process's last ``RECENT_RECORDS`` (``recent_records()``, so
+that every run leaves one, sinks or none), emits one structured ``logging`` record on the ``streamfsm``
+logger, then calls each sink; a sink that raises is reported on ``streamfsm.sinks`` (sink and exception
+class only, never the exception's text, which may quote data) and counted in ``sink_failures()``. A sink
+that returns an awaitable is a failure too.
 
 **Sinks run inline**, in order, on the thread that ends the run: for an async run, the event loop's, so a
 sink's time is time every stream on that loop stands still (a sink that sleeps 1 s made its run's
@@ -152,6 +153,19 @@ def log_run(record: RunRecord) -> None:
 
 # -- delivery ----------------------------------------------------------------------------------------------
 
+RECENT_RECORDS: Final = 100
+"""How many of the process's last records ``recent_records()`` keeps, whatever the sinks."""
+# Appends and copies of a deque are atomic: no lock on the run's path.
+_recent: Final[deque[RunRecord]] = deque(maxlen=RECENT_RECORDS)
+
+
+def recent_records() -> list[RunRecord]:
+    """The last ``RECENT_RECORDS`` (100) records of this process, oldest first, whatever the sinks: every
+    run of every API (``open_stream``, ``wrap``, ``retrying``, the tap, the relay) is among them once it
+    ended. Kept in memory only; a sink (``AuditLog``, ...) is where records outlive the process."""
+    return list(_recent.copy())
+
+
 _failures: dict[str, int] = {}
 _failures_lock: Final = threading.Lock()
 
@@ -189,6 +203,7 @@ def deliver(sinks: Iterable[Sink], record: RunRecord) -> int:
     """Log ``record`` once on ``streamfsm``, then hand it to every sink in order. Never raises an
     ``Exception``: each failure is logged on ``streamfsm.sinks`` and counted. Returns how many failed."""
     failed = 0
+    _recent.append(record)
     try:
         log_run(record)
     except Exception as exc:  # a misbehaving filter or handler

@@ -38,6 +38,14 @@ BUILD_S = 180
 INSTALL_S = 600
 
 
+def readme_command() -> tuple[dict[str, str], list[str]]:
+    """The docs build as the README writes it: its variables and its arguments."""
+    found = re.search(r"`((?:[A-Z0-9_]+=\S* )*)mkdocs build([^`]*)`", (ROOT / "README.md").read_text())
+    assert found is not None, "the README's docs command is gone"
+    variables = dict(word.split("=", 1) for word in found[1].split())
+    return variables, found[2].split()
+
+
 def build(
     root: Path,
     out: Path,
@@ -46,12 +54,13 @@ def build(
     pythonpath: Path | None = None,
     path: str = "/usr/bin:/bin",
 ) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": path, "NO_MKDOCS_2_WARNING": "1", "HOME": str(out.parent)}
+    variables, arguments = readme_command()
+    env = {"PATH": path, "HOME": str(out.parent), **variables}
     if pythonpath is not None:
         env["PYTHONPATH"] = str(pythonpath)
     return subprocess.run(
         # not -q: it hides the warnings that --strict counts
-        [python, "-m", "mkdocs", "build", "--strict", "-d", str(out)],
+        [python, "-m", "mkdocs", "build", *arguments, "-d", str(out)],
         cwd=root,
         env=env,
         capture_output=True,
@@ -75,11 +84,17 @@ def docs_python(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory, docs_python: str) -> Path:
+def built(tmp_path_factory: pytest.TempPathFactory, docs_python: str) -> tuple[Path, str]:
+    """The site, built by the README's command, and what the build printed."""
     out = tmp_path_factory.mktemp("site") / "site"
     done = build(ROOT, out, python=docs_python)
     assert done.returncode == 0, done.stderr
-    return out
+    return out, done.stdout + done.stderr
+
+
+@pytest.fixture(scope="module")
+def site(built: tuple[Path, str]) -> Path:
+    return built[0]
 
 
 def copy_of_project(to: Path) -> Path:
@@ -107,6 +122,16 @@ def test_every_page_and_picture_is_built(site: Path) -> None:
     assert (
         "<title>tool_input_open&#45;&gt;tool_call</title>" in (site / "machine" / "activity.svg").read_text()
     )
+
+
+def test_the_readmes_command_builds_strictly_and_says_nothing_but_progress(built: tuple[Path, str]) -> None:
+    """As the README writes it: strict, no theme's notice, every page in the nav (mkdocs says which pages
+    are not, at INFO, which --strict lets pass)."""
+    assert "--strict" in readme_command()[1]
+    printed = built[1]
+    assert "end of life" not in printed and "not included in the" not in printed, printed
+    lines = [line for line in printed.splitlines() if line.strip()]
+    assert lines and all(line.startswith("INFO") for line in lines), printed
 
 
 def test_the_reference_lists_what_a_class_inherits(site: Path) -> None:
@@ -362,5 +387,12 @@ def test_the_docs_screenshots_are_taken_here(served: str, browser: Browser, path
         SCREENSHOTS[path].write_bytes(shot)
     kept = SCREENSHOTS[path].read_bytes()
     assert png_size(kept)[0] == 1280, SCREENSHOTS[path]
+    # Fresh: the page as it is now is as tall as the picture (a row more or less in a table moves it by
+    # 20 px and more; a font's rounding elsewhere by less than 0.5%).
+    height, kept_height = png_size(shot)[1], png_size(kept)[1]
+    assert abs(height - kept_height) <= 0.005 * height, (
+        f"{SCREENSHOTS[path].name} is stale ({kept_height} px tall, the page {height} px):"
+        " retake it with STREAMFSM_WRITE_DOCS=1"
+    )
     shown = re.findall(r"\]\((docs/site-\w+\.png)\)", (ROOT / "README.md").read_text())
     assert f"docs/{SCREENSHOTS[path].name}" in shown

@@ -259,6 +259,7 @@ async def test_a_failed_run_is_an_error_span_with_our_classification(otel: Otel)
         "streamfsm.class": "mid_generation",
         "streamfsm.verdict": "user_confirmed_retry",
         "gen_ai.provider.name": "anthropic",
+        "gen_ai.request.model": "claude-sonnet-4-5",
     }
 
 
@@ -329,6 +330,7 @@ async def test_a_finished_run_is_an_ok_span_with_usage(otel: Otel, fmt: Format) 
         "streamfsm.class": "completed",
         "streamfsm.verdict": record["retry"]["verdict"],
         "gen_ai.provider.name": PROVIDER_NAMES[fmt],
+        "gen_ai.request.model": BODIES[fmt]["model"],
     }
 
 
@@ -407,6 +409,33 @@ def test_odd_field_types_are_left_out(otel: Otel) -> None:
     assert [e.name for e in span.events] == ["headers_received"]
     assert span.status.status_code is StatusCode.UNSET
     assert "gen_ai.client.token.usage" not in _metric_names(otel)
+
+
+DURATION = "gen_ai.client.operation.duration"
+
+
+def test_the_metrics_name_at_most_20_models_and_the_span_every_one(otel: Otel) -> None:
+    """Per-model alerts need the model on the metrics, and clients name models at will: the first 20
+    names keep theirs (sanitized), every later one is ``other``; the span keeps the record's model."""
+    models = [f"model-{i}" for i in range(24)] + ["model-3", 'evil\nmodel{le="x"} ' + "y" * 100]
+    for model in models:
+        otel.sink(RunRecord.from_dict({"schema": SCHEMA, "model": model, "outcome": {"class": "completed"}}))
+    runs = {p.attributes["gen_ai.request.model"]: p.value for p in otel.points("streamfsm.runs")}
+    assert runs == {**{f"model-{i}": 1 for i in range(20) if i != 3}, "model-3": 2, "other": 5}
+    durations = {p.attributes["gen_ai.request.model"] for p in otel.points(DURATION)}
+    assert durations == set(runs)
+    spans = [dict(s.attributes or {}).get("gen_ai.request.model") for s in otel.spans.get_finished_spans()]
+    assert spans == models
+
+
+def test_a_model_label_is_sanitized() -> None:
+    from streamfsm.runtime._labels import BoundedLabel
+
+    label = BoundedLabel(limit=2)
+    assert label("anthropic.claude-3-5-sonnet-20241022-v2:0") == "anthropic.claude-3-5-sonnet-20241022-v2:0"
+    assert label('a"b c\n{}' + "z" * 100) == "a_b_c___" + "z" * 56
+    assert label("third") == "other"
+    assert label(None) is None and label("") is None and label(42) is None
 
 
 def _metric_names(otel: Otel) -> set[str]:

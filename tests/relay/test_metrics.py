@@ -105,10 +105,14 @@ def test_the_scrape_counts_the_streams_sent(tmp_path: Path) -> None:
     assert by_key[("completed", "completed.finished")] == 4
     assert sum(v for (close, _), v in by_key.items() if close == "upstream_premature_close") == 2
     assert after["streamfsm_relay_in_flight"][()] == 0
-    assert after["streamfsm_relay_stream_duration_seconds_count"][()] == 6
-    assert after["streamfsm_relay_time_to_first_token_seconds_count"][()] == 6
+    model = (("model", "gpt-4o-mini"),)
+    assert set(after["streamfsm_relay_streams_total"]) == {
+        tuple(sorted((("close_kind", c), ("summary_key", k), *model))) for c, k in by_key
+    }
+    assert after["streamfsm_relay_stream_duration_seconds_count"][model] == 6
+    assert after["streamfsm_relay_time_to_first_token_seconds_count"][model] == 6
     # the slow stream waited 1.5 s between its tokens
-    assert after["streamfsm_relay_stream_duration_seconds_bucket"][(("le", "0.64"),)] <= 5
+    assert after["streamfsm_relay_stream_duration_seconds_bucket"][(("le", "0.64"), *model)] <= 5
     assert after["streamfsm_run_records_total"][()] == 6
     assert after["streamfsm_run_records_dropped_total"][(("sink", "Broken"),)] == 6
 
@@ -174,3 +178,30 @@ def test_workers_answer_the_sum_over_all_of_them(tmp_path: Path) -> None:
             process.terminate()
             _, err = process.communicate(timeout=30)
     assert TOKEN.encode() not in err
+
+
+def test_streams_are_labelled_by_at_most_20_models() -> None:
+    """Per-model alerts: each run-fed metric has the record's model, sanitized; past 20 names, ``other``
+    (a client naming models at will cannot grow the series); ``none`` for a record without one."""
+    from streamfsm.relay._metrics import RelayMetrics
+
+    metrics = RelayMetrics()
+    models = [f"gpt-{i}" for i in range(22)] + ['x"}\nstreamfsm_fake 1', None]
+    for model in models:
+        metrics.record(
+            {
+                "model": model,
+                "relay": {"close": "completed"},
+                "outcome": {"summary_key": "completed.finished"},
+                "timings": {"to_first_progress_s": 0.1, "total_s": 0.2},
+            }
+        )
+    samples: dict[str, dict[str, float]] = {}
+    for family in parser.text_string_to_metric_families(metrics.exposition().decode()):
+        for sample in family.samples:
+            if "model" in sample.labels and "le" not in sample.labels:
+                samples.setdefault(sample.name, {})[sample.labels["model"]] = sample.value
+    expected = {**{f"gpt-{i}": 1.0 for i in range(20)}, "other": 3.0, "none": 1.0}
+    assert samples["streamfsm_relay_streams_total"] == expected
+    assert samples["streamfsm_relay_stream_duration_seconds_count"] == expected
+    assert samples["streamfsm_relay_time_to_first_token_seconds_count"] == expected

@@ -86,3 +86,25 @@ def test_a_5_mib_non_streaming_request_leaves_one_record_with_its_close_kind(
     assert record["outcome"]["summary_key"] == summary
     assert (record["model"], record["request"]["streaming"]) == ("gpt-4o-mini", False)
     assert record["relay"]["close"] == close
+
+
+@pytest.mark.parametrize("name", ["openai-chat/whole/cut-mid-body", "openai-chat/whole/truncated-body"])
+def test_a_non_streaming_answer_cut_upstream_gives_the_sdk_the_request_id(tmp_path: Path, name: str) -> None:
+    """The relay holds a whole answer until its end: one the upstream broke is the relay's 502, which the
+    openai SDK raises as a status error carrying the request id of the record (before, the response was
+    cut after its headers, and the SDK said "Connection error." with no response to read an id from)."""
+    from streamfsm.testing import catalog
+
+    (scenario,) = [s for s in catalog() if s.name == name]
+    logs = {"audit_log": str(tmp_path / "audit.jsonl")}
+    with FaultServerThread(scenario.script) as upstream, relay_to(upstream.base_url, **logs) as relay:
+        client = openai.OpenAI(base_url=f"{relay.base_url}/v1", api_key="sk-test-0", max_retries=0)
+        with pytest.raises(openai.APIStatusError) as caught, client:
+            client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}])
+    record = the_record(tmp_path)
+    request_id = record["ids"]["context"]["request_id"]
+    assert caught.value.status_code == 502
+    assert caught.value.request_id == request_id
+    assert request_id in caught.value.message
+    assert record["outcome"]["summary_key"] == f"early_stream.{scenario.expected_cause}"
+    assert record["relay"]["end_sent"] and record["relay"]["bytes_written"] > 0
