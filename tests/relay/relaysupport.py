@@ -70,7 +70,9 @@ def run_lines(path: Any) -> list[dict[str, Any]]:
     from pathlib import Path
 
     file = Path(path)
-    items = [json.loads(line) for line in file.read_text().splitlines()] if file.exists() else []
+    text = file.read_text() if file.exists() else ""
+    # Whole lines only: a line the relay is still writing has no newline yet.
+    items = [json.loads(line) for line in text[: text.rfind("\n") + 1].splitlines()]
     return [item for item in items if str(item.get("schema", "")).startswith("streamfsm.run/")]
 
 

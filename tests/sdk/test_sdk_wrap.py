@@ -693,7 +693,9 @@ async def test_a_body_the_sdk_does_not_decode_as_sse_is_read_item_by_item(
     ):
         if why == "decoder":
             stock = type(client._make_sse_decoder())
-            monkeypatch.setattr(client, "_make_sse_decoder", type("EventStreamDecoder", (stock,), {}))
+            other = type("EventStreamDecoder", (stock,), {})
+            # anthropic 2.16 passes the request options; older SDKs pass nothing
+            monkeypatch.setattr(client, "_make_sse_decoder", lambda *args, **kwargs: other())
         async with streamfsm.wrap(create(fmt, client)) as run:
             events = await consume(run)
             assert not run._reads_body
