@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 import math
 import threading
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Final, NamedTuple
 
@@ -61,6 +61,8 @@ class Breaker:
     opened: int = 0  # times it opened, for metrics
     retries: deque[float] = field(default_factory=deque)  # when its retries in the window started
     transitions: deque[Transition] = field(default_factory=lambda: deque(maxlen=_MAX_TRANSITIONS))
+    # How many times it moved, by (before, after) (four pairs at most): what a cumulative metric counts.
+    moves: Counter[tuple[BreakerState, BreakerState]] = field(default_factory=Counter)
 
 
 class Breakers:
@@ -104,6 +106,7 @@ class Breakers:
     def _move(self, breaker: Breaker, after: BreakerState, now: float) -> None:
         if breaker.state is not after:
             breaker.transitions.append(Transition(breaker.route, breaker.state, after, now))
+            breaker.moves[breaker.state, after] += 1
             breaker.state = after
             if after is BreakerState.OPEN:
                 breaker.opened += 1
@@ -191,6 +194,7 @@ class Breakers:
                     breaker.opened,
                 )
                 copy.transitions.extend(breaker.transitions)
+                copy.moves.update(breaker.moves)
                 out.append(copy)
             return tuple(out)
 
