@@ -596,7 +596,7 @@ class RetryingRun(AgentRouting):
             partial = self._delivery.partial
             plan = continue_plan(partial, self._continue_with, prefill_refused=self._prefill_refused)
         self._plan = plan
-        breaker = self._routing.breaker().value if self._routing is not None else None
+        breaker = self._breaker_after(run)
         link_ = _link(run, decision, step.delay_s, step.delay_reason, then=then, plan=plan, breaker=breaker)
         self._chain.links.append(link_)
         if decision is LinkDecision.CONFIRMED_RETRY:
@@ -655,6 +655,14 @@ class RetryingRun(AgentRouting):
         style = self._continue_style()
         return self._routing is None or style is None or self._routing.route.accepts(style)
 
+    def _breaker_after(self, run: Run) -> str | None:
+        """The state of the breaker of the route ``run`` went to, now that it ended (not of the route the
+        next attempt goes to)."""
+        routing, route = self._routing, run.ids.route
+        if routing is None or route is None:
+            return None
+        return routing.breakers.state(route.name, routing.clock()).value
+
     def _aborted_reason(self, where: str) -> str:
         assert self._abort_request is not None
         return stopped_locally(self._abort_request[0], where)
@@ -673,8 +681,7 @@ class RetryingRun(AgentRouting):
         assert run is not None
         final = failure if diagnosis is failure.diagnosis else _reported(failure, diagnosis)
         self._diagnosis = diagnosis
-        breaker = self._routing.breaker().value if self._routing is not None else None
-        self._chain.end = _link(run, LinkDecision.STOPPED, breaker=breaker)
+        self._chain.end = _link(run, LinkDecision.STOPPED, breaker=self._breaker_after(run))
         self._delivery.flush()  # the chain ends here: the consumer gets all of it, then the failure
         final.partial = self.partial
         final.attempts = self.attempts

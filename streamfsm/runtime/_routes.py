@@ -326,9 +326,6 @@ class Routing:
         if silent(diagnosis):
             self.silenced.add(self.at)
 
-    def breaker(self) -> BreakerState:
-        return self.breakers.state(self.route.name, self.clock())
-
     def after(self, policy: RetryPolicy, step: Step, failed: Failed, style: ContinueStyle | None) -> Step:
         """``after_failure``'s ``step`` for ``failed``, sent where a retry can help (`rerouted`); ``at`` moves
         to the route the next attempt goes to."""
