@@ -4,8 +4,8 @@ is given; a lock makes it safe from threads and event loops alike.
 A breaker is **closed** (everything passes) until ``threshold`` consecutive transient failures open it;
 **open**, it admits nothing for ``cool_down_s``; then **half open**, it admits one probe: a success closes
 it, a failure opens it again. A route's retries (attempts after a failure, by any chain) are capped at
-``retry_cap`` per ``window_s``, and two tries of the same route are at least ``min_spacing_s`` apart: a
-route in trouble is never hammered, however many chains want it.
+``retry_cap`` per ``window_s``, and a retry starts at least ``min_spacing_s`` after the route's last try: a
+route in trouble is never hammered, however many chains want it. A chain's first attempt never waits.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ class Breaker:
 class Breakers:
     """The breakers of every route by name, and their settings: ``threshold`` (5) consecutive transient
     failures open a breaker for ``cool_down_s`` (30); a route takes at most ``retry_cap`` (20) retries per
-    ``window_s`` (10) and its tries are ``min_spacing_s`` (0.05) apart."""
+    ``window_s`` (10), each at least ``min_spacing_s`` (0.05) after the route's last try."""
 
     def __init__(
         self,
@@ -145,14 +145,17 @@ class Breakers:
                 window.append(now)
             if state is BreakerState.HALF_OPEN:
                 breaker.probing = True
-            breaker.last_try = now
+            # A retry starts min_spacing_s after the route's last try, any chain's (that is when this one
+            # goes); a chain's first attempt goes at once: new requests are the caller's rate, not ours.
+            start = breaker.last_try + self.min_spacing_s if retry else now
+            breaker.last_try = max(breaker.last_try, now, start)
             return state
 
     def wait_s(self, route: str, now: float) -> float:
-        """How long a try of ``route`` at ``now`` must wait to keep ``min_spacing_s`` from its last."""
+        """How long the retry just admitted on ``route`` waits at ``now`` for its turn (``admit``)."""
         with self._lock:
             breaker = self._breakers.get(route)
-            return 0.0 if breaker is None else max(0.0, breaker.last_try + self.min_spacing_s - now)
+            return 0.0 if breaker is None else max(0.0, breaker.last_try - now)
 
     def succeeded(self, route: str, now: float) -> None:
         with self._lock:

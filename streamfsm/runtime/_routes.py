@@ -290,6 +290,7 @@ class Routing:
         self.tries = [0] * len(routes)
         self.silenced: set[int] = set()
         self.admitted: BreakerState | None = None  # the breaker's state the running attempt was let in by
+        self.wait_s = 0.0  # how long the admitted attempt waits for its turn on the route (a retry only)
 
     @property
     def route(self) -> Route:
@@ -308,13 +309,14 @@ class Routing:
             state = self.breakers.admit(route.name, now, retry=retry)
             if state is not None:
                 self.at, self.admitted = index, state
+                self.wait_s = self.breakers.wait_s(route.name, now) if retry else 0.0
                 self.tries[index] += 1
                 return route
         return None
 
     def spacing_s(self) -> float:
-        """How long the admitted attempt waits to keep the route's tries apart."""
-        return self.breakers.wait_s(self.route.name, self.clock())
+        """How long the admitted attempt waits to keep the route's tries apart (a first attempt: none)."""
+        return self.wait_s
 
     def ended(self, diagnosis: Diagnosis | None) -> None:
         """The running attempt ended with ``diagnosis`` (a completed one closes the route's breaker)."""
