@@ -72,7 +72,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from .. import __version__
-from ..classify._redact import MASK
+from ..classify._redact import MASK, redact_text
 from ..wire import FORMATS
 from ._breaker import BREAKERS, Breakers, BreakerState
 from ._sinks import count_sink_failure
@@ -320,17 +320,20 @@ class OtelSink:
 
     # -- the circuit breakers, read at each collection ----------------------------------------------------
 
+    # A breaker's route is named as the records name it (redacted), so that spans and metrics agree.
+
     def _breaker_status(self, options: CallbackOptions) -> Iterator[Observation]:
         for breaker in self._breakers.snapshot(time.monotonic()):
+            route = redact_text(breaker.route, limit=_MAX_ROUTE_CHARS)
             for state in BreakerState:
-                attrs = {"streamfsm.route": breaker.route, "streamfsm.breaker.state": state.value}
+                attrs = {"streamfsm.route": route, "streamfsm.breaker.state": state.value}
                 yield Observation(int(breaker.state is state), attrs)
 
     def _breaker_transitions(self, options: CallbackOptions) -> Iterator[Observation]:
         for breaker in self._breakers.snapshot(time.monotonic()):
             for (before, after), count in breaker.moves.items():
                 attrs = {
-                    "streamfsm.route": breaker.route,
+                    "streamfsm.route": redact_text(breaker.route, limit=_MAX_ROUTE_CHARS),
                     "streamfsm.breaker.from_state": before.value,
                     "streamfsm.breaker.state": after.value,
                 }

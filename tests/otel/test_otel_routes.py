@@ -5,11 +5,10 @@ let it in and the routes tried; the meter reads the breakers' states and moves, 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import anyio
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -28,7 +27,7 @@ pytestmark = pytest.mark.anyio
 BODY = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}
 BUSY = Status(503, (("content-type", "application/json"),), b'{"error": {"type": "server_error"}}')
 OK = (Headers(), *(Send(f) for f in text_stream("openai-chat", ["Hello"])), End())
-COOL_DOWN_S = 0.05
+COOL_DOWN_S = 60.0  # never over in real time: the test moves the chains' clock past it
 
 
 @dataclass
@@ -83,13 +82,18 @@ def opener(base_url: str, sink: OtelSink) -> Any:
     return open_attempt
 
 
-async def chain(otel: Otel, primary: str, fallback: str) -> str:
+def later() -> float:
+    """A clock past the breakers' cool-down."""
+    return time.monotonic() + COOL_DOWN_S + 1
+
+
+async def chain(otel: Otel, primary: str, fallback: str, clock: Callable[[], float] = time.monotonic) -> str:
     routes = [
         Route("primary", opener(primary, otel.sink), tries=1),
         Route("fallback", opener(fallback, otel.sink)),
     ]
     policy = RetryPolicy(4, 10, initial_delay_s=0.001, max_delay_s=0.01)
-    async with streamfsm.retrying(policy, routes, breakers=otel.breakers) as run:
+    async with streamfsm.retrying(policy, routes, breakers=otel.breakers, clock=clock) as run:
         text = "".join([e.text async for e in run if isinstance(e, streamfsm.TextDelta)])
     assert text == "Hello"
     assert run.record is not None
@@ -113,16 +117,17 @@ async def test_the_span_names_the_route_that_answered_and_the_routes_tried(otel:
 
 
 async def test_the_breakers_states_and_moves_are_metrics(otel: Otel) -> None:
-    """One failure opens the primary's breaker (threshold 1); after the cool-down it is half open; its probe
-    answers and closes it. Each collection reads the breakers as they stand."""
+    """One failure opens the primary's breaker (threshold 1); after the cool-down (whoever asks first moves
+    it) it is half open; its probe answers and closes it. Each collection reads the breakers as they stand."""
     answers = iter([(BUSY,), OK])
     async with FaultServer(lambda request: next(answers)) as flaky, FaultServer(OK) as up:
         assert await chain(otel, flaky.base_url, up.base_url) == "fallback"
         assert otel.states("primary") == {"closed": 0, "open": 1, "half_open": 0}
         assert otel.states("fallback") == {"closed": 1, "open": 0, "half_open": 0}
-        await anyio.sleep(COOL_DOWN_S * 1.5)
+        otel.breakers.state("primary", later())  # the cool-down is over
         assert otel.states("primary") == {"closed": 0, "open": 0, "half_open": 1}
-        assert await chain(otel, flaky.base_url, up.base_url) == "primary"  # the probe answered
+        answered = await chain(otel, flaky.base_url, up.base_url, clock=later)
+        assert answered == "primary"  # the probe answered
     assert otel.states("primary") == {"closed": 1, "open": 0, "half_open": 0}
     moves = {
         (dict(key)["streamfsm.breaker.from_state"], dict(key)["streamfsm.breaker.state"]): value
@@ -151,3 +156,15 @@ def test_no_breaker_yet_is_no_breaker_point(otel: Otel) -> None:
     otel.breakers.admit("only", time.monotonic(), retry=False)
     assert otel.states("only") == {"closed": 1, "open": 0, "half_open": 0}
     assert otel.points("streamfsm.breaker.transitions") == {}
+
+
+def test_a_route_named_like_a_key_is_redacted_in_the_metrics_as_in_records(otel: Otel) -> None:
+    secret = "sk-proj-abcdefghijklmnopqrstuvwxyz123456"
+    otel.breakers.admit(f"acct {secret}", time.monotonic(), retry=False)
+    otel.breakers.failed(f"acct {secret}", time.monotonic(), transient=True)  # threshold 1: it opens
+    names = {
+        dict(key)["streamfsm.route"]
+        for metric in ("streamfsm.breaker.status", "streamfsm.breaker.transitions")
+        for key in otel.points(metric)
+    }
+    assert len(names) == 1 and secret not in names.pop()
