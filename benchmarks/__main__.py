@@ -18,6 +18,8 @@ Sections (``--only 1 3`` runs a subset):
 5. Watchdog accuracy: how late idle timeouts fire under the load of 1,000 streams.
 6. The tap (``benchmarks.tap``): the ``openai`` / ``anthropic`` SDKs' own iteration with and without the tap
    in their client's transport, over section 1's in-memory transport, and the tap taken apart layer by layer.
+7. Routes configured, no failure (``benchmarks.routes``): ``retrying()`` over two ``Route``s vs over one plain
+   ``open_attempt``, the same stream over section 1's in-memory transport, CPU and wall time per stream.
 
 Targets are the issue's; they are measured and reported, never asserted. Numbers are for the machine they
 ran on: compare ratios.
@@ -83,8 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats (under 60 s)")
     parser.add_argument("--json", metavar="PATH", help="write all results to PATH as JSON")
-    parser.add_argument("--only", nargs="*", type=int, choices=range(1, 7), help="run only these sections")
-    parser.add_argument("--repeat", type=int, help="repeats for sections 1, 2 and 6 (default 11; quick 3)")
+    parser.add_argument("--only", nargs="*", type=int, choices=range(1, 8), help="run only these sections")
+    parser.add_argument("--repeat", type=int, help="repeats for sections 1, 2, 6 and 7 (default 11; quick 3)")
     args = parser.parse_args(argv)
     missing = _missing()
     if missing:
@@ -103,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(args: argparse.Namespace, heartbeat: _Heartbeat, argv: list[str] | None) -> int:
     quick: bool = args.quick
-    sections = set(args.only or range(1, 7))
+    sections = set(args.only or range(1, 8))
     repeat = args.repeat or (3 if quick else 11)
 
     started = time.perf_counter()
@@ -204,6 +206,14 @@ def _main(args: argparse.Namespace, heartbeat: _Heartbeat, argv: list[str] | Non
         heartbeat.section("section 6: the tap under the SDKs")
         section = tap.measure(repeat, sizes={"text": 300, "reasoning": 30} if quick else None)
         print_table(tap.SECTION, section)
+        rows += section
+
+    if 7 in sections:
+        from . import routes
+
+        heartbeat.section("section 7: routes configured, no failure")
+        section = routes.measure(repeat, sizes={"text": 300, "reasoning": 30} if quick else None)
+        print_table(routes.SECTION, section)
         rows += section
 
     elapsed = time.perf_counter() - started

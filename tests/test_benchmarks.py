@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from benchmarks import __main__ as cli
-from benchmarks import concurrency, memory, overhead, tap
+from benchmarks import concurrency, memory, overhead, routes, tap
 from benchmarks._payloads import CHUNKINGS, make
 from benchmarks._report import Row
 
@@ -165,6 +165,38 @@ def test_section_6_rows_and_targets(
     for r in rows:
         assert r.extra["cpu_us_per_event"].keys() == set(tap.CONTENDERS), r.name
         assert len(r.extra["tap_ratio_per_round"]) == 1, r.name
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_section_7_contenders_read_the_same_stream(backend: str) -> None:
+    payload = make("anthropic", **TINY)
+
+    async def each() -> dict[str, int]:
+        return {name: await run() for name, run in routes.contenders(payload).items()}
+
+    counts = anyio.run(each, backend=backend)
+    assert set(counts) == {"bare", "plain", "routes"}
+    assert counts["bare"] > 0 and len(set(counts.values())) == 1, counts
+
+
+def test_section_7_rows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    measure = routes.measure
+    small = {"formats": ("anthropic",), "sizes": TINY}
+    monkeypatch.setattr(routes, "measure", lambda repeat, sizes=None: measure(repeat, **small))
+    monkeypatch.setattr(routes, "BATCH_S", 0.0)  # one stream a sample
+    path = tmp_path / "results.json"
+    assert cli.main(["--only", "7", "--repeat", "1", "--json", str(path)]) == 0
+    assert routes.SECTION in capsys.readouterr().out
+    results = json.loads(path.read_text())["results"]
+    rows = [Row(**{k: v for k, v in r.items() if k not in ("ratio", "met")}) for r in results]
+    _whole(rows)
+    assert all(r.value > 0 and (r.baseline or 0) > 0 for r in rows), "a contender did no work"
+    assert len(rows) == 2 * 2 * 3  # sizes, backends; CPU, wall, what retrying() adds
+    targets = _targets(rows)
+    assert len(targets) == 4 and set(targets.values()) == {routes.TARGET}
+    assert all("Routes vs one open_attempt" in name for name in targets)
 
 
 def test_sections_3_and_5_complete_every_stream_and_fire_every_watchdog() -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 import math
 import threading
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Final, NamedTuple
 
@@ -61,12 +61,14 @@ class Breaker:
     opened: int = 0  # times it opened, for metrics
     retries: deque[float] = field(default_factory=deque)  # when its retries in the window started
     transitions: deque[Transition] = field(default_factory=lambda: deque(maxlen=_MAX_TRANSITIONS))
+    # How many times it moved, by (before, after) (four pairs at most): what a cumulative metric counts.
+    moves: Counter[tuple[BreakerState, BreakerState]] = field(default_factory=Counter)
 
 
 class Breakers:
     """The breakers of every route by name, and their settings: ``threshold`` (5) consecutive transient
     failures open a breaker for ``cool_down_s`` (30); a route takes at most ``retry_cap`` (20) retries per
-    ``window_s`` (10) and its tries are ``min_spacing_s`` (0.05) apart."""
+    ``window_s`` (10), each at least ``min_spacing_s`` (0.05) after the route's last try."""
 
     def __init__(
         self,
@@ -104,6 +106,7 @@ class Breakers:
     def _move(self, breaker: Breaker, after: BreakerState, now: float) -> None:
         if breaker.state is not after:
             breaker.transitions.append(Transition(breaker.route, breaker.state, after, now))
+            breaker.moves[breaker.state, after] += 1
             breaker.state = after
             if after is BreakerState.OPEN:
                 breaker.opened += 1
@@ -193,6 +196,7 @@ class Breakers:
                     breaker.opened,
                 )
                 copy.transitions.extend(breaker.transitions)
+                copy.moves.update(breaker.moves)
                 out.append(copy)
             return tuple(out)
 

@@ -43,6 +43,17 @@ On the metrics (never the span or the log record), ``gen_ai.request.model`` is b
 first 20 names this sink sees, then ``other``, each at most 64 characters of a safe set), so that clients
 naming models at will cannot grow the series without end; ``_metric_attributes`` makes every metric's
 attributes, in one place.
+
+Routes (a chain over `Route`, the relay's route table): the span carries ``streamfsm.route`` (where the
+attempt went), ``streamfsm.breaker.state`` (the state of its circuit breaker that let it in; ``half_open``:
+the probe) and ``streamfsm.routes_tried`` (the routes of the earlier attempts, first tried first, at most 32).
+Metrics: ``streamfsm.route.fallbacks`` (counter, from the records: an attempt on another route than the one
+before it, by ``streamfsm.from_route`` and ``streamfsm.route``); and, read from the process's circuit breakers
+(``Breakers``) whenever the reader collects, ``streamfsm.breaker.status`` (observable gauge: for each route
+and each state, 1 for the state its breaker is in and 0 for the others, by ``streamfsm.route`` and
+``streamfsm.breaker.state``, as the hardware conventions' ``hw.status`` reports a state) and
+``streamfsm.breaker.transitions`` (observable counter: every move since the process started, by
+``streamfsm.route``, ``streamfsm.breaker.from_state`` and ``streamfsm.breaker.state``).
 """
 
 from __future__ import annotations
@@ -50,7 +61,7 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -58,6 +69,7 @@ from urllib.parse import urlsplit
 try:
     from opentelemetry import _logs, metrics, trace
     from opentelemetry._logs import SeverityNumber
+    from opentelemetry.metrics import CallbackOptions, Observation
     from opentelemetry.trace import SpanKind, Status, StatusCode
     from opentelemetry.util.types import AttributeValue
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
@@ -66,8 +78,9 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from .. import __version__
-from ..classify._redact import MASK
+from ..classify._redact import MASK, redact_text
 from ..wire import FORMATS
+from ._breaker import BREAKERS, Breakers, BreakerState
 from ._labels import BoundedLabel
 from ._sinks import count_sink_failure
 
@@ -81,6 +94,9 @@ DURATION: Final = "gen_ai.client.operation.duration"
 TIME_TO_FIRST_CHUNK: Final = "gen_ai.client.operation.time_to_first_chunk"
 TOKEN_USAGE: Final = "gen_ai.client.token.usage"
 RUNS: Final = "streamfsm.runs"
+FALLBACKS: Final = "streamfsm.route.fallbacks"
+BREAKER_STATUS: Final = "streamfsm.breaker.status"
+BREAKER_TRANSITIONS: Final = "streamfsm.breaker.transitions"
 # The GenAI event for one inference operation (gen-ai-events.md); its content attributes are opt-in.
 OPERATION_DETAILS: Final = "gen_ai.client.inference.operation.details"
 _SECONDS_BUCKETS: Final = tuple(0.01 * 2**i for i in range(14))  # 0.01, 0.02, 0.04, ... 81.92
@@ -90,6 +106,8 @@ _NS: Final = 1_000_000_000
 # The largest integer a JSON reader, a double and every exporter take exactly (capture's bound too).
 _MAX_INT: Final = 2**53 - 1
 _RUN_ID_RE: Final = re.compile(r"[0-9A-Za-z_\-]{1,64}")
+_MAX_ROUTE_CHARS: Final = 64  # the record's bounds on a route's name and on the routes tried
+_MAX_ROUTES_TRIED: Final = 32
 _Attrs = dict[str, AttributeValue]
 
 
@@ -140,6 +158,17 @@ def _put(attrs: _Attrs, key: str, value: Any) -> None:
         attrs[key] = value
 
 
+def _route_name(value: Any) -> str | None:
+    return value if isinstance(value, str) and 0 < len(value) <= _MAX_ROUTE_CHARS else None
+
+
+def _routes_tried(route: Mapping[str, Any]) -> tuple[str, ...]:
+    tried = route.get("tried")
+    if not isinstance(tried, Sequence) or isinstance(tried, str):
+        return ()
+    return tuple(name for name in tried[:_MAX_ROUTES_TRIED] if _route_name(name) is not None)
+
+
 def _start_ns(record: Mapping[str, Any], total_s: float, now_ns: int) -> int:
     started = record.get("started_at")
     if isinstance(started, str):
@@ -172,15 +201,28 @@ class OtelSink:
 
     ``tracer_provider`` and ``meter_provider`` default to the global providers. The span is created when the
     record arrives, as a child of the then-current context (the caller's span, when there is one), with the
-    run's real start and end times.
+    run's real start and end times. ``breakers`` (default: the process's, ``BREAKERS``) are the circuit
+    breakers whose states and transitions the meter reads at each collection, on ``time.monotonic``, the
+    clock ``retrying()`` gives them by default; a meter provider keeps the first sink's breakers.
     """
 
-    __slots__ = ("_duration", "_models", "_runs", "_time_to_first_chunk", "_token_usage", "_tracer")
+    __slots__ = (
+        "_breakers",
+        "_duration",
+        "_fallbacks",
+        "_models",
+        "_runs",
+        "_time_to_first_chunk",
+        "_token_usage",
+        "_tracer",
+    )
 
     def __init__(
         self,
         tracer_provider: trace.TracerProvider | None = None,
         meter_provider: metrics.MeterProvider | None = None,
+        *,
+        breakers: Breakers | None = None,
     ) -> None:
         self._tracer = trace.get_tracer("streamfsm", __version__, tracer_provider=tracer_provider)
         meter = metrics.get_meter("streamfsm", __version__, meter_provider=meter_provider)
@@ -208,6 +250,22 @@ class OtelSink:
             description="Finished and failed runs, by failure class, retry verdict, provider and model.",
         )
         self._models = BoundedLabel()
+        self._fallbacks = meter.create_counter(
+            FALLBACKS, unit="{attempt}", description="Attempts sent to another route than the attempt before."
+        )
+        self._breakers = BREAKERS if breakers is None else breakers
+        meter.create_observable_gauge(
+            BREAKER_STATUS,
+            callbacks=[self._breaker_status],
+            unit="1",
+            description="Each route's circuit breaker: 1 for the state it is in, 0 for the others.",
+        )
+        meter.create_observable_counter(
+            BREAKER_TRANSITIONS,
+            callbacks=[self._breaker_transitions],
+            unit="{transition}",
+            description="Moves of each route's circuit breaker from one state to another.",
+        )
 
     def __repr__(self) -> str:
         return "OtelSink()"
@@ -260,6 +318,39 @@ class OtelSink:
         for key in ("gen_ai.provider.name", "gen_ai.request.model"):
             _put(run_attrs, key, metric_attrs.get(key))
         self._runs.add(1, run_attrs)
+        self._count_fallback(record)
+
+    def _count_fallback(self, record: Mapping[str, Any]) -> None:
+        """An attempt on another route than the attempt before it (the last of the record's links)."""
+        to = _route_name(_section(record, "route").get("name"))
+        attempts = record.get("attempts")
+        if to is None or not isinstance(attempts, Sequence) or not attempts:
+            return
+        before = attempts[-1]
+        came_from = _route_name(before.get("route")) if isinstance(before, Mapping) else None
+        if came_from is not None and came_from != to:
+            self._fallbacks.add(1, {"streamfsm.from_route": came_from, "streamfsm.route": to})
+
+    # -- the circuit breakers, read at each collection ----------------------------------------------------
+
+    # A breaker's route is named as the records name it (redacted), so that spans and metrics agree.
+
+    def _breaker_status(self, options: CallbackOptions) -> Iterator[Observation]:
+        for breaker in self._breakers.snapshot(time.monotonic()):
+            route = redact_text(breaker.route, limit=_MAX_ROUTE_CHARS)
+            for state in BreakerState:
+                attrs = {"streamfsm.route": route, "streamfsm.breaker.state": state.value}
+                yield Observation(int(breaker.state is state), attrs)
+
+    def _breaker_transitions(self, options: CallbackOptions) -> Iterator[Observation]:
+        for breaker in self._breakers.snapshot(time.monotonic()):
+            for (before, after), count in breaker.moves.items():
+                attrs = {
+                    "streamfsm.route": redact_text(breaker.route, limit=_MAX_ROUTE_CHARS),
+                    "streamfsm.breaker.from_state": before.value,
+                    "streamfsm.breaker.state": after.value,
+                }
+                yield Observation(count, attrs)
 
     def _metric_attributes(self, common: _Attrs) -> _Attrs:
         """The attributes every metric shares: the span's common ones, the model bounded."""
@@ -346,6 +437,12 @@ class OtelSink:
         _put(attrs, "streamfsm.watchdog.fired", _str(_section(record, "watchdog").get("fired")))
         _put(attrs, "streamfsm.abort.source", _str(abort.get("source")))
         _put(attrs, "streamfsm.timeline.omitted", _int(_section(record, "timeline").get("omitted")))
+        route = _section(record, "route")
+        _put(attrs, "streamfsm.route", _route_name(route.get("name")))
+        _put(attrs, "streamfsm.breaker.state", _str(route.get("breaker")))
+        tried = _routes_tried(route)
+        if tried:
+            attrs["streamfsm.routes_tried"] = tried
         return attrs
 
 

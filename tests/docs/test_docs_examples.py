@@ -1,6 +1,7 @@
 """Every code example of the README and the documentation site runs as pasted: ```python blocks are complete
 programs (imports included, against the local fault provider), run as written; one that defines ``test_``
-functions is a test file, run by pytest. The only ```py blocks are the per-framework programs of the
+functions is a test file, run by pytest; one followed by "prints" and a ```text block that elides nothing
+(no "…") prints exactly that. The only ```py blocks are the per-framework programs of the
 transparent-mode guide, complete as well, which run in the frameworks' own venv
 (tests/frameworks/test_readme_snippets.py); here they must parse."""
 
@@ -19,10 +20,14 @@ DOCS = ROOT / "docs"
 
 PAGES = [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]
 FRAGMENTS_RUN_ELSEWHERE = {DOCS / "guides" / "transparent-mode.md"}
+# A block, and what the page says it prints when it says so right after it.
+BLOCK = re.compile(r"```python\n(.*?)```(?:\n\nprints\n\n```text\n(.*?)```)?", flags=re.S)
 RUNNABLE = [
-    pytest.param(code, id=f"{page.relative_to(ROOT)}#{n}")
+    pytest.param(
+        code, printed if printed and "…" not in printed else None, id=f"{page.relative_to(ROOT)}#{n}"
+    )
     for page in PAGES
-    for n, code in enumerate(re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S))
+    for n, (code, printed) in enumerate(BLOCK.findall(page.read_text()))
 ]
 AGENT_LOOP_BEFORE = 24  # the openai agent loop of the trial (issue 21), in lines
 
@@ -31,8 +36,8 @@ def test_the_site_has_runnable_examples() -> None:
     assert len(RUNNABLE) >= 8
 
 
-@pytest.mark.parametrize("code", RUNNABLE)
-def test_every_runnable_example_runs(code: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("code", "printed"), RUNNABLE)
+def test_every_runnable_example_runs(code: str, printed: str | None, tmp_path: Path) -> None:
     if re.search(r"^(async )?def test_", code, flags=re.M):  # a test file: run it as its reader would
         (tmp_path / "test_example.py").write_text(code)
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_example.py"]
@@ -41,6 +46,8 @@ def test_every_runnable_example_runs(code: str, tmp_path: Path) -> None:
         command, cwd = [sys.executable, "-c", code], ROOT
     done = subprocess.run(command, capture_output=True, text=True, timeout=240, cwd=cwd, check=False)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    if printed is not None:
+        assert done.stdout == printed
 
 
 def test_fragments_are_only_the_framework_snippets_and_parse() -> None:
