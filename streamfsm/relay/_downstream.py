@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
-from typing import Any, Final
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, MutableMapping
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 import anyio.lowlevel
@@ -21,6 +21,9 @@ from ..tap import failure_of, run_of
 from ..tap._run import TapRun
 from ..wire import FORMATS
 from ._limits import Held
+
+if TYPE_CHECKING:
+    from ._fallback import Opening
 
 __all__ = ["HOP_BY_HOP", "REQUEST_ID", "SHUTDOWN", "Downstream", "answer", "connection_named"]
 
@@ -110,11 +113,17 @@ class Downstream:
             run.abort("the client disconnected", source="client")
         scope.cancel()
 
-    async def stream(self, response: httpx.Response) -> None:
-        """The upstream's response, chunk by chunk as it is read, each reported to the run once written."""
+    async def stream(self, response: httpx.Response, opening: Opening | None = None) -> None:
+        """The upstream's response, chunk by chunk as it is read, each reported to the run once written;
+        ``opening``: its start, read already and held back from the client (a route table's attempt)."""
         run: TapRun | None = run_of(response)
         self.run = run
-        events = run.keep_events() if run is not None else None
+        if opening is not None:
+            events: Any = opening.events
+            chunks: AsyncIterator[bytes] = opening.replay()
+        else:
+            events = run.keep_events() if run is not None else None
+            chunks = response.aiter_raw()
         if run is not None:
             run.hold()  # the record counts every write of ours, to the response's end (``release``)
         kept = self.answer if run is not None and run.streams is False else None  # the run's whole copy
@@ -145,7 +154,7 @@ class Downstream:
                 self.started, self.sse = True, _is_stream(response)
                 if run is not None:
                     run.relayed_bytes(0)
-                async for chunk in response.aiter_raw():
+                async for chunk in chunks:
                     if self.client_gone:
                         break
                     if run is not None and run.failure is not None and self.sse and _edge(run) in _CUT_AT:

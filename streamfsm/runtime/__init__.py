@@ -42,8 +42,8 @@ from ._record import SCHEMA, RelayClose, RunRecord
 from ._recovery import Offer, Recovery
 from ._report import SIGNATURE, Group, field_value, group_failures, iso, request_id, started
 from ._retry import RetryingRun, retrying
-from ._retry_policy import RetryPolicy
-from ._routes import Help, Hop, Need, Route, helps, hop
+from ._retry_policy import DecisionKind, Failed, RetryPolicy, after_failure
+from ._routes import Help, Hop, Need, Route, Routing, helps, hop
 from ._sdk import SdkRun, SyncSdkRun, wrap
 from ._sinks import (
     AuditLog,
@@ -62,20 +62,25 @@ from ._watchdog import loop_time, plain_scope_class, running_trio
 from ._whole import WholeBody
 
 __all__ = [
+    "BREAKERS",
+    "CONTINUE_INSTRUCTION",
+    "MAX_ATTEMPT_LINKS",
+    "SCHEMA",
+    "SIGNATURE",
     "AttemptLink",
     "AuditLog",
-    "BREAKERS",
     "BackgroundSink",
     "Backlog",
     "Breaker",
     "BreakerState",
     "Breakers",
-    "CONTINUE_INSTRUCTION",
     "ConsumerEvent",
     "Continuation",
     "ContinueStyle",
     "Continued",
+    "DecisionKind",
     "ErrorLog",
+    "Failed",
     "Finish",
     "FinishReason",
     "Group",
@@ -88,7 +93,6 @@ __all__ = [
     "Keepalive",
     "LogProblem",
     "LoopReads",
-    "MAX_ATTEMPT_LINKS",
     "Metadata",
     "Need",
     "NoRoute",
@@ -109,11 +113,10 @@ __all__ = [
     "Rewrite",
     "Route",
     "RouteTag",
+    "Routing",
     "Run",
     "RunCore",
     "RunRecord",
-    "SCHEMA",
-    "SIGNATURE",
     "SdkRun",
     "SseWire",
     "StreamConfig",
@@ -134,6 +137,7 @@ __all__ = [
     "Usage",
     "WholeBody",
     "Wire",
+    "after_failure",
     "as_bytes",
     "check_base_url",
     "content_decoder",
