@@ -162,7 +162,8 @@ class RouteTable:
         except json.JSONDecodeError as exc:
             raise TableError(f"{source}, line {exc.lineno} column {exc.colno}: not JSON: {exc.msg}") from None
         except _Duplicate as exc:
-            raise TableError(f"{source}, line {_line(text, exc.key)}: {exc.key!r} is given twice") from None
+            line = _line(text, exc.key, 2)
+            raise TableError(f"{source}, line {line}: {exc.key!r} is given twice") from None
         return cls.from_dict(data, source=source, environ=environ, text=text)
 
     @classmethod
@@ -312,13 +313,18 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _line(text: str, key: str | None) -> int | None:
-    """The line where ``key`` is first written as a JSON key in ``text`` (a help for the reader)."""
+def _line(text: str, key: str | None, nth: int = 1) -> int | None:
+    """The line where ``key`` is written the ``nth`` time as a JSON string in ``text`` (a help for the
+    reader: the first is most often the key itself)."""
     if not text or key is None:
         return None
     quoted = key if key.startswith('"') else json.dumps(key)
-    at = text.find(quoted)
-    return text.count("\n", 0, at) + 1 if at >= 0 else None
+    at = -1
+    for _ in range(nth):
+        at = text.find(quoted, at + 1)
+        if at < 0:
+            return None
+    return text.count("\n", 0, at) + 1
 
 
 def _positive(value: object) -> bool:

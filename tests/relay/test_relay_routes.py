@@ -19,13 +19,14 @@ from typing import Any
 
 import httpx
 import pytest
+from cdp import Browser, chromium
 from relaysupport import relay_to, run_lines, wait_lines
 from runsupport import BODIES, validate_record
 
 from streamfsm import RunRecord
 from streamfsm.relay._table import RouteTable
 from streamfsm.testing import text_stream
-from streamfsm.testing._script import Fin, Headers, Send, Stall, Status
+from streamfsm.testing._script import End, Fin, Headers, Send, Stall, Status
 from streamfsm.testing._server import FaultServerThread, Request
 
 openai = pytest.importorskip("openai")
@@ -36,10 +37,11 @@ JSON = ("content-type", "application/json")
 BUSY = (Status(503, (JSON,), b'{"error": {"type": "server_error", "message": "busy"}}'),)
 QUOTA = (Status(429, (JSON,), b'{"error": {"type": "insufficient_quota", "code": "insufficient_quota"}}'),)
 SILENT = (Stall(),)  # takes the request, says nothing
+COOL_DOWN_S = 1.5  # longer than a few calls through the SDK take
 
 
 def ok(text: str) -> tuple[Any, ...]:
-    return (Headers(), *(Send(frame) for frame in text_stream("openai-chat", [text, " there"])), Fin())
+    return (Headers(), *(Send(frame) for frame in text_stream("openai-chat", [text, " there"])), End())
 
 
 class Upstream:
@@ -75,14 +77,14 @@ def upstreams(*scripts: tuple[Any, ...]) -> Iterator[list[Upstream]]:
             server.server.__exit__(None, None, None)
 
 
-def table(a: Upstream, b: Upstream, **first: Any) -> RouteTable:
+def table(a: Upstream, b: Upstream, cool_down_s: float = COOL_DOWN_S, **first: Any) -> RouteTable:
     data = {
         "routes": {
             "a": {"upstream": a.server.base_url, "key_env": "KEY_A", "tries": 1, **first},
             "b": {"upstream": b.server.base_url, "key_env": "KEY_B", "model": "gpt-b"},
         },
         "models": {"gpt-test": ["a", "b"]},
-        "breakers": {"threshold": 2, "cool_down_s": 0.6, "min_spacing_s": 0},
+        "breakers": {"threshold": 2, "cool_down_s": cool_down_s, "min_spacing_s": 0},
         "total_s": 10,
     }
     return RouteTable.from_dict(data, environ=KEYS)
@@ -93,7 +95,9 @@ def chat(base_url: str) -> tuple[str, BaseException | None]:
     client = openai.OpenAI(base_url=f"{base_url}/v1", api_key=CLIENT_KEY, max_retries=0, timeout=10.0)
     got = ""
     try:
-        for chunk in client.chat.completions.create(**{**BODIES["openai-chat"], "model": "gpt-test"}, stream=True):
+        for chunk in client.chat.completions.create(
+            **{**BODIES["openai-chat"], "model": "gpt-test"}, stream=True
+        ):
             got += "".join(choice.delta.content or "" for choice in chunk.choices)
     except Exception as exc:
         return got, exc
@@ -118,9 +122,10 @@ def test_a_first_route_that_fails_before_the_first_byte_falls_back(
     tmp_path: Path, first: tuple[Any, ...], options: dict[str, Any]
 ) -> None:
     audit = tmp_path / "audit.jsonl"
-    with upstreams(first, ok("B")) as (a, b), relay_to(
-        a.server.base_url, routes=table(a, b, **options), audit_log=str(audit)
-    ) as relay:
+    with (
+        upstreams(first, ok("B")) as (a, b),
+        relay_to(a.server.base_url, routes=table(a, b, **options), audit_log=str(audit)) as relay,
+    ):
         text, raised = chat(relay.base_url)
         failed, answered = records(audit, 2)
     assert raised is None and text == "B there", "one clean stream, from the second route"
@@ -133,7 +138,11 @@ def test_a_first_route_that_fails_before_the_first_byte_falls_back(
     assert answered["route"] == {"name": "b", "breaker": "closed", "tried": ["a"]}
     assert answered["ids"]["trace_id"] == failed["ids"]["trace_id"]
     (link,) = answered["attempts"]
-    assert (link["run_id"], link["route"], link["delay_reason"]) == (failed["ids"]["run_id"], "a", "next_route")
+    assert (link["run_id"], link["route"], link["delay_reason"]) == (
+        failed["ids"]["run_id"],
+        "a",
+        "next_route",
+    )
     text = audit.read_text()
     assert not any(key in text for key in (*KEYS.values(), CLIENT_KEY)), "no key in any record"
 
@@ -142,9 +151,10 @@ def test_a_route_that_fails_after_bytes_reached_the_client_is_not_replayed(tmp_p
     frames = text_stream("openai-chat", ["Half"])
     broken = (Headers(), Send(frames[0]), Send(frames[1]), Fin())  # a delta, then the connection ends
     audit = tmp_path / "audit.jsonl"
-    with upstreams(broken, ok("B")) as (a, b), relay_to(
-        a.server.base_url, routes=table(a, b), audit_log=str(audit)
-    ) as relay:
+    with (
+        upstreams(broken, ok("B")) as (a, b),
+        relay_to(a.server.base_url, routes=table(a, b), audit_log=str(audit)) as relay,
+    ):
         text, raised = chat(relay.base_url)
         (record,) = records(audit, 1)
     assert text == "Half" and raised is not None, "the client heard the failure, in the format's error event"
@@ -164,39 +174,44 @@ def metric(text: str, name: str, **labels: str) -> float | None:
 
 def test_the_breaker_opens_keeps_the_relay_off_a_down_route_probes_and_closes(tmp_path: Path) -> None:
     audit = tmp_path / "audit.jsonl"
-    with upstreams(BUSY, ok("B")) as (a, b), relay_to(
-        a.server.base_url, routes=table(a, b), audit_log=str(audit)
-    ) as relay:
-        for _ in range(5):
+    with (
+        upstreams(BUSY, ok("B")) as (a, b),
+        relay_to(a.server.base_url, routes=table(a, b), audit_log=str(audit)) as relay,
+    ):
+        for _ in range(2):
             assert chat(relay.base_url) == ("B there", None)
-        assert (a.asked, b.asked) == (2, 5), "two failures opened a's breaker: the relay stopped asking it"
+        opened = time.monotonic()
+        for _ in range(2):
+            assert chat(relay.base_url) == ("B there", None)
+        assert (a.asked, b.asked) == (2, 4), "two failures opened a's breaker: the relay stopped asking it"
         metrics = httpx.get(relay.base_url + "/admin/metrics").text
         assert metric(metrics, "streamfsm_relay_route_breaker_state", route="a", state="open") == 1.0
         assert metric(metrics, "streamfsm_relay_route_breaker_state", route="b", state="closed") == 1.0
         assert metric(metrics, "streamfsm_relay_route_breaker_transitions_total", route="a", to="open") == 1.0
         assert metric(metrics, "streamfsm_relay_route_fallbacks_total", from_route="a", to_route="b") == 2.0
         a.script = ok("A")  # the upstream is back
-        time.sleep(0.7)  # the cool-down
+        time.sleep(max(0.0, COOL_DOWN_S + 0.05 - (time.monotonic() - opened)))
         assert chat(relay.base_url) == ("A there", None), "the probe"
         assert chat(relay.base_url) == ("A there", None), "closed again"
-        assert (a.asked, b.asked) == (4, 5)
+        assert (a.asked, b.asked) == (4, 4)
         metrics = httpx.get(relay.base_url + "/admin/metrics").text
         assert metric(metrics, "streamfsm_relay_route_breaker_state", route="a", state="closed") == 1.0
         for to in ("open", "half_open", "closed"):
             assert metric(metrics, "streamfsm_relay_route_breaker_transitions_total", route="a", to=to) == 1.0
-        found = records(audit, 2 * 2 + 3 + 2)
+        found = records(audit, 2 * 2 + 2 + 2)
     probe, after = (r for r in found if r["route"]["name"] == "a" and r["outcome"]["class"] == "completed")
     assert probe["route"]["breaker"] == "half_open" and after["route"]["breaker"] == "closed"
     straight = [r for r in found if r["route"]["name"] == "b" and r["ids"]["attempt"] == 1]
-    assert len(straight) == 3, "while a's breaker was open, requests went straight to b"
-    assert sum(r["outcome"]["class"] == "completed" for r in found) == 7, "failed attempts are not answers"
+    assert len(straight) == 2, "while a's breaker was open, requests went straight to b"
+    assert sum(r["outcome"]["class"] == "completed" for r in found) == 6, "failed attempts are not answers"
 
 
 def test_with_every_breaker_open_the_relay_answers_503_and_asks_no_one(tmp_path: Path) -> None:
     audit = tmp_path / "audit.jsonl"
-    with upstreams(BUSY, BUSY) as (a, b), relay_to(
-        a.server.base_url, routes=table(a, b), audit_log=str(audit)
-    ) as relay:
+    with (
+        upstreams(BUSY, BUSY) as (a, b),
+        relay_to(a.server.base_url, routes=table(a, b), audit_log=str(audit)) as relay,
+    ):
         for _ in range(2):
             _, raised = chat(relay.base_url)
             assert isinstance(raised, openai.InternalServerError)  # b's own 503, passed on
@@ -206,7 +221,34 @@ def test_with_every_breaker_open_the_relay_answers_503_and_asks_no_one(tmp_path:
             json={**BODIES["openai-chat"], "model": "gpt-test", "stream": True},
         )
         assert (a.asked, b.asked) == asked == (2, 2)
-    assert refused.status_code == 503 and 1 <= int(refused.headers["retry-after"]) <= 1
+    assert refused.status_code == 503 and 1 <= int(refused.headers["retry-after"]) <= 2
     assert "circuit breaker is open" in refused.json()["error"]["message"]
     last = [r for r in run_lines(audit) if r["relay"]["close"] == "overloaded"]
     assert len(last) == 1 and last[0]["relay"]["limit"] == "circuit_breaker"
+
+
+def test_a_person_sees_the_open_breaker_and_the_fallbacks_on_the_errors_page(tmp_path: Path) -> None:
+    executable = chromium()
+    assert executable is not None, "the page tests need chromium on PATH"
+    with (
+        upstreams(BUSY, ok("B")) as (a, b),
+        relay_to(a.server.base_url, routes=table(a, b, cool_down_s=60)) as relay,
+    ):
+        for _ in range(2):
+            assert chat(relay.base_url) == ("B there", None)
+        data = httpx.get(relay.base_url + "/admin/errors", headers={"accept": "application/json"}).json()
+        with Browser(executable) as browser:
+            page = browser.page()
+            page.goto(relay.base_url + "/admin/errors")
+            heading = page.js("document.querySelector('#routes').innerText")
+            row = page.js(
+                "(() => { const r = document.querySelector('tr[data-route=a]');"
+                " const box = r.getBoundingClientRect();"
+                " return {text: r.innerText, visible: box.height > 0 && box.top < innerHeight}; })()"
+            )
+    assert [(r["name"], r["breaker"], r["fallbacks"]) for r in data["routes"]] == [
+        ("a", "open", {"b": 2}),
+        ("b", "closed", {}),
+    ]
+    assert heading == "Routes: 1 circuit breaker not closed, 2 fallbacks"
+    assert "OPEN" in row["text"] and "2 to b" in row["text"] and row["visible"]
