@@ -218,17 +218,15 @@ async def routed(
             with attempt(ids, route.first_token_s):
                 opening = await _open(client, outgoing, exchange)
             if not opening.failed:
-                try:
-                    await _give(exchange, opening)
-                finally:
-                    await opening.close()
+                await _give(exchange, opening)
                 return
         finally:
             _settle(routing, opening)
             book.changed()
         run = opening.run
-        assert run is not None
-        assert run.diagnosis is not None
+        if run is None or run.diagnosis is None:  # no run to decide by: passed on as it came
+            await _give(exchange, opening)
+            return
         diagnosis = run.diagnosis
         breaker = table.breakers.state(route.name, time.monotonic())
         failed = Failed(
@@ -240,20 +238,16 @@ async def routed(
         step = routing.after(policy, after_failure(policy, failed), failed, None)
         after = routing.take(retry=True) if step.kind is DecisionKind.RETRY else None
         if after is None:  # no route can help: the client gets this attempt's answer, as without a table
-            try:
-                await _give(exchange, opening)
-            finally:
-                await opening.close()
+            await _give(exchange, opening)
             return
-        reported = step.diagnosis or diagnosis
         links.append(
             AttemptLink(
                 run_id=run.run_id,
                 attempt=len(links) + 1,
                 summary_key=diagnosis.summary_key,
-                verdict=reported.verdict.value,
+                verdict=diagnosis.verdict.value,
                 decision="auto_retry",
-                delay_s=step.delay_s,
+                delay_s=round(step.delay_s, 4),
                 delay_reason=step.delay_reason,
                 next="retry",
                 route=route.name,
@@ -289,6 +283,13 @@ async def _open(client: httpx.AsyncClient, request: httpx.Request, exchange: Dow
 
 async def _give(exchange: Downstream, opening: Opening) -> None:
     """The client gets this attempt's answer: its stream, or the relay's 502 / 504 when no headers came."""
+    try:
+        await _pass_on(exchange, opening)
+    finally:
+        await opening.close()
+
+
+async def _pass_on(exchange: Downstream, opening: Opening) -> None:
     if opening.response is None:
         error = opening.error
         assert error is not None

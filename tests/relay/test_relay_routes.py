@@ -225,6 +225,7 @@ def test_with_every_breaker_open_the_relay_answers_503_and_asks_no_one(tmp_path:
     assert "circuit breaker is open" in refused.json()["error"]["message"]
     last = [r for r in run_lines(audit) if r["relay"]["close"] == "overloaded"]
     assert len(last) == 1 and last[0]["relay"]["limit"] == "circuit_breaker"
+    validate_record(RunRecord.from_dict(last[0]))  # type: ignore[arg-type]
 
 
 def test_a_person_sees_the_open_breaker_and_the_fallbacks_on_the_errors_page(tmp_path: Path) -> None:
