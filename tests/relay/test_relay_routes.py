@@ -37,6 +37,7 @@ JSON = ("content-type", "application/json")
 BUSY = (Status(503, (JSON,), b'{"error": {"type": "server_error", "message": "busy"}}'),)
 QUOTA = (Status(429, (JSON,), b'{"error": {"type": "insufficient_quota", "code": "insufficient_quota"}}'),)
 SILENT = (Stall(),)  # takes the request, says nothing
+LATE = (Headers(), Stall())  # a 200, then no first token
 COOL_DOWN_S = 1.5  # longer than a few calls through the SDK take
 
 
@@ -115,8 +116,8 @@ def records(audit: Path, count: int) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize(
     ("first", "options"),
-    [(BUSY, {}), (QUOTA, {}), (SILENT, {"first_token_s": 0.3})],
-    ids=["503", "quota", "silent"],
+    [(BUSY, {}), (QUOTA, {}), (SILENT, {"first_token_s": 0.3}), (LATE, {"first_token_s": 0.3})],
+    ids=["503", "quota", "silent", "headers-then-silent"],
 )
 def test_a_first_route_that_fails_before_the_first_byte_falls_back(
     tmp_path: Path, first: tuple[Any, ...], options: dict[str, Any]
