@@ -9,7 +9,7 @@ import json
 import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, MutableMapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import anyio
 import anyio.lowlevel
@@ -21,9 +21,6 @@ from ..tap import failure_of, run_of
 from ..tap._run import TapRun
 from ..wire import FORMATS
 from ._limits import Held
-
-if TYPE_CHECKING:
-    from ._fallback import Opening
 
 __all__ = ["HOP_BY_HOP", "REQUEST_ID", "SHUTDOWN", "Downstream", "answer", "connection_named"]
 
@@ -113,14 +110,16 @@ class Downstream:
             run.abort("the client disconnected", source="client")
         scope.cancel()
 
-    async def stream(self, response: httpx.Response, opening: Opening | None = None) -> None:
+    async def stream(
+        self, response: httpx.Response, held: tuple[Any, AsyncIterator[bytes]] | None = None
+    ) -> None:
         """The upstream's response, chunk by chunk as it is read, each reported to the run once written;
-        ``opening``: its start, read already and held back from the client (a route table's attempt)."""
+        ``held``: a route table's attempt, its start read already and held back from the client (the run's
+        kept events, and its chunks: ``_fallback.Opening``)."""
         run: TapRun | None = run_of(response)
         self.run = run
-        if opening is not None:
-            events: Any = opening.events
-            chunks: AsyncIterator[bytes] = opening.replay()
+        if held is not None:
+            events, chunks = held
         else:
             events = run.keep_events() if run is not None else None
             chunks = response.aiter_raw()

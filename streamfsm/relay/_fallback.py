@@ -298,7 +298,8 @@ async def _pass_on(exchange: Downstream, opening: Opening) -> None:
         else:
             await exchange.upstream_failed(502, "the upstream could not be reached", error)
         return
-    await exchange.stream(opening.response, opening if opening.run is not None else None)
+    held = (opening.events, opening.replay()) if opening.run is not None else None
+    await exchange.stream(opening.response, held)
 
 
 async def _discard(exchange: Downstream, opening: Opening) -> None:
