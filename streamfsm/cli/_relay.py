@@ -79,6 +79,7 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
         "account_key_env": args.account_key_env,
         "admin_session_key_env": args.admin_session_key_env,
         "forward_client_address": args.forward_client_address,
+        "routes": args.routes,
     }
 
 
@@ -135,6 +136,10 @@ def build_relay(settings: dict[str, Any]) -> Any:
     ):
         if settings.get(name) is not None:
             options[name] = settings[name]
+    if settings.get("routes"):
+        from ..relay._table import RouteTable
+
+        options["routes"] = RouteTable.load(settings["routes"])
     options["account_key"] = _secret(settings, "account_key_env", "the account key")
     options["session_key"] = _secret(settings, "admin_session_key_env", "the admin session key")
     stream = StreamConfig(sinks=sinks, idle_timeout=settings.get("idle_timeout") or IDLE_TIMEOUT_S)
@@ -453,6 +458,13 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         action="store_true",
         help="send the client's address upstream as X-Forwarded-For (the client's own Forwarded,"
         " X-Forwarded-* and X-Real-IP are never forwarded)",
+    )
+    relay.add_argument(
+        "--routes",
+        metavar="FILE",
+        help="a route table (JSON): a model name, or '*', to its upstream routes in order, each with its own"
+        " key (by variable or file); a request falls back to the next route before its first byte reaches"
+        " the client (see the relay guide)",
     )
     relay.add_argument(
         "--workers", type=positive_int, default=1, metavar="N", help="worker processes (default 1)"

@@ -86,8 +86,10 @@ class Admin:
         *,
         public_url: str | None = None,
         session_key: bytes | None = None,
+        routes: Callable[[], list[dict[str, Any]]] | None = None,
     ) -> None:
         self._token = token
+        self._routes = routes  # the route table's routes and breakers, live (``_fallback.RouteBook``)
         self._session_key = session_key if session_key is not None else secrets.token_bytes(32)
         public = urllib.parse.urlsplit(public_url) if public_url is not None else None
         self._secure = public is not None and public.scheme == "https"
@@ -146,6 +148,8 @@ class Admin:
                     await _respond(send, 200, runs_page(runs, links), _HTML)
             else:
                 report = await anyio.to_thread.run_sync(self.data.report, query)
+                if self._routes is not None:
+                    report["routes"] = self._routes()
                 if wants_json:
                     await _respond_json(send, 200, report)
                 else:

@@ -44,7 +44,7 @@ from ..classify._redact import redact_text
 from ..runtime import AuditLog, ErrorLog, Ids, RelayClose, StreamConfig
 from ..tap import Rule, async_transport, context
 from ..tap._context import relaying
-from ..tap._rules import check_rules, format_of
+from ..tap._rules import check_rules, format_of, llm_request
 from ..tap._run import TapRun
 from ._admin import Admin
 from ._downstream import (
@@ -58,11 +58,13 @@ from ._downstream import (
     connection_named,
 )
 from ._errors import ErrorsData
+from ._fallback import RouteBook, Routed, routed
 from ._journal import Journal
 from ._keys import account_of, deployment_key
 from ._limits import RETRY_AFTER_S, BodyChunks, Budget, Held, body_deadline, check_limit
 from ._metrics import RelayMetrics, relay_metrics
 from ._pool import ShardedPool, UpstreamClient
+from ._table import RouteTable
 
 __all__ = ["IDLE_TIMEOUT_S", "Relay", "RelayConfig"]
 
@@ -117,7 +119,9 @@ class RelayConfig:
     forwarded). ``max_answer_bytes`` / ``answer_budget_bytes``: the largest non-streaming answer the relay
     passes on, and the non-streaming answers held at once, all exchanges together (each is kept whole for its
     run to read at its end, and passed on once whole); past either, the answer is refused with a 502 and
-    recorded.
+    recorded. ``routes``: a route table (``RouteTable.load``): the LLM calls of the models it names go to
+    their routes, falling back before the first byte reaches the client (see ``_fallback``); everything else
+    goes to ``upstream``.
     """
 
     upstream: str
@@ -143,6 +147,7 @@ class RelayConfig:
     forward_client_address: bool = False
     max_answer_bytes: int = 64 << 20
     answer_budget_bytes: int = 256 << 20
+    routes: RouteTable | None = None
 
     def __post_init__(self) -> None:
         url = httpx.URL(self.upstream)
@@ -218,6 +223,9 @@ class Relay:
         self._rules = check_rules(config.rules)
         self._routes: dict[str, str] = {}  # a request path -> its redacted form (the record's route)
         self._urls: dict[bytes, httpx.URL] = {}  # a request target -> the upstream URL
+        self.routes = RouteBook(config.routes) if config.routes is not None else None
+        if self.routes is not None and self.metrics is not None:
+            self.metrics.watch_routes(self.routes)
         self.account_key = deployment_key(
             config.account_key, config.audit_log, config.error_log, store=config.store
         )
@@ -277,6 +285,7 @@ class Relay:
                 self.metrics,
                 public_url=config.public_url,
                 session_key=session,
+                routes=self.routes.report if self.routes is not None else None,
             )
         return self._admin
 
@@ -411,6 +420,7 @@ class Relay:
         peer = (scope.get("client") or (None,))[0] if self.config.forward_client_address else None
         request = httpx.Request(scope["method"], url, headers=_forwarded(headers, peer), content=body)
         request.stream = BodyChunks(body)
+        call = self._routed(scope, raw_path, body) if self.routes is not None else None
         begun = self._journal.begin(ids, request)  # a killed relay leaves a trace of this stream
         ids.update(begun)
         if sniffio.current_async_library() == "asyncio":
@@ -421,7 +431,7 @@ class Relay:
             watcher.add_done_callback(partial(_listened, watched))
             try:
                 with watched:
-                    await self._exchange_within(request, exchange, ids, _client(scope, ids))
+                    await self._exchange_within(request, exchange, ids, _client(scope, ids), call)
             finally:
                 watcher.cancel()
                 exchange.release()
@@ -430,20 +440,25 @@ class Relay:
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(exchange.watch, receive, tasks.cancel_scope)
             try:
-                await self._exchange_within(request, exchange, ids, _client(scope, ids))
+                await self._exchange_within(request, exchange, ids, _client(scope, ids), call)
             finally:
                 tasks.cancel_scope.cancel()
                 exchange.release()
                 self._journal.end(begun)
 
     async def _exchange_within(
-        self, request: httpx.Request, exchange: Downstream, ids: dict[str, str], client: bytes
+        self,
+        request: httpx.Request,
+        exchange: Downstream,
+        ids: dict[str, str],
+        client: bytes,
+        call: Routed | None = None,
     ) -> None:
         """The exchange with the request's correlation ids in context; cancelled from outside (the server's
         grace period for shutdown is over), the client hears why."""
         try:
             with context(**ids), relaying(client, exchange.runs), _in_flight(self.metrics):
-                await self._exchange(request, exchange)
+                await self._exchange(request, exchange, call)
         except anyio.get_cancelled_exc_class():
             if not exchange.client_gone:
                 with anyio.CancelScope(shield=True), anyio.move_on_after(_SHUTDOWN_WRITE_S):
@@ -514,8 +529,26 @@ class Relay:
             return None
         return bytes(buffer)
 
-    async def _exchange(self, request: httpx.Request, exchange: Downstream) -> None:
+    def _routed(self, scope: Scope, raw_path: bytes, body: bytes) -> Routed | None:
+        """The request's routes in the table: an LLM call of a model it names (or of any, with ``*``)."""
+        assert self.routes is not None
+        query_string: bytes = scope["query_string"]
+        query = dict(parse_qsl(query_string.decode("latin-1")))
+        call = llm_request(self._rules, scope["method"], scope["path"], query, body)
+        if call is None:
+            return None
+        model = call.body.get("model")
+        routes = self.routes.table.for_model(model)
+        if routes is None:
+            return None
+        target = raw_path + (b"?" + query_string if query_string else b"")
+        return Routed(routes, target, body, call.provider, model if isinstance(model, str) else None)
+
+    async def _exchange(self, request: httpx.Request, exchange: Downstream, call: Routed | None) -> None:
         client = self._upstream()
+        if call is not None and self.routes is not None:
+            await routed(client, request, exchange, self.routes, call, self._stream_config)
+            return
         try:
             response = await client.send(request, stream=True)
         except httpx.TimeoutException as exc:

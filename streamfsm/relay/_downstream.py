@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, MutableMapping
 from typing import Any, Final
 
 import anyio
@@ -112,11 +112,19 @@ class Downstream:
             run.abort("the client disconnected", source="client")
         scope.cancel()
 
-    async def stream(self, response: httpx.Response) -> None:
-        """The upstream's response, chunk by chunk as it is read, each reported to the run once written."""
+    async def stream(
+        self, response: httpx.Response, opened: tuple[Any, AsyncIterator[bytes]] | None = None
+    ) -> None:
+        """The upstream's response, chunk by chunk as it is read, each reported to the run once written;
+        ``opened``: a route table's attempt, its start read already and held back from the client (the run's
+        kept events, and its chunks: ``_fallback.Opening``)."""
         run: TapRun | None = run_of(response)
         self.run = run
-        events = run.keep_events() if run is not None else None
+        if opened is not None:
+            events, chunks = opened
+        else:
+            events = run.keep_events() if run is not None else None
+            chunks = response.aiter_raw()
         if run is not None:
             run.hold()  # the record counts every write of ours, to the response's end (``release``)
         kept = self.answer if run is not None and run.streams is False else None  # the run's whole copy
@@ -152,7 +160,7 @@ class Downstream:
                     self.started, self.sse = True, _is_stream(response)
                     if run is not None:
                         run.relayed_bytes(0)
-                async for chunk in response.aiter_raw():
+                async for chunk in chunks:
                     if self.client_gone:
                         break
                     if run is not None and run.failure is not None and self.sse and _edge(run) in _CUT_AT:

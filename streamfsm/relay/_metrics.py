@@ -101,6 +101,16 @@ class RelayMetrics:
         self._models = BoundedLabel()
         self._lock = threading.Lock()
         self._failures_seen = sink_failures()  # what failed before this relay is not its to count
+        self._routes: Any = None  # a route table's book (``_fallback``) and its metrics
+
+    def watch_routes(self, book: Any) -> None:
+        """Count a route table's breakers and fallbacks too (``_route_metrics``)."""
+        from ._route_metrics import RouteMetrics
+
+        metrics = RouteMetrics(self.registry)
+        self._routes = (book, metrics)
+        book.watchers.append(metrics.sync)
+        metrics.sync(book)
 
     def record(self, record: Mapping[str, Any]) -> None:
         """The sink: count one finished run (a few increments; nothing per event)."""
@@ -148,6 +158,9 @@ class RelayMetrics:
         from prometheus_client import CollectorRegistry, generate_latest
 
         self.sync_dropped()
+        if self._routes is not None:
+            book, metrics = self._routes
+            metrics.sync(book)
         if not multiprocess():
             return generate_latest(self.registry)
         from prometheus_client.multiprocess import MultiProcessCollector

@@ -542,6 +542,7 @@ def errors_page(report: Mapping[str, Any], links: Links) -> str:
         + _filter_form(links)
         + f"<h2 id=summary>{_summary_line(report)}</h2>"
         + _interrupted(report)
+        + routes_section(report)
         + _groups_table(report, links)
     )
     subtitle = f"failed streams by {_VIEW_NOUNS[by][0]}, from {_e(report.get('source'))}"
@@ -580,6 +581,43 @@ def runs_page(data: Mapping[str, Any], links: Links, what: str = "failed runs") 
         older = html.escape(query.url(links.runs, before=int(data["next_before"])))
         rows.append(f'<p><a id=older href="{older}">older runs →</a></p>')
     return _document("streamfsm relay: runs", html.escape(what), body + "".join(rows))
+
+
+def routes_section(report: Mapping[str, Any]) -> str:
+    """The route table's routes (``report["routes"]``, live from the relay): each route's upstream, the
+    models it serves, its circuit breaker and the fallbacks away from it since the relay started."""
+    routes = report.get("routes") or []
+    if not routes:
+        return ""
+    opened = [r for r in routes if r.get("breaker") != "closed"]
+    moved = sum(sum((r.get("fallbacks") or {}).values()) for r in routes)
+    head = (
+        f"<h2 id=routes>Routes: {len(opened)} circuit breaker{'s' if len(opened) != 1 else ''} not closed,"
+        f" {moved} fallback{'s' if moved != 1 else ''}</h2>"
+    )
+    rows = "".join(
+        f'<tr class="route breaker-{_e(r.get("breaker"))}" data-route="{_e(r.get("name"))}">'
+        f"<td class=mono>{_e(r.get('name'))}</td><td class=mono>{_e(r.get('upstream'))}</td>"
+        f"<td class=mono>{_e(', '.join(r.get('models') or []))}</td>"
+        f"<td class=breaker>{_e(_BREAKER_WORDS.get(str(r.get('breaker')), r.get('breaker')))}</td>"
+        f"<td>{_e(r.get('failures'))}</td><td>{_e(r.get('opened'))}</td>"
+        f"<td class=fallbacks>{_e(', '.join(f'{n} to {to}' for to, n in (r.get('fallbacks') or {}).items()))}"
+        "</td></tr>"
+        for r in routes
+    )
+    return (
+        head + "<table id=route-table><tr><th>route</th><th>upstream</th><th>models</th>"
+        "<th>circuit breaker</th><th>failures in a row</th><th>times opened</th><th>fell back</th></tr>"
+        + rows
+        + "</table>"
+    )
+
+
+_BREAKER_WORDS: Final = {
+    "closed": "closed",
+    "open": "OPEN: not asked until its cool-down ends",
+    "half_open": "half open: one probe",
+}
 
 
 def _interrupted(report: Mapping[str, Any]) -> str:

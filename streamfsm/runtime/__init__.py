@@ -43,8 +43,8 @@ from ._record import SCHEMA, RelayClose, RunRecord
 from ._recovery import Offer, Recovery
 from ._report import SIGNATURE, Group, field_value, group_failures, iso, request_id, started
 from ._retry import RetryingRun, retrying
-from ._retry_policy import RetryPolicy
-from ._routes import Help, Hop, Need, Route, helps, hop
+from ._retry_policy import DecisionKind, Failed, RetryPolicy, after_failure
+from ._routes import Help, Hop, Need, Route, Routing, helps, hop
 from ._sdk import SdkRun, SyncSdkRun, wrap
 from ._sinks import (
     AuditLog,
@@ -81,7 +81,9 @@ __all__ = [
     "Continuation",
     "ContinueStyle",
     "Continued",
+    "DecisionKind",
     "ErrorLog",
+    "Failed",
     "Finish",
     "FinishReason",
     "Group",
@@ -114,6 +116,7 @@ __all__ = [
     "Rewrite",
     "Route",
     "RouteTag",
+    "Routing",
     "Run",
     "RunCore",
     "RunRecord",
@@ -137,6 +140,7 @@ __all__ = [
     "Usage",
     "WholeBody",
     "Wire",
+    "after_failure",
     "as_bytes",
     "check_base_url",
     "content_decoder",

@@ -13,6 +13,7 @@ from ._notes import BLOCK_LEDGERS, Ledger
 _CURRENT: Final[ContextVar[Ids | None]] = ContextVar("streamfsm_ids", default=None)
 _RELAYED: Final[ContextVar[bytes | None]] = ContextVar("streamfsm_relayed", default=None)
 _HELD: Final[ContextVar[list[Any] | None]] = ContextVar("streamfsm_relay_runs", default=None)
+_FIRST_TOKEN: Final[ContextVar[float | None]] = ContextVar("streamfsm_first_token_s", default=None)
 
 
 @contextmanager
@@ -86,3 +87,22 @@ def relayed() -> bool:
 def relayed_for() -> bytes | None:
     """The client of the request being relayed (see ``relaying``), or None outside a relay."""
     return _RELAYED.get()
+
+
+@contextmanager
+def attempt(ids: Ids, first_token_s: float | None = None) -> Iterator[None]:
+    """Every run the tap starts inside this block is one attempt of a chain over routes (the relay's route
+    table): ``ids`` whole (the chain's trace, the attempt's number and route, the attempts before it);
+    ``first_token_s``: the route's deadline for the first token (`RunCore.bound_first_token`)."""
+    token = _CURRENT.set(ids)
+    bound = _FIRST_TOKEN.set(first_token_s)
+    try:
+        yield
+    finally:
+        _FIRST_TOKEN.reset(bound)
+        _CURRENT.reset(token)
+
+
+def first_token_bound() -> float | None:
+    """The deadline for the first token of the attempt being started (see ``attempt``), or None."""
+    return _FIRST_TOKEN.get()

@@ -56,7 +56,7 @@ from ..runtime import (
     plain_scope_class,
     socket_of,
 )
-from ._context import current_ids, relay_runs, relayed, relayed_for
+from ._context import current_ids, first_token_bound, relay_runs, relayed, relayed_for
 from ._notes import attach, remember
 from ._rules import Rule, check_rules, llm_request
 from ._run import SyncTapRun, TapRun
@@ -235,6 +235,9 @@ class _Tap:
         except ImportError as missing:  # a format whose extra is not installed (Bedrock's): pass it untouched
             _unreadable(call.provider, str(missing))
             return None
+        bound = first_token_bound()
+        if bound is not None:  # a route's deadline (the relay's route table), before the run starts
+            run.core.bound_first_token(bound)
         if relayed():
             run.relayed_bytes(0)
             held = relay_runs()
