@@ -203,8 +203,9 @@ class RouteScenario:
     ``answer``: the text the caller must read, whole and once (None: the call must stop, with summary key
     ``stop`` and, when given, the provider's error ``code`` in its evidence). ``confirm``: what the caller
     answers when asked (a replay must show a `Restarted`, a continuation a `Continued`); ``continue_with``:
-    the continuation style asked for. ``calls`` calls are made one after another, ``pause_s`` apart, each
-    within ``call_s``; the last ``healthy_last`` must be answered by the first route at its first request.
+    the continuation style asked for. Calls are made one after another, ``pause_s`` apart, until ``span_s``
+    has passed since the first (at least one, at most ``calls``), each within ``call_s``; the last
+    ``healthy_last`` must be answered by the first route at its first request.
     """
 
     name: str
@@ -217,6 +218,7 @@ class RouteScenario:
     confirm: Recovery | None = None
     continue_with: ContinueStyle | None = None
     calls: int = 1
+    span_s: float = 0.0
     pause_s: float = 0.0
     call_s: float = 2.0
     healthy_last: int = 0
@@ -247,7 +249,7 @@ def _scenarios() -> list[RouteScenario]:
         RouteScenario(
             "rate-limit-persistent",
             "every answer a 429 with a short wait: each wait honoured, a few tries, then the next route",
-            (p("primary", (limited("60"),)), p("fallback", (OK,))),
+            (p("primary", (limited("250"),)), p("fallback", (OK,))),
         ),
         RouteScenario(
             "overloaded-persistent",
@@ -353,13 +355,14 @@ def _scenarios() -> list[RouteScenario]:
         ),
         RouteScenario(
             "outage-then-recovery",
-            "down (503) for 1.5 s across 16 calls: the fallback answers, the breaker opens, probes and"
-            " closes; the last calls are the primary's again",
+            "down (503) for 2 s, a call every 0.1 s for 3 s: the fallback answers, the breaker opens,"
+            " probes and closes; the last calls are the primary's again",
             (
-                p("primary", (OK,), down_s=1.5, tries=1, max_requests=None, max_failed=9),
+                p("primary", (OK,), down_s=2.0, tries=1, max_requests=None, max_failed=12),
                 p("fallback", (OK,), max_requests=None),
             ),
-            calls=16,
+            calls=60,
+            span_s=3.0,
             pause_s=0.1,
             call_s=1.0,
             healthy_last=3,
@@ -404,6 +407,7 @@ class Got:
     asked: int = 0
     diagnosis: Diagnosis | None = None
     error: str | None = None
+    code: str | None = None  # the provider's error code, as the SDK's error carries it
     records: tuple[RunRecord, ...] = ()
 
 
@@ -425,6 +429,7 @@ class Leg:
     session: Session
     gated: bool = False
     unavailable: Callable[[], str | None] = lambda: None  # why it cannot play here (None: it can)
+    concurrency: int | None = None  # plays at once (None: all); a heavy client under load misses deadlines
 
 
 def _received(got: Got, event: object) -> None:
@@ -540,6 +545,8 @@ async def _openai(
                 for choice in item.choices or ():
                     got.text += getattr(choice.delta, "content", None) or ""
         except Exception as exc:  # the SDK's own error, as the app gets it
+            code = getattr(exc, "code", None)
+            got.code = code if isinstance(code, str) else None
             failure = tap.failure_of(exc)
             if failure is not None:
                 got.diagnosis = failure.diagnosis
@@ -582,7 +589,7 @@ def relay_leg(start: RelayStart, unavailable: Callable[[], str | None] = lambda:
     def why() -> str | None:
         return sdk_available("tap:openai") or unavailable()
 
-    return Leg("relay", "relay, route table", session, unavailable=why)
+    return Leg("relay", "relay, route table", session, unavailable=why, concurrency=4)
 
 
 _RELAY_TABLE: Final = "streamfsm.relay._table"  # the relay's route table (issue #34's relay part)
@@ -638,9 +645,11 @@ async def relay_routes(table: Sequence[TableRoute]) -> AsyncIterator[str]:
     from ..relay import Relay, RelayConfig
 
     routes = importlib.import_module(_RELAY_TABLE).RouteTable.from_dict(relay_table(table), environ={})
-    options: dict[str, Any] = {"upstream": table[0].base_url, "routes": routes}
+    # One upstream pool: its default sixteen each load the CA bundle (~0.1 s apiece) at the relay's start.
+    options: dict[str, Any] = {"upstream": table[0].base_url, "routes": routes, "max_connections": 64}
     relay = Relay(RelayConfig(**options))
-    config = uvicorn.Config(relay, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+    # Quiet: the harness reads the relay's doing from what the caller got and the servers' logs.
+    config = uvicorn.Config(relay, host="127.0.0.1", port=0, log_level="critical", lifespan="on")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="streamfsm-harness-relay", daemon=True)
 
@@ -753,7 +762,12 @@ def _caller_problems(scenario: RouteScenario, gots: Sequence[Got]) -> list[str]:
                 problems.append(f"{call}asked to confirm {got.asked} times, not once")
             continue
         diagnosis = got.diagnosis
-        if diagnosis is None:
+        if diagnosis is None and got.error is not None and got.code is not None:
+            # No diagnosis on the caller's side (through the relay: the provider's own answer, passed on):
+            # the provider's error code must reach it.
+            if got.code != scenario.code:
+                problems.append(f"{call}{got.error}, not the provider's {scenario.code}")
+        elif diagnosis is None:
             problems.append(f"{call}{'got the answer' if failure is None else failure}, not {scenario.stop}")
         elif diagnosis.summary_key != scenario.stop:
             problems.append(f"{call}stopped as {diagnosis.summary_key}, not {scenario.stop}")
@@ -817,7 +831,12 @@ async def run_route_scenario(scenario: RouteScenario, leg: Leg) -> RouteOutcome:
             for p, fault in zip(scenario.routes, faults, strict=True)
         )
         async with leg.session(scenario, table) as call:
+            for server in servers:  # an outage counts from the first call, however long the leg took to start
+                server.start = time.monotonic()
+            first = time.monotonic()
             for index in range(scenario.calls):
+                if index and time.monotonic() - first >= scenario.span_s:
+                    break
                 if index and scenario.pause_s:
                     await anyio.sleep(scenario.pause_s)
                 got: Got | None = None
@@ -864,26 +883,32 @@ def playable(legs: Iterable[Leg]) -> tuple[list[Leg], dict[str, str]]:
 _WARM_UP: Final = RouteScenario("warm-up", "one route that answers", (Provider("only", (OK,)),))
 
 
+async def _play_leg(scenarios: Sequence[RouteScenario], leg: Leg) -> list[RouteOutcome]:
+    await run_route_scenario(_WARM_UP, leg)
+    results: list[RouteOutcome | None] = [None] * len(scenarios)
+    limiter = anyio.CapacityLimiter(leg.concurrency or max(1, len(scenarios)))
+
+    async def one(index: int, scenario: RouteScenario) -> None:
+        async with limiter:
+            results[index] = await run_route_scenario(scenario, leg)
+
+    async with anyio.create_task_group() as group:
+        for index, scenario in enumerate(scenarios):
+            group.start_soon(one, index, scenario)
+    return [outcome for outcome in results if outcome is not None]
+
+
 async def run_routes(
     scenarios: Iterable[RouteScenario], legs: Sequence[Leg] = (RETRYING, TAP)
 ) -> list[RouteOutcome]:
-    """Play every scenario through every leg: a leg at a time (its timings are its own), its scenarios all at
-    once (each play has servers of its own), after one unmeasured play that warms the leg up (an SDK's
-    import and first parse block the event loop for a while). The outcomes in the order of the legs, then of
-    the scenarios."""
+    """Play every scenario through every leg: a leg at a time (its timings are its own), its scenarios at
+    once (each play has servers of its own; at most the leg's ``concurrency``), after one unmeasured play
+    that warms the leg up (an SDK's import and first parse block the event loop for a while). The outcomes
+    in the order of the legs, then of the scenarios."""
     scenarios = list(scenarios)
     out: list[RouteOutcome] = []
     for leg in legs:
-        await run_route_scenario(_WARM_UP, leg)
-        results: list[RouteOutcome | None] = [None] * len(scenarios)
-
-        async def one(index: int, scenario: RouteScenario, leg: Leg, results: list[Any] = results) -> None:
-            results[index] = await run_route_scenario(scenario, leg)
-
-        async with anyio.create_task_group() as group:
-            for index, scenario in enumerate(scenarios):
-                group.start_soon(one, index, scenario, leg)
-        out += [outcome for outcome in results if outcome is not None]
+        out += await _play_leg(scenarios, leg)
     return out
 
 
