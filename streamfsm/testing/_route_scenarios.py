@@ -787,16 +787,28 @@ def _conduct(
             out.append(f"{provider.name}: {len(log)} requests, at most {provider.max_requests}")
         if provider.max_failed is not None and len(failed) > provider.max_failed:
             out.append(f"{provider.name}: {len(failed)} failed answers, at most {provider.max_failed}")
+        early: list[tuple[float, float]] = []  # (gap, the wait it stated) of a request before the wait
+        close: list[float] = []  # gaps under min_spacing_s after a failure that stated no wait
         for (before, script), (after, _) in itertools.pairwise(log):
             if not _failed(script):
                 continue
-            gap = after.at - before.at
-            wait = _stated_wait(script)
+            gap, wait = after.at - before.at, _stated_wait(script)
             if wait is not None and gap < wait - WAIT_TOLERANCE_S:
-                out.append(f"{provider.name}: asked again {gap:.3f} s after it asked for {wait:g} s")
-            elif gap < scenario.min_spacing_s:
-                least = scenario.min_spacing_s
-                out.append(f"{provider.name}: asked again {gap:.3f} s after a failure (at least {least:g})")
+                early.append((gap, wait))
+            elif wait is None and gap < scenario.min_spacing_s:
+                close.append(gap)
+        if early:
+            gap, wait = min(early)
+            times = f"{len(early)} time{'s' if len(early) > 1 else ''}"
+            out.append(
+                f"{provider.name}: asked again before its stated wait, {times} ({gap:.3f} s after {wait:g} s)"
+            )
+        if close:
+            times = f"{len(close)} time{'s' if len(close) > 1 else ''}"
+            least = scenario.min_spacing_s
+            out.append(
+                f"{provider.name}: asked again within {least:g} s of a failure, {times} ({min(close):.3f} s)"
+            )
     for index, got in enumerate(gots):
         took = got.ended - got.started
         if took > scenario.call_s:

@@ -111,7 +111,9 @@ def _hammer(tries: int) -> Any:
 
     @contextlib.asynccontextmanager
     async def session(scenario: RouteScenario, table: Sequence[TableRoute]) -> AsyncIterator[Any]:
-        async with httpx.AsyncClient(timeout=httpx.Timeout(5.0, read=0.5), trust_env=False) as client:
+        async with httpx.AsyncClient(
+            timeout=httpx.Timeout(5.0, read=0.5), trust_env=False, verify=False
+        ) as client:
 
             async def call() -> Got:
                 got = Got(time.monotonic())
@@ -141,14 +143,16 @@ async def test_a_client_that_hammers_fails_every_scenario() -> None:
     assert [name for name, o in outcomes.items() if o.matched] == []
     persistent = outcomes["routes/rate-limit-persistent"].violations
     assert "primary: 4 requests, at most 3" in persistent
-    assert any("after it asked for 0.25 s" in v for v in persistent), "Retry-After not honoured"
-    assert any("after it asked for 0.2 s" in v for v in outcomes["routes/rate-limit-short-wait"].violations)
+    assert any("before its stated wait" in v and "after 0.25 s)" in v for v in persistent), "Retry-After"
+    short = outcomes["routes/rate-limit-short-wait"].violations
+    assert any("primary: asked again before its stated wait, 1 time (" in v for v in short)
     assert asked_again(outcomes["routes/silent-before-headers"], "primary")
     assert "acme-2: 4 requests, at most 0" in outcomes["routes/quota-other-account"].violations
     policy = outcomes["routes/content-policy"]
     assert "lax: 1 requests, at most 0" in policy.violations
     assert policy.problems == ("got the answer, not provider_error.content_filter",)
-    assert any("failed answers, at most 12" in v for v in outcomes["routes/outage-then-recovery"].violations)
+    outage = outcomes["routes/outage-then-recovery"].violations
+    assert any(v.startswith("primary: asked again within 0.04 s of a failure") for v in outage), outage
 
 
 async def test_spacing_after_a_failure_is_checked() -> None:
@@ -161,7 +165,9 @@ async def test_spacing_after_a_failure_is_checked() -> None:
     )
     leg = Leg("hammer", "asks twice at once", _hammer(2))
     outcome = await run_route_scenario(spaced, leg)
-    assert any("after a failure (at least 0.04)" in v for v in outcome.violations)
+    assert any(
+        v.startswith("only: asked again within 0.04 s of a failure, 1 time") for v in outcome.violations
+    )
     assert outcome.problems == ("every route failed, not provider_error.server_error",)
 
 
