@@ -90,7 +90,7 @@ __all__ = [
 
 PREFIX: Final = "routes/"
 FORMAT: Final = "openai-chat"  # the openai SDK speaks it: every leg plays every scenario
-DEADLINE_S: Final = 0.5
+DEADLINE_S: Final = 2.0
 """The first-token deadline a route declares unless the scenario says otherwise (the tap's too)."""
 MIN_SPACING_S: Final = 0.04
 """The least time between a failed answer and the next request on that route (the breakers space by 0.05)."""
@@ -220,7 +220,7 @@ class RouteScenario:
     calls: int = 1
     span_s: float = 0.0
     pause_s: float = 0.0
-    call_s: float = 2.0
+    call_s: float = 3.0
     healthy_last: int = 0
     min_spacing_s: float = MIN_SPACING_S
 
@@ -238,8 +238,8 @@ def _scenarios() -> list[RouteScenario]:
     return [
         RouteScenario(
             "rate-limit-short-wait",
-            "a 429 asking for 0.2 s: the route is waited for and answers; the fallback is not asked",
-            (p("primary", (limited("200"), OK), max_requests=2), p("fallback", (OK,), max_requests=0)),
+            "a 429 asking for 0.5 s: the route is waited for and answers; the fallback is not asked",
+            (p("primary", (limited("500"), OK), max_requests=2), p("fallback", (OK,), max_requests=0)),
         ),
         RouteScenario(
             "rate-limit-long-wait",
@@ -275,7 +275,7 @@ def _scenarios() -> list[RouteScenario]:
             "late-first-token",
             "the first token 2 s after the headers, past the route's 0.3 s deadline: the next route answers",
             (p("primary", (LATE,), first_token_s=0.3, max_requests=1), p("fallback", (OK,))),
-            call_s=1.5,
+            call_s=1.8,
         ),
         RouteScenario(
             "context-overflow-larger-window",
@@ -358,13 +358,13 @@ def _scenarios() -> list[RouteScenario]:
             "down (503) for 2 s, a call every 0.1 s for 3 s: the fallback answers, the breaker opens,"
             " probes and closes; the last calls are the primary's again",
             (
-                p("primary", (OK,), down_s=2.0, tries=1, max_requests=None, max_failed=12),
+                p("primary", (OK,), down_s=2.0, tries=1, max_requests=None, max_failed=10),
                 p("fallback", (OK,), max_requests=None),
             ),
             calls=60,
             span_s=3.0,
             pause_s=0.1,
-            call_s=1.0,
+            call_s=1.5,
             healthy_last=3,
         ),
     ]
@@ -429,7 +429,7 @@ class Leg:
     session: Session
     gated: bool = False
     unavailable: Callable[[], str | None] = lambda: None  # why it cannot play here (None: it can)
-    concurrency: int | None = None  # plays at once (None: all); a heavy client under load misses deadlines
+    concurrency: int = 6  # plays at once: under load of its own, a client misses the scenarios' deadlines
 
 
 def _received(got: Got, event: object) -> None:
@@ -589,7 +589,7 @@ def relay_leg(start: RelayStart, unavailable: Callable[[], str | None] = lambda:
     def why() -> str | None:
         return sdk_available("tap:openai") or unavailable()
 
-    return Leg("relay", "relay, route table", session, unavailable=why, concurrency=4)
+    return Leg("relay", "relay, route table", session, unavailable=why, concurrency=3)
 
 
 _RELAY_TABLE: Final = "streamfsm.relay._table"  # the relay's route table (issue #34's relay part)
@@ -898,23 +898,26 @@ _WARM_UP: Final = RouteScenario("warm-up", "one route that answers", (Provider("
 async def _play_leg(scenarios: Sequence[RouteScenario], leg: Leg) -> list[RouteOutcome]:
     await run_route_scenario(_WARM_UP, leg)
     results: list[RouteOutcome | None] = [None] * len(scenarios)
-    limiter = anyio.CapacityLimiter(leg.concurrency or max(1, len(scenarios)))
+    limiter = anyio.CapacityLimiter(leg.concurrency)
 
     async def one(index: int, scenario: RouteScenario) -> None:
         async with limiter:
             results[index] = await run_route_scenario(scenario, leg)
 
+    # The long plays (an outage across many calls) first, so that the short ones fill in beside them.
+    order = sorted(range(len(scenarios)), key=lambda i: -scenarios[i].span_s)
     async with anyio.create_task_group() as group:
-        for index, scenario in enumerate(scenarios):
-            group.start_soon(one, index, scenario)
+        for index in order:
+            group.start_soon(one, index, scenarios[index])
+            await anyio.sleep(0)  # started in this order: the limiter takes them as they come
     return [outcome for outcome in results if outcome is not None]
 
 
 async def run_routes(
     scenarios: Iterable[RouteScenario], legs: Sequence[Leg] = (RETRYING, TAP)
 ) -> list[RouteOutcome]:
-    """Play every scenario through every leg: a leg at a time (its timings are its own), its scenarios at
-    once (each play has servers of its own; at most the leg's ``concurrency``), after one unmeasured play
+    """Play every scenario through every leg: a leg at a time (its timings are its own), the leg's
+    ``concurrency`` of its scenarios at once (each play has servers of its own), after one unmeasured play
     that warms the leg up (an SDK's import and first parse block the event loop for a while). The outcomes
     in the order of the legs, then of the scenarios."""
     scenarios = list(scenarios)
