@@ -44,7 +44,10 @@ def select(names: Sequence[str] | None, formats: Sequence[str] | None) -> list[A
     if not names:
         return scenarios
     chosen = [s for s in scenarios if any(fnmatch.fnmatchcase(s.name, pattern) for pattern in names)]
+    from ..testing._route_scenarios import route_catalog
+
     known = [s.name for s in scenarios] + [s.name for s in recovery_catalog(formats=formats)]
+    known += [s.name for s in route_catalog()]
     unmatched = [p for p in names if not any(fnmatch.fnmatchcase(name, p) for name in known)]
     if unmatched:
         raise UsageError(
@@ -141,6 +144,61 @@ def differences(outcomes: Sequence[Any], width: int | None = None) -> str:
     return "\n".join(lines)
 
 
+def select_routes(
+    names: Sequence[str] | None, formats: Sequence[str] | None, vias: Sequence[str]
+) -> list[Any]:
+    """The route scenarios to play: with the runtime path (the default), in their format, by name."""
+    from ..testing._route_scenarios import FORMAT, route_catalog
+
+    if "runtime" not in vias or (formats and FORMAT not in formats):
+        return []
+    return route_catalog(names)
+
+
+def _cell(outcome: Any) -> str:
+    if outcome.expects_answer:
+        cell = "rescued" if outcome.right else "lost"
+    else:
+        cell = "stopped" if outcome.right else "not stopped"
+    if outcome.violations:
+        cell += f", {len(outcome.violations)} conduct"
+    return ("✗ " if outcome.gated and not outcome.matched else "") + cell
+
+
+def route_section(outcomes: Sequence[Any], legs: Sequence[Any], unplayed: dict[str, str]) -> str:
+    """The route scenarios as a table (a column per leg), then each leg's rescues, right stops and conduct
+    violations, the legs that could not play and why, and every conduct violation."""
+    from ..testing._route_scenarios import tally
+
+    names = list(dict.fromkeys(o.name for o in outcomes))
+    cells = {(o.name, o.via): _cell(o) for o in outcomes}
+    columns = [leg.name for leg in legs]
+    widths = [max([len("route scenario"), *map(len, names)])]
+    widths += [max([len(c), *(len(cells[n, c]) for n in names)]) for c in columns]
+    lines = [
+        f"route scenarios: {len(names)}, a fault server per route; what the caller got, and how each provider"
+        " was treated (its own request log)",
+        "  ".join(h.ljust(w) for h, w in zip(["route scenario", *columns], widths, strict=True)).rstrip(),
+        "  ".join("-" * w for w in widths),
+    ]
+    for name in names:
+        row = [name, *(cells[name, c] for c in columns)]
+        lines.append("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
+    for leg in legs:
+        t = tally(o for o in outcomes if o.via == leg.name)
+        spread = f" (in {t['violating']} scenarios)" if t["violations"] else ""
+        lines.append(
+            f"{leg.label}: rescued {t['rescued']} of {t['answers']}, stopped right {t['stopped_right']} of"
+            f" {t['stops']}, conduct violations {t['violations']}{spread}"
+        )
+    lines += [f"not played: {name}: {why}" for name, why in unplayed.items()]
+    violating = [o for o in outcomes if o.violations]
+    if violating:
+        lines.append("conduct violations:")
+        lines += [f"  {o.via} {o.name}: {'; '.join(o.violations)}" for o in violating]
+    return "\n".join(lines)
+
+
 def summary(outcomes: Sequence[Any], seconds: float) -> str:
     mismatched = [o for o in outcomes if not o.matched]
     runs = len(outcomes)
@@ -200,12 +258,14 @@ async def _harness(args: argparse.Namespace) -> int:
     from ..testing import SDK_FORMATS, plan, run_catalog, sdk_available
     from ..testing._harness import TAP_PREFIX
     from ..testing._recovery_scenarios import recovery_catalog, run_recovery
+    from ..testing._route_scenarios import RELAY, RETRYING, TAP, playable, run_routes
 
     scenarios = _playable(select(args.scenario, args.format))
-    # Recovery chains (resume, continue) run on the runtime path, after the catalog.
+    # Recovery chains (resume, continue) and route scenarios run with the runtime path, after the catalog.
     chains = recovery_catalog(args.scenario, args.format) if "runtime" in (args.via or ["runtime"]) else []
+    routes = select_routes(args.scenario, args.format, args.via or ["runtime"])
     if args.list:
-        for scenario in [*scenarios, *chains]:
+        for scenario in [*scenarios, *chains, *routes]:
             print(f"{scenario.name}  {scenario.description}")
         return 0
     vias = list(dict.fromkeys(args.via or ["runtime"]))
@@ -224,7 +284,7 @@ async def _harness(args: argparse.Namespace) -> int:
                 print(f"streamfsm harness: skipping the {path} SDK path: {why}", file=sys.stderr)
     if not paths:
         raise UsageError("no path left to play the scenarios through")
-    if not plan(scenarios, paths) and not chains:
+    if not plan(scenarios, paths) and not chains and not routes:
         raise UsageError(
             "no selected scenario speaks a format of the SDKs"
             f" ({', '.join(dict.fromkeys(f for formats in SDK_FORMATS.values() for f in formats))})"
@@ -253,6 +313,9 @@ async def _harness(args: argparse.Namespace) -> int:
             outcome, attempts = await run_recovery(chain, timeout=args.timeout)
             outcomes.append(outcome)
             records += attempts  # every attempt's record: diagnose finds each by its run id
+        legs, unplayed = playable((RETRYING, TAP, RELAY))
+        played = await run_routes(routes, legs) if routes else []
+        records += [record for outcome in played for record in outcome.records]
     finally:
         progress.clear()
     seconds = time.monotonic() - started
@@ -265,12 +328,19 @@ async def _harness(args: argparse.Namespace) -> int:
         if records_out is not None and records_out is not sys.stdout:
             records_out.close()
     width = table_width(args.wide)
-    print(table(outcomes, width, with_via=paths != [None]), file=table_out)
+    if outcomes:
+        print(table(outcomes, width, with_via=paths != [None]), file=table_out)
+    if played:
+        print(route_section(played, legs, unplayed), file=table_out)
     documented = differences(outcomes, width)
     if documented:
         print(documented, file=table_out)
-    print(summary(outcomes, seconds), file=table_out)
-    return 0 if all(o.matched for o in outcomes) else 1
+    gated: list[Any] = [
+        *outcomes,
+        *(o for o in played if o.gated),
+    ]  # a baseline leg's losses are counted, not failed
+    print(summary(gated, seconds), file=table_out)
+    return 0 if all(o.matched for o in gated) else 1
 
 
 def run_harness(args: argparse.Namespace) -> int:

@@ -19,6 +19,7 @@ import itertools
 import socket
 import struct
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -97,7 +98,8 @@ class Request:
 
 @dataclass(frozen=True, slots=True)
 class RequestRecord:
-    """What `FaultServer.requests` keeps of a request: secrets redacted, at most 4 KiB of the body."""
+    """What `FaultServer.requests` keeps of a request: secrets redacted, at most 4 KiB of the body, and when
+    it arrived (``at``, on ``time.monotonic()``'s clock: how a client spaced its attempts)."""
 
     seq: int
     connection: int
@@ -107,6 +109,7 @@ class RequestRecord:
     headers: HeaderPairs
     body_size: int
     body_head: bytes = field(repr=False)
+    at: float = field(default=0.0, compare=False)  # time.monotonic() when the request had been read
 
     def header(self, name: str) -> str | None:
         """The first value of header ``name`` (case-insensitive, redacted if secret), or None."""
@@ -474,6 +477,7 @@ class FaultServer:
             headers=_redact(request.headers),
             body_size=len(request.body),
             body_head=request.body[:_BODY_HEAD],
+            at=time.monotonic(),
         )
         with self._lock:
             self._records.append(record)
