@@ -165,9 +165,19 @@ def _cell(outcome: Any) -> str:
     return ("✗ " if outcome.gated and not outcome.matched else "") + cell
 
 
-def route_section(outcomes: Sequence[Any], legs: Sequence[Any], unplayed: dict[str, str]) -> str:
+def _wrapped(line: str, width: int | None) -> list[str]:
+    """``line`` as it is, or wrapped to ``width`` (its follow-on lines indented) when it is wider."""
+    if width is None or len(line) <= width:
+        return [line]
+    return textwrap.wrap(line, max(40, width), subsequent_indent="    ")
+
+
+def route_section(
+    outcomes: Sequence[Any], legs: Sequence[Any], unplayed: dict[str, str], width: int | None = None
+) -> str:
     """The route scenarios as a table (a column per leg), then each leg's rescues, right stops and conduct
-    violations, the legs that could not play and why, and every conduct violation."""
+    violations, the legs that could not play and why, and every conduct violation; fitted to ``width``
+    (a table wider than it becomes a line per scenario)."""
     from ..testing._route_scenarios import tally
 
     names = list(dict.fromkeys(o.name for o in outcomes))
@@ -175,28 +185,33 @@ def route_section(outcomes: Sequence[Any], legs: Sequence[Any], unplayed: dict[s
     columns = [leg.name for leg in legs]
     widths = [max([len("route scenario"), *map(len, names)])]
     widths += [max([len(c), *(len(cells[n, c]) for n in names)]) for c in columns]
-    lines = [
-        f"route scenarios: {len(names)}, a fault server per route; what the caller got, and how each provider"
-        " was treated (its own request log)",
+    rows = [
         "  ".join(h.ljust(w) for h, w in zip(["route scenario", *columns], widths, strict=True)).rstrip(),
         "  ".join("-" * w for w in widths),
     ]
     for name in names:
         row = [name, *(cells[name, c] for c in columns)]
-        lines.append("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
+        rows.append("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
+    if width is not None and sum(widths) + 2 * len(columns) > width:
+        rows = [f"{name}: " + "; ".join(f"{c} {cells[name, c]}" for c in columns) for name in names]
+    prose = [
+        f"route scenarios: {len(names)}, a fault server per route; what the caller got, and how each provider"
+        " was treated (its own request log)"
+    ]
     for leg in legs:
         t = tally(o for o in outcomes if o.via == leg.name)
         spread = f" (in {t['violating']} scenarios)" if t["violations"] else ""
-        lines.append(
+        prose.append(
             f"{leg.label}: rescued {t['rescued']} of {t['answers']}, stopped right {t['stopped_right']} of"
             f" {t['stops']}, conduct violations {t['violations']}{spread}"
         )
-    lines += [f"not played: {name}: {why}" for name, why in unplayed.items()]
+    prose += [f"not played: {name}: {why}" for name, why in unplayed.items()]
     violating = [o for o in outcomes if o.violations]
     if violating:
-        lines.append("conduct violations:")
-        lines += [f"  {o.via} {o.name}: {'; '.join(o.violations)}" for o in violating]
-    return "\n".join(lines)
+        prose.append("conduct violations:")
+        prose += [f"  {o.via} {o.name}: {'; '.join(o.violations)}" for o in violating]
+    lines = [prose[0], *rows, *prose[1:]]
+    return "\n".join(line for text in lines for line in _wrapped(text, width))
 
 
 def summary(outcomes: Sequence[Any], seconds: float) -> str:
@@ -331,7 +346,7 @@ async def _harness(args: argparse.Namespace) -> int:
     if outcomes:
         print(table(outcomes, width, with_via=paths != [None]), file=table_out)
     if played:
-        print(route_section(played, legs, unplayed), file=table_out)
+        print(route_section(played, legs, unplayed, width), file=table_out)
     documented = differences(outcomes, width)
     if documented:
         print(documented, file=table_out)

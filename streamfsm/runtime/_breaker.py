@@ -4,8 +4,8 @@ is given; a lock makes it safe from threads and event loops alike.
 A breaker is **closed** (everything passes) until ``threshold`` consecutive transient failures open it;
 **open**, it admits nothing for ``cool_down_s``; then **half open**, it admits one probe: a success closes
 it, a failure opens it again. A route's retries (attempts after a failure, by any chain) are capped at
-``retry_cap`` per ``window_s`` and start at least ``min_spacing_s`` apart: a route in trouble is never
-hammered, however many chains want it. First attempts are never held back but by an open breaker.
+``retry_cap`` per ``window_s``, and a retry starts at least ``min_spacing_s`` after the route's last try: a
+route in trouble is never hammered, however many chains want it. A chain's first attempt never waits.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ class Breaker:
     failures: int = 0  # consecutive transient failures
     opened_at: float = 0.0
     probing: bool = False  # the half-open probe is out
-    last_retry: float = -math.inf
+    last_try: float = -math.inf  # when its last attempt, of any chain, starts
     opened: int = 0  # times it opened, for metrics
     retries: deque[float] = field(default_factory=deque)  # when its retries in the window started
     transitions: deque[Transition] = field(default_factory=lambda: deque(maxlen=_MAX_TRANSITIONS))
@@ -143,18 +143,20 @@ class Breakers:
                 if len(window) >= self.retry_cap:
                     return None
                 window.append(now)
-                # Spaced from the route's last retry: this one starts no sooner than min_spacing_s after.
-                breaker.last_retry = max(now, breaker.last_retry + self.min_spacing_s)
+            # A retry starts min_spacing_s after the route's last try, any chain's; a first attempt goes at
+            # once (new requests come at the caller's rate, not ours), but a retry after it is spaced.
+            start = max(now, breaker.last_try + self.min_spacing_s) if retry else now
+            breaker.last_try = max(breaker.last_try, start)
             if state is BreakerState.HALF_OPEN:
                 breaker.probing = True
             return state
 
     def wait_s(self, route: str, now: float) -> float:
         """How long the retry of ``route`` admitted at ``now`` waits, to start ``min_spacing_s`` after the
-        one before it (0 for a first attempt)."""
+        route's try before it (0 for a first attempt)."""
         with self._lock:
             breaker = self._breakers.get(route)
-            return 0.0 if breaker is None else max(0.0, breaker.last_retry - now)
+            return 0.0 if breaker is None else max(0.0, breaker.last_try - now)
 
     def succeeded(self, route: str, now: float) -> None:
         with self._lock:
@@ -192,7 +194,7 @@ class Breakers:
                     breaker.failures,
                     breaker.opened_at,
                     breaker.probing,
-                    breaker.last_retry,
+                    breaker.last_try,
                     breaker.opened,
                 )
                 copy.transitions.extend(breaker.transitions)

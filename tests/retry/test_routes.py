@@ -4,7 +4,6 @@ broken variant of what it guards, and must fail there."""
 from __future__ import annotations
 
 import dataclasses
-import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 from unittest import mock
@@ -279,22 +278,27 @@ def within_the_retry_cap(make: Callable[[], Breakers], run: settings = PROPERTY)
 
 
 def retries_are_spaced(make: Callable[[], Breakers], run: settings = PROPERTY) -> None:
-    """Every route's retries, by whichever chain, start at least ``min_spacing_s`` apart."""
+    """Every route's retries, by whichever chain, start at least ``min_spacing_s`` after the route's tries
+    before them (first attempts too); a first attempt starts at once."""
 
     @run
     @given(_BREAKER_OPS)
     def check(ops: list[tuple[str, str, float]]) -> None:
         breakers = make()
-        now, starts = 0.0, {"a": list[float](), "b": list[float]()}
+        now, starts = 0.0, {"a": list[tuple[float, bool]](), "b": list[tuple[float, bool]]()}
         for op, route, step in ops:
             now += step
-            if op == "retry" and breakers.admit(route, now, retry=True) is not None:
-                starts[route].append(now + breakers.wait_s(route, now))
+            retry = op == "retry"
+            if op in ("retry", "admit") and breakers.admit(route, now, retry=retry) is not None:
+                wait = breakers.wait_s(route, now) if retry else 0.0
+                starts[route].append((now + wait, retry))
             elif op == "fail":
                 breakers.failed(route, now, transient=True)
-        for times in starts.values():
-            ordered = sorted(times)
-            assert all(b - a >= breakers.min_spacing_s - 1e-9 for a, b in itertools.pairwise(ordered))
+        for tries in starts.values():
+            for index, (start, retry) in enumerate(tries):
+                if retry:
+                    earlier = [at for at, _ in tries[:index]]
+                    assert all(start - at >= breakers.min_spacing_s - 1e-9 for at in earlier)
 
     check()
 
