@@ -305,12 +305,9 @@ class _StreamBase:
         assert failure is not None
         return self._tap._cut(failure, self._request)
 
-    def _took(self, run: TapRun, chunk: bytes) -> None:
-        """A watched read took ``chunk``. A failure it ended the run with that the bytes do not show the SDK
-        fails the next read (this chunk reaches the SDK as it came); the record goes out now."""
-        failure = run.chunk(chunk)
-        if failure is None:
-            return
+    def _chunk_failed(self, failure: StreamFailed) -> None:
+        """A watched read's chunk ended the run failed. A failure the bytes do not show the SDK fails the next
+        read (this chunk reaches the SDK as it came); the record goes out now."""
         if self._tells_reads and failure.record["outcome"]["edge"] != _IN_BAND_ERROR:
             self._owed = failure
         self._end()
@@ -443,7 +440,9 @@ class _AsyncTapStream(_StreamBase):
         if chunk is None:
             self._took_end(run)
             raise StopAsyncIteration
-        self._took(run, chunk)
+        failure = run.chunk(chunk)
+        if failure is not None:
+            self._chunk_failed(failure)
         return chunk
 
     async def _passed(self, run: TapRun | None) -> bytes:
@@ -610,7 +609,9 @@ class _SyncTapStream(_StreamBase):
         if chunk is None:
             self._took_end(run)
             raise StopIteration
-        self._took(run, chunk)
+        failure = run.chunk(chunk)
+        if failure is not None:
+            self._chunk_failed(failure)
         return chunk
 
     def _passed(self, run: TapRun | None) -> bytes:
