@@ -440,9 +440,9 @@ class _AsyncTapStream(_StreamBase):
         if chunk is None:
             self._took_end(run)
             raise StopAsyncIteration
-        failure = run.chunk(chunk)
-        if failure is not None:
-            self._chunk_failed(failure)
+        broke = run.chunk(chunk)
+        if broke is not None:
+            self._chunk_failed(broke)
         return chunk
 
     async def _passed(self, run: TapRun | None) -> bytes:
@@ -609,9 +609,9 @@ class _SyncTapStream(_StreamBase):
         if chunk is None:
             self._took_end(run)
             raise StopIteration
-        failure = run.chunk(chunk)
-        if failure is not None:
-            self._chunk_failed(failure)
+        broke = run.chunk(chunk)
+        if broke is not None:
+            self._chunk_failed(broke)
         return chunk
 
     def _passed(self, run: TapRun | None) -> bytes:
