@@ -6,6 +6,7 @@ so ``import streamfsm.machine`` stays light.
 
 from __future__ import annotations
 
+import importlib
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -132,6 +133,9 @@ _RUNTIME_NAMES = frozenset(
 
 
 _TAP_NAMES = frozenset({"async_http_client", "context", "failure_of", "http_client"})
+# The rooms a bare ``import streamfsm`` reaches on first use (``streamfsm.tap.async_transport(...)``), as
+# ``import streamfsm.tap`` would: loaded then, so that the import stays light.
+_SUBPACKAGES = frozenset({"cli", "frameworks", "otel", "relay", "runtime", "store", "tap", "testing", "wire"})
 
 
 def __getattr__(name: str) -> Any:
@@ -144,6 +148,8 @@ def __getattr__(name: str) -> Any:
         from . import tap
 
         return getattr(tap, name)
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'streamfsm' has no attribute {name!r}")
 
 

@@ -62,13 +62,15 @@ def async_transport(
     http: str | None = None,
     config: StreamConfig | None = None,
     rules: Iterable[Rule] = (),
-    strict_eof: bool = False,
+    strict_eof: bool | None = None,
 ) -> Any:
     """An async transport of ``http`` ("httpx" or "httpx2"; see ``default_library``) that taps every LLM call
     (streaming or not). ``inner``: the transport that does the IO (default: the library's
     ``AsyncHTTPTransport()``). ``config``: watchdogs, bounds and sinks of every run; ``rules``: extra
     ``Rule``s for paths the defaults do not know; ``strict_eof``: fail the read of a stream that ended
-    without its terminal event."""
+    without its terminal event with the library's ``RemoteProtocolError`` (default None: wherever an SDK
+    reads a stream, as no SDK tells that end from a whole answer's; not for a non-streaming answer, whose
+    cut the SDK's JSON parse finds, nor in ``streamfsm.relay``, which reads the run itself)."""
     return _tap(True, inner, http, config, rules, strict_eof)
 
 
@@ -78,7 +80,7 @@ def transport(
     http: str | None = None,
     config: StreamConfig | None = None,
     rules: Iterable[Rule] = (),
-    strict_eof: bool = False,
+    strict_eof: bool | None = None,
 ) -> Any:
     """The sync counterpart of ``async_transport``."""
     return _tap(False, inner, http, config, rules, strict_eof)
@@ -89,7 +91,7 @@ def async_http_client(
     http: str | None = None,
     config: StreamConfig | None = None,
     rules: Iterable[Rule] = (),
-    strict_eof: bool = False,
+    strict_eof: bool | None = None,
     **client_kwargs: Any,
 ) -> Any:
     """A ready ``httpx.AsyncClient`` (or ``httpx2.AsyncClient``) whose every LLM call is tapped:
@@ -104,7 +106,7 @@ def http_client(
     http: str | None = None,
     config: StreamConfig | None = None,
     rules: Iterable[Rule] = (),
-    strict_eof: bool = False,
+    strict_eof: bool | None = None,
     **client_kwargs: Any,
 ) -> Any:
     """The sync counterpart of ``async_http_client``: ``OpenAI(http_client=streamfsm.http_client())``."""
@@ -117,7 +119,7 @@ def _tap(
     http: str | None,
     config: StreamConfig | None,
     rules: Iterable[Rule],
-    strict_eof: bool,
+    strict_eof: bool | None,
 ) -> Any:
     module, async_class, sync_class, _ = library(http or default_library())
     if inner is None:
@@ -131,7 +133,7 @@ def _client(
     http: str | None,
     config: StreamConfig | None,
     rules: Iterable[Rule],
-    strict_eof: bool,
+    strict_eof: bool | None,
     client_kwargs: dict[str, Any],
 ) -> Any:
     module = library(http or default_library())[0]

@@ -13,8 +13,13 @@ What the SDK sees differs only where streamfsm adds something:
 * a fault raised by the library (connect error, read error) is raised unchanged, carrying the run's failure
   (``failure_of``) and its plain summary as a note;
 * a watchdog fails the read with the library's own ``ReadTimeout`` (so the SDK reports a timeout);
-* a clean end without the format's terminal event is recorded as the failure it is, and left to the SDK,
-  unless ``strict_eof``: then the read fails with the library's ``RemoteProtocolError``.
+* a clean end of a stream without the format's terminal event fails the read with the library's
+  ``RemoteProtocolError`` (``strict_eof``; by default wherever an SDK reads a stream: none tells such an end
+  from a whole answer's);
+* a chunk that fails the run in a way the bytes do not show the SDK (a protocol violation: an oversize line,
+  an event out of order; anything but the provider's own error, which the SDK reads there) is handed on, and
+  the SDK's next read fails with the library's ``RemoteProtocolError`` (else the SDK would read on, maybe
+  into a stall that no timeout of its own bounds);
 * an HTTP error response the SDK closes without reading its body (to retry) is read first, for at most
   0.1 s and ``max_error_body_bytes``, so that the record can name the error.
 
@@ -74,6 +79,7 @@ _AWS_ATTEMPT: Final = re.compile(r"(?:^|;)\s*attempt=(\d{1,4})\s*(?:;|$)")
 _MAX_CHAINS: Final = 256
 _RESENT_WITHIN_S: Final = 300.0
 _ERROR_BODY_S: Final = 0.1  # for an error body the SDK closes unread; the openai SDK's own drain bound
+_IN_BAND_ERROR: Final = Trigger.PROVIDER_ERROR_EVENT.value  # a failure the SDK reads in the bytes itself
 
 
 # -- the SDK's own retries ------------------------------------------------------------------------------
@@ -198,7 +204,7 @@ class _Tap:
         library: ModuleType,
         config: StreamConfig | None,
         rules: Iterable[Rule],
-        strict_eof: bool,
+        strict_eof: bool | None,
     ) -> None:
         self._inner = inner
         self._library = library
@@ -206,7 +212,7 @@ class _Tap:
         if not isinstance(self._config, StreamConfig):
             raise TypeError(f"config must be a streamfsm.StreamConfig, not {type(config).__name__}")
         self._rules = check_rules(rules)
-        self._strict_eof = bool(strict_eof)
+        self._strict_eof = None if strict_eof is None else bool(strict_eof)
         self._chains = _Chains()
 
     def _run_for(self, request: Any, cls: type[TapRun]) -> tuple[TapRun, bytes] | None:
@@ -247,6 +253,20 @@ class _Tap:
         run.begin()
         return run, key
 
+    def _own(self, request: Any, make: str) -> None:
+        """A request of the other HTTP library (a client of httpx given a tap of httpx2) would fail deep
+        inside the library, with a bare ``AssertionError``: say which tap its client needs."""
+        if isinstance(request, self._library.Request):
+            return
+        ours = self._library.__name__
+        theirs = type(request).__module__.partition(".")[0]
+        if theirs in LIBRARIES:
+            raise TypeError(
+                f"this streamfsm tap is {ours}'s (by default the library of the installed SDKs), but its"
+                f" client is {theirs}'s: make it with http={theirs!r}: streamfsm.tap.{make}(http={theirs!r})"
+            )
+        raise TypeError(f"this streamfsm tap takes {ours} requests, not {type(request).__qualname__}")
+
     def _timeout(self, failure: StreamFailed, request: Any) -> BaseException:
         error: BaseException = self._library.ReadTimeout(str(failure), request=request)
         attach(error, failure)
@@ -276,6 +296,24 @@ class _StreamBase:
         self._key = key
         # Exactly one record per stream, also when the SDK drops the response unread and unclosed.
         self._dropped = weakref.finalize(self, _dropped, run, tap._chains, key)
+        # An SDK reads the bytes, not the run: what it cannot see there, its reads are told (a relay reads
+        # the run itself). A non-streaming answer cut at a clean end fails the SDK's own JSON parse.
+        self._tells_reads = not relayed()
+        strict = tap._strict_eof
+        self._strict_eof = (self._tells_reads and run.streams is True) if strict is None else strict
+        self._owed: StreamFailed | None = None  # the failure the next read raises
+
+    def _owed_error(self) -> BaseException:
+        failure, self._owed = self._owed, None
+        assert failure is not None
+        return self._tap._cut(failure, self._request)
+
+    def _chunk_failed(self, failure: StreamFailed) -> None:
+        """A watched read's chunk ended the run failed. A failure the bytes do not show the SDK fails the next
+        read (this chunk reaches the SDK as it came); the record goes out now."""
+        if self._tells_reads and failure.record["outcome"]["edge"] != _IN_BAND_ERROR:
+            self._owed = failure
+        self._end()
 
     def _end(self) -> None:
         run, self._run = self._run, None
@@ -293,7 +331,7 @@ class _StreamBase:
         terminal event)."""
         ended = run.chunk(None)
         self._end()
-        if ended is not None and self._tap._strict_eof and run.ended_without_terminal():
+        if ended is not None and self._strict_eof and run.ended_without_terminal():
             raise self._tap._cut(ended, self._request)
 
     # A read whose run is over (or that reads an error body): the bytes pass through; the run, if still
@@ -366,6 +404,8 @@ class _AsyncTapStream(_StreamBase):
         return self
 
     async def __anext__(self) -> bytes:
+        if self._owed is not None:
+            raise self._owed_error()
         run = self._run
         if run is None or run.done or run.core.error_read is not None:  # over, or reading an error body
             return await self._passed(run)
@@ -403,7 +443,9 @@ class _AsyncTapStream(_StreamBase):
         if chunk is None:
             self._took_end(run)
             raise StopAsyncIteration
-        run.chunk(chunk)
+        broke = run.chunk(chunk)
+        if broke is not None:
+            self._chunk_failed(broke)
         return chunk
 
     async def _passed(self, run: TapRun | None) -> bytes:
@@ -479,6 +521,7 @@ class _Leaving:
 
 class _AsyncTap(_Tap):
     async def handle_async_request(self, request: Any) -> Any:
+        self._own(request, "async_transport")
         started = self._run_for(request, TapRun)
         if started is None:
             return await self._inner.handle_async_request(request)
@@ -545,6 +588,8 @@ class _SyncTapStream(_StreamBase):
         return self
 
     def __next__(self) -> bytes:
+        if self._owed is not None:
+            raise self._owed_error()
         run = self._run
         if run is None or run.done or run.core.error_read is not None:  # over, or reading an error body
             return self._passed(run)
@@ -567,7 +612,9 @@ class _SyncTapStream(_StreamBase):
         if chunk is None:
             self._took_end(run)
             raise StopIteration
-        run.chunk(chunk)
+        broke = run.chunk(chunk)
+        if broke is not None:
+            self._chunk_failed(broke)
         return chunk
 
     def _passed(self, run: TapRun | None) -> bytes:
@@ -593,6 +640,7 @@ class _SyncTapStream(_StreamBase):
 
 class _SyncTap(_Tap):
     def handle_request(self, request: Any) -> Any:
+        self._own(request, "transport")
         started = self._run_for(request, SyncTapRun)
         if started is None:
             return self._inner.handle_request(request)

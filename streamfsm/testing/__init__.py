@@ -13,6 +13,9 @@ realistic wire streams for the four provider formats.
   Hypothesis strategies.
 """
 
+import importlib
+from typing import Any
+
 from ._answers import whole_answer
 from ._background import BackgroundResponses, Cut, refusal_body
 from ._harness import (
@@ -73,6 +76,14 @@ from ._wire import (
     text_stream,
     tool_call_stream,
 )
+
+
+def __getattr__(name: str) -> Any:
+    # The modules with a dependency of their own (Hypothesis, pytest) load on first use, as an import would.
+    if name in ("pytest_plugin", "strategies"):
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "BODIES",

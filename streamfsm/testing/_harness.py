@@ -97,7 +97,7 @@ TAP_PATHS: Final = tuple(f"{TAP_PREFIX}{sdk}" for sdk in SDK_FORMATS)
 """The tap paths: each SDK's own streaming call and iteration, over a ``streamfsm.async_http_client``."""
 TAP_SDK_TIMEOUT_S: Final = 3.0
 """The SDK client's own timeout on a tap path. The tap stops watching a response once its run has ended, but
-the SDK may read on (it has no line bound, so it reads past an oversize line into the stall behind it)."""
+the SDK may read on (past an in-band error it does not raise on, into whatever follows)."""
 
 RAW_TRANSPORT_STRINGS: Final = (
     "terminated",

@@ -52,8 +52,10 @@ TOOL_CALL = tool_call_stream("openai-chat", [("get_weather", '{"city": "Paris"}'
 TOOL_CALL_UNFINISHED = _script(TOOL_CALL[:4])  # the call's arguments, no finish_reason, no [DONE]
 
 
-def _client(url: str, records: list[Any]) -> Any:
-    http = streamfsm.async_http_client(http="httpx2", config=streamfsm.StreamConfig(sinks=(records.append,)))
+def _client(url: str, records: list[Any], *, strict_eof: bool | None = False) -> Any:
+    # strict_eof=False: the framework itself raises at a quiet end (by default the tap's read fails first).
+    config = streamfsm.StreamConfig(sinks=(records.append,))
+    http = streamfsm.async_http_client(http="httpx2", config=config, strict_eof=strict_eof)
     return openai.AsyncOpenAI(
         base_url=url + "/v1", api_key="sk-test-0000", max_retries=0, timeout=SDK_TIMEOUT_S, http_client=http
     )
@@ -248,3 +250,31 @@ async def test_with_verdicts_answers_for_the_agents_sdks_own_exceptions(name: st
     assert advice.suggested is (case.verdict == "safe_auto_retry")
     failure = streamfsm.failure_of(exc)
     assert failure is not None and failure.diagnosis.summary_key == case.summary_key
+
+
+@pytest.mark.parametrize("strict_eof", [None, False], ids=["default", "strict_eof=False"])
+async def test_by_default_a_quiet_end_fails_pydantic_ais_run_stream(strict_eof: bool | None) -> None:
+    """Text, then a clean end without the terminal event: pydantic-ai alone hands back the truncated text as a
+    success; by default the tap fails the read there, so ``run_stream`` raises, with the failure."""
+    from pydantic_ai import Agent
+
+    records: list[Any] = []
+    text, error = "", None
+    async with FaultServer(find("openai-chat/text-then-clean-close").script) as server:
+        client = _client(server.base_url, records, strict_eof=strict_eof)
+        try:
+            with anyio.fail_after(BOUND_S):
+                async with Agent(_pydantic_model("chat", client)).run_stream("hi") as result:
+                    async for piece in result.stream_text(delta=True, debounce_by=None):
+                        text += piece
+        except Exception as exc:
+            error = exc
+        finally:
+            await client.close()
+    assert text  # what came before the end reached the caller either way
+    assert records[0]["outcome"]["summary_key"] == "mid_generation.eof_without_terminal"
+    if strict_eof is False:
+        assert error is None, "the truncated answer, as a success"
+    else:
+        failure = streamfsm.failure_of(error) if error is not None else None
+        assert failure is not None and failure.record["ids"]["run_id"] == records[0]["ids"]["run_id"]

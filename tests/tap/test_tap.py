@@ -265,24 +265,31 @@ async def test_in_band_errors_are_found_through_the_sdks_error(fmt: str) -> None
 
 
 @fmts
-async def test_a_clean_end_without_the_terminal_event_is_recorded_and_left_to_the_sdk(fmt: str) -> None:
+async def test_a_clean_end_without_the_terminal_event_fails_the_sdks_read_by_default(fmt: str) -> None:
+    """No SDK tells a stream that ended cleanly before its terminal event from a whole one (each just ends):
+    the tap fails the read there, with the library's ``RemoteProtocolError``, carrying the failure."""
     frames = text_stream(fmt, ["Hello", " world"])  # type: ignore[arg-type]
     steps = frames_script(frames[:3], End())  # text, but no finish and no terminal event
-    seen, (record,) = await both(fmt, steps)
-    assert seen.error is None  # the SDK ends as it would have
-    assert record["outcome"]["edge"] == "eof_without_terminal"
+    plain, _ = await play(fmt, steps, tapped=False)
+    assert plain.error is None  # what the SDK alone makes of it: a whole (truncated) answer
+    records: list[streamfsm.RunRecord] = []
+    seen, _ = await play(fmt, steps, tapped=True, config=StreamConfig(sinks=(records.append,)))
+    assert seen.items == plain.items  # everything that came, then the error
+    assert seen.error is not None
+    assert isinstance(seen.error, HTTP_LIB.RemoteProtocolError) or isinstance(
+        seen.error.__cause__, HTTP_LIB.RemoteProtocolError
+    )
+    failure = streamfsm.failure_of(seen.error)
+    assert failure is not None and failure.record["outcome"]["edge"] == "eof_without_terminal"
+    assert [r["outcome"]["edge"] for r in records] == ["eof_without_terminal"]
 
 
 @fmts
-async def test_strict_eof_makes_the_sdk_raise_there(fmt: str) -> None:
+async def test_strict_eof_false_leaves_that_end_to_the_sdk(fmt: str) -> None:
     frames = text_stream(fmt, ["Hello", " world"])  # type: ignore[arg-type]
-    records: list[streamfsm.RunRecord] = []
-    config = StreamConfig(sinks=(records.append,))
-    seen, _ = await play(fmt, frames_script(frames[:3], End()), tapped=True, config=config, strict_eof=True)
-    assert seen.error is not None
-    failure = streamfsm.failure_of(seen.error)
-    assert failure is not None and failure.record["outcome"]["edge"] == "eof_without_terminal"
-    assert len(records) == 1
+    seen, (record,) = await both(fmt, frames_script(frames[:3], End()), strict_eof=False)
+    assert seen.error is None  # the SDK ends as it would have
+    assert record["outcome"]["edge"] == "eof_without_terminal"
 
 
 @fmts

@@ -108,22 +108,38 @@ def test_sync_bedrock_client_through_the_tap(slug: str) -> None:
     check(scenario, error, records)
 
 
-async def test_a_torn_last_message_reads_as_an_end_to_the_sdk_but_the_record_says_truncated() -> None:
-    """botocore's buffer keeps a torn message and the SDK's stream just ends; the record does not."""
+@pytest.mark.parametrize("strict_eof", [None, False], ids=["default", "strict_eof=False"])
+async def test_a_torn_last_message_fails_the_sdks_read_and_the_record_says_truncated(
+    strict_eof: bool | None,
+) -> None:
+    """botocore's buffer keeps a torn message and the SDK's stream would just end: the tap fails its read
+    there (unless ``strict_eof=False``); the record says truncated either way."""
     scenario = find("anthropic-bedrock/torn-last-message")
     records: list[Any] = []
+    error: BaseException | None = None
     with anyio.fail_after(BOUND_S):
         async with FaultServer(scenario.script) as server:
-            http = streamfsm.async_http_client(config=config_of(scenario, records))
+            http = streamfsm.async_http_client(config=config_of(scenario, records), strict_eof=strict_eof)
             client = anthropic.AsyncAnthropicBedrock(
                 **CREDENTIALS, base_url=server.base_url, max_retries=0, http_client=http
             )
-            stream = await client.messages.create(model=MODEL, max_tokens=64, messages=MESSAGES, stream=True)
-            async for _ in stream:
-                pass
-            await client.close()
+            try:
+                stream = await client.messages.create(
+                    model=MODEL, max_tokens=64, messages=MESSAGES, stream=True
+                )
+                async for _ in stream:
+                    pass
+            except Exception as exc:
+                error = exc
+            finally:
+                await client.close()
     (record,) = records
     assert record["outcome"]["summary_key"] == "mid_generation.eof_without_terminal"
+    if strict_eof is False:
+        assert error is None
+    else:
+        failure = streamfsm.failure_of(error) if error is not None else None
+        assert failure is not None and failure.record is record
 
 
 def test_without_botocore_the_tap_passes_bedrock_calls_untouched_and_says_so_once() -> None:

@@ -185,3 +185,41 @@ async def test_a_5_mib_request_leaves_one_record(stream: bool) -> None:
     assert error is not None and streamfsm.failure_of(error) is not None
     assert record["model"] == "llama3.2"
     assert key(record) == ("mid_generation" if stream else "early_stream") + ".closed_mid_body"
+
+
+async def test_a_clean_end_before_the_done_line_fails_the_clients_read() -> None:
+    """The client just ends there, as after a whole answer: the tap fails its read (``strict_eof``)."""
+    lines = build("ollama", TEXT)
+    parts, error, (record,) = await chat(play(lines[:-1], End()))
+    assert [part.message.content for part in parts] == ["", "Hello", " world"]
+    assert isinstance(error, httpx.RemoteProtocolError)
+    failure = streamfsm.failure_of(error)
+    assert failure is not None and failure.record is record
+    assert key(record) == "mid_generation.eof_without_terminal"
+
+
+# Ollama's client is httpx's; with openai 3.x (httpx2) installed, a tap made without http= is httpx2's.
+OTHER = "httpx2"
+
+
+@pytest.mark.parametrize("given", [{"http": OTHER}, {}], ids=["http=httpx2", "default"])
+async def test_a_tap_of_the_other_library_says_which_http_its_client_needs(given: dict[str, str]) -> None:
+    pytest.importorskip(OTHER)
+    if not given and streamfsm.tap.default_library() != OTHER:
+        pytest.skip("the installed SDKs are of httpx's generation: the default tap fits Ollama's client")
+    async with FaultServer(play(build("ollama", TEXT), End())) as server:
+        client = ollama.AsyncClient(host=server.base_url, transport=streamfsm.tap.async_transport(**given))
+        try:
+            with anyio.fail_after(BOUND_S), pytest.raises(TypeError) as raised:
+                await client.chat(model="llama3.2", messages=HI, stream=False)
+        finally:
+            await client._client.aclose()
+        assert server.requests_seen == 0
+    assert "http='httpx'" in str(raised.value) and "streamfsm.tap.async_transport(" in str(raised.value)
+    with FaultServerThread(play(build("ollama", TEXT), End())) as thread_server:
+        sync = ollama.Client(host=thread_server.base_url, transport=streamfsm.tap.transport(**given))
+        try:
+            with pytest.raises(TypeError, match=r"http='httpx': streamfsm\.tap\.transport\(http='httpx'\)"):
+                sync.chat(model="llama3.2", messages=HI, stream=False)
+        finally:
+            sync._client.close()
