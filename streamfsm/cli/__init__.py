@@ -63,9 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     diagram.set_defaults(run=_diagram)
 
-    from . import _harness, _logs, _probe, _relay, _store
+    from . import _fault_server, _harness, _logs, _probe, _relay, _store
 
     _harness.add_commands(commands)
+    _fault_server.add_commands(commands)
     _probe.add_commands(commands)
     _logs.add_commands(commands)
     _relay.add_commands(commands)

@@ -12,7 +12,7 @@ EXIT_CODES: Final = """exit status:
   1  the answer is no: no readable record, no record with that run id, a mismatched scenario,
      a failed stream, stale or missing diagrams
   2  usage: a bad option or value, an ambiguous run id prefix, an unusable URL, a missing extra
-  3  relay: the server could not start (the port is in use, the address is not this host's)
+  3  relay, fault-server: the server could not start (the port is in use, the address is not this host's)
   141 standard output was closed early (e.g. piped into head)"""
 """The same kind of mistake gets the same code in every command."""
 

@@ -9,8 +9,12 @@ field; this answers it from the machine's verdict instead of the exception's typ
 ``safe_auto_retry`` (nothing shown, no effectful tool, a transient fault) is advised as a safe replay,
 ``retry_after_s`` included; anything else is advised against, and a failure after visible output or a side
 effect is marked replay-unsafe, which the SDK never overrides for a stream. The runner still needs a retry
-policy (``ModelSettings(retry=...)``) to retry at all. The Responses websocket transport bypasses HTTP, so
-the tap (and this advice) cannot see it: use the HTTP transport.
+policy (``ModelSettings(retry=...)``) to retry at all, and refuses any retry once a stream event other than
+``response.created`` / ``in_progress`` reached the consumer, whatever the advice: a safe cut after that (a
+tool call cut mid-arguments) is raised, for the loop around the run to retry from
+``result.to_input_list()`` (the tools that ran keep their results; the transparent-mode guide shows it). The
+Responses websocket transport bypasses HTTP, so the tap (and this advice) cannot see it: use the HTTP
+transport.
 """
 
 from __future__ import annotations

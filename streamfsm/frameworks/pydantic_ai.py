@@ -11,7 +11,10 @@ back exactly when nothing escaped yet (no visible output, no side effect), whate
 or provider may serve the request, and nothing would be shown twice. A local abort (the user stopped, the
 task was cancelled) never falls back. pydantic-ai's own exceptions are traced to the stream behind them too
 (an ``UnexpectedModelBehavior`` after a stream that ended quietly: ``failure_of``). Where the tap saw
-nothing, pydantic-ai's default holds: fall back on its ``ModelAPIError``.
+nothing, pydantic-ai's default holds: fall back on its ``ModelAPIError``. ``FallbackModel`` is asked only
+about a failure before a stream's first event; a later one (a tool call cut mid-arguments, ``safe_auto_retry``
+all the same) is raised, for the loop around the run to retry from the messages ``capture_run_messages()``
+caught, less the cut response (the transparent-mode guide shows it).
 """
 
 from __future__ import annotations

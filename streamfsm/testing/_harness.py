@@ -166,12 +166,15 @@ class ScenarioRouter:
     def __contains__(self, name: object) -> bool:
         return name in self._scenarios
 
-    def __call__(self, request: Request) -> Script:
-        name: str | None = None
+    @staticmethod
+    def name_of(request: Request) -> str | None:
+        """The scenario ``request`` names, by its path or else its header; None if it names none."""
         if request.path.startswith(SCENARIO_PREFIX):
-            name = unquote(request.path[len(SCENARIO_PREFIX) :].partition("/")[0])
-        else:
-            name = request.header(SCENARIO_HEADER)
+            return unquote(request.path[len(SCENARIO_PREFIX) :].partition("/")[0])
+        return request.header(SCENARIO_HEADER)
+
+    def __call__(self, request: Request) -> Script:
+        name = self.name_of(request)
         if name is None:
             if self.default is None:
                 raise LookupError(f"request for {request.path!r} names no scenario and there is no default")

@@ -303,7 +303,8 @@ class FaultServer:
 
     ``router`` is a script (or `Scenario`) played for every request, or a callable from `Request` to one; it
     runs on the event loop, so keep it quick. A router that raises, or returns something that is not a valid
-    script, gets the client a 500 and makes leaving the context raise `FaultServerError`.
+    script, gets the client a 500 and makes leaving the context raise `FaultServerError`. ``host``: the
+    address to listen on (loopback unless told otherwise).
     """
 
     def __init__(
@@ -311,6 +312,7 @@ class FaultServer:
         router: Router,
         *,
         port: int = 0,
+        host: str = _HOST,
         max_records: int = 1000,
         max_body: int = 16 * 1024 * 1024,
         backlog: int = 4096,
@@ -320,6 +322,7 @@ class FaultServer:
         if isinstance(router, tuple):
             router = check_script(router)
         self._router = router
+        self._host = host
         self._requested_port = port
         self._backlog = backlog
         self._max_body = max_body
@@ -344,7 +347,11 @@ class FaultServer:
 
     @property
     def base_url(self) -> str:
-        return f"http://{_HOST}:{self._port}"
+        return (
+            f"http://[{self._host}]:{self._port}"
+            if ":" in self._host
+            else f"http://{self._host}:{self._port}"
+        )
 
     @property
     def requests(self) -> list[RequestRecord]:
@@ -379,10 +386,10 @@ class FaultServer:
         if self._task_group is not None:
             raise RuntimeError("a FaultServer can be entered only once")
         # Bound by hand: create_tcp_listener resolves the host in a worker thread, which would outlive us.
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock = socket.socket(socket.AF_INET6 if ":" in self._host else socket.AF_INET, socket.SOCK_STREAM)
         try:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind((_HOST, self._requested_port))
+            sock.bind((self._host, self._requested_port))
             # A deep accept queue: when hundreds of clients connect at once, an overflowing queue makes the
             # kernel drop handshakes (seconds of SYN retries) or, with SYN cookies, answer requests with RST,
             # a fault nobody scripted. The kernel caps it at net.core.somaxconn.
@@ -576,12 +583,13 @@ class FaultServerThread:
         start_timeout: float = 5.0,
         stop_timeout: float = 5.0,
         port: int = 0,
+        host: str = _HOST,
         max_records: int = 1000,
         max_body: int = 16 * 1024 * 1024,
         backlog: int = 4096,
     ) -> None:
         self._server = FaultServer(
-            router, port=port, max_records=max_records, max_body=max_body, backlog=backlog
+            router, port=port, host=host, max_records=max_records, max_body=max_body, backlog=backlog
         )
         self._backend = backend
         self._start_timeout = start_timeout

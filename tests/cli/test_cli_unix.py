@@ -18,7 +18,7 @@ import streamfsm
 from streamfsm.cli import build_parser, main
 from streamfsm.cli._common import EXIT_CODES, STARTUP_FAILED
 
-COMMANDS = ("diagram", "harness", "probe", "diagnose", "report", "relay")
+COMMANDS = ("diagram", "harness", "probe", "diagnose", "report", "relay", "fault-server")
 
 
 def _cli(*args: str, columns: int | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -171,7 +171,7 @@ RELAY = [sys.executable, "-m", "streamfsm", "relay"]
 
 def test_a_relay_that_cannot_bind_exits_3_as_its_help_says(tmp_path: Path) -> None:
     pytest.importorskip("uvicorn")
-    assert "  3  relay: the server could not start" in EXIT_CODES
+    assert "  3  relay, fault-server: the server could not start" in EXIT_CODES
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
