@@ -49,10 +49,9 @@ h3{font-size:15px;margin:22px 0 8px;text-transform:uppercase;letter-spacing:.04e
 table{border-collapse:collapse;width:100%;background:#fff;border:1px solid var(--line)}
 th,td{padding:7px 10px;border-bottom:1px solid #e2e8f0;text-align:left;vertical-align:top}
 table#groups,table#runs{table-layout:fixed;font-size:13px;line-height:1.35}
-#groups td,#groups th,#runs td,#runs th{padding:5px 6px;overflow-wrap:anywhere}
+#groups td,#groups th,#runs td,#runs th{padding:5px;overflow-wrap:anywhere}
 #groups th,#runs th{font-size:11px;overflow-wrap:normal}
 #groups .mono,#runs .mono{font-size:11.5px}
-#groups td,#runs td{padding:5px}
 #groups a.sample{display:block;margin-bottom:3px}
 a.sample .rid{display:block;font-size:11px;color:var(--muted)}
 th{background:#f1f5f9;font-size:12px;text-transform:uppercase;letter-spacing:.03em;color:var(--muted)}
@@ -428,8 +427,8 @@ def trend_svg(
     name: str = "failed and all runs over the window",
 ) -> str:
     """A group's trend as inline SVG: per time bucket, all runs (grey) and the failed ones (red) on one
-    scale, so the red share of each bar is the failure rate; each bar's tooltip says its numbers (and
-    ``trend_text`` says the ones that matter without a pointer)."""
+    scale, so the red share of each bar is the failure rate; each bar's tooltip says its numbers (the page
+    writes out the ones that matter beside it: ``_trend_cell``)."""
     step = width / max(len(failures), 1)
     top = max(max(runs, default=0), max(failures, default=0), 1)
     origin = _parse_iso(start)
@@ -559,7 +558,7 @@ def _groups_table(report: Mapping[str, Any], links: Links) -> str:
     heading = "Signature" if by == "signature" else _NAME_LABELS.get(names[0], names[0]).capitalize()
     changes = report.get("earlier") is not None
     columns = [(name or heading, w) for name, w in _GROUP_COLUMNS]
-    if not changes:  # no window before to compare with (``report --html``, or counts the store does not keep)
+    if not changes:  # no window before to compare with: the store's hourly counts do not count this view
         columns = [c for c in columns if c[0] != "Change"]
     rows = [
         "<table id=groups>"
@@ -707,8 +706,10 @@ def errors_page(report: Mapping[str, Any], links: Links) -> str:
     if report.get("earlier") is None and report.get("groups"):
         note = (
             "<p class=detail id=no-change>No change since the window before: the store's hourly counts do not"
-            " count this view (a route or account with other names), and the page does not scan the runs"
-            " for it." + (" Sorted by failures instead." if sort == "change" else "") + "</p>"
+            " count this view's names and filters together (a route or an account with another name), and"
+            " the page does not scan the runs for it."
+            + (" Sorted by failures instead." if sort == "change" else "")
+            + "</p>"
         )
     body = (
         _views(links, by)
@@ -738,14 +739,15 @@ def runs_page(data: Mapping[str, Any], links: Links, what: str = "failed runs") 
         count = f"{len(runs)} older of {total} {html.escape(what)}"
     elif total is not None and total != len(runs):
         count = f"showing {len(runs)} of {total} {html.escape(what)}"
-    head = f"<h2 id=summary>{count}" + (f" where {chips}" if chips else "") + "</h2>"
+    count += f" where {chips}" if chips else ""
     meaning = data.get("meaning")
-    if meaning:  # the class as a whole, above its runs' own titles
+    if meaning:  # the class as a whole heads the list, above its runs' own titles
         head = (
             f"<h2 id=meaning>{_e(meaning.get('title'))}</h2>"
-            f"<p class=detail>{_e(meaning.get('description'))}</p>"
-            + head.replace("<h2 id=summary>", "<p id=summary class=count>").replace("</h2>", "</p>")
+            f"<p class=detail>{_e(meaning.get('description'))}</p><p id=summary class=count>{count}</p>"
         )
+    else:
+        head = f"<h2 id=summary>{count}</h2>"
     body = f'<p><a id=back href="{links.view(before=None)}">← the errors</a></p>' + head
     if not runs:
         return _document("streamfsm relay: runs", html.escape(what), body + "<p class=empty>No runs.</p>")

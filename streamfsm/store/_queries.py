@@ -323,12 +323,13 @@ class Queries:
         """What ``groups`` counts, over the window before ``filters``' one: as long (in whole hours, rounded
         up) and ending at the start of the hour that window starts in, so that it is read from the hourly
         counts alone, never from the runs. None when no table of counts counts by every name of ``by`` and
-        every filter, or ``filters``' window is open at either end."""
+        every filter, or ``filters``' window is open at either end. (A store made with ``counts=False``, the
+        reference, counts the same from the runs.)"""
         if filters.since is None or filters.until is None:
             return None
-        columns = [_column(name) for name in by]
-        if self._counts_table(columns, _values(filters)) is None:
-            return None
+        wanted = {*(_column(name) for name in by), *_values(filters)}
+        if not any(wanted <= set(counted) for counted in COUNTS.values()):
+            return None  # (the reference, ``counts=False``, answers where the counts would, from the runs)
         end = _micros(filters.since) // _HOUR * _HOUR
         length = -(-(_micros(filters.until) - _micros(filters.since)) // _HOUR) * _HOUR
         try:
