@@ -503,3 +503,16 @@ def test_a_stated_wait_past_an_automatic_retry_is_never_automatic(status: int, w
     assert got.retry_after_s == wait
     verdict = _verdict_of("http", got)
     assert (verdict is Verdict.SAFE_AUTO_RETRY) is (wait <= LONGEST_AUTOMATIC_WAIT_S), (wait, verdict)
+
+
+def test_every_class_has_a_meaning_of_its_own() -> None:
+    """The errors page's view by class names each class by what its runs share: every class has words, none
+    shared with another class, and provider_error's are none of its members' (one kind's title is not what
+    the class means)."""
+    from streamfsm.classify import CLASS_MEANING, PROVIDER_SAID
+
+    assert set(CLASS_MEANING) == set(FailureClass)
+    titles = [title for title, _ in CLASS_MEANING.values()]
+    assert len(set(titles)) == len(titles)
+    assert all(title and description.endswith(".") for title, description in CLASS_MEANING.values())
+    assert CLASS_MEANING[FailureClass.PROVIDER_ERROR][0] not in PROVIDER_SAID.values()

@@ -3,7 +3,7 @@ diagnosis with a verdict and plain words. No IO here, and nothing imports ``http
 
 from ._diagnose import diagnose, diagnose_finished, failure_class
 from ._finish import NOT_WHOLE, finish_cause, finish_error, is_whole
-from ._summaries import FINISHED_SAYS, PROVIDER_SAID, WHAT_HAPPENED, what_happened
+from ._summaries import CLASS_MEANING, FINISHED_SAYS, PROVIDER_SAID, WHAT_HAPPENED, what_happened
 from ._taxonomy import (
     AbortSource,
     Action,
@@ -21,6 +21,7 @@ from ._taxonomy import (
 )
 
 __all__ = [
+    "CLASS_MEANING",
     "FINISHED_SAYS",
     "NOT_WHOLE",
     "PROVIDER_SAID",

@@ -128,6 +128,63 @@ UNFINISHED_CAUSES: Final = frozenset(
 """The details of ``tool_input_interrupted`` that the provider's own end gave (``tool_input_unfinished``)."""
 
 
+CLASS_MEANING: Final = {
+    FailureClass.COMPLETED: ("The response finished", "The provider sent its final event."),
+    FailureClass.BEFORE_CONNECTION: (
+        "The connection to the provider failed",
+        "No response began: the provider's address, network, TLS or server could not be reached, or the"
+        " connection broke before it answered.",
+    ),
+    FailureClass.EARLY_STREAM: (
+        "The stream broke before any output",
+        "The stream opened, then broke before any answer was shown.",
+    ),
+    FailureClass.MID_GENERATION: (
+        "The stream broke partway through the answer",
+        "Part of the answer was shown, then the connection broke or the stream ended without its final"
+        " event.",
+    ),
+    FailureClass.TOOL_INPUT_INTERRUPTED: (
+        "The stream broke while the model was writing a tool call",
+        "The tool call was left unfinished (the stream broke, or the provider ended it early); no tool ran.",
+    ),
+    FailureClass.TOOL_CALL_INTERRUPTED: (
+        "The stream broke after a tool call was complete",
+        "The model finished a tool call, then the stream broke before the tool ran or while a read-only"
+        " tool ran.",
+    ),
+    FailureClass.TOOL_SIDE_EFFECT: (
+        "The stream broke while a tool was running",
+        "A tool that may change things had started when the stream broke.",
+    ),
+    FailureClass.LOCAL_ABORT: (
+        "The run was stopped on this side",
+        "The user, the app, a cancellation, the code reading the stream or the relay's client stopped it.",
+    ),
+    FailureClass.WATCHDOG: (
+        "A deadline stopped the stream",
+        "The connection, the first output, a silence or the whole response took longer than its deadline.",
+    ),
+    FailureClass.PROVIDER_ERROR: (
+        "The provider answered with an error",
+        "An error status or error event from the provider: overload, rate limit, quota, credentials,"
+        " invalid request, context overflow, content filter, server error and the like; each run's summary"
+        " key names its kind.",
+    ),
+    FailureClass.PROTOCOL_ERROR: (
+        "The provider's stream broke its format",
+        "The provider sent data that breaks its stream format (a whole JSON answer instead of a stream is"
+        " one).",
+    ),
+    FailureClass.CONSUMER_ERROR: (
+        "The code reading the stream raised an error",
+        "The failure is in the consumer's code, not the provider or the connection.",
+    ),
+}
+"""(title, description) of each failure class as a whole: what its runs share, whatever their cause (a
+run's own title names its cause)."""
+
+
 def what_happened(klass: FailureClass, cause: str) -> str:
     """The opening phrase for a cause; raises ``KeyError`` for a cause without words."""
     return (PROVIDER_SAID if klass is FailureClass.PROVIDER_ERROR else WHAT_HAPPENED)[cause]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import logging
+import math
 import os
 import re
 import shutil
@@ -27,11 +28,12 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
+from ..classify import CLASS_MEANING, FailureClass
 from ..runtime import SIGNATURE, RunRecord, iso, log_files, read_records
-from ..store import Filters, Store, StoreDamaged, StoreSink, StoreUnavailable, safe_label
+from ..store import Earlier, Filters, Store, StoreDamaged, StoreSink, StoreUnavailable, safe_label
 from ._journal import interrupted
 
-__all__ = ["BY", "FILTERS", "ErrorsData", "PageQuery", "page_report", "page_runs", "parse_window"]
+__all__ = ["BY", "FILTERS", "SORTS", "ErrorsData", "PageQuery", "page_report", "page_runs", "parse_window"]
 
 BY: Final[Mapping[str, tuple[str, ...]]] = {
     "signature": SIGNATURE,
@@ -49,6 +51,13 @@ NONE: Final = "(none)"
 WINDOWS: Final = ("1h", "6h", "24h", "7d", "30d")
 DEFAULT_WINDOW: Final = "24h"
 TREND_BUCKETS: Final = 24
+RECENT: Final = timedelta(hours=1)
+RECENT_BUCKETS: Final = 12
+"""A window longer than ``RECENT`` has its last hour drawn apart too, in 5-minute buckets: in 24 bars of a day
+the last hour is one bar."""
+SORTS: Final = ("count", "rate", "change")
+"""The groups' orders: the most failures, the highest failure rate, the largest rise of the failure rate since
+the window before (``Store.earlier``)."""
 PAGE_SIZE: Final = 50
 GROUP_LIMIT: Final = 100
 """The most groups a page lists (the most failures first): a view by account may have thousands."""
@@ -110,6 +119,7 @@ class PageQuery:
     filters: tuple[tuple[str, str], ...] = ()  # (name in FILTERS, value), in FILTERS' order
     before: int | None = None  # the runs list's page
     q: str = ""  # a search: run id or request id
+    sort: str = "count"  # one of SORTS
 
     @classmethod
     def parse(cls, query_string: str | bytes) -> PageQuery:
@@ -131,6 +141,9 @@ class PageQuery:
         if before_text and not (before_text.isascii() and before_text.isdigit() and len(before_text) <= 18):
             raise ValueError("before: a page position (a number of at most 18 digits)")
         q = values.pop("q", "")
+        sort = values.pop("sort", "") or "count"
+        if sort not in SORTS:
+            raise ValueError(f"sort: one of {', '.join(SORTS)}, not {sort[:40]!r}")
         filters = []
         for name in FILTERS:
             value = values.pop(name, "")
@@ -140,7 +153,7 @@ class PageQuery:
                 filters.append((name, value))
         if values:
             raise ValueError(f"not a filter of this page: {', '.join(sorted(values))[:80]}")
-        return cls(by, since, until, tuple(filters), int(before_text) if before_text else None, q)
+        return cls(by, since, until, tuple(filters), int(before_text) if before_text else None, q, sort)
 
     def filter(self, name: str) -> str:
         return dict(self.filters).get(name, "")
@@ -166,6 +179,8 @@ class PageQuery:
             pairs.append(("since", query.since))
         if query.until:
             pairs.append(("until", query.until))
+        if query.sort != "count":
+            pairs.append(("sort", query.sort))
         pairs.extend(query.filters)
         if query.before is not None:
             pairs.append(("before", str(query.before)))
@@ -365,7 +380,9 @@ class _Follower:
 
 def page_report(store: Store, query: PageQuery, source: str, now: datetime | None = None) -> dict[str, Any]:
     """The errors page as data: ``streamfsm report --json``'s shape (groups with ``runs`` and
-    ``failure_rate``), with the window, the filters, and each group's trend."""
+    ``failure_rate``), with the window, the filters, each group's trend (and its last hour's, in a longer
+    window), its failure rate in the window before (when the hourly counts hold it) and, by class, what the
+    class means; in the order ``query.sort`` asks for."""
     filters = query.store_filters(now or datetime.now(timezone.utc))
     names = BY[query.by]
     since, until = filters.since, filters.until
@@ -374,18 +391,45 @@ def page_report(store: Store, query: PageQuery, source: str, now: datetime | Non
     totals = store.totals(filters)
     counted = store.trend(since, until, TREND_BUCKETS, filters, names)
     trends = {t.key: t for t in counted}
+    earlier = store.earlier(filters, names)
+    groups = store.groups(filters, names, limit=GROUP_LIMIT, counted=counted, rank=_rank(query.sort, earlier))
+    recent_since = until - RECENT
+    recent = None
+    if recent_since > since:  # the listed groups' last hour, their runs counted with or without failures
+        keys = [group.key for group in groups]
+        recent = {
+            t.key: t for t in store.trend(recent_since, until, RECENT_BUCKETS, filters, names, also=keys)
+        }
     listed = []
-    for group in store.groups(filters, names, limit=GROUP_LIMIT, counted=counted):
+    for group in groups:
         item = group.to_json(request_ids=True)
         trend = trends.get(group.key)
         item["trend"] = {
             "failures": list(trend.failures) if trend else [0] * TREND_BUCKETS,
             "runs": list(trend.runs) if trend else [0] * TREND_BUCKETS,
         }
+        if recent is not None:
+            last = recent.get(group.key)
+            item["recent"] = {
+                "failures": list(last.failures) if last else [0] * RECENT_BUCKETS,
+                "runs": list(last.runs) if last else [0] * RECENT_BUCKETS,
+            }
+        if earlier is not None:
+            failures, runs = earlier.counts(group.key)
+            rate = earlier.rate(group.key)
+            item["earlier"] = {
+                "count": failures,
+                "runs": runs,
+                "failure_rate": None if rate is None else round(rate, 6),
+                "change": None if rate is None else round(group.failure_rate - rate, 6),
+            }
+        if query.by == "class":
+            item["meaning"] = _meaning(group.key[0])
         listed.append(item)
     return {
         "source": source,
         "by": query.by,
+        "sort": query.sort,
         "since": iso(since),
         "until": iso(until),
         "window": None if query.until else query.since,  # relative ("6h") only when it ends now
@@ -398,19 +442,57 @@ def page_report(store: Store, query: PageQuery, source: str, now: datetime | Non
             "bucket_s": round((until - since).total_seconds() / TREND_BUCKETS, 3),
             "buckets": TREND_BUCKETS,
         },
+        "recent": None
+        if recent is None
+        else {
+            "start": iso(recent_since),
+            "bucket_s": RECENT.total_seconds() / RECENT_BUCKETS,
+            "buckets": RECENT_BUCKETS,
+        },
+        "earlier": None if earlier is None else {"since": iso(earlier.since), "until": iso(earlier.until)},
         "groups": listed,
-        "limited": len(listed) >= GROUP_LIMIT,  # there may be more groups than listed
+        "groups_total": len(counted),  # every group with a failure in the window, listed or not
+        "limited": len(listed) < len(counted),
     }
+
+
+def _rank(sort: str, earlier: Earlier | None) -> Callable[[tuple[str | None, ...], int, int], float] | None:
+    """The store's rank of a group for ``sort`` (None: the most failures first). By change, a group with no
+    run in the window before (or a view the hourly counts cannot count) ranks below every other."""
+    if sort == "rate":
+        return lambda key, failures, runs: failures / runs if runs else 0.0
+    if sort != "change":
+        return None
+
+    def change(key: tuple[str | None, ...], failures: int, runs: int) -> float:
+        rate = None if earlier is None else earlier.rate(key)
+        if rate is None:
+            return -math.inf
+        return (failures / runs if runs else 0.0) - rate
+
+    return change
+
+
+def _meaning(klass: str | None) -> dict[str, str] | None:
+    try:
+        title, description = CLASS_MEANING[FailureClass(klass)]
+    except ValueError:  # a class this version does not know (a newer writer's)
+        return None
+    return {"title": title, "description": description}
 
 
 def page_runs(store: Store, query: PageQuery, source: str, now: datetime | None = None) -> dict[str, Any]:
     """The failed runs matching the view's filters, the latest first, one page."""
     filters = query.store_filters(now or datetime.now(timezone.utc))
     page = store.runs(filters, failed=True, limit=PAGE_SIZE, before=query.before)
+    klass = query.filter("class")
     return {
         "source": source,
         "since": iso(filters.since),
         "filters": dict(query.filters),
+        "total": store.matching(filters, failed=True),  # every failed run of the view, on any page
+        "older": query.before is not None,  # a later page: the runs before an earlier page's
+        "meaning": _meaning(klass) if klass else None,
         "runs": [
             {
                 "run_id": row.run_id,

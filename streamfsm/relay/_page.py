@@ -48,6 +48,12 @@ h2{font-size:22px;margin:4px 0 6px}
 h3{font-size:15px;margin:22px 0 8px;text-transform:uppercase;letter-spacing:.04em;color:var(--muted)}
 table{border-collapse:collapse;width:100%;background:#fff;border:1px solid var(--line)}
 th,td{padding:7px 10px;border-bottom:1px solid #e2e8f0;text-align:left;vertical-align:top}
+table#groups,table#runs{table-layout:fixed;font-size:13px;line-height:1.35}
+#groups td,#groups th,#runs td,#runs th{padding:5px;overflow-wrap:anywhere}
+#groups th,#runs th{font-size:11px;overflow-wrap:normal}
+#groups .mono,#runs .mono{font-size:11.5px}
+#groups a.sample{display:block;margin-bottom:3px}
+a.sample .rid{display:block;font-size:11px;color:var(--muted)}
 th{background:#f1f5f9;font-size:12px;text-transform:uppercase;letter-spacing:.03em;color:var(--muted)}
 td.n{text-align:right;font-variant-numeric:tabular-nums;font-weight:600}
 code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:13px}
@@ -70,8 +76,15 @@ form input,form select,form button{font:inherit;padding:3px 6px}
 .chips{margin-top:6px}
 .chip{display:inline-block;background:#e0e7ff;border-radius:10px;padding:1px 8px;margin-right:6px}
 svg.trend{display:block}
-a.sample{white-space:nowrap}
 td.n{white-space:nowrap}
+.trend-charts{display:flex;gap:8px;align-items:flex-end}
+.trend-axis{display:flex;justify-content:space-between;color:var(--muted);font-size:11px}
+.trend-text{font-size:12px;color:var(--ink)}
+.trend-text span{display:block}
+.sub{display:block;color:var(--muted);font-size:12px;font-weight:400}
+.meaning{display:block;color:var(--muted);font-size:12px}
+p.count{font-size:17px;font-weight:600;margin:10px 0}
+nav#sort{margin:-6px 0 12px;font-size:14px}
 """
 
 # -- the drawing ------------------------------------------------------------------------------------------
@@ -308,6 +321,12 @@ def _e(value: object) -> str:
     return html.escape(str(value))
 
 
+def _id(value: object) -> str:
+    """A name or id (a summary key, a route, a request id), escaped, that may break after its punctuation
+    (``.``, ``/``, ``_``, ``:``, ``-``) rather than widen its column."""
+    return _BREAK_AFTER.sub(r"\1<wbr>", _e(value)) if value is not None else _DASH
+
+
 def _document(title: str, subtitle: str, body: str) -> str:
     return (
         "<!doctype html>\n<html lang=en><head><meta charset=utf-8>"
@@ -339,8 +358,41 @@ _VIEW_NOUNS: Final = {
     "provider": ("provider", "providers"),
     "model": ("model", "models"),
 }
-_TREND_W: Final = 168
-_TREND_H: Final = 30
+_TREND_W: Final = 192  # 8 px a bar of 24
+_RECENT_W: Final = 72  # 6 px a bar of the last hour's 12
+_TREND_H: Final = 48
+_SORT_LABELS: Final = {
+    "count": "most failures",
+    "rate": "highest failure rate",
+    "change": "largest rise since the window before",
+}
+# The groups' columns at 1280 px (the page's width less its margins: 1224 px); "What happened" takes the rest.
+_GROUP_COLUMNS: Final = (
+    ("Failed", "5%"),
+    ("Runs", "5%"),
+    ("Failure rate", "5.5%"),
+    ("Change", "7%"),
+    ("Trend", f"{_TREND_W + _RECENT_W + 8 + 12}px"),
+    ("What happened", None),
+    ("", "13.5%"),  # the view's names
+    ("Last seen (UTC)", "7.5%"),
+    ("Sample runs (request id)", "13%"),
+)
+"""The groups' columns (at 1280 px the page is 1224 px wide within its margins); "What happened" the rest."""
+_RUN_COLUMNS: Final = (
+    ("Started (UTC)", "7.6%"),
+    ("Run", "7.8%"),
+    ("Request id", "12.8%"),
+    ("What happened", None),
+    ("Summary key", "10%"),
+    ("Route", "9.5%"),
+    ("Account", "10%"),
+    ("Model", "9.5%"),
+    ("Close kind", "11.6%"),
+)
+"""The runs' columns: at 1280 px each id (a UUID, ``acct_`` and 16 digits, ``upstream_premature_close``) in at
+most two lines, "What happened" the rest (about 260 px)."""
+_BREAK_AFTER: Final = re.compile(r"([./_:-])")
 _WINDOW_TEXT: Final = re.compile(r"\d+[mhd]")
 
 
@@ -365,21 +417,30 @@ def _rate(failures: int, runs: int) -> str:
     return f"{100 * failures / runs:.1f}%" if runs else _DASH
 
 
-def trend_svg(failures: Sequence[int], runs: Sequence[int], start: str | None, bucket_s: float) -> str:
+def trend_svg(
+    failures: Sequence[int],
+    runs: Sequence[int],
+    start: str | None,
+    bucket_s: float,
+    *,
+    width: int = _TREND_W,
+    name: str = "failed and all runs over the window",
+) -> str:
     """A group's trend as inline SVG: per time bucket, all runs (grey) and the failed ones (red) on one
-    scale, so the red share of each bar is the failure rate; each bar's tooltip says its numbers."""
-    width = _TREND_W / max(len(failures), 1)
+    scale, so the red share of each bar is the failure rate; each bar's tooltip says its numbers (the page
+    writes out the ones that matter beside it: ``_trend_cell``)."""
+    step = width / max(len(failures), 1)
     top = max(max(runs, default=0), max(failures, default=0), 1)
     origin = _parse_iso(start)
     bars = []
     for i, (failed, total) in enumerate(zip(failures, runs, strict=False)):
-        x = round(i * width, 2)
+        x = round(i * step, 2)
         when = ""
         if origin is not None:
             when = (origin + timedelta(seconds=i * bucket_s)).strftime("%m-%d %H:%M") + ": "
         grey = round(_TREND_H * total / top, 2)
         red = round(_TREND_H * failed / top, 2)
-        bar_w = f"{max(width - 1, 1):.2f}"
+        bar_w = f"{max(step - 1, 1):.2f}"
         bars.append(
             f'<g><rect x="{x}" y="{_TREND_H - grey}" width="{bar_w}" height="{grey}" fill="#cbd5e1"/>'
             f'<rect class=failed x="{x}" y="{_TREND_H - red}" width="{bar_w}" height="{red}" fill="{_RED}"/>'
@@ -388,12 +449,64 @@ def trend_svg(failures: Sequence[int], runs: Sequence[int], start: str | None, b
     failed_data = ",".join(str(int(n)) for n in failures)
     runs_data = ",".join(str(int(n)) for n in runs)
     return (
-        f'<svg class=trend xmlns="http://www.w3.org/2000/svg" width="{_TREND_W}" height="{_TREND_H}"'
-        f' viewBox="0 0 {_TREND_W} {_TREND_H}" role=img aria-label="failed and all runs over the window"'
+        f'<svg class=trend xmlns="http://www.w3.org/2000/svg" width="{width}" height="{_TREND_H}"'
+        f' viewBox="0 0 {width} {_TREND_H}" role=img aria-label="{html.escape(name)}"'
         f' data-failures="{failed_data}" data-runs="{runs_data}">'
-        f'<line x1="0" y1="{_TREND_H - 0.5}" x2="{_TREND_W}" y2="{_TREND_H - 0.5}" stroke="{_GREY}"/>'
+        f'<line x1="0" y1="{_TREND_H - 0.5}" x2="{width}" y2="{_TREND_H - 0.5}" stroke="{_GREY}"/>'
         + "".join(bars)
         + "</svg>"
+    )
+
+
+def _clock(origin: datetime | None, seconds: float, span_s: float) -> str:
+    if origin is None:
+        return ""
+    when = origin + timedelta(seconds=seconds)
+    return when.strftime("%H:%M" if span_s < 86400 else "%m-%d %H:%M")
+
+
+def _trend_cell(group: Mapping[str, Any], report: Mapping[str, Any]) -> str:
+    """The group's trend over the window, its last hour apart (in a window longer than that), the window's
+    ends under them, and in words the busiest bucket and the last hour."""
+    trend = report.get("trend") or {}
+    recent = report.get("recent") or None
+    shape = group.get("trend") or {}
+    failures, runs = list(shape.get("failures") or []), list(shape.get("runs") or [])
+    bucket_s = float(trend.get("bucket_s") or 0)
+    origin = _parse_iso(trend.get("start"))
+    span_s = bucket_s * len(failures)
+    charts = [
+        "<div class=trend-window>"
+        + trend_svg(failures, runs, trend.get("start"), bucket_s)
+        + f"<div class=trend-axis><span>{_clock(origin, 0, span_s)}</span>"
+        f"<span>{'now' if report.get('window') else _clock(origin, span_s, span_s)}</span></div></div>"
+    ]
+    words = []
+    if failures and max(failures) > 0:
+        peak = max(range(len(failures)), key=lambda i: (failures[i], i))
+        words.append(
+            f"<span class=trend-peak>peak {_clock(origin, peak * bucket_s, span_s)}: {failures[peak]} of"
+            f" {runs[peak] if peak < len(runs) else 0} runs failed</span>"
+        )
+    last = group.get("recent") or None
+    if recent is not None and last is not None:
+        charts.append(
+            "<div class=trend-recent>"
+            + trend_svg(
+                last.get("failures") or [],
+                last.get("runs") or [],
+                recent.get("start"),
+                float(recent.get("bucket_s") or 0),
+                width=_RECENT_W,
+                name="failed and all runs in the last hour, 5 minutes a bar",
+            )
+            + "<div class=trend-axis><span>last hour</span></div></div>"
+        )
+        failed, total = sum(last.get("failures") or []), sum(last.get("runs") or [])
+        said = f"{failed} of {total} runs failed ({_rate(failed, total)})" if total else "no runs"
+        words.append(f"<span class=trend-last>last hour: {said}</span>")
+    return f"<div class=trend-charts>{''.join(charts)}</div>" + (
+        f"<div class=trend-text>{''.join(words)}</div>" if words else ""
     )
 
 
@@ -411,12 +524,29 @@ def _key_cell(names: Sequence[str], key: Mapping[str, Any], links: Links) -> str
     parts = []
     for name in names:
         value = key.get(name)
-        text = f"<span class=mono>{_e(value)}</span>"
+        text = f"<span class=mono>{_id(value)}</span>"
         if links.query is not None and name in FILTERS:
             target = links.query.with_filters(**{name: NONE if value is None else str(value)})
             text = f'<a class=filter-by href="{html.escape(target.url(links.errors))}">{text}</a>'
         parts.append(text)
     return "<br>".join(parts)
+
+
+def _colgroup(widths: Iterable[str | None]) -> str:
+    return (
+        "<colgroup>" + "".join(f'<col style="width:{w}">' if w else "<col>" for w in widths) + "</colgroup>"
+    )
+
+
+def _change_cell(group: Mapping[str, Any]) -> str:
+    earlier = group.get("earlier") or {}
+    change, rate = earlier.get("change"), earlier.get("failure_rate")
+    if change is None or rate is None:
+        return f"<td class=change>{_DASH}<span class=sub>no runs before</span></td>"
+    points = 100 * float(change)
+    return (
+        f"<td class=change><b>{points:+.1f} pts</b><span class=sub>from {100 * float(rate):.1f}%</span></td>"
+    )
 
 
 def _groups_table(report: Mapping[str, Any], links: Links) -> str:
@@ -426,11 +556,16 @@ def _groups_table(report: Mapping[str, Any], links: Links) -> str:
     by = str(report.get("by") or "signature")
     names = BY.get(by, SIGNATURE)
     heading = "Signature" if by == "signature" else _NAME_LABELS.get(names[0], names[0]).capitalize()
-    trend = report.get("trend") or {}
+    changes = report.get("earlier") is not None
+    columns = [(name or heading, w) for name, w in _GROUP_COLUMNS]
+    if not changes:  # no window before to compare with: the store's hourly counts do not count this view
+        columns = [c for c in columns if c[0] != "Change"]
     rows = [
-        "<table id=groups><thead><tr><th>Failed</th><th>Runs</th><th>Failure rate</th><th>Trend</th>"
-        f"<th>What happened</th><th>{html.escape(heading)}</th><th>Last seen (UTC)</th>"
-        "<th>Sample runs (request id)</th></tr></thead><tbody>"
+        "<table id=groups>"
+        + _colgroup(w for _, w in columns)
+        + "<thead><tr>"
+        + "".join(f"<th>{html.escape(name)}</th>" for name, _ in columns)
+        + "</tr></thead><tbody>"
     ]
     for group in groups:
         key = group["key"]
@@ -439,28 +574,39 @@ def _groups_table(report: Mapping[str, Any], links: Links) -> str:
         for run_id, request_id in zip(
             group["sample_run_ids"], group.get("sample_request_ids") or [""] * 3, strict=False
         ):
-            text = f"{_e(run_id[:12])}" + (f" ({_e(request_id)})" if request_id else "")
+            text = f"{_e(run_id[:12])}" + (
+                f"<span class=rid>({_id(request_id)})</span>" if request_id else ""
+            )
             samples.append(f'<a class="mono sample" href="{html.escape(links.run(run_id))}">{text}</a>')
         if links.query is not None:
             selected = links.query.with_filters(**group_filters(names, key))
             target = html.escape(selected.url(links.runs))
             samples.append(f'<a class=group-runs href="{target}">all its runs →</a>')
-        shape = group.get("trend") or {}
-        svg = trend_svg(
-            shape.get("failures") or [],
-            shape.get("runs") or [],
-            trend.get("start"),
-            float(trend.get("bucket_s") or 0),
-        )
+        meaning = group.get("meaning")
+        if meaning:  # a class as a whole: what its runs share, not its latest run's cause
+            what = (
+                f"<b class=class-title>{_e(meaning.get('title'))}</b>"
+                f"<span class=meaning>{_e(meaning.get('description'))}</span>"
+            )
+        else:
+            what = _e(group["title"])
         rows.append(
             f'<tr class=group data-summary-key="{_e(key.get("summary_key"))}" data-failures="{failures}"'
             f' data-runs="{runs}">'
-            f"<td class=n>{failures}</td><td class=n>{runs}</td><td class=n>{_rate(failures, runs)}</td>"
-            f"<td>{svg}</td><td>{_e(group['title'])}</td><td>{_key_cell(names, key, links)}</td>"
-            f"<td>{_e(_utc(group['last_seen']))}</td><td>{'<br>'.join(samples)}</td></tr>"
+            f"<td class='n failed'>{failures}</td><td class='n runs'>{runs}</td>"
+            f"<td class='n rate'>{_rate(failures, runs)}</td>"
+            + (_change_cell(group) if changes else "")
+            + f"<td class=trend-cell>{_trend_cell(group, report)}</td><td class=what>{what}</td>"
+            f"<td class=key>{_key_cell(names, key, links)}</td>"
+            f"<td>{_stamp(group['last_seen'])}</td><td>{''.join(samples)}</td></tr>"
         )
     rows.append("</tbody></table>")
     return "".join(rows)
+
+
+def _stamp(iso: str | None) -> str:
+    """A time as date and time of day, each on a line of its own."""
+    return _e(_utc(iso)).replace(" ", "<br>", 1)
 
 
 def _utc(iso: str | None) -> str | None:
@@ -482,7 +628,11 @@ def _summary_line(report: Mapping[str, Any]) -> str:
         where = f"since {_e(_utc(report.get('since')))}"
     else:
         where = f"in {_e(report.get('source'))}"
-    shown = f"the first {groups} {noun}" if report.get("limited") else f"{groups} {noun}"
+    total = int(report.get("groups_total") or groups)
+    if report.get("limited"):
+        shown = f"the first {groups} of {total} " + _VIEW_NOUNS.get(str(report.get("by")), ("", "groups"))[1]
+    else:
+        shown = f"{groups} {noun}"
     return f"{failures} failed of {runs} runs ({_rate(failures, runs)}) {where}: {shown}"
 
 
@@ -495,6 +645,18 @@ def _views(links: Links, by: str) -> str:
         else:
             items.append(f'<a href="{links.view(by=name, before=None, q="")}">{label}</a>')
     return "<nav id=views>" + " · ".join(items) + "</nav>"
+
+
+def _sorts(links: Links, sort: str) -> str:
+    items = []
+    for name, label in _SORT_LABELS.items():
+        if name == sort:
+            items.append(f"<b aria-current=true>{label}</b>")
+        else:
+            items.append(
+                f'<a data-sort="{name}" href="{links.view(sort=name, before=None, q="")}">{label}</a>'
+            )
+    return "<nav id=sort>order: " + " · ".join(items) + "</nav>"
 
 
 def _filter_form(links: Links) -> str:
@@ -510,6 +672,8 @@ def _filter_form(links: Links) -> str:
         for name in ("route", "account", "model", "provider", "class")
     )
     hidden = f'<input type=hidden name=by value="{html.escape(query.by)}">' if query.by != "signature" else ""
+    if query.sort != "count":
+        hidden += f'<input type=hidden name=sort value="{html.escape(query.sort)}">'
     if query.until:
         hidden += f'<input type=hidden name=until value="{html.escape(query.until)}">'
     chips = []  # filters a group's link set: kept, shown, each removable
@@ -537,10 +701,22 @@ def errors_page(report: Mapping[str, Any], links: Links) -> str:
     """The errors page: failed runs grouped by the view's names, with failure rates and trends over the
     window, the view's filters and search (``links.query``), and a link from each group to its runs."""
     by = str(report.get("by") or "signature")
+    sort = str(report.get("sort") or "count")
+    note = ""
+    if report.get("earlier") is None and report.get("groups"):
+        note = (
+            "<p class=detail id=no-change>No change since the window before: the store's hourly counts do not"
+            " count this view's names and filters together (a route or an account with another name), and"
+            " the page does not scan the runs for it."
+            + (" Sorted by failures instead." if sort == "change" else "")
+            + "</p>"
+        )
     body = (
         _views(links, by)
+        + _sorts(links, sort)
         + _filter_form(links)
         + f"<h2 id=summary>{_summary_line(report)}</h2>"
+        + note
         + _interrupted(report)
         + routes_section(report)
         + _groups_table(report, links)
@@ -550,31 +726,48 @@ def errors_page(report: Mapping[str, Any], links: Links) -> str:
 
 
 def runs_page(data: Mapping[str, Any], links: Links, what: str = "failed runs") -> str:
-    """A list of runs (a group's, or a search's), the latest first, with the next page's link."""
+    """A list of runs (a group's, or a search's), the latest first, with the next page's link; its heading
+    says how many of how many (``data["total"]``) it shows, and, for one class, what the class means."""
     query = links.query
     runs = data.get("runs") or []
     chips = ", ".join(
         f"{html.escape(_NAME_LABELS.get(n, n))} <span class=mono>{_e(v)}</span>"
         for n, v in (data.get("filters") or {}).items()
     )
-    head = f"<h2 id=summary>{len(runs)} {html.escape(what)}" + (f" where {chips}" if chips else "") + "</h2>"
+    total = data.get("total")
+    count = f"{len(runs)} {html.escape(what)}"
+    if data.get("older") and total is not None:
+        count = f"{len(runs)} older of {total} {html.escape(what)}"
+    elif total is not None and total != len(runs):
+        count = f"showing {len(runs)} of {total} {html.escape(what)}"
+    count += f" where {chips}" if chips else ""
+    meaning = data.get("meaning")
+    if meaning:  # the class as a whole heads the list, above its runs' own titles
+        head = (
+            f"<h2 id=meaning>{_e(meaning.get('title'))}</h2>"
+            f"<p class=detail>{_e(meaning.get('description'))}</p><p id=summary class=count>{count}</p>"
+        )
+    else:
+        head = f"<h2 id=summary>{count}</h2>"
     body = f'<p><a id=back href="{links.view(before=None)}">← the errors</a></p>' + head
     if not runs:
         return _document("streamfsm relay: runs", html.escape(what), body + "<p class=empty>No runs.</p>")
     rows = [
-        "<table id=runs><thead><tr><th>Started (UTC)</th><th>Run</th><th>Request id</th>"
-        "<th>What happened</th><th>Summary key</th><th>Route</th><th>Account</th><th>Model</th>"
-        "<th>Close kind</th></tr></thead><tbody>"
+        "<table id=runs>"
+        + _colgroup(w for _, w in _RUN_COLUMNS)
+        + "<thead><tr>"
+        + "".join(f"<th>{name}</th>" for name, _ in _RUN_COLUMNS)
+        + "</tr></thead><tbody>"
     ]
     for run in runs:
         link = html.escape(links.run(run["run_id"]))
         rows.append(
-            f'<tr class=run data-run-id="{_e(run["run_id"])}"><td>{_e(_utc(run.get("started_at")))}</td>'
+            f'<tr class=run data-run-id="{_e(run["run_id"])}"><td>{_stamp(run.get("started_at"))}</td>'
             f'<td><a class=mono href="{link}">{_e(run["run_id"][:12])}</a></td>'
-            f"<td class=mono>{_e(run.get('request_id'))}</td><td>{_e(run.get('title'))}</td>"
-            f"<td class=mono>{_e(run.get('summary_key'))}</td><td class=mono>{_e(run.get('route'))}</td>"
-            f"<td class=mono>{_e(run.get('account'))}</td><td class=mono>{_e(run.get('model'))}</td>"
-            f"<td class=mono>{_e(run.get('close'))}</td></tr>"
+            f"<td class=mono>{_id(run.get('request_id'))}</td><td>{_e(run.get('title'))}</td>"
+            f"<td class=mono>{_id(run.get('summary_key'))}</td><td class=mono>{_id(run.get('route'))}</td>"
+            f"<td class=mono>{_id(run.get('account'))}</td><td class=mono>{_id(run.get('model'))}</td>"
+            f"<td class=mono>{_id(run.get('close'))}</td></tr>"
         )
     rows.append("</tbody></table>")
     if query is not None and data.get("next_before") is not None:

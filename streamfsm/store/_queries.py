@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import zlib
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any, Final
@@ -147,6 +147,30 @@ class Trend:
 
 
 @dataclass(frozen=True, slots=True)
+class Earlier:
+    """Failed runs per group key (``failures``) and all runs per key's values other than ``OUTCOME_NAMES``
+    (``runs``, as ``groups`` counts them) over ``[since, until)``: the whole hours before another window."""
+
+    names: tuple[str, ...]
+    since: datetime
+    until: datetime
+    failures: Mapping[tuple[str | None, ...], int]
+    runs: Mapping[tuple[str | None, ...], int]
+
+    def counts(self, key: tuple[str | None, ...]) -> tuple[int, int]:
+        """(failed runs, runs) of the group ``key``."""
+        context = tuple(
+            value for name, value in zip(self.names, key, strict=True) if name not in OUTCOME_NAMES
+        )
+        return self.failures.get(key, 0), self.runs.get(context, 0)
+
+    def rate(self, key: tuple[str | None, ...]) -> float | None:
+        """The group's failure rate then (None: no run then to compare with)."""
+        failures, runs = self.counts(key)
+        return failures / runs if runs else None
+
+
+@dataclass(frozen=True, slots=True)
 class RunRow:
     """One run as the store indexes it (the whole record: ``Store.record``)."""
 
@@ -240,6 +264,7 @@ class Queries:
         limit: int | None = None,
         samples: int = SAMPLES,
         counted: Sequence[Trend] | None = None,
+        rank: Callable[[tuple[str | None, ...], int, int], float] | None = None,
     ) -> list[StoreGroup]:
         """Failed runs grouped by the values of ``by`` (names of ``DIMENSIONS``), most failures first, then
         the latest; each with first and last seen, the latest sample runs, the title of its latest failure
@@ -248,7 +273,9 @@ class Queries:
         ``streamfsm report`` over the same records. ``limit``: the first so many (each group's details
         cost a query: give one for a view of many groups, such as by account). ``counted``: ``trend`` over
         the same filters, window and ``by`` (the errors page asks for both): its sums are the counts, which
-        then cost no query of their own (over a month of runs by route, two scans of the window)."""
+        then cost no query of their own (over a month of runs by route, two scans of the window). ``rank``:
+        a number per group from its key, failures and runs (its failure rate, say), the highest first, before
+        the most failures; the limit keeps the highest ranked."""
         context = [i for i, name in enumerate(by) if name not in OUTCOME_NAMES]
         if counted is None:
             failures = self._count(by, filters, failed=True)
@@ -259,9 +286,18 @@ class Queries:
                 key = tuple(_text(value) for value in trend.key)
                 failures[key] = sum(trend.failures)
                 runs[tuple(key[i] for i in context)] = sum(trend.runs)
-        ranked = sorted(failures.items(), key=lambda item: -item[1])
+
+        def order(key: tuple[Any, ...], count: int) -> tuple[float, int]:
+            if rank is None:
+                return 0.0, -count
+            return -rank(
+                tuple(_none(value) for value in key), count, runs.get(tuple(key[i] for i in context), 0)
+            ), -count
+
+        ranked = sorted(failures.items(), key=lambda item: order(*item))
         if limit is not None and len(ranked) > limit:  # details (a query each) only for the top and its ties
-            ranked = [item for item in ranked if item[1] >= ranked[limit - 1][1]]
+            cut = order(*ranked[limit - 1])
+            ranked = [item for item in ranked if order(*item) <= cut]
         groups = []
         for key, count in ranked:
             groups.append(
@@ -275,9 +311,49 @@ class Queries:
             )
         oldest = datetime.min.replace(tzinfo=timezone.utc)
         groups.sort(
-            key=lambda g: (-g.failures, -(g.last or oldest).timestamp(), tuple(k or "" for k in g.key))
+            key=lambda g: (
+                order(tuple(_text(k) for k in g.key), g.failures),
+                -(g.last or oldest).timestamp(),
+                tuple(k or "" for k in g.key),
+            )
         )
         return groups if limit is None else groups[:limit]
+
+    def earlier(self, filters: Filters, by: Sequence[str] = SIGNATURE) -> Earlier | None:
+        """What ``groups`` counts, over the window before ``filters``' one: as long (in whole hours, rounded
+        up) and ending at the start of the hour that window starts in, so that it is read from the hourly
+        counts alone, never from the runs. None when no table of counts counts by every name of ``by`` and
+        every filter, or ``filters``' window is open at either end. (A store made with ``counts=False``, the
+        reference, counts the same from the runs.)"""
+        if filters.since is None or filters.until is None:
+            return None
+        wanted = {*(_column(name) for name in by), *_values(filters)}
+        if not any(wanted <= set(counted) for counted in COUNTS.values()):
+            return None  # (the reference, ``counts=False``, answers where the counts would, from the runs)
+        end = _micros(filters.since) // _HOUR * _HOUR
+        length = -(-(_micros(filters.until) - _micros(filters.since)) // _HOUR) * _HOUR
+        try:
+            since, until = _when(end - length), _when(end)
+        except OverflowError:  # before the year 1
+            return None
+        assert since is not None
+        assert until is not None
+        window = replace(filters, since=since, until=until)
+        context = [name for name in by if name not in OUTCOME_NAMES]
+        failures = self._count(by, window, failed=True)
+        runs = self._count(context, window)
+        return Earlier(
+            tuple(by),
+            since,
+            until,
+            {tuple(_none(v) for v in key): n for key, n in failures.items()},
+            {tuple(_none(v) for v in key): n for key, n in runs.items()},
+        )
+
+    def matching(self, filters: Filters = Filters(), *, failed: bool | None = None) -> int:
+        """How many runs match ``filters`` (``failed``: only failed or only completed ones): from the hourly
+        counts when a table counts by every filter (as ``groups``), from the runs otherwise."""
+        return sum(self._count((), filters, failed=failed).values())
 
     def _details(
         self, by: Sequence[str], key: tuple[Any, ...], filters: Filters, samples: int
@@ -384,10 +460,14 @@ class Queries:
         buckets: int,
         filters: Filters = Filters(),
         by: Sequence[str] = SIGNATURE,
+        *,
+        also: Sequence[tuple[str | None, ...]] = (),
     ) -> list[Trend]:
         """Failed runs per group key in ``buckets`` equal slices of ``[since, until)`` (``filters``' own
         window is replaced), for every key with a failure in the window; and all runs in each slice, counted
-        as ``groups`` counts them (sharing the key's values other than ``OUTCOME_NAMES``)."""
+        as ``groups`` counts them (sharing the key's values other than ``OUTCOME_NAMES``). ``also``: keys to
+        answer for even without a failure in the window (last, in that order: the groups of a longer window
+        drawn over a part of it)."""
         if buckets < 1 or until <= since:
             raise ValueError("a trend needs at least one bucket and until after since")
         start, end = _micros(since), _micros(until)
@@ -403,13 +483,15 @@ class Queries:
             total = runs.setdefault(tuple(key[i] for i in context), [0] * buckets)
             for i, n in enumerate(counts):
                 total[i] += n
+        for wanted in also:
+            failed.setdefault(tuple(_text(value) for value in wanted), [0] * buckets)
         return [
             Trend(
                 tuple(_none(value) for value in key),
                 since,
                 timedelta(microseconds=width),
                 tuple(counts),
-                tuple(runs[tuple(key[i] for i in context)]),
+                tuple(runs.get(tuple(key[i] for i in context)) or [0] * buckets),
             )
             for key, counts in sorted(failed.items(), key=lambda item: (-sum(item[1]), item[0]))
         ]

@@ -43,6 +43,7 @@ from ._backends import (
 from ._queries import (
     DIMENSIONS,
     OUTCOME_NAMES,
+    Earlier,
     Filters,
     Queries,
     RunRow,
@@ -57,6 +58,7 @@ from ._queries import (
 __all__ = [
     "DIMENSIONS",
     "OUTCOME_NAMES",
+    "Earlier",
     "Filters",
     "RunRow",
     "RunsPage",

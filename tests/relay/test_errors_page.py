@@ -46,11 +46,12 @@ LABELS_UNDER_NODES = """[...document.querySelectorAll('svg')].flatMap(svg => {
     return boxes.some(r => b.x < r.x + r.width && r.x < b.x + b.width && b.y < r.y + r.height
       && r.y < b.y + b.height); }).map(t => t.textContent); })"""
 ROWS = """[...document.querySelectorAll('tr.group')].map(r => ({
-  failed: +r.cells[0].innerText, runs: +r.cells[1].innerText, rate: r.cells[2].innerText,
-  trend: r.querySelector('svg.trend').dataset.failures.split(',').map(Number),
-  trendRuns: r.querySelector('svg.trend').dataset.runs.split(',').map(Number),
-  bars: r.querySelectorAll('svg.trend rect.failed').length,
-  title: r.cells[4].innerText, key: r.cells[5].innerText,
+  failed: +r.querySelector('td.failed').innerText, runs: +r.querySelector('td.runs').innerText,
+  rate: r.querySelector('td.rate').innerText,
+  trend: r.querySelector('.trend-window svg.trend').dataset.failures.split(',').map(Number),
+  trendRuns: r.querySelector('.trend-window svg.trend').dataset.runs.split(',').map(Number),
+  bars: r.querySelectorAll('.trend-window svg.trend rect.failed').length,
+  title: r.querySelector('td.what').innerText, key: r.querySelector('td.key').innerText,
   visible: r.getBoundingClientRect().height > 0 && getComputedStyle(r).visibility === 'visible',
   samples: [...r.querySelectorAll('a.sample')].map(a => a.innerText)}))"""
 
@@ -147,7 +148,7 @@ def test_the_json_page_groups_as_report_does_with_rates_from_the_audit_log(fille
     relay, audit, records, (since, until) = filled
     page = page_json(relay, since=since, until=until)
     report = report_json(audit, "--since", since)
-    strip = ("sample_request_ids", "runs", "failure_rate", "trend")
+    strip = ("sample_request_ids", "runs", "failure_rate", "trend", "recent", "earlier")
     assert [{k: v for k, v in g.items() if k not in strip} for g in page["groups"]] == report["groups"]
     assert len(page["groups"]) == 4
     assert (page["runs"], page["failures"]) == (report["runs"], report["failures"]) == (len(SENT), FAILED)
@@ -227,7 +228,7 @@ def test_the_views_by_route_and_account_are_report_by(filled: Any, by: str) -> N
 
 def test_what_the_page_cannot_honour_is_refused_not_ignored(filled: Any) -> None:
     relay, *_ = filled
-    for query in ("by=colour", "since=yesterday", "colour=red", "before=x", "route=a&route=b"):
+    for query in ("by=colour", "since=yesterday", "colour=red", "before=x", "route=a&route=b", "sort=size"):
         answer = httpx.get(f"{relay.base_url}/admin/errors?{query}", headers=AUTH)
         assert answer.status_code == 400, query
         assert answer.json()["error"]["type"] == "invalid_request"
@@ -573,4 +574,4 @@ def test_a_view_of_many_groups_lists_the_first_hundred(filled: Any, tmp_path: Pa
         report = page_report(store, PageQuery(by="account"), "test")
     assert (report["failures"], len(report["groups"]), report["limited"]) == (len(copies), GROUP_LIMIT, True)
     page = errors_page(report, Links(lambda run_id: run_id, PageQuery(by="account")))
-    assert f": the first {GROUP_LIMIT} accounts</h2>" in page
+    assert f": the first {GROUP_LIMIT} of {len(copies)} accounts</h2>" in page

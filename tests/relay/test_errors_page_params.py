@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from relaysupport import RelayThread, relay_to
 
 PAGES = ("/admin/errors", "/admin/errors/runs", "/admin/errors/search")
-NAMES = ("by", "since", "until", "before", "q", "route", "account", "model", "class", "close")
+NAMES = ("by", "since", "until", "before", "q", "sort", "route", "account", "model", "class", "close")
 JSON = {"accept": "application/json"}
 
 

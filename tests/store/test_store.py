@@ -318,3 +318,99 @@ def test_runs_delivered_twice_at_once_are_counted_once(postgres_url: str) -> Non
     finally:
         for store in stores:
             store.close()
+
+
+# -- the errors page at a glance: the window before, ranks, honest totals --------------------------------
+
+
+def _counted(
+    records: list[Any], names: tuple[str, ...], since: Any, until: Any
+) -> tuple[Counter[Any], Counter[Any]]:
+    """Failed runs per key of ``names`` and all runs per key's context, by hand, in ``[since, until)``."""
+    context = [n for n in names if n not in ("summary_key", "class", "transport_kind", "close")]
+    inside = [r for r in records if (when := started(r)) is not None and since <= when < until]
+    failures = Counter(
+        tuple(field_value(r, n) for n in names) for r in inside if r.failure_class != "completed"
+    )
+    runs = Counter(tuple(field_value(r, n) for n in context) for r in inside)
+    return failures, runs
+
+
+@pytest.mark.parametrize("names", [SIGNATURE, ("class",), ("route",), ("account",)], ids="+".join)
+def test_the_window_before_is_counted_from_the_hourly_counts_alone(
+    store_url: str, names: tuple[str, ...]
+) -> None:
+    records = varied(600, seed=21, span=timedelta(hours=12))
+    window = Filters(since=T0 + timedelta(hours=6, minutes=20), until=T0 + timedelta(hours=11, minutes=50))
+    with Store.open(store_url) as store:
+        store.add(records)
+        earlier = store.earlier(window, names)
+        assert earlier is not None
+        # as long as the window in whole hours, ending at the hour the window starts in
+        assert (earlier.since, earlier.until) == (T0, T0 + timedelta(hours=6))
+        failures, runs = _counted(records, names, earlier.since, earlier.until)
+        assert dict(earlier.failures) == dict(failures)
+        assert dict(earlier.runs) == dict(runs)
+        store._db.execute("DELETE FROM runs")  # the hourly counts stay: the runs are never read for it
+        again = store.earlier(window, names)
+        assert again is not None
+        assert (dict(again.failures), dict(again.runs)) == (dict(failures), dict(runs))
+
+
+def test_no_window_before_where_the_hourly_counts_do_not_count_the_view(store_url: str) -> None:
+    window = Filters(since=T0, until=T0 + timedelta(hours=6))
+    with Store.open(store_url) as store:
+        store.add(varied(50, seed=2))
+        assert store.earlier(Filters(since=T0, until=T0 + timedelta(hours=6), route=ROUTES[0])) is None
+        assert store.earlier(window, ("route", "class")) is None
+        assert store.earlier(Filters(since=T0)) is None  # open at its end
+        assert store.earlier(window, ("route",)) is not None
+
+
+def test_a_rank_orders_the_groups_and_a_limit_keeps_the_highest(store_url: str) -> None:
+    def rate(key: Any, failures: int, runs: int) -> float:
+        return failures / runs
+
+    with Store.open(store_url) as store:
+        store.add(varied(400, seed=5))
+        every = store.groups(by=("account", "class"), rank=rate)
+        rates = [g.failure_rate for g in every]
+        assert rates == sorted(rates, reverse=True) and len(set(rates)) > 2
+        assert store.groups(by=("account", "class"), rank=rate, limit=3) == every[:3]
+
+
+def test_matching_counts_every_run_a_view_pages_through(store_url: str) -> None:
+    records = varied(300, seed=8)
+    with Store.open(store_url) as store:
+        store.add(records)
+        for filters in (
+            Filters(route=ROUTES[1]),
+            Filters(failure_class="mid_generation"),
+            Filters(since=T0 + timedelta(hours=2), until=T0 + timedelta(hours=4, minutes=30)),
+        ):
+            listed, before = 0, None
+            while True:
+                page = store.runs(filters, failed=True, limit=40, before=before)
+                listed += len(page.runs)
+                if page.next_before is None:
+                    break
+                before = page.next_before
+            assert store.matching(filters, failed=True) == listed > 0
+            assert store.matching(filters) == store.totals(filters).runs
+
+
+def test_a_trend_also_answers_for_keys_without_a_failure(store_url: str) -> None:
+    records = varied(300, seed=9)
+    since, until = T0, T0 + timedelta(hours=6)
+    with Store.open(store_url) as store:
+        store.add(records)
+        failing = {t.key for t in store.trend(since, until, 6, by=("class",))}
+        quiet = ("consumer_error",)
+        assert quiet not in failing
+        trends = store.trend(since, until, 6, by=("class",), also=[quiet])
+        extra = next(t for t in trends if t.key == quiet)
+        assert extra.failures == (0,) * 6
+        assert sum(extra.runs) == sum(
+            1 for r in records if (w := started(r)) is not None and since <= w < until
+        )
+        assert {t.key for t in trends} == failing | {quiet}
