@@ -7,6 +7,7 @@ request. The resident memory under 20 concurrent 30 MiB bodies is measured by ``
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 import time
 from pathlib import Path
@@ -299,6 +300,26 @@ def test_the_pools_limits_add_up_to_the_configured_totals(
         assert len(pool.pools) == 1 or min(limits) >= 64
     assert sum(min(k, c) for k, c in zip(kept, limits, strict=True)) == min(
         keepalive, max_connections or keepalive
+    )
+
+
+def test_the_pools_share_one_tls_context_set_as_each_would_set_its_own() -> None:
+    """One TLS context for all pools (each building its own was most of a relay's start), verifying with
+    certifi's CAs and nothing from the environment, as a pool alone would."""
+    contexts = {
+        id(inner._pool._ssl_context): inner._pool._ssl_context
+        for inner in ShardedPool(max_connections=None, max_keepalive_connections=100).pools
+    }
+    assert len(contexts) == 1
+    (shared,) = contexts.values()
+    alone = httpx.AsyncHTTPTransport(trust_env=False)._pool._ssl_context
+    assert shared.verify_mode == ssl.CERT_REQUIRED and shared.check_hostname
+    assert shared.cert_store_stats()["x509_ca"] > 0
+    assert shared.cert_store_stats() == alone.cert_store_stats()
+    assert (shared.options, shared.verify_flags, shared.minimum_version) == (
+        alone.options,
+        alone.verify_flags,
+        alone.minimum_version,
     )
 
 
