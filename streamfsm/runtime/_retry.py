@@ -720,6 +720,12 @@ class RetryingRun(AgentRouting):
                 return
             decision = LinkDecision.CONFIRMED_RETRY
         plan = step.plan
+        if (
+            self._routing is not None
+            and decision is LinkDecision.CONFIRMED_RETRY
+            and then is Recovery.CONTINUE
+        ):
+            self._routing.continue_there()
         if plan is None and then is Recovery.CONTINUE:
             partial = self._delivery.partial
             plan = continue_plan(partial, self._continue_with, prefill_refused=self._prefill_refused)
@@ -779,9 +785,9 @@ class RetryingRun(AgentRouting):
         return self._continue_with or ContinueStyle.INSTRUCTION
 
     def _route_continues(self) -> bool:
-        """Whether the route the next attempt goes to takes the chain's continuation."""
+        """Whether a route the chain may go to takes its continuation (not only the next in order)."""
         style = self._continue_style()
-        return self._routing is None or style is None or self._routing.route.accepts(style)
+        return self._routing is None or style is None or self._routing.continues_at is not None
 
     def _aborted_reason(self, where: str) -> str:
         assert self._abort_request is not None

@@ -299,6 +299,8 @@ class Routing:
         self.silenced: set[int] = set()
         self.admitted: BreakerState | None = None  # the breaker's state the running attempt was let in by
         self.spacing = 0.0  # how long the admitted attempt waits to start
+        # Where a continuation the consumer may still choose would go (None: no route takes its style).
+        self.continues_at: int | None = None
 
     @property
     def route(self) -> Route:
@@ -348,15 +350,22 @@ class Routing:
         to the route the next attempt goes to."""
         now = self.clock()
         closed = {i for i, r in enumerate(self.routes) if not self.breakers.admits(r.name, now)}
-        where = hop(
-            failed.diagnosis,
-            self.routes,
-            self.at,
-            tries=self.tries,
-            silenced=self.silenced,
-            closed=closed,
-            style=style if failed.continuing else None,
-        )
+        at, tries, silenced = self.at, self.tries, self.silenced
+
+        def to(carrying: ContinueStyle | None) -> Hop:
+            return hop(
+                failed.diagnosis,
+                self.routes,
+                at,
+                tries=tries,
+                silenced=silenced,
+                closed=closed,
+                style=carrying,
+            )
+
+        where = to(style if failed.continuing else None)
+        # A continuation offered now goes to the first route that takes its style, maybe past the next one.
+        self.continues_at = where.route if failed.continuing or style is None else to(style).route
         step = rerouted(policy, step, failed, where)
         if (
             step.kind is not DecisionKind.STOP
@@ -365,6 +374,11 @@ class Routing:
         ):
             self.at = where.route
         return step
+
+    def continue_there(self) -> None:
+        """The consumer chose the continuation `after` found a route for: the next attempt goes there."""
+        assert self.continues_at is not None
+        self.at = self.continues_at
 
 
 def rerouted(policy: RetryPolicy, step: Step, failed: Failed, where: Hop) -> Step:

@@ -232,11 +232,6 @@ async def test_the_relay_leg_rescues_what_it_can_before_a_byte_reaches_the_clien
     assert [(o.name, o.violations) for o in outcomes if o.violations] == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="retrying() offers a continuation only when the next route in order takes its style; a later"
-    " route that does is never offered it (reported: a route that takes no prefill hides the one after)",
-)
 async def test_a_prefill_continuation_skips_a_route_that_takes_none_for_one_that_does() -> None:
     skip = RouteScenario(
         "prefill-skips-a-route",
