@@ -75,8 +75,9 @@ class Opening:
         return self.error is not None or (self.run is not None and self.run.failure is not None)
 
     async def hold(self) -> None:
-        """Read until the first token (a non-streaming answer: its first chunk; an error: its whole body, up
-        to ``HOLD_BYTES``), the body's end, or the run's failure."""
+        """Read until the first token (a non-streaming answer or an error: its whole body, up to
+        ``HOLD_BYTES``; the relay passes a non-streaming answer on only once whole anyway), the body's end,
+        or the run's failure."""
         response, run, events = self.response, self.run, self.events
         assert response is not None
         assert run is not None
@@ -90,7 +91,7 @@ class Opening:
                 carried = list(events)
                 events.clear()
                 self.held.append((chunk, carried))
-                if ok and (run.streams is False or any(not isinstance(e, _NOT_TOKENS) for e in carried)):
+                if ok and run.streams is not False and any(not isinstance(e, _NOT_TOKENS) for e in carried):
                     return
         except StopAsyncIteration:
             self.ended = True
@@ -236,6 +237,9 @@ async def routed(
             answered=opening.response is not None,
         )
         step = routing.after(policy, after_failure(policy, failed), failed, None)
+        if step.kind is DecisionKind.RETRY and step.delay_s > 0 and routing.route.name == route.name:
+            # The wait goes before the route is taken, as in retrying(): the spacing counts from the take.
+            await anyio.sleep(step.delay_s)
         after = routing.take(retry=True) if step.kind is DecisionKind.RETRY else None
         if after is None:  # no route can help: the client gets this attempt's answer, as without a table
             await _give(exchange, opening)
@@ -258,8 +262,6 @@ async def routed(
         if after.name != route.name:
             book.fell_back(route.name, after.name)
             book.changed()
-        elif step.delay_s > 0:
-            await anyio.sleep(step.delay_s)
         route = after
 
 
@@ -318,10 +320,11 @@ def _settle(routing: Routing, opening: Opening | None) -> None:
     only frees the breaker's probe)."""
     run = opening.run if opening is not None else None
     diagnosis = run.diagnosis if run is not None else None
+    probe = routing.admitted is BreakerState.HALF_OPEN
     if diagnosis is None:
-        routing.breakers.failed(routing.route.name, routing.clock(), transient=False)
+        routing.breakers.failed(routing.route.name, routing.clock(), transient=False, probe=probe)
     else:
-        routing.ended(routing.route.name, diagnosis)
+        routing.ended(routing.route.name, diagnosis, probe=probe)
 
 
 async def _no_route(
@@ -339,7 +342,7 @@ async def _no_route(
     ]
     retry_after = max(1, math.ceil(min(waits))) if waits else 1
     states = ", ".join(f"{route.name}: {breakers[route.name].state.value}" for route in call.routes)
-    why = f"no route can take the request now: every route's circuit breaker is open ({states})"
+    why = f"no route can take the request now: no route's circuit breaker lets it in ({states})"
     headers = [(b"retry-after", str(retry_after).encode())]
     written = await answer(exchange.send, 503, exchange.request_id, "overloaded", why, headers)
     body = {"model": call.model} if call.model is not None else {}

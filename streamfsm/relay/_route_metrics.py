@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-from ..runtime import BreakerState, Transition
+from ..runtime import BreakerState
 
 if TYPE_CHECKING:
     from ._fallback import RouteBook
@@ -48,7 +48,7 @@ class RouteMetrics:
             registry=registry,
         )
         self._lock = threading.Lock()
-        self._last: dict[str, Transition] = {}  # per route, the last transition counted
+        self._entered: dict[tuple[str, BreakerState], int] = {}  # per route and state, the moves counted
         self._fallbacks: dict[tuple[str, str], int] = {}
 
     def sync(self, book: RouteBook) -> None:
@@ -56,13 +56,15 @@ class RouteMetrics:
             for name, breaker in book.breakers().items():
                 for state in BreakerState:
                     self.state.labels(route=name, state=state.value).set(int(breaker.state is state))
-                moves = list(breaker.transitions)
-                last = self._last.get(name)
-                new = moves[moves.index(last) + 1 :] if last in moves else moves
-                for move in new:
-                    self.transitions.labels(route=name, to=move.after.value).inc()
-                if moves:
-                    self._last[name] = moves[-1]
+                # From the breaker's running counts, not its last transitions (a bounded window).
+                entered = dict.fromkeys(BreakerState, 0)
+                for (_, into), moved in breaker.moves.items():
+                    entered[into] += moved
+                for into, moved in entered.items():
+                    counted = self._entered.get((name, into), 0)
+                    if moved > counted:
+                        self.transitions.labels(route=name, to=into.value).inc(moved - counted)
+                        self._entered[(name, into)] = moved
             for (before, after), count in list(book.fallbacks.items()):
                 seen = self._fallbacks.get((before, after), 0)
                 if count > seen:

@@ -241,8 +241,21 @@ def _route(name: str, spec: object, env: Mapping[str, str], fail: Any) -> TableR
         url = httpx.URL(upstream) if isinstance(upstream, str) else None
     except httpx.InvalidURL:
         url = None
-    if url is None or url.scheme not in ("http", "https") or not url.host or url.query or url.fragment:
-        why = f"must be an http:// or https:// URL without a query, not {upstream!r}"
+    if (
+        url is None
+        or url.scheme not in ("http", "https")
+        or not url.host
+        or url.query
+        or url.fragment
+        or url.userinfo
+    ):
+        # Shown without what may hold a secret (credentials, a query): a key goes in key_env or key_file.
+        shown = (
+            "a URL"
+            if url is None
+            else f"{url.scheme}://{url.host}{'' if url.port is None else f':{url.port}'}"
+        )
+        why = f"must be an http:// or https:// URL without credentials, a query or a fragment, not {shown}"
         raise fail(f"{where}.upstream", why, name)
     fmt = spec.get("format")
     if fmt is not None and fmt not in PROVIDERS:

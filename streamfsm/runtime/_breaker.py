@@ -117,11 +117,14 @@ class Breakers:
             self._move(breaker, BreakerState.HALF_OPEN, now)
             breaker.probing = False
 
-    def admits(self, route: str, now: float) -> bool:
-        """Whether an attempt on ``route`` may start at ``now`` (without taking the half-open probe)."""
+    def admits(self, route: str, now: float, *, retry: bool = False) -> bool:
+        """Whether an attempt on ``route`` may start at ``now`` (without taking the half-open probe);
+        ``retry``: an attempt after a failure, which the route's retry cap must leave room for too."""
         with self._lock:
             breaker = self._get(route)
             self._ripe(breaker, now)
+            if retry and sum(1 for at in breaker.retries if at > now - self.window_s) >= self.retry_cap:
+                return False
             return breaker.state is BreakerState.CLOSED or (
                 breaker.state is BreakerState.HALF_OPEN and not breaker.probing
             )
@@ -152,24 +155,32 @@ class Breakers:
             return state
 
     def wait_s(self, route: str, now: float) -> float:
-        """How long the retry of ``route`` admitted at ``now`` waits, to start ``min_spacing_s`` after the
-        route's try before it (0 for a first attempt)."""
+        """How long the retry of ``route`` just admitted at ``now`` waits, to start ``min_spacing_s`` after
+        the route's try before it (asked of retries only: a first attempt goes at once)."""
         with self._lock:
             breaker = self._breakers.get(route)
             return 0.0 if breaker is None else max(0.0, breaker.last_try - now)
 
-    def succeeded(self, route: str, now: float) -> None:
+    def succeeded(self, route: str, now: float, *, probe: bool = False) -> None:
+        """An attempt on ``route`` answered. ``probe``: it was the half-open probe, whose answer closes the
+        breaker; a breaker that is not closed ignores the others (let in before it opened)."""
         with self._lock:
             breaker = self._get(route)
+            if breaker.state is not BreakerState.CLOSED and not probe:
+                return
             breaker.failures, breaker.probing = 0, False
             self._move(breaker, BreakerState.CLOSED, now)
 
-    def failed(self, route: str, now: float, *, transient: bool) -> None:
-        """An attempt on ``route`` failed; only a ``transient`` failure (the route's fault) counts. A probe's
-        failure opens the breaker again; any other end of a probe lets the next one through."""
+    def failed(self, route: str, now: float, *, transient: bool, probe: bool = False) -> None:
+        """An attempt on ``route`` failed; only a ``transient`` failure (the route's fault) counts. The
+        probe's (``probe``) opens the breaker again, any other end of it lets the next probe through; a
+        breaker that is not closed ignores the other attempts' ends (let in before it opened)."""
         with self._lock:
             breaker = self._get(route)
-            probe, breaker.probing = breaker.probing, False
+            if probe:
+                breaker.probing = False
+            elif breaker.state is not BreakerState.CLOSED:
+                return
             if not transient:
                 return
             breaker.failures += 1

@@ -112,7 +112,7 @@ from ..classify import AbortSource, Diagnosis
 from ..machine import State
 from ..wire import FORMATS, ConsumerEvent, ContinueStyle, Result, ResumeRefusal, Rewrite, ToolCall
 from ._attempt_io import AttemptIo, drive
-from ._breaker import BREAKERS, Breakers
+from ._breaker import BREAKERS, Breakers, BreakerState
 from ._chain import Chain, LinkDecision, link
 from ._config import AttemptLink, Ids, RouteTag
 from ._delivery import DEFAULT_MAX_HELD_EVENTS, Delivery, Partial, RetryingEvent, ToolResult
@@ -619,6 +619,9 @@ class RetryingRun(AgentRouting):
         if route is None:
             return None
         assert routing.admitted is not None
+        spacing = routing.spacing_s()
+        if spacing > 0:  # the route's turn, as for any retry (the first attempt reads on meanwhile)
+            await anyio.sleep(spacing)
         ids = dataclasses.replace(
             self._chain.next_ids(None),
             previous_run_id=first.run_id,
@@ -663,7 +666,9 @@ class RetryingRun(AgentRouting):
 
     def _ended_attempt(self, run: Run) -> None:
         if self._routing is not None:
-            self._routing.ended(_route_name(run), run.diagnosis)
+            route = run.ids.route
+            probe = route is not None and route.breaker == BreakerState.HALF_OPEN.value
+            self._routing.ended(_route_name(run), run.diagnosis, probe=probe)
         if run.record is not None:
             self._chain.records.append(run.record)
         hidden = run.sdk_retries

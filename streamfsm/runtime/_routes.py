@@ -307,12 +307,13 @@ class Routing:
         return self.routes[self.at]
 
     def take(self, *, retry: bool, rival: bool = False) -> Route | None:
-        """Admit the next attempt on ``routes[at]`` or, when its breaker or retry cap says no, on the next
-        route that admits it (None: none does now). ``retry``: an attempt after a failure; ``rival``: one
-        raced beside the running attempt, on another route."""
+        """Admit the next attempt on ``routes[at]`` or, for a first attempt or a rival, when its breaker or
+        retry cap says no, on the next route that admits it (None: none does now). ``retry``: an attempt
+        after a failure, which goes only where `after` sent it (the route that fits what the failure needs);
+        ``rival``: one raced beside the running attempt, on another route."""
         now = self.clock()
         count = len(self.routes)
-        for step in range(1 if rival else 0, count):
+        for step in range(1 if rival else 0, count if rival or not retry else 1):
             index = (self.at + step) % count
             route = self.routes[index]
             if index in self.silenced or self.tries[index] >= route.tries:
@@ -332,13 +333,14 @@ class Routing:
     def index(self, name: str) -> int:
         return next(i for i, route in enumerate(self.routes) if route.name == name)
 
-    def ended(self, name: str, diagnosis: Diagnosis | None) -> None:
-        """An attempt on route ``name`` ended with ``diagnosis`` (a completed one closes its breaker)."""
+    def ended(self, name: str, diagnosis: Diagnosis | None, *, probe: bool) -> None:
+        """An attempt on route ``name`` ended with ``diagnosis`` (a completed one closes its breaker);
+        ``probe``: it was let in as the half-open breaker's probe."""
         now = self.clock()
         if diagnosis is None or diagnosis.failure_class is FailureClass.COMPLETED:
-            self.breakers.succeeded(name, now)
+            self.breakers.succeeded(name, now, probe=probe)
             return
-        self.breakers.failed(name, now, transient=helps(diagnosis).transient)
+        self.breakers.failed(name, now, transient=helps(diagnosis).transient, probe=probe)
         if silent(diagnosis):
             self.silenced.add(self.index(name))
 
@@ -349,7 +351,7 @@ class Routing:
         """``after_failure``'s ``step`` for ``failed``, sent where a retry can help (`rerouted`); ``at`` moves
         to the route the next attempt goes to."""
         now = self.clock()
-        closed = {i for i, r in enumerate(self.routes) if not self.breakers.admits(r.name, now)}
+        closed = {i for i, r in enumerate(self.routes) if not self.breakers.admits(r.name, now, retry=True)}
         at, tries, silenced = self.at, self.tries, self.silenced
 
         def to(carrying: ContinueStyle | None) -> Hop:

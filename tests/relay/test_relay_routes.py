@@ -26,7 +26,7 @@ from runsupport import BODIES, validate_record
 from streamfsm import RunRecord
 from streamfsm.relay._table import RouteTable
 from streamfsm.testing import text_stream
-from streamfsm.testing._script import End, Fin, Headers, Send, Stall, Status
+from streamfsm.testing._script import End, Fin, Headers, Rst, Send, Stall, Status
 from streamfsm.testing._server import FaultServerThread, Request
 
 openai = pytest.importorskip("openai")
@@ -165,6 +165,40 @@ def test_a_route_that_fails_after_bytes_reached_the_client_is_not_replayed(tmp_p
     assert record["relay"]["error_sent"] == "relay" and record["relay"]["bytes_written"] > 0
 
 
+WHOLE = json.dumps(
+    {
+        "id": "c1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "gpt-b",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "B"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+).encode()
+
+
+def test_a_non_streaming_answer_cut_before_its_end_falls_back(tmp_path: Path) -> None:
+    """The relay passes a non-streaming answer on only once whole: one the route cuts never reached the
+    client, so the next route answers it."""
+    cut = (Headers(headers=(JSON,)), Send(WHOLE[:40]), Rst())
+    audit = tmp_path / "audit.jsonl"
+    with (
+        upstreams(cut, (Headers(headers=(JSON,)), Send(WHOLE), End())) as (a, b),
+        relay_to(a.server.base_url, routes=table(a, b), audit_log=str(audit)) as relay,
+    ):
+        client = openai.OpenAI(
+            base_url=f"{relay.base_url}/v1", api_key=CLIENT_KEY, max_retries=0, timeout=10.0
+        )
+        try:
+            answer = client.chat.completions.create(**{**BODIES["openai-chat"], "model": "gpt-test"})
+        finally:
+            client.close()
+        failed, answered = records(audit, 2)
+    assert answer.choices[0].message.content == "B"
+    assert (a.asked, b.asked) == (1, 1)
+    assert failed["relay"]["bytes_written"] == 0 and answered["route"]["tried"] == ["a"]
+
+
 def metric(text: str, name: str, **labels: str) -> float | None:
     wanted = ",".join(f'{k}="{v}"' for k, v in labels.items())
     for line in text.splitlines():
@@ -223,7 +257,7 @@ def test_with_every_breaker_open_the_relay_answers_503_and_asks_no_one(tmp_path:
         )
         assert (a.asked, b.asked) == asked == (2, 2)
     assert refused.status_code == 503 and 1 <= int(refused.headers["retry-after"]) <= 2
-    assert "circuit breaker is open" in refused.json()["error"]["message"]
+    assert "no route's circuit breaker lets it in" in refused.json()["error"]["message"]
     last = [r for r in run_lines(audit) if r["relay"]["close"] == "overloaded"]
     assert len(last) == 1 and last[0]["relay"]["limit"] == "circuit_breaker"
     validate_record(RunRecord.from_dict(last[0]))  # type: ignore[arg-type]

@@ -69,6 +69,14 @@ def base() -> dict[str, Any]:
         (lambda d: d["routes"]["r"].update(key=SECRET), "routes.r: a key is never written in the table"),
         (lambda d: d["routes"]["r"].update(tries=0), "routes.r: route 'r': tries must be an integer"),
         (lambda d: d["routes"]["r"].update(upstream="ftp://x"), "routes.r.upstream: must be an http://"),
+        (
+            lambda d: d["routes"]["r"].update(upstream=f"https://user:{SECRET}@a.example/v1"),
+            "routes.r.upstream: must be an http:// or https:// URL without credentials",
+        ),
+        (
+            lambda d: d["routes"]["r"].update(upstream=f"https://a.example/v1?key={SECRET}"),
+            "not https://a.example",
+        ),
         (lambda d: d["routes"]["r"].update(colour="red"), "routes.r.colour: unknown"),
         (lambda d: d["routes"]["r"].update(format="smoke"), "routes.r.format: must be one of"),
         (lambda d: d["routes"]["r"].update(key_env="UNSET"), "the variable UNSET is not set"),

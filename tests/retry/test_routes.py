@@ -23,7 +23,20 @@ from streamfsm.classify import (
     Verdict,
 )
 from streamfsm.machine import Activity, Commitment, State
-from streamfsm.runtime import Breakers, BreakerState, Help, Need, _routes, helps, hop
+from streamfsm.runtime import (
+    Breakers,
+    BreakerState,
+    DecisionKind,
+    Failed,
+    Help,
+    Need,
+    RetryPolicy,
+    Routing,
+    _routes,
+    after_failure,
+    helps,
+    hop,
+)
 
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 # A broken variant only has to be caught: no shrinking of what caught it.
@@ -321,11 +334,11 @@ def the_breaker_opens_probes_and_closes(make: Callable[[], Breakers], run: setti
         assert breakers.admit("a", now, retry=False) is BreakerState.HALF_OPEN  # the probe
         for _ in range(extra + 1):
             assert breakers.admit("a", now, retry=False) is None  # only one probe at a time
-        breakers.failed("a", now, transient=True)
+        breakers.failed("a", now, transient=True, probe=True)
         assert breakers.state("a", now) is BreakerState.OPEN  # the probe failed: open again
         now += breakers.cool_down_s
         assert breakers.admit("a", now, retry=False) is BreakerState.HALF_OPEN
-        breakers.succeeded("a", now)
+        breakers.succeeded("a", now, probe=True)
         assert breakers.state("a", now) is BreakerState.CLOSED
         assert breakers.admit("b", now, retry=False) is BreakerState.CLOSED  # another route is its own
 
@@ -397,3 +410,39 @@ def test_route_and_breakers_refuse_bad_settings() -> None:
         Breakers(threshold=0)
     with pytest.raises(ValueError, match="min_spacing_s"):
         Breakers(min_spacing_s=-1)
+
+
+def test_a_retry_goes_only_where_the_step_sent_it() -> None:
+    """A context overflow needs a larger window: when that route's retry cap is full, the chain stops; the
+    same request never goes back to the small route."""
+    breakers = Breakers(retry_cap=1, window_s=100, min_spacing_s=0)
+    breakers.admit("big", 0.0, retry=True)  # another chain's retry fills big's cap
+    routing = Routing(
+        [Route("small", _open, context_window=8000), Route("big", _open, context_window=128000)],
+        breakers,
+        lambda: 0.0,
+    )
+    assert routing.take(retry=False) is routing.routes[0]
+    overflow = diagnosis(FailureClass.PROVIDER_ERROR, "context_overflow", verdict=Verdict.NO_RETRY)
+    policy = RetryPolicy(4, 30)
+    failed = Failed(overflow, 1, 0.1, answered=True)
+    step = routing.after(policy, after_failure(policy, failed), failed, None)
+    taken = routing.take(retry=True) if step.kind is DecisionKind.RETRY else None
+    assert taken is None or taken.name == "big"
+    assert step.kind is DecisionKind.STOP
+
+
+def test_only_the_probe_decides_a_half_open_breaker() -> None:
+    """An attempt let in before the breaker opened ends while the probe is out: no second probe, and its
+    failure does not count as the probe's."""
+    breakers = Breakers(threshold=1, cool_down_s=1, min_spacing_s=0)
+    assert breakers.admit("r", 0.0, retry=False) is BreakerState.CLOSED  # a long stream
+    breakers.admit("r", 0.0, retry=False)
+    breakers.failed("r", 0.1, transient=True)
+    assert breakers.state("r", 0.2) is BreakerState.OPEN
+    assert breakers.admit("r", 1.2, retry=False) is BreakerState.HALF_OPEN  # the probe
+    breakers.failed("r", 1.3, transient=False)  # the long stream ends (its client left)
+    breakers.succeeded("r", 1.3)
+    assert breakers.admit("r", 1.4, retry=False) is None, "a second probe while the first is out"
+    breakers.failed("r", 1.5, transient=True, probe=True)
+    assert breakers.state("r", 1.5) is BreakerState.OPEN
