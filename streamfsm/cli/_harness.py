@@ -5,6 +5,12 @@
     streamfsm harness --via tap                        # the SDKs' own iteration over a tap client
     streamfsm harness --format anthropic --scenario '*/tool-*'
     streamfsm harness --json records.jsonl             # every run record, one JSON object per line
+    streamfsm harness --scenario 'routes/*'            # the route scenarios alone
+
+The route scenarios (routes/...) put misbehaving providers behind ordered routes, each a fault server of its
+own, and play each through retrying() over the routes (which must rescue or rightly stop every one, well
+conducted), the openai SDK over a tap on the first route, and the relay with a route table; a table of what
+each leg got follows the catalog's, with each leg's rescues and every conduct violation.
 
 --via tap plays each scenario of a format the SDKs speak through the real SDK, as an agent that knows
 nothing of streamfsm would, and reads the tap's record with the documented differences (where the
