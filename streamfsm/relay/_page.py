@@ -859,6 +859,9 @@ def _run_body(record: Mapping[str, Any]) -> str:
         ("reasoning seen", relay.get("reasoning_seen") if relay else None),
         ("request id", context.get("request_id")),
         ("route", context.get("route")),
+        ("upstream route", _upstream_route(record.get("route"))),
+        ("routes tried before", ", ".join(map(str, _get(record, "route", "tried") or ())) or None),
+        ("earlier attempts", _attempts(record.get("attempts"))),
         ("account", context.get("account")),
         ("provider", record.get("provider")),
         ("model", record.get("model")),
@@ -893,6 +896,25 @@ def _run_body(record: Mapping[str, Any]) -> str:
         + "<h3>Timeline</h3>"
         + _timeline(record.get("timeline") or {})
     )
+
+
+def _upstream_route(route: object) -> str | None:
+    """The route table's route the attempt went to, and the state of its breaker that let it in."""
+    if not isinstance(route, Mapping) or not route.get("name"):
+        return None
+    return f"{route['name']} (breaker {route.get('breaker')})"
+
+
+def _attempts(attempts: object) -> str | None:
+    """The chain's earlier attempts, each as: its number, its route, how it ended, what came of it."""
+    if not isinstance(attempts, Sequence) or isinstance(attempts, str):
+        return None
+    parts = [
+        f"{a.get('attempt')}: {a.get('route') or '-'}, {a.get('summary_key')}, {a.get('decision')}"
+        for a in attempts
+        if isinstance(a, Mapping)
+    ]
+    return "; ".join(parts) or None
 
 
 def _abort(abort: object) -> str | None:

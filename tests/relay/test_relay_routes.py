@@ -266,13 +266,15 @@ def test_with_every_breaker_open_the_relay_answers_503_and_asks_no_one(tmp_path:
 def test_a_person_sees_the_open_breaker_and_the_fallbacks_on_the_errors_page(tmp_path: Path) -> None:
     executable = chromium()
     assert executable is not None, "the page tests need chromium on PATH"
+    audit = tmp_path / "audit.jsonl"
     with (
         upstreams(BUSY, ok("B")) as (a, b),
-        relay_to(a.server.base_url, routes=table(a, b, cool_down_s=60)) as relay,
+        relay_to(a.server.base_url, routes=table(a, b, cool_down_s=60), audit_log=str(audit)) as relay,
     ):
         for _ in range(2):
             assert chat(relay.base_url) == ("B there", None)
         data = httpx.get(relay.base_url + "/admin/errors", headers={"accept": "application/json"}).json()
+        answered = records(audit, 4)[-1]  # a, b for each call
         with Browser(executable) as browser:
             page = browser.page()
             page.goto(relay.base_url + "/admin/errors")
@@ -282,9 +284,15 @@ def test_a_person_sees_the_open_breaker_and_the_fallbacks_on_the_errors_page(tmp
                 " const box = r.getBoundingClientRect();"
                 " return {text: r.innerText, visible: box.height > 0 && box.top < innerHeight}; })()"
             )
+            page.goto(f"{relay.base_url}/admin/errors/runs/{answered['ids']['run_id']}")
+            facts = page.js("document.querySelector('table.facts').innerText")
     assert [(r["name"], r["breaker"], r["fallbacks"]) for r in data["routes"]] == [
         ("a", "open", {"b": 2}),
         ("b", "closed", {}),
     ]
     assert heading == "Routes: 1 circuit breaker not closed, 2 fallbacks"
     assert "OPEN" in row["text"] and "2 to b" in row["text"] and row["visible"]
+    # The answering run's page names its route and the routes tried before it.
+    assert "upstream route\tb (breaker closed)" in facts
+    assert "routes tried before\ta" in facts
+    assert "earlier attempts\t1: a, provider_error.server_error, auto_retry" in facts
