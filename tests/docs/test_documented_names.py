@@ -23,6 +23,15 @@ NOT_ATTRIBUTES = {
     "streamfsm.verdict": "an OpenTelemetry attribute",
     "streamfsm.run_id": "an OpenTelemetry attribute",
     "streamfsm.context.request_id": "an OpenTelemetry attribute",
+    "streamfsm.route": "an OpenTelemetry attribute",
+    "streamfsm.from_route": "an OpenTelemetry attribute",
+    "streamfsm.routes_tried": "an OpenTelemetry attribute",
+    "streamfsm.breaker.state": "an OpenTelemetry attribute",
+    "streamfsm.breaker.from_state": "an OpenTelemetry attribute",
+    "streamfsm.runs": "an OpenTelemetry metric",
+    "streamfsm.route.fallbacks": "an OpenTelemetry metric",
+    "streamfsm.breaker.status": "an OpenTelemetry metric",
+    "streamfsm.breaker.transitions": "an OpenTelemetry metric",
 }
 # One fresh interpreter for all: before each name, the rooms loaded since the bare import are taken off the
 # package again (they stay loaded), so that no name resolves only because another one loaded its room.
