@@ -4,8 +4,9 @@ is given; a lock makes it safe from threads and event loops alike.
 A breaker is **closed** (everything passes) until ``threshold`` consecutive transient failures open it;
 **open**, it admits nothing for ``cool_down_s``; then **half open**, it admits one probe: a success closes
 it, a failure opens it again. A route's retries (attempts after a failure, by any chain) are capped at
-``retry_cap`` per ``window_s``, and a retry starts at least ``min_spacing_s`` after the route's last try: a
-route in trouble is never hammered, however many chains want it. A chain's first attempt never waits.
+``retry_cap`` per ``window_s``, and a retry starts at least ``min_spacing_s`` after the route's last try and
+its last failure: a route in trouble is never hammered, however many chains want it. A chain's first attempt
+never waits.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ class Breaker:
     failures: int = 0  # consecutive transient failures
     opened_at: float = 0.0
     probing: bool = False  # the half-open probe is out
-    last_try: float = -math.inf  # when its last attempt, of any chain, starts
+    last_try: float = -math.inf  # when its last attempt, of any chain, starts or last failed
     opened: int = 0  # times it opened, for metrics
     retries: deque[float] = field(default_factory=deque)  # when its retries in the window started
     transitions: deque[Transition] = field(default_factory=lambda: deque(maxlen=_MAX_TRANSITIONS))
@@ -177,6 +178,8 @@ class Breakers:
         breaker that is not closed ignores the other attempts' ends (let in before it opened)."""
         with self._lock:
             breaker = self._get(route)
+            # The spacing counts from the failure too: the route answered it later than it was asked.
+            breaker.last_try = max(breaker.last_try, now)
             if probe:
                 breaker.probing = False
             elif breaker.state is not BreakerState.CLOSED:

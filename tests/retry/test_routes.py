@@ -292,25 +292,26 @@ def within_the_retry_cap(make: Callable[[], Breakers], run: settings = PROPERTY)
 
 def retries_are_spaced(make: Callable[[], Breakers], run: settings = PROPERTY) -> None:
     """Every route's retries, by whichever chain, start at least ``min_spacing_s`` after the route's tries
-    before them (first attempts too); a first attempt starts at once."""
+    and failures before them (first attempts too); a first attempt starts at once."""
 
     @run
     @given(_BREAKER_OPS)
     def check(ops: list[tuple[str, str, float]]) -> None:
         breakers = make()
-        now, starts = 0.0, {"a": list[tuple[float, bool]](), "b": list[tuple[float, bool]]()}
+        now, seen = 0.0, {"a": list[tuple[float, bool]](), "b": list[tuple[float, bool]]()}
         for op, route, step in ops:
             now += step
             retry = op == "retry"
             if op in ("retry", "admit") and breakers.admit(route, now, retry=retry) is not None:
                 wait = breakers.wait_s(route, now) if retry else 0.0
-                starts[route].append((now + wait, retry))
+                seen[route].append((now + wait, retry))
             elif op == "fail":
                 breakers.failed(route, now, transient=True)
-        for tries in starts.values():
-            for index, (start, retry) in enumerate(tries):
+                seen[route].append((now, False))
+        for events in seen.values():
+            for index, (start, retry) in enumerate(events):
                 if retry:
-                    earlier = [at for at, _ in tries[:index]]
+                    earlier = [at for at, _ in events[:index]]
                     assert all(start - at >= breakers.min_spacing_s - 1e-9 for at in earlier)
 
     check()
