@@ -6,7 +6,6 @@ hammers, lose the answers and fire the conduct checks (each check seen failing o
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import time
@@ -18,7 +17,7 @@ import httpx
 import pytest
 
 from streamfsm import ContinueStyle, Recovery
-from streamfsm.cli import _harness as _cli_harness
+from streamfsm.cli import main
 from streamfsm.testing import _route_scenarios as routes
 from streamfsm.testing._route_scenarios import (
     ONE_ROUTE,
@@ -255,11 +254,7 @@ async def test_a_prefill_continuation_skips_a_route_that_takes_none_for_one_that
 
 
 def harness(*argv: str) -> int:
-    parser = argparse.ArgumentParser(prog="streamfsm")
-    _cli_harness.add_commands(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(["harness", *argv])
-    code: int = args.run(args)
-    return code
+    return main(["harness", *argv])
 
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
