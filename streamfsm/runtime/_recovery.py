@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from ..machine import Activity, Commitment, State, Trigger
 from ..wire import (
+    FORMATS,
     Continuation,
     ContinueStyle,
     ResumeRefusal,
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RESUMABLE_EDGES",
+    "Continuations",
     "ContinuePlan",
     "Offer",
     "Recovery",
@@ -174,6 +176,34 @@ def continue_plan(
     if prefill_refused:
         style = ContinueStyle.INSTRUCTION
     return ContinuePlan(continuation, style, rewrite)
+
+
+class Continuations:
+    """How a chain's continuations are sent: as the caller's ``continue_with`` asks (a style, or a rewrite of
+    one's own), by instruction from the moment the model refused a prefill (``prefill_refused``)."""
+
+    def __init__(self, continue_with: ContinueStyle | Rewrite | None) -> None:
+        self.continue_with = continue_with
+        self.prefill_refused = False
+
+    @property
+    def _own(self) -> bool:
+        return self.continue_with is not None and not isinstance(self.continue_with, ContinueStyle)
+
+    def style(self) -> ContinueStyle | None:
+        """The style the continuations are sent in (None: a rewrite of the caller's own)."""
+        chosen = self.continue_with
+        if self.prefill_refused or chosen is None:
+            return ContinueStyle.INSTRUCTION
+        return chosen if isinstance(chosen, ContinueStyle) else None
+
+    def sendable(self, fmt: str) -> bool:
+        """Whether a continuation of ``fmt`` can be sent: by a rewrite of the caller's own, or by the format's
+        (Ollama's and Bedrock's have none)."""
+        return self._own or FORMATS[fmt].continuation is not None
+
+    def plan(self, partial: Partial) -> ContinuePlan:
+        return continue_plan(partial, self.continue_with, prefill_refused=self.prefill_refused)
 
 
 def offer(

@@ -47,7 +47,8 @@ the route cannot serve), a route with a larger ``context_window`` after a contex
 another ``account`` after a quota, billing or auth refusal, and none after a content-policy rejection or
 anything local. A refusal of what the route *is* stops rule 1 only on that route: nothing was generated,
 so the next route that fits is tried automatically. A resume stays where the stream is; a confirmed
-replay on another route is a `Restarted`; a continuation goes only to a route that takes its style. Each
+replay on another route is a `Restarted`; a continuation goes only to a route that takes its style, at
+that route's own turn (a later route at once, not after the failed route's wait). Each
 route's circuit breaker (`Breakers`, shared by every chain of the process) keeps attempts off a route that
 keeps failing and lets one probe through after a cool-down; a chain none of whose routes admits it raises
 `NoRoute` before sending anything. The policy's budgets bound the whole chain, every route included.
@@ -110,15 +111,16 @@ import anyio
 
 from ..classify import AbortSource, Diagnosis
 from ..machine import State
-from ..wire import FORMATS, ConsumerEvent, ContinueStyle, Result, ResumeRefusal, Rewrite, ToolCall
+from ..wire import ConsumerEvent, ContinueStyle, Result, ResumeRefusal, Rewrite, ToolCall
 from ._attempt_io import AttemptIo, drive
 from ._breaker import BREAKERS, Breakers, BreakerState
 from ._chain import Chain, LinkDecision, link
 from ._config import AttemptLink, Ids, RouteTag
 from ._delivery import DEFAULT_MAX_HELD_EVENTS, Delivery, Partial, RetryingEvent, ToolResult
 from ._errors import NoRoute, StreamFailed
+from ._race import LOST, first_to_answer, read
 from ._record import RunRecord
-from ._recovery import ContinuePlan, Offer, Recovery, RecoveryPlan, ResumePlan, continue_plan, offer
+from ._recovery import Continuations, ContinuePlan, Offer, Recovery, RecoveryPlan, ResumePlan, offer
 from ._retry_policy import (
     MAX_ATTEMPTS,
     DecisionKind,
@@ -129,9 +131,8 @@ from ._retry_policy import (
     decide,
     stopped_locally,
 )
-from ._retry_routing import AgentRouting
 from ._routes import Route, Routing
-from ._stream import HttpRun, Run, _result
+from ._stream import HttpRun, Run, ToolScope, _result
 
 __all__ = [
     "MAX_ATTEMPTS",
@@ -243,7 +244,7 @@ def _check(
         raise ValueError(f"max_held_events must be a positive integer, not {max_held_events!r}")
 
 
-class RetryingRun(AgentRouting):
+class RetryingRun:
     """One logical stream run as a chain of attempts under a `RetryPolicy`. Make one with `retrying`.
 
     Use it like a `Run`: ``async with``, then ``async for`` over its events (the delivering attempts' events,
@@ -253,7 +254,8 @@ class RetryingRun(AgentRouting):
     ``diagnosis`` the reported diagnosis of the last attempt that ended.
 
     It drives the attempts (opens, reads, waits, asks); what it gives the consumer is a `Delivery`, what it
-    links a `Chain`, and what it does after a failure `after_failure`'s `Step`.
+    links a `Chain`, what it does after a failure `after_failure`'s `Step`, and over routes where the next
+    attempt goes a `Routing`.
     """
 
     def __init__(
@@ -283,7 +285,7 @@ class RetryingRun(AgentRouting):
             self._open_attempt = self._routing.routes[0].open_attempt
         self._asking = _Asking(confirm, clock)
         self._resume = bool(resume)
-        self._continue_with = continue_with
+        self._sending = Continuations(continue_with)
         # Sync use (``with`` / ``for``, over sync runs): the same executor, its coroutines driven to the end
         # on the caller's thread (nothing in them suspends then: see drive); abort() ends a wait.
         self._io = AttemptIo(sleep)
@@ -306,7 +308,6 @@ class RetryingRun(AgentRouting):
         self._plan: RecoveryPlan | None = None
         self._continuing = False
         self._basis: Diagnosis | None = None  # the break a resume recovers from, to fall back on if refused
-        self._prefill_refused = False  # the model refused a prefilled continuation: instructions from now on
 
     # -- what the caller reads ------------------------------------------------------------------------------
 
@@ -379,22 +380,60 @@ class RetryingRun(AgentRouting):
     def __repr__(self) -> str:
         return f"<RetryingRun attempt={self.attempt} of {self.policy.attempts} trace_id={self.trace_id}>"
 
+    # -- what the agent tells the chain: a tool call goes to the attempt that produced it, an abort to the
+    # running attempt and to any wait ---------------------------------------------------------------------
+
+    def abort(self, reason: str | None = None, *, source: AbortSource | str = AbortSource.USER) -> None:
+        """Stop now: the running attempt fails as ``local_abort``; a delay or a confirmation ends at once."""
+        source = AbortSource(source)
+        if self._ended or self._abort_request is not None:
+            return
+        self._abort_request = (source, reason)
+        if self._current is not None:
+            self._current.abort(reason, source=source)
+        self._io.interrupt()
+
+    def tool_started(self, call_id: str, effect: str = "effectful") -> None:
+        """The agent started running a complete tool call (see `Run.tool_started`)."""
+        if call_id in self._owner and call_id not in self._delivery.calls:
+            raise ValueError(f"tool call {call_id!r} belongs to an attempt that was restarted")
+        self._run_for(call_id).tool_started(call_id, effect)
+
+    def tool_finished(self, call_id: str, ok: bool = True, result: object = None) -> None:
+        """The tool finished; ``result`` is kept in ``partial`` (in memory only, never in a record)."""
+        self._run_for(call_id).tool_finished(call_id, ok=ok)
+        call = self._delivery.calls.get(call_id)
+        if call is not None:
+            self._delivery.results[call_id] = ToolResult(call_id, call.name, ok, result)
+
+    def tool(self, call_id: str, effect: str = "effectful") -> ToolScope:
+        """``async with run.tool(call_id):`` (``with`` on a sync chain) brackets one tool execution (use
+        ``tool_finished`` to keep a result)."""
+        return ToolScope(self, call_id, effect)
+
+    def _run_for(self, call_id: str) -> Run:
+        run = self._owner.get(call_id) or self._current or self._last
+        if run is None:
+            raise RuntimeError("no attempt has started yet")
+        return run
+
     # -- lifecycle ------------------------------------------------------------------------------------------
 
     async def __aenter__(self) -> RetryingRun:
-        if self._entered:
-            raise RuntimeError("a RetryingRun can be entered only once")
-        self._entered = True
-        return self
+        return self._enter_once()
 
     def __enter__(self) -> RetryingRun:
         """The sync form: ``with retrying(policy, open_attempt) as run: for event in run:``, each attempt a
         sync run (``wrap(lambda: client....create(..., stream=True), ids=ids)``); ``confirm`` and ``sleep``
         then sync callables. The decisions, budgets, records and holding back are the async form's own."""
+        self._enter_once()
+        self._io.go_sync()
+        return self
+
+    def _enter_once(self) -> RetryingRun:
         if self._entered:
             raise RuntimeError("a RetryingRun can be entered only once")
         self._entered = True
-        self._io.go_sync()
         return self
 
     def __exit__(
@@ -418,7 +457,7 @@ class RetryingRun(AgentRouting):
     ) -> None:
         self._ended = True
         if self._current is not None:
-            await self._close(exc)
+            await self._close(self._current, exc)
 
     def __aiter__(self) -> RetryingRun:
         return self
@@ -434,7 +473,8 @@ class RetryingRun(AgentRouting):
             if self._ended:
                 raise StopAsyncIteration
             if self._completed:
-                await self._close(None)
+                assert self._current is not None
+                await self._close(self._current, None)
                 self._ended = True
                 raise StopAsyncIteration
             if self._failure is not None:
@@ -445,7 +485,13 @@ class RetryingRun(AgentRouting):
                 await self._pull()
         return out.popleft()
 
-    # -- attempts -------------------------------------------------------------------------------------------
+    def _take_final(self) -> StreamFailed:
+        # Raised from a call, never from a local: the raising frame would hold it, and it that frame.
+        final, self._final = self._final, None
+        assert final is not None
+        return final
+
+    # -- attempts: each is opened, entered and closed here, and its end counted, once -----------------------
 
     async def _open_next(self) -> None:
         if self._next_delay > 0 and self._abort_request is None:
@@ -455,93 +501,123 @@ class RetryingRun(AgentRouting):
             self._stop_waiting(self._aborted_reason("while waiting to retry"))
             return
         plan, self._plan = self._plan, None
-        ids = self._chain.next_ids(plan)
-        open_attempt, route = self._open_attempt, None
-        routing = self._routing
+        await self._open(plan)
+
+    async def _open(self, plan: RecoveryPlan | None, rival_of: Run | None = None) -> Run | None:
+        """Open and enter the next attempt (over routes, on the route the routing admits, after its spacing):
+        the chain's running attempt, or a ``rival_of`` the running one raced beside it on another route.
+        None when no route admits it, or when it failed as it opened (its end counted, the failure decided
+        on or, for a rival, the rival linked as lost)."""
+        open_attempt, route, routing = self._open_attempt, None, self._routing
         if routing is not None:
-            route = routing.take(retry=self._last is not None)
+            route = routing.take(retry=self._last is not None, rival=rival_of is not None)
             if route is None:
-                why = "every route that could help is out of tries, or its circuit breaker is open"
-                if self._last_failure is None:
-                    raise NoRoute(why, routing.breakers.snapshot(routing.clock()))
-                self._stop_waiting(f"no route can take the next attempt: {why}")
-                return
-            spacing = routing.spacing_s()
+                if rival_of is None:
+                    self._no_route(routing)
+                return None
+            spacing = routing.spacing_s()  # the route's turn (a raced attempt reads on meanwhile)
             if spacing > 0:
                 await self._io.wait(self._io.sleep(spacing))
-            assert routing.admitted is not None
             open_attempt = route.open_attempt
-            ids = dataclasses.replace(ids, route=RouteTag(route.name, routing.admitted.value))
+        ids = self._chain.next_ids(plan)
+        if route is not None:
+            assert routing is not None
+            assert routing.admitted is not None
+            previous = rival_of.run_id if rival_of is not None else ids.previous_run_id
+            ids = dataclasses.replace(
+                ids, previous_run_id=previous, route=RouteTag(route.name, routing.admitted.value)
+            )
         self._asking.start()
         run = await _opened(open_attempt, ids, plan)
         if route is not None and route.first_token_s is not None:
-            if route.race and not self._io.sync:
+            if route.race and rival_of is None and not self._io.sync:
                 assert routing is not None
                 self._race_by = routing.clock() + route.first_token_s
             else:
                 run.bound_first_token(route.first_token_s)
-        self._current = self._last = run
-        # Needed only to stop during the wait before this attempt. Its cause's traceback reaches, through
-        # f_back (kept by finished coroutine frames since Python 3.12), the frames that hold this executor.
-        self._last_failure = None
-        # A continuation's text may begin with whitespace its request left out: the consumer has it.
-        trim = run.dropped_whitespace if isinstance(plan, ContinuePlan) and isinstance(run, HttpRun) else None
-        self._delivery.opened(ids.attempt, resumed=isinstance(plan, ResumePlan), trim=trim)
+        if rival_of is None:
+            self._current = self._last = run
+            # Needed only to stop during the wait before this attempt. Its cause's traceback reaches, through
+            # f_back (kept by finished coroutine frames since Python 3.12), the frames holding this executor.
+            self._last_failure = None
+            # A continuation's text may begin with whitespace its request left out: the consumer has it.
+            http = _http(run)
+            trim = http.dropped_whitespace if isinstance(plan, ContinuePlan) and http is not None else None
+            self._delivery.opened(ids.attempt, resumed=isinstance(plan, ResumePlan), trim=trim)
         if self._abort_request is not None:
             source, reason = self._abort_request
             run.abort(reason, source=source)
         try:
             await self._io.enter(run)
-        except StreamFailed as failure:
-            self._current = None  # the run has already cleaned up and delivered its record
+        except BaseException as exc:
+            if self._current is run:
+                self._current = (
+                    None  # it has already cleaned up and delivered its record: never close it twice
+                )
             self._ended_attempt(run)
-            self._failed(failure)
-        except BaseException:
-            self._current = None  # likewise: never close (and so deliver) a run twice
-            self._ended_attempt(run)
-            raise
+            if not isinstance(exc, StreamFailed):
+                raise
+            if rival_of is None:
+                self._failed(exc)
+            else:
+                self._chain.links.append(_link(run, LinkDecision.RACED, self._routing))
+            return None
+        return run
+
+    def _no_route(self, routing: Routing) -> None:
+        why = "every route that could help is out of tries, or its circuit breaker is open"
+        if self._last_failure is None:
+            raise NoRoute(why, routing.breakers.snapshot(routing.clock()))
+        self._stop_waiting(f"no route can take the next attempt: {why}")
 
     def _failed(self, failure: StreamFailed) -> None:
         # Kept without the frames it passed (they hold this executor: a cycle), and dropped when the chain
         # stops (_stop): raising it gives it frames again.
         self._failure = self._last_failure = failure.with_traceback(None)
 
-    def _take_final(self) -> StreamFailed:
-        # Raised from a call, never from a local: the raising frame would hold it, and it that frame.
-        final, self._final = self._final, None
-        assert final is not None
-        return final
-
     async def _pull(self) -> None:
         run = self._current
         assert run is not None
-        outcome: object
         if self._race_by is not None:
             run, outcome = await self._race(run)
         else:
-            try:
-                outcome = await self._io.next(run)
-            except (StopAsyncIteration, StreamFailed) as end:
-                outcome = end.with_traceback(None)  # its frames would hold this one, and it them: a cycle
-        await self._took(run, outcome)
-
-    async def _took(self, run: Run, outcome: object) -> None:
-        """One read of the running attempt ended: an event, its clean end, or its failure."""
+            outcome = await read(self._io.next(run))
         if isinstance(outcome, StopAsyncIteration):
             self._delivery.release()
             self._completed = True
             self._diagnosis = run.diagnosis
-            # A success closes the route's breaker (once the attempt is closed, as every ended attempt).
-            self._chain.end = _link(run, LinkDecision.COMPLETED, breaker="closed")
-            return
-        if isinstance(outcome, StreamFailed):
-            await self._close(outcome)
+            self._chain.end = _link(run, LinkDecision.COMPLETED, self._routing)
+        elif isinstance(outcome, StreamFailed):
+            await self._close(run, outcome)
             self._failed(outcome)
-            return
-        event = cast("ConsumerEvent", outcome)
-        if isinstance(event, ToolCall):
-            self._owner[event.call_id] = run  # the run that completed it hears of its execution
-        self._delivery.take(event)
+        else:
+            event = cast("ConsumerEvent", outcome)
+            if isinstance(event, ToolCall):
+                self._owner[event.call_id] = run  # the run that completed it hears of its execution
+            self._delivery.take(event)
+
+    async def _close(self, run: Run, exc: BaseException | None) -> None:
+        if self._current is run:
+            self._current = None
+        try:
+            await self._io.exit(run, exc)
+        finally:
+            self._ended_attempt(run)
+
+    def _ended_attempt(self, run: Run) -> None:
+        """``run`` ended (closed, or failed as it opened): its route's breaker and the chain hear of it."""
+        if self._routing is not None:
+            route = run.ids.route
+            probe = route is not None and route.breaker == BreakerState.HALF_OPEN.value
+            self._routing.ended(_route_name(run), run.diagnosis, probe=probe)
+        if run.record is not None:
+            self._chain.records.append(run.record)
+        hidden = run.sdk_retries
+        if hidden and run.diagnosis is not None:
+            # The SDK retried this request itself before the run saw it: those requests count against
+            # policy.attempts; _decide's attempt number is the number of requests made.
+            _warn_both_layers_retry()
+            self._chain.sdk_retried(_link(run, LinkDecision.SDK_RETRY, self._routing), hidden)
 
     # -- racing ---------------------------------------------------------------------------------------------
 
@@ -555,20 +631,22 @@ class RetryingRun(AgentRouting):
         deadline, self._race_by = self._race_by, None
         runs, outcomes = [first], dict[str, object]()
         try:
-            ended = await self._first_of(runs, outcomes, deadline - routing.clock())
+            ended = await first_to_answer(runs, outcomes, deadline - routing.clock(), self._open_rival)
         except BaseException as exc:
             # Cancelled from outside, or the consumer's error: the rival is closed here (the running
             # attempt by the chain's own exit), so it too leaves its record.
             with anyio.CancelScope(shield=True):
                 for rival in runs[1:]:
-                    try:
-                        await self._io.exit(rival, exc)
-                    finally:
-                        self._ended_attempt(rival)
+                    await self._close(rival, exc)
             raise
         for run in runs:
             if run is not ended:
-                await self._lost(run, outcomes[run.run_id])
+                outcome = outcomes[run.run_id]
+                failure = outcome if isinstance(outcome, StreamFailed) else None
+                if failure is None:
+                    run.abort(LOST, source=AbortSource.APP)
+                await self._close(run, failure)
+                self._chain.links.append(_link(run, LinkDecision.RACED, self._routing))
         if len(runs) == 2:
             ended.relink(tuple(self._chain.links))
         self._current = self._last = ended
@@ -577,112 +655,18 @@ class RetryingRun(AgentRouting):
             self._delivery.opened(ended.ids.attempt, resumed=False)
         return ended, outcomes[ended.run_id]
 
-    async def _first_of(self, runs: list[Run], outcomes: dict[str, object], wait_s: float) -> Run:
-        """The race itself: ``runs[0]`` alone for ``wait_s``, then beside the rival (appended to ``runs``
-        once open); each read's outcome lands in ``outcomes``. Returns the run that goes on."""
-        send, receive = anyio.create_memory_object_stream[Run](2)
-
-        async def read(run: Run) -> None:
-            try:
-                outcomes[run.run_id] = await run.__anext__()
-            except (StopAsyncIteration, StreamFailed) as end:
-                outcomes[run.run_id] = end.with_traceback(None)
-            await send.send(run)
-
-        async with send, receive, anyio.create_task_group() as group:
-            group.start_soon(read, runs[0])
-            ended: Run | None = None
-            with anyio.move_on_after(max(0.0, wait_s)):
-                ended = await receive.receive()
-            if ended is None:
-                rival = await self._open_rival(runs[0])
-                if rival is not None:
-                    runs.append(rival)
-                    group.start_soon(read, rival)
-                ended = await receive.receive()
-            if len(runs) == 2 and isinstance(outcomes[ended.run_id], StreamFailed):
-                ended = await receive.receive()  # a failure wins nothing: the other goes on
-            for run in runs:
-                if run is not ended and run.run_id not in outcomes:
-                    run.abort("another route's attempt answered first", source=AbortSource.APP)
-        assert ended is not None
-        return ended
-
     async def _open_rival(self, first: Run) -> Run | None:
         """The attempt raced beside ``first``, on the next route that admits one, within the budgets; None
         when there is none (``first`` goes on alone)."""
-        routing = self._routing
-        assert routing is not None
         if self._chain.requests >= self.policy.attempts or self._asking.elapsed_s() > self.policy.total_s:
             return None
-        route = routing.take(retry=True, rival=True)
-        if route is None:
-            return None
-        assert routing.admitted is not None
-        spacing = routing.spacing_s()
-        if spacing > 0:  # the route's turn, as for any retry (the first attempt reads on meanwhile)
-            await anyio.sleep(spacing)
-        ids = dataclasses.replace(
-            self._chain.next_ids(None),
-            previous_run_id=first.run_id,
-            route=RouteTag(route.name, routing.admitted.value),
-        )
-        rival = await _opened(route.open_attempt, ids, None)
-        if route.first_token_s is not None:
-            rival.bound_first_token(route.first_token_s)
-        try:
-            await self._io.enter(rival)
-        except StreamFailed:
-            self._ended_attempt(rival)  # it cleaned up and delivered its record
-            self._link_lost(rival)
-            return None
-        return rival
-
-    async def _lost(self, run: Run, outcome: object) -> None:
-        """A raced attempt that did not go on: stopped if it was still going, closed, linked."""
-        failure = outcome if isinstance(outcome, StreamFailed) else None
-        if failure is None:
-            run.abort("another route's attempt answered first", source=AbortSource.APP)
-        try:
-            await self._io.exit(run, failure)
-        finally:
-            self._ended_attempt(run)
-        self._link_lost(run)
-
-    def _link_lost(self, run: Run) -> None:
-        self._chain.links.append(_link(run, LinkDecision.RACED, breaker=self._breaker_after(run)))
-
-    def _breaker_after(self, run: Run) -> str | None:
-        """The state of the breaker of ``run``'s route, now that it ended (None without routes)."""
-        return None if self._routing is None else self._routing.breaker(_route_name(run)).value
-
-    async def _close(self, exc: BaseException | None) -> None:
-        run, self._current = self._current, None
-        assert run is not None
-        try:
-            await self._io.exit(run, exc)
-        finally:
-            self._ended_attempt(run)
-
-    def _ended_attempt(self, run: Run) -> None:
-        if self._routing is not None:
-            route = run.ids.route
-            probe = route is not None and route.breaker == BreakerState.HALF_OPEN.value
-            self._routing.ended(_route_name(run), run.diagnosis, probe=probe)
-        if run.record is not None:
-            self._chain.records.append(run.record)
-        hidden = run.sdk_retries
-        if hidden and run.diagnosis is not None:
-            # The SDK retried this request itself before the run saw it: those requests count against
-            # policy.attempts; _decide's attempt number is the number of requests made.
-            _warn_both_layers_retry()
-            self._chain.sdk_retried(_link(run, LinkDecision.SDK_RETRY), hidden)
+        return await self._open(None, rival_of=first)
 
     # -- deciding -------------------------------------------------------------------------------------------
 
     def _facts(self, run: Run, failure: StreamFailed) -> Failed:
         """What the rule needs to know of the failed attempt ``run``."""
-        http = run if isinstance(run, HttpRun) else None
+        http = _http(run)
         return Failed(
             failure.diagnosis,
             self._chain.requests,  # this run's request and every earlier one (the SDK's too)
@@ -706,12 +690,12 @@ class RetryingRun(AgentRouting):
         facts = self._facts(run, failure)
         step = after_failure(self.policy, facts)
         if self._routing is not None:
-            step = self._routing.after(self.policy, step, facts, self._continue_style())
+            step = self._routing.after(self.policy, step, facts, self._sending.style())
         if step.diagnosis is not None:
             self._diagnosis = step.diagnosis
         if step.basis is not None:
             self._basis = step.basis
-        self._prefill_refused |= step.prefill_refused
+        self._sending.prefill_refused |= step.prefill_refused
         if step.kind is DecisionKind.STOP:
             assert step.diagnosis is not None
             assert step.stop_reason is not None
@@ -724,30 +708,22 @@ class RetryingRun(AgentRouting):
             if then is None:
                 return
             decision = LinkDecision.CONFIRMED_RETRY
+            if self._routing is not None and then is Recovery.CONTINUE:
+                step = self._routing.continue_there()  # the continuation's own hop: its wait, or none
         plan = step.plan
-        if (
-            self._routing is not None
-            and decision is LinkDecision.CONFIRMED_RETRY
-            and then is Recovery.CONTINUE
-        ):
-            self._routing.continue_there()
         if plan is None and then is Recovery.CONTINUE:
-            partial = self._delivery.partial
-            plan = continue_plan(partial, self._continue_with, prefill_refused=self._prefill_refused)
+            plan = self._sending.plan(self._delivery.partial)
         self._plan = plan
-        breaker = self._breaker_after(run)
-        link_ = _link(run, decision, step.delay_s, step.delay_reason, then=then, plan=plan, breaker=breaker)
-        self._chain.links.append(link_)
+        self._chain.links.append(
+            _link(run, decision, self._routing, step.delay_s, step.delay_reason, then=then, plan=plan)
+        )
         if decision is LinkDecision.CONFIRMED_RETRY:
             assert step.diagnosis is not None
-            key = step.diagnosis.summary_key
             self._continuing = then is Recovery.CONTINUE
-            if self._continuing:
-                self._delivery.continued(facts.attempt + 1, key)
-            else:
-                self._delivery.restarted(facts.attempt + 1, key)
+            told = self._delivery.continued if self._continuing else self._delivery.restarted
+            told(facts.attempt + 1, step.diagnosis.summary_key)
         # Another attempt follows: nothing held of this one reaches the consumer, but the events stay held
-        # until that attempt opens (`_open_next`), so an abort during the delay still releases them.
+        # until that attempt opens (`_open`), so an abort during the delay still releases them.
         self._next_delay = step.delay_s
 
     async def _ask(
@@ -757,13 +733,14 @@ class RetryingRun(AgentRouting):
         if self._asking.confirm is None:
             self._stop(failure, diagnosis, "the retry needs confirmation; no confirm was given")
             return None
-        delivery = self._delivery
+        # A continuation needs a route the chain may go to that takes it (not only the next in order).
+        routed = (
+            self._routing is None or self._sending.style() is None or self._routing.continues_at is not None
+        )
         offered = offer(
-            delivery.partial,
-            discarded_calls=len(delivery.open_inputs),
-            rewritable=isinstance(run, HttpRun)
-            and self._rewritable(run.provider)
-            and self._route_continues(),
+            self._delivery.partial,
+            discarded_calls=len(self._delivery.open_inputs),
+            rewritable=isinstance(run, HttpRun) and self._sending.sendable(run.provider) and routed,
             resume_refused=refused,
         )
         answer = await self._asking.ask(self._io, diagnosis, offered)
@@ -774,25 +751,6 @@ class RetryingRun(AgentRouting):
         if choice is None:
             self._stop(failure, diagnosis, "the retry was not confirmed")
         return choice
-
-    def _rewritable(self, fmt: str) -> bool:
-        """Whether a continuation of ``fmt`` can be sent: by a rewrite of the caller's own, or by the format's
-        (Ollama's and Bedrock's have none)."""
-        own = self._continue_with is not None and not isinstance(self._continue_with, ContinueStyle)
-        return own or FORMATS[fmt].continuation is not None
-
-    def _continue_style(self) -> ContinueStyle | None:
-        """The style the chain's continuations are sent in (None: a rewrite of the caller's own)."""
-        if self._prefill_refused:
-            return ContinueStyle.INSTRUCTION
-        if callable(self._continue_with) and not isinstance(self._continue_with, ContinueStyle):
-            return None
-        return self._continue_with or ContinueStyle.INSTRUCTION
-
-    def _route_continues(self) -> bool:
-        """Whether a route the chain may go to takes its continuation (not only the next in order)."""
-        style = self._continue_style()
-        return self._routing is None or style is None or self._routing.continues_at is not None
 
     def _aborted_reason(self, where: str) -> str:
         assert self._abort_request is not None
@@ -812,12 +770,47 @@ class RetryingRun(AgentRouting):
         assert run is not None
         final = failure if diagnosis is failure.diagnosis else _reported(failure, diagnosis)
         self._diagnosis = diagnosis
-        self._chain.end = _link(run, LinkDecision.STOPPED, breaker=self._breaker_after(run))
+        self._chain.end = _link(run, LinkDecision.STOPPED, self._routing)
         self._delivery.flush()  # the chain ends here: the consumer gets all of it, then the failure
         final.partial = self.partial
         final.attempts = self.attempts
         final.stop_reason = reason
         self._final, self._last_failure = final, None
+
+
+def _link(
+    run: Run,
+    decision: LinkDecision,
+    routing: Routing | None,
+    delay_s: float = 0.0,
+    delay_reason: str = "none",
+    *,
+    then: Recovery | None = None,
+    plan: RecoveryPlan | None = None,
+) -> AttemptLink:
+    """The chain's link for the ended ``run``: the provider's refusals it met and, over routes, the state of
+    its own route's breaker (a success closes it, once the attempt is closed)."""
+    http = _http(run)
+    breaker = None
+    if routing is not None and decision is not LinkDecision.SDK_RETRY:
+        completed = decision is LinkDecision.COMPLETED
+        breaker = "closed" if completed else routing.breaker(_route_name(run)).value
+    return link(
+        run,
+        decision,
+        delay_s,
+        delay_reason,
+        then=then,
+        plan=plan,
+        resume_refused=http.resume_refusal if http is not None else None,
+        continue_refused=http.continue_refusal if http is not None else None,
+        breaker=breaker,
+    )
+
+
+def _http(run: Run) -> HttpRun | None:
+    """``run`` as an ``open_stream`` run, the only kind that resumes, continues and meets refusals of them."""
+    return run if isinstance(run, HttpRun) else None
 
 
 def _route_name(run: Run) -> str:
@@ -832,31 +825,6 @@ def _reported(failure: StreamFailed, diagnosis: Diagnosis) -> StreamFailed:
     final.__cause__ = failure.__cause__
     final.__suppress_context__ = True
     return final
-
-
-def _link(
-    run: Run,
-    decision: LinkDecision,
-    delay_s: float = 0.0,
-    delay_reason: str = "none",
-    *,
-    then: Recovery | None = None,
-    plan: RecoveryPlan | None = None,
-    breaker: str | None = None,
-) -> AttemptLink:
-    """The chain's link for ``run``, with the provider's refusals (of a resume, a continuation) it met."""
-    http = run if isinstance(run, HttpRun) else None
-    return link(
-        run,
-        decision,
-        delay_s,
-        delay_reason,
-        then=then,
-        plan=plan,
-        resume_refused=http.resume_refusal if http is not None else None,
-        continue_refused=http.continue_refusal if http is not None else None,
-        breaker=breaker,
-    )
 
 
 _warned_both_layers = False

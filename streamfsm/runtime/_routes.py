@@ -301,6 +301,7 @@ class Routing:
         self.spacing = 0.0  # how long the admitted attempt waits to start
         # Where a continuation the consumer may still choose would go (None: no route takes its style).
         self.continues_at: int | None = None
+        self._continued: Step | None = None  # the step of that continuation, once chosen
 
     @property
     def route(self) -> Route:
@@ -366,9 +367,13 @@ class Routing:
             )
 
         where = to(style if failed.continuing else None)
-        # A continuation offered now goes to the first route that takes its style, maybe past the next one.
-        self.continues_at = where.route if failed.continuing or style is None else to(style).route
+        # A continuation offered now goes to the first route that takes its style, maybe past the next one,
+        # with that hop's own wait: none on the way to another route, the route's own on the same one.
+        there = where if failed.continuing or style is None else to(style)
+        self.continues_at = there.route
+        continued = rerouted(policy, step, failed, there)
         step = rerouted(policy, step, failed, where)
+        self._continued = continued
         if (
             step.kind is not DecisionKind.STOP
             and step.then is not Recovery.RESUME
@@ -377,10 +382,13 @@ class Routing:
             self.at = where.route
         return step
 
-    def continue_there(self) -> None:
-        """The consumer chose the continuation `after` found a route for: the next attempt goes there."""
+    def continue_there(self) -> Step:
+        """The consumer chose the continuation `after` found a route for: the next attempt goes there, and
+        this is its step (the spacing of the route it goes to is `take`'s, as for any attempt)."""
         assert self.continues_at is not None
+        assert self._continued is not None
         self.at = self.continues_at
+        return self._continued
 
 
 def rerouted(policy: RetryPolicy, step: Step, failed: Failed, where: Hop) -> Step:
