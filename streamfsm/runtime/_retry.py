@@ -550,10 +550,9 @@ class RetryingRun:
         try:
             await self._io.enter(run)
         except BaseException as exc:
+            # It has already cleaned up and delivered its record: never close it (and so deliver it) twice.
             if self._current is run:
-                self._current = (
-                    None  # it has already cleaned up and delivered its record: never close it twice
-                )
+                self._current = None
             self._ended_attempt(run)
             if not isinstance(exc, StreamFailed):
                 raise

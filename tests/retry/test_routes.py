@@ -447,3 +447,53 @@ def test_only_the_probe_decides_a_half_open_breaker() -> None:
     assert breakers.admit("r", 1.4, retry=False) is None, "a second probe while the first is out"
     breakers.failed("r", 1.5, transient=True, probe=True)
     assert breakers.state("r", 1.5) is BreakerState.OPEN
+
+
+# -- a continuation the consumer chooses ---------------------------------------------------------------
+
+
+def _continue_there(routing: Routing, replay: Any) -> Any:
+    return routing.continue_there()
+
+
+def _with_the_replays_step(routing: Routing, replay: Any) -> Any:
+    routing.continue_there()
+    return replay  # the wait the failed route asked for, wherever the continuation goes
+
+
+def a_continuation_waits_only_on_the_route_that_asked(
+    choose: Callable[..., Any], run: settings = PROPERTY
+) -> None:
+    """A confirmed continuation goes where `Routing.after` found a route taking its style: onto another route
+    at once (``next_route``), back on the failed one only after the wait the failure asked for."""
+
+    @settings(run, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+    @given(route_lists(), diagnoses())
+    def check(routes: list[Route], failure: Diagnosis) -> None:
+        routing = Routing(routes, Breakers(min_spacing_s=0), lambda: 0.0)
+        routing.take(retry=False)
+        failed_at = routing.at
+        policy = RetryPolicy(8, 600, max_provider_delay_s=120)
+        failed = Failed(failure, 1, 0.0, exposed="the text reached the consumer", answered=True)
+        asked = after_failure(policy, failed, random_unit=0.5)
+        replay = routing.after(policy, asked, failed, ContinueStyle.PREFILL)
+        if replay.kind is not DecisionKind.ASK or routing.continues_at is None:
+            return
+        there = routing.continues_at
+        step = choose(routing, replay)
+        assert routing.at == there
+        if there != failed_at:
+            assert (step.delay_s, step.delay_reason) == (0.0, "next_route")
+        else:
+            assert (step.delay_s, step.delay_reason) == (asked.delay_s, asked.delay_reason)
+
+    check()
+
+
+def test_a_continuation_waits_only_on_the_route_that_asked() -> None:
+    a_continuation_waits_only_on_the_route_that_asked(_continue_there)
+
+
+def test_a_continuation_waits_only_on_the_route_that_asked_fails_on_a_broken_variant() -> None:
+    with pytest.raises(AssertionError):
+        a_continuation_waits_only_on_the_route_that_asked(_with_the_replays_step, CATCH)
