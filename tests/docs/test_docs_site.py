@@ -135,7 +135,7 @@ def test_the_readmes_command_builds_strictly_and_says_nothing_but_progress(built
 
 
 def test_the_reference_lists_what_a_class_inherits(site: Path) -> None:
-    # RetryingRun's tool and abort methods are listed with the class's own members.
+    # The reference lists a class's members, inherited ones too; RetryingRun's tool and abort are its own.
     reference = (site / "reference" / "index.html").read_text()
     for method in ("streamfsm.RetryingRun.tool_started", "streamfsm.RetryingRun.abort"):
         assert f'id="{method}"' in reference, method
