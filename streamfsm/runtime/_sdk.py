@@ -897,10 +897,10 @@ def wrap(
     un-awaited call that returns an async SDK stream, or a zero-argument callable that makes a sync SDK
     call (``lambda: client.chat.completions.create(..., stream=True)``): the call then runs under the run
     (on a helper thread, within the connect deadline), so its HTTP and connection errors are diagnosed and
-    recorded like any other failure. ``provider``: "openai-chat", "openai-responses" or
-    "anthropic"; detected when None. Returns an ``SdkRun`` (``async with``) or, for a sync stream, a
-    ``SyncSdkRun`` (``with``). Raises ``TypeError`` for anything else, ``ValueError`` for a provider that
-    is unknown or does not match the stream.
+    recorded like any other failure. ``provider``: one of ``SDK_PROVIDERS`` (the formats whose
+    ``Format.sdk`` says how); detected when None. Returns an ``SdkRun`` (``async with``) or, for a sync
+    stream, a ``SyncSdkRun`` (``with``). Raises ``TypeError`` for anything else, ``ValueError`` for a
+    provider that is unknown or does not match the stream.
     """
     _check_provider(provider)
     found = _kind_of(sdk_stream)

@@ -641,7 +641,7 @@ def open_stream(
     config: StreamConfig | None = None,
     ids: Ids | Mapping[str, Any] | None = None,
 ) -> HttpRun:
-    """Open one streaming request to ``provider`` ("openai-chat", "openai-responses", "anthropic", "gemini").
+    """Open one streaming request to ``provider`` (a registered format: ``streamfsm.wire.PROVIDERS``).
 
     Use it as an async context manager; the request is sent on entry. ``headers`` carries auth and is never
     recorded. ``client`` is used and left open when given; otherwise the run owns a fresh client. A
