@@ -16,13 +16,6 @@ from ..wire import FORMATS, format_named
 from ._common import epilog, positive_seconds
 
 DEFAULT_PROMPT = "Say hello in one short sentence."
-BEDROCK = ("anthropic-bedrock", "bedrock-converse")
-# A whole answer's path where the format's streaming path differs from it (the rest ask by the body's flag).
-_WHOLE_PATHS = {
-    ":streamGenerateContent?alt=sse": ":generateContent",
-    "/invoke-with-response-stream": "/invoke",
-    "/converse-stream": "/converse",
-}
 
 
 class UsageError(Exception):
@@ -30,33 +23,23 @@ class UsageError(Exception):
 
 
 def request_body(provider: str, model: str, prompt: str, tools: list[Any] | None) -> dict[str, Any]:
-    """The smallest request for each wire format (the model included: each format's request builder moves
-    it where the format wants it)."""
-    user = {"role": "user", "content": prompt}
-    body: dict[str, Any]
-    if provider in ("openai-chat", "ollama"):
-        body = {"model": model, "messages": [user]}
-    elif provider == "openai-responses":
-        body = {"model": model, "input": prompt}
-    elif provider in ("anthropic", "anthropic-bedrock"):
-        body = {"model": model, "max_tokens": 1024, "messages": [user]}
-    elif provider == "bedrock-converse":
-        body = {"model": model, "messages": [{"role": "user", "content": [{"text": prompt}]}]}
-    else:
-        body = {"model": model, "contents": [{"role": "user", "parts": [{"text": prompt}]}]}
+    """The smallest request of the format (``Format.probe``; the model included: each format's request
+    builder moves it where the format wants it)."""
+    probe = format_named(provider).probe
+    body = probe.body(model, prompt)
     if tools:
-        body["tools" if provider != "bedrock-converse" else "toolConfig"] = (
-            tools if provider != "bedrock-converse" else {"tools": tools}
-        )
+        body.update(probe.tools(tools))
     return body
 
 
 def request(provider: str, base_url: str, body: dict[str, Any], stream: bool) -> tuple[str, dict[str, Any]]:
     """The URL and body the format sends: its own streaming request, or the whole-answer one."""
-    url, out = format_named(provider).adapter().request(base_url, body)
+    fmt = format_named(provider)
+    url, out = fmt.adapter().request(base_url, body)
     if stream:
         return url, out
-    for streaming, whole in _WHOLE_PATHS.items():
+    if fmt.probe.whole_path is not None:
+        streaming, whole = fmt.probe.whole_path
         if url.endswith(streaming):
             return url.removesuffix(streaming) + whole, out
     if "stream" in out:
@@ -65,14 +48,12 @@ def request(provider: str, base_url: str, body: dict[str, Any], stream: bool) ->
 
 
 def auth_headers(provider: str, key: str | None) -> dict[str, str]:
-    headers = {"anthropic-version": "2023-06-01"} if provider == "anthropic" else {}
+    """The format's default headers and the API key in the header the format takes it in."""
+    fmt = format_named(provider)
+    headers = dict(fmt.adapter.default_headers)
     if key:
-        if provider == "anthropic":
-            headers["x-api-key"] = key
-        elif provider == "gemini":
-            headers["x-goog-api-key"] = key
-        else:
-            headers["authorization"] = f"Bearer {key}"
+        header = fmt.key_header
+        headers[header] = f"Bearer {key}" if header == "authorization" else key
     return headers
 
 
@@ -152,8 +133,8 @@ def _probe(args: argparse.Namespace) -> int:
     body = request_body(args.provider, args.model, args.prompt, _tools(args.tools))
     url, sent = request(args.provider, args.base_url, body, stream=not args.no_stream)
     content = json.dumps(sent).encode()
-    headers = {**format_named(args.provider).adapter.default_headers, **auth_headers(args.provider, key)}
-    if args.provider in BEDROCK:
+    headers = auth_headers(args.provider, key)
+    if format_named(args.provider).probe.signed:
         headers = _signed(url, content, headers, args.region)
     headers["content-type"] = "application/json"
     # Through the tap, as an SDK's call goes: the same run core, streaming or a whole answer.

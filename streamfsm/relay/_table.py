@@ -29,7 +29,7 @@ from typing import Any, Final
 import httpx
 
 from ..runtime import BREAKERS, Breakers, Ids, RetryPolicy, Route
-from ..wire import PROVIDERS
+from ..wire import FORMATS, PROVIDERS
 
 __all__ = ["ANY_MODEL", "RouteTable", "TableRoute"]
 
@@ -50,9 +50,6 @@ _ROUTE_KEYS: Final = frozenset(
 )
 _TOP_KEYS: Final = frozenset({"routes", "models", "breakers", "total_s"})
 _BREAKER_KEYS: Final = frozenset({"threshold", "cool_down_s", "retry_cap", "window_s", "min_spacing_s"})
-# The header a route's key goes in, by its format (``key_header`` names another); "authorization" carries
-# "Bearer KEY", any other header the key itself.
-_KEY_HEADERS: Final = {"anthropic": "x-api-key", "gemini": "x-goog-api-key"}
 # The headers that carry a client's own key: dropped when the route sends its own.
 CLIENT_KEY_HEADERS: Final = frozenset({b"authorization", b"x-api-key", b"api-key", b"x-goog-api-key"})
 _MAX_KEY: Final = 4096
@@ -264,7 +261,10 @@ def _route(name: str, spec: object, env: Mapping[str, str], fail: Any) -> TableR
     if model is not None and (not isinstance(model, str) or not model):
         raise fail(f"{where}.model", f"must be a model name, not {model!r}", name)
     key, source = _key(where, spec, env, fail)
-    header = spec.get("key_header", _KEY_HEADERS.get(str(fmt), "authorization"))
+    # The header a route's key goes in: its format's (``key_header`` names another); "authorization"
+    # carries "Bearer KEY", any other header the key itself.
+    known = FORMATS.get(str(fmt))
+    header = spec.get("key_header", known.key_header if known is not None else "authorization")
     if not isinstance(header, str) or not header.isascii() or not header.replace("-", "").isalnum():
         raise fail(f"{where}.key_header", f"must be a header name, not {header!r}", name)
     account = spec.get("account")

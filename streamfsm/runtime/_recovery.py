@@ -29,7 +29,7 @@ from ..wire import (
 from ._delivery import Partial
 
 if TYPE_CHECKING:
-    from ..wire import OpenAIResponsesAdapter
+    from ..wire import Adapter
 
 __all__ = [
     "RESUMABLE_EDGES",
@@ -75,7 +75,7 @@ class ResumePlan:
 
     response_id: str
     starting_after: int
-    adapter: OpenAIResponsesAdapter
+    adapter: Adapter
     state: State
 
     def priming(self) -> tuple[Trigger, ...]:

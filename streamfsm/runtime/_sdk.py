@@ -89,6 +89,7 @@ from ..classify._taxonomy import ProviderError, TransportKind
 from ..classify._transport import transport_facts
 from ..machine import Trigger
 from ..wire import (
+    FORMATS,
     HELPER_EVENTS,
     MALFORMED_JSON,
     NO_FINISH_REASON,
@@ -96,10 +97,8 @@ from ..wire import (
     UNEXPECTED_SHAPE,
     ConsumerEvent,
     ProtocolViolation,
-    SdkAnthropic,
-    SdkBedrockConverse,
     SdkOpenAIChat,
-    SdkOpenAIResponses,
+    SdkSide,
     SdkTranslator,
     StreamEvent,
     adapter_for,
@@ -115,19 +114,19 @@ from ._watchdog import loop_time
 
 __all__ = ["SDK_PROVIDERS", "SdkRun", "SyncSdkRun", "wrap"]
 
-SDK_PROVIDERS: Final = ("openai-chat", "openai-responses", "anthropic", "bedrock-converse")
+_SDK_FORMATS: Final[Mapping[str, SdkSide]] = {
+    name: fmt.sdk for name, fmt in FORMATS.items() if fmt.sdk is not None
+}  # each format wrap() reads, by the SDK side its Format declares
+SDK_PROVIDERS: Final = tuple(_SDK_FORMATS)
 """The provider formats ``wrap()`` understands."""
 
 _TRANSLATORS: Final[dict[str, type[SdkTranslator]]] = {
-    "openai-chat": SdkOpenAIChat,
-    "openai-responses": SdkOpenAIResponses,
-    "anthropic": SdkAnthropic,
-    "bedrock-converse": SdkBedrockConverse,  # boto3's converse_stream()["stream"]: botocore's EventStream
+    name: sdk.translator for name, sdk in _SDK_FORMATS.items()
 }
-_SDK_OF: Final = {"bedrock-converse": "botocore"}  # the SDK each format's stream comes from, beyond its name
+_SOLE_FORMAT: Final = {sdk.package: name for name, sdk in _SDK_FORMATS.items() if sdk.sole}
 _MAX_REQUEST_BODY: Final = 1 << 20
 _HTTP_FAMILIES: Final = frozenset({"httpx", "httpx2"})  # responses whose body wrap() can read itself
-_SDKS: Final = frozenset({"openai", "anthropic", "botocore"})
+_SDKS: Final = frozenset(sdk.package for sdk in _SDK_FORMATS.values())
 
 # What an object is, by (top-level module, class name) anywhere in its MRO.
 _ASYNC_STREAM: Final = "async_stream"
@@ -239,12 +238,10 @@ def _class_modules(tp: object, out: list[str], depth: int = 0) -> list[str]:
 def _flavour_from_modules(modules: Iterable[str]) -> str | None:
     found = set()
     for module in modules:
-        if module.startswith(("openai.types.chat", "openai.resources.chat")):
-            found.add("openai-chat")
-        elif module.startswith(("openai.types.responses", "openai.resources.responses")):
-            found.add("openai-responses")
-        elif module.startswith(("anthropic.types", "anthropic.resources")):
-            found.add("anthropic")
+        for name, sdk in _SDK_FORMATS.items():
+            if sdk.modules and module.startswith(sdk.modules):
+                found.add(name)
+                break
     return found.pop() if len(found) == 1 else None
 
 
@@ -274,12 +271,7 @@ def _flavour_of_item(item: object) -> str | None:
     flavour = _flavour_from_modules([module])
     if flavour is not None:
         return flavour
-    if getattr(item, "object", None) == "chat.completion.chunk":
-        return "openai-chat"
-    kind = getattr(item, "type", None)
-    if isinstance(kind, str) and (kind.startswith("response.") or kind == "error"):
-        return "openai-responses"
-    return None
+    return next((name for name, sdk in _SDK_FORMATS.items() if sdk.item is not None and sdk.item(item)), None)
 
 
 _READ_BY_THE_RUN: Final = frozenset({"text/event-stream", "application/json", "text/html"})
@@ -336,7 +328,7 @@ def _check_provider(provider: str | None) -> str | None:
 
 
 def _sdk_matches(provider: str, sdk: str) -> bool:
-    return _SDK_OF.get(provider, provider).startswith(sdk)
+    return _SDK_FORMATS[provider].package == sdk
 
 
 def _botocore_flavour(stream: object) -> str:
@@ -345,9 +337,10 @@ def _botocore_flavour(stream: object) -> str:
         operation = object.__getattribute__(stream, "_operation_name")
     except AttributeError:
         operation = None
-    if operation != "ConverseStream":
-        raise ValueError(f"wrap() supports boto3's ConverseStream event streams, not {operation!r}")
-    return "bedrock-converse"
+    for name, sdk in _SDK_FORMATS.items():
+        if sdk.operation is not None and sdk.operation == operation:
+            return name
+    raise ValueError(f"wrap() supports boto3's ConverseStream event streams, not {operation!r}")
 
 
 def _check_match(provider: str, sdk: str | None, flavour: str | None) -> None:
@@ -433,8 +426,9 @@ class _SdkBase(Run):
             raise ValueError("wrap() supports openai Chat Completions and Responses streams, not this one")
         if self._given is not None:
             _check_match(self._given, sdk, flavour)
-        if self._format is None and (flavour or sdk == "anthropic"):
-            self._use(flavour or "anthropic")
+        flavour = flavour or _SOLE_FORMAT.get(sdk)
+        if self._format is None and flavour:
+            self._use(flavour)
         self._sdk_stream = outer
         self._response = self._reads.response = response = getattr(stream, "response", None)
         self._rec.request_sent = True
@@ -903,10 +897,10 @@ def wrap(
     un-awaited call that returns an async SDK stream, or a zero-argument callable that makes a sync SDK
     call (``lambda: client.chat.completions.create(..., stream=True)``): the call then runs under the run
     (on a helper thread, within the connect deadline), so its HTTP and connection errors are diagnosed and
-    recorded like any other failure. ``provider``: "openai-chat", "openai-responses" or
-    "anthropic"; detected when None. Returns an ``SdkRun`` (``async with``) or, for a sync stream, a
-    ``SyncSdkRun`` (``with``). Raises ``TypeError`` for anything else, ``ValueError`` for a provider that
-    is unknown or does not match the stream.
+    recorded like any other failure. ``provider``: one of ``SDK_PROVIDERS`` (the formats whose
+    ``Format.sdk`` says how); detected when None. Returns an ``SdkRun`` (``async with``) or, for a sync
+    stream, a ``SyncSdkRun`` (``with``). Raises ``TypeError`` for anything else, ``ValueError`` for a
+    provider that is unknown or does not match the stream.
     """
     _check_provider(provider)
     found = _kind_of(sdk_stream)
@@ -914,8 +908,8 @@ def wrap(
     if found is not None:
         sdk, kind, helper = found
         flavour: str | None
-        if sdk == "anthropic":
-            flavour, readable = "anthropic", True
+        if sdk in _SOLE_FORMAT:
+            flavour, readable = _SOLE_FORMAT[sdk], True
         elif sdk == "botocore":
             flavour, readable = _botocore_flavour(sdk_stream), True
         elif _chat_helper(sdk_stream):

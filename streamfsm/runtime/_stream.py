@@ -43,15 +43,12 @@ from ..wire import (
     ConsumerEvent,
     ContinueRefusal,
     ContinueStyle,
-    OpenAIResponsesAdapter,
     Result,
     ResumeRefusal,
     ToolCall,
     adapter_for,
+    format_named,
     prefill_refused,
-    refusal_of,
-    resumable_request,
-    resume_url,
 )
 from ._config import AttemptLink, Ids, StreamConfig
 from ._core import RunCore
@@ -408,13 +405,14 @@ class HttpRun(Run):
         url, body = adapter.request(base_url, json)
         self._method = "POST"
         self._resume: ResumePlan | None = None
-        self._background = adapter.name == OpenAIResponsesAdapter.name and resumable_request(original)
+        resume = self._resumes = format_named(adapter.name).resume  # the format's cursor, if it has one
+        self._background = resume is not None and resume.asked(original)
         if isinstance(plan, ResumePlan):
-            if adapter.name != OpenAIResponsesAdapter.name:
+            if resume is None:
                 raise ValueError(f"a {adapter.name} stream has no cursor to resume by")
-            adapter = plan.adapter.resumed()
+            adapter = resume.resumed(plan.adapter)
             url, self._method, self._resume = (
-                resume_url(base_url, plan.response_id, plan.starting_after),
+                resume.url(base_url, plan.response_id, plan.starting_after),
                 "GET",
                 plan,
             )
@@ -503,8 +501,14 @@ class HttpRun(Run):
             core.headers(status, response.headers)
             body = await self._read_error_body(response, deadline, edge)
             error = provider_error_from_http(response.status_code, response.headers, body)
-            if self._resume is not None and 400 <= response.status_code < 500 and response.status_code != 429:
-                self.resume_refusal, basis = refusal_of(response.status_code, body)
+            resumes = self._resumes
+            if (
+                self._resume is not None
+                and resumes is not None
+                and 400 <= response.status_code < 500
+                and response.status_code != 429
+            ):
+                self.resume_refusal, basis = resumes.refusal_of(response.status_code, body)
                 rec.recovery = {
                     **self._resume.record(),
                     "refused": self.resume_refusal.value,
@@ -537,12 +541,13 @@ class HttpRun(Run):
             or diagnosis.edge not in RESUMABLE_EDGES
             or not (self._background or self._resume is not None)
             or not self._core.streaming
-            or not isinstance(adapter, OpenAIResponsesAdapter)
-            or adapter.response_id is None
-            or adapter.last_sequence < 0
+            or self._resumes is None
         ):
             return None
-        return ResumePlan(adapter.response_id, adapter.last_sequence, adapter, diagnosis.state)
+        cursor = self._resumes.cursor(adapter)
+        if cursor is None:
+            return None
+        return ResumePlan(*cursor, adapter, diagnosis.state)
 
     async def _read_error_body(self, response: httpx.Response, deadline: float, edge: Trigger) -> bytes:
         core = self._core
@@ -636,7 +641,7 @@ def open_stream(
     config: StreamConfig | None = None,
     ids: Ids | Mapping[str, Any] | None = None,
 ) -> HttpRun:
-    """Open one streaming request to ``provider`` ("openai-chat", "openai-responses", "anthropic", "gemini").
+    """Open one streaming request to ``provider`` (a registered format: ``streamfsm.wire.PROVIDERS``).
 
     Use it as an async context manager; the request is sent on entry. ``headers`` carries auth and is never
     recorded. ``client`` is used and left open when given; otherwise the run owns a fresh client. A

@@ -17,7 +17,7 @@ _MAX_BODY: Final = 1 << 20  # a larger request body is not parsed, only looked a
 @dataclass(frozen=True, slots=True)
 class Rule:
     """Requests whose URL path matches ``pattern`` (a regular expression, searched) carry ``provider``'s
-    format ("openai-chat", "openai-responses", "anthropic" or "gemini"). A gateway that serves a format under
+    format (a registered one, ``streamfsm.wire.PROVIDERS``). A gateway that serves a format under
     another path adds a rule: ``Rule(r"/llm/v2/chat$", "openai-chat")``."""
 
     pattern: str

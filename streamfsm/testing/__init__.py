@@ -1,5 +1,6 @@
 """Test kit: a fault-injecting provider, the scenario catalog, the harness that checks outcomes, and
-realistic wire streams for the four provider formats.
+realistic wire streams for every registered provider format (each format's builders are its kit, named by
+its ``Format.kit``).
 
 * `FaultServer` / `FaultServerThread`: a real HTTP/1.1 server on 127.0.0.1 that plays a script per request.
 * Script steps (`Headers`, `Send`, `Fin`, `Rst`, `Stall`, …) and `Scenario`: faults as data, with the

@@ -28,7 +28,7 @@ from urllib.parse import parse_qs, unquote
 from ..wire import ResumeRefusal
 from ._script import End, Fin, Headers, Script, Send, Status, Step
 from ._server import Request
-from ._wire import RESPONSE_IDS
+from ._wire import RESPONSES_ID
 
 __all__ = ["BackgroundResponses", "Cut", "refusal_body"]
 
@@ -93,7 +93,7 @@ class BackgroundResponses:
         *,
         refuse: ResumeRefusal | None = None,
         max_age_s: float | None = None,
-        response_id: str = RESPONSE_IDS["openai-responses"],
+        response_id: str = RESPONSES_ID,
     ) -> None:
         self.frames = tuple(frames)
         self.numbers = [_sequence(frame) for frame in self.frames]

@@ -49,6 +49,8 @@ import httpx
 from ..classify import Action, FailureClass, Phase, Verdict
 from ..machine import Trigger
 from ..runtime import Ids, Run, RunRecord, StreamConfig, StreamFailed, ToolCall, open_stream
+from ..wire import FORMATS as WIRE
+from ._kit import kit_of
 from ._script import Agent, End, Headers, Scenario, Script, Send, Step, unused_port
 from ._server import FaultServer, Request
 from ._wire import Format, error_event, text_stream, tool_call_stream
@@ -85,9 +87,9 @@ DEFAULT_TIMEOUT_S: Final = 10.0
 RETRY_AFTER_TOLERANCE_S: Final = 0.01
 RUNS_PER_CLIENT: Final = 32  # runs in flight per shared HTTP client in `run_catalog`
 SDK_FORMATS: Final[Mapping[str, tuple[str, ...]]] = {
-    "openai": ("openai-chat", "openai-responses"),
-    "anthropic": ("anthropic",),
-    "ollama": ("ollama",),
+    sdk: tuple(fmt for fmt in WIRE if kit_of(fmt).harness_sdk == sdk)
+    for sdk in dict.fromkeys(kit_of(fmt).harness_sdk for fmt in WIRE)
+    if sdk is not None
 }
 """The formats each SDK speaks; a scenario of another format has no SDK path."""
 WRAPPED_SDKS: Final = ("openai", "anthropic")
@@ -111,26 +113,7 @@ RAW_TRANSPORT_STRINGS: Final = (
 )
 """Raw strings that must never reach a run's plain-language summary."""
 
-BODIES: Final[Mapping[str, Mapping[str, Any]]] = {
-    "openai-chat": {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]},
-    "openai-responses": {"model": "gpt-5-mini", "input": "hi"},
-    "anthropic": {
-        "model": "claude-haiku-4-5",
-        "max_tokens": 64,
-        "messages": [{"role": "user", "content": "hi"}],
-    },
-    "gemini": {"model": "gemini-2.5-flash", "contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
-    "ollama": {"model": "llama3.2", "messages": [{"role": "user", "content": "hi"}]},
-    "anthropic-bedrock": {
-        "model": "anthropic.claude-haiku-4-5-20251001-v1:0",
-        "max_tokens": 64,
-        "messages": [{"role": "user", "content": "hi"}],
-    },
-    "bedrock-converse": {
-        "modelId": "anthropic.claude-haiku-4-5-20251001-v1:0",
-        "messages": [{"role": "user", "content": [{"text": "hi"}]}],
-    },
-}
+BODIES: Final[Mapping[str, Mapping[str, Any]]] = {fmt: kit_of(fmt).body for fmt in WIRE}
 """The smallest request body per format: what the harness sends (the fault server ignores it)."""
 
 
@@ -429,26 +412,10 @@ _API_KEYS: Final = {"openai": "sk-test", "anthropic": "sk-ant-test"}
 def _sdk_call(sdk: str, fmt: str, client: Any, *, streaming: bool = True, generate: bool = False) -> Any:
     """The SDK's streaming call for ``fmt`` (or its non-streaming one), not yet awaited (``wrap()`` takes it
     as it is). ``generate``: Ollama's ``/api/generate`` rather than its chat."""
-    body = dict(BODIES[fmt])
-    if sdk == "ollama":  # a coroutine; awaited with stream=True, an async generator of the parts
-        if generate:
-            return client.generate(model=body["model"], prompt="hi", stream=streaming)
-        return client.chat(**body, stream=streaming)
-    if not streaming:
-        if fmt == "anthropic":
-            return client.messages.create(**body)
-        return (
-            client.chat.completions.create(**body)
-            if fmt == "openai-chat"
-            else client.responses.create(**body)
-        )
-    if sdk == "openai" and fmt == "openai-chat":
-        return client.chat.completions.create(**body, stream=True, stream_options={"include_usage": True})
-    if sdk == "openai" and fmt == "openai-responses":
-        return client.responses.create(**body, stream=True)
-    if sdk == "anthropic" and fmt == "anthropic":
-        return client.messages.create(**body, stream=True)
-    raise ValueError(f"the {sdk} SDK does not speak {fmt}")
+    kit = kit_of(fmt) if fmt in WIRE else None
+    if kit is None or kit.sdk_call is None or kit.harness_sdk != sdk:
+        raise ValueError(f"the {sdk} SDK does not speak {fmt}")
+    return kit.sdk_call(client, dict(kit.body), streaming, generate)
 
 
 def sdk_client(sdk: str, base_url: str = "http://127.0.0.1:9") -> Any:
@@ -570,19 +537,8 @@ class _SdkRole(_Role):
 
 def _shows_text(fmt: str, item: Any) -> bool:
     """True when the SDK item ``item`` carries visible text."""
-    if fmt == "ollama":
-        return bool(
-            getattr(getattr(item, "message", None), "content", None) or getattr(item, "response", None)
-        )
-    if fmt == "openai-chat":
-        choices = getattr(item, "choices", None) or ()
-        return any(getattr(getattr(choice, "delta", None), "content", None) for choice in choices)
-    kind = getattr(item, "type", None)
-    if fmt == "openai-responses":
-        return kind == "response.output_text.delta"
-    return (
-        kind == "content_block_delta" and getattr(getattr(item, "delta", None), "type", None) == "text_delta"
-    )
+    shows = kit_of(fmt).shows_text
+    return shows is not None and shows(item)
 
 
 async def _tap_run(
@@ -851,9 +807,7 @@ def _warm_ups(jobs: Iterable[tuple[Scenario, str | None]]) -> list[tuple[Scenari
             wanted[path, cast(Format, scenario.format)] = None
     out: list[tuple[Scenario, str]] = []
     for path, fmt in wanted:
-        shapes: tuple[_ErrorShape, ...] = (
-            ("flat", "nested", "failed") if fmt == "openai-responses" else ("nested",)
-        )
+        shapes = cast(tuple[_ErrorShape, ...], kit_of(fmt).error_shapes)
         streams = [
             text_stream(fmt, ["Hi"], reasoning=["Hm"]),
             tool_call_stream(fmt, [("read_file", '{"path": "a"}'), ("write_file", "{}")], text=["Hi"]),

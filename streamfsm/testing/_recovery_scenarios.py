@@ -12,7 +12,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -38,7 +38,7 @@ from ..runtime import (
     open_stream,
     retrying,
 )
-from ..wire import ResumeRefusal, SSEDecoder, ToolInputDelta, adapter_for
+from ..wire import ResumeRefusal, SSEDecoder, ToolInputDelta, adapter_for, format_named
 from ._background import BackgroundResponses, Cut
 from ._harness import BODIES, DEFAULT_TIMEOUT_S, Outcome
 from ._prefill import RefusesPrefill
@@ -314,6 +314,13 @@ def _problems(scenario: RecoveryScenario, run: RetryingRun, received: list[Any])
     return problems
 
 
+def _resumable(fmt: str) -> Mapping[str, Any]:
+    """What a request of ``fmt`` adds so that the provider keeps its stream to resume (nothing: it has no
+    cursor)."""
+    resume = format_named(fmt).resume
+    return resume.request if resume is not None else {}
+
+
 async def run_recovery(
     scenario: RecoveryScenario, *, timeout: float = DEFAULT_TIMEOUT_S, config: StreamConfig | None = None
 ) -> tuple[Outcome, tuple[RunRecord, ...]]:
@@ -322,7 +329,7 @@ async def run_recovery(
     config = (config or StreamConfig()).replace(**scenario.config)
     body = {
         **BODIES[scenario.format],
-        **({"background": True} if scenario.format == "openai-responses" else {}),
+        **_resumable(scenario.format),
     }
     choice = scenario.confirm
 

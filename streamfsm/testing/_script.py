@@ -252,8 +252,8 @@ class Scenario:
 
     ``meta`` is free-form. The typed fields are what the harness (`streamfsm.testing.run_scenario`) uses:
 
-    * ``format``: the wire format the script speaks ("openai-chat", "openai-responses", "anthropic",
-      "gemini"); None for a script that is not a stream of any one format.
+    * ``format``: the wire format the script speaks (a registered format, e.g. "openai-chat"); None for a
+      script that is not a stream of any one format.
     * ``expected_class`` / ``expected_verdict`` / ``expected_edge`` / ``expected_phase``, and optionally
       ``expected_cause``, ``expected_action`` and ``expected_retry_after_s``: the outcome, written by hand
       from the taxonomy. A field left None is not checked, except that a run expected to complete has no edge.

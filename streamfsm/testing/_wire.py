@@ -1,9 +1,11 @@
-"""Realistic SSE wire streams for the four formats, as lists of frames.
+"""Realistic wire streams for every registered format, as lists of frames (each format's builders are
+registered as its kit, ``_kits.py``).
 
-Each frame is one complete SSE event as bytes, blank line included, so a test server or a fault provider can
-send them one by one and cut anywhere (between frames, or inside one with ``frame[:n]``). Shapes follow
-what the providers send: ids, ``created``, ``model``, ``sequence_number``, the bookkeeping events, the usage
-chunk, ``[DONE]``; Gemini frames use CRLF line ends, as Google's servers do.
+Each frame is one complete event as bytes (an SSE event, blank line included; an NDJSON line; an AWS
+event-stream message), so a test server or a fault provider can send them one by one and cut anywhere (between
+frames, or inside one with ``frame[:n]``). Shapes follow what the providers send: ids, ``created``, ``model``,
+``sequence_number``, the bookkeeping events, the usage chunk, ``[DONE]``; Gemini frames use CRLF line ends, as
+Google's servers do.
 
 A stream is built from parts, in order::
 
@@ -17,12 +19,14 @@ Usage, when included, is always ``PROMPT_TOKENS`` in (``CACHED_TOKENS`` of them 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Final, Literal, TypeAlias
+from collections.abc import Iterable, Sequence
+from typing import Any, Final, Literal, TypeAlias, cast
 
+from ..wire import FORMATS as WIRE
+from ..wire import EventStreamDecoder, NDJSONDecoder, SSEDecoder
 from ._eventstream import converse, from_sse
+from ._kit import kit_of
 
-FORMATS: Final = ("openai-chat", "openai-responses", "anthropic", "gemini")
 Format: TypeAlias = Literal[
     "openai-chat",
     "openai-responses",
@@ -32,12 +36,21 @@ Format: TypeAlias = Literal[
     "anthropic-bedrock",
     "bedrock-converse",
 ]
-NDJSON_FORMATS: Final = ("ollama",)
+
+
+def _named(framing: object) -> tuple[Format, ...]:
+    """The registered formats framed by ``framing`` (None: every one), in the registry's order."""
+    return tuple(cast(Format, name) for name, fmt in WIRE.items() if framing in (None, fmt.framing))
+
+
+FORMATS: Final = _named(SSEDecoder)
+"""Formats streamed as SSE events."""
+NDJSON_FORMATS: Final = _named(NDJSONDecoder)
 """Formats streamed as NDJSON lines, not SSE events: each frame is one line (``\\n`` included)."""
-EVENT_STREAM_FORMATS: Final = ("anthropic-bedrock", "bedrock-converse")
+EVENT_STREAM_FORMATS: Final = _named(EventStreamDecoder)
 """Formats streamed as AWS event-stream messages (Bedrock): each frame is one message, both CRCs included."""
-WIRE_FORMATS: Final = (*FORMATS, *NDJSON_FORMATS, *EVENT_STREAM_FORMATS)
-"""Every format the fault provider speaks."""
+WIRE_FORMATS: Final = _named(None)
+"""Every format the fault provider speaks (each registered ``Format``)."""
 Part: TypeAlias = tuple[str, ...]  # ("text", s), ("reasoning", s), ("refusal", s), ("tool", name, args)
 ErrorKind: TypeAlias = Literal["overloaded", "rate_limit", "server_error", "context_overflow"]
 
@@ -47,19 +60,15 @@ OUTPUT_TOKENS: Final = 40
 REASONING_TOKENS: Final = 8
 
 CREATED: Final = 1_730_000_000
-MODELS: Final = {
-    "openai-chat": "gpt-4o-mini-2024-07-18",
-    "openai-responses": "gpt-5-mini-2025-08-07",
-    "anthropic": "claude-sonnet-4-5-20250929",
-    "gemini": "gemini-2.5-flash",
-    "ollama": "llama3.2",
-}
-RESPONSE_IDS: Final = {
-    "openai-chat": "chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG",
-    "openai-responses": "resp_68af4030592c81938ec0a5fbab4a3e9f",
-    "anthropic": "msg_01XFDUDYJgAACzvnptvVoYEL",
-    "gemini": "1e4bs8KpCJmJz7IP8tuR0Qo",
-}
+CHAT_MODEL: Final = "gpt-4o-mini-2024-07-18"
+CHAT_ID: Final = "chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG"
+RESPONSES_MODEL: Final = "gpt-5-mini-2025-08-07"
+RESPONSES_ID: Final = "resp_68af4030592c81938ec0a5fbab4a3e9f"
+ANTHROPIC_MODEL: Final = "claude-sonnet-4-5-20250929"
+ANTHROPIC_ID: Final = "msg_01XFDUDYJgAACzvnptvVoYEL"
+GEMINI_MODEL: Final = "gemini-2.5-flash"
+GEMINI_ID: Final = "1e4bs8KpCJmJz7IP8tuR0Qo"
+OLLAMA_MODEL: Final = "llama3.2"
 ARGUMENT_PIECE: Final = 12  # characters of tool arguments per delta
 
 
@@ -80,8 +89,9 @@ def comment(text: str = "keepalive") -> bytes:
 
 
 def keepalive(fmt: Format) -> bytes:
-    """What the format sends to keep a connection warm: Anthropic's ``ping`` event, else an SSE comment."""
-    return frame({"type": "ping"}, "ping") if fmt == "anthropic" else comment()
+    """What the format sends to keep a connection warm (its kit's: Anthropic's ``ping`` event, else an SSE
+    comment)."""
+    return kit_of(fmt).keepalive
 
 
 def _pieces(text: str, size: int = ARGUMENT_PIECE) -> list[str]:
@@ -96,14 +106,14 @@ def _usage_numbers(parts: Sequence[Part]) -> tuple[int, int, int, int]:
 # -- OpenAI Chat Completions ---------------------------------------------------------------------------------
 
 
-def _chat(
+def chat_stream(
     parts: Sequence[Part], usage: bool, finish: str | None, reasoning_key: str, **_: Any
 ) -> list[bytes]:
     base = {
-        "id": RESPONSE_IDS["openai-chat"],
+        "id": CHAT_ID,
         "object": "chat.completion.chunk",
         "created": CREATED,
-        "model": MODELS["openai-chat"],
+        "model": CHAT_MODEL,
         "system_fingerprint": "fp_560af6e559",
     }
 
@@ -142,16 +152,16 @@ def _chat(
 # -- OpenAI Responses ----------------------------------------------------------------------------------------
 
 
-def _responses(
+def responses_stream(
     parts: Sequence[Part], usage: bool, finish: str | None, background: bool = False, **_: Any
 ) -> list[bytes]:
     out: list[bytes] = []
     response: dict[str, Any] = {
-        "id": RESPONSE_IDS["openai-responses"],
+        "id": RESPONSES_ID,
         "object": "response",
         "created_at": CREATED,
         "status": "in_progress",
-        "model": MODELS["openai-responses"],
+        "model": RESPONSES_MODEL,
         "output": [],
         "usage": None,
     }
@@ -293,7 +303,7 @@ def _responses(
 # -- Anthropic Messages --------------------------------------------------------------------------------------
 
 
-def _anthropic(parts: Sequence[Part], usage: bool, finish: str | None, **_: Any) -> list[bytes]:
+def anthropic_stream(parts: Sequence[Part], usage: bool, finish: str | None, **_: Any) -> list[bytes]:
     def emit(data: dict[str, Any]) -> None:
         out.append(frame(data, data["type"]))
 
@@ -306,10 +316,10 @@ def _anthropic(parts: Sequence[Part], usage: bool, finish: str | None, **_: Any)
         "output_tokens": 1,
     }
     message: dict[str, Any] = {
-        "id": RESPONSE_IDS["anthropic"],
+        "id": ANTHROPIC_ID,
         "type": "message",
         "role": "assistant",
-        "model": MODELS["anthropic"],
+        "model": ANTHROPIC_MODEL,
         "content": [],
         "stop_reason": None,
         "stop_sequence": None,
@@ -386,7 +396,9 @@ def _anthropic(parts: Sequence[Part], usage: bool, finish: str | None, **_: Any)
 # -- Gemini --------------------------------------------------------------------------------------------------
 
 
-def _gemini(parts: Sequence[Part], usage: bool, finish: str | None, parallel: bool, **_: Any) -> list[bytes]:
+def gemini_stream(
+    parts: Sequence[Part], usage: bool, finish: str | None, parallel: bool, **_: Any
+) -> list[bytes]:
     def chunk(wire_parts: list[dict[str, Any]], last: bool = False) -> bytes:
         candidate: dict[str, Any] = {"content": {"parts": wire_parts, "role": "model"}, "index": 0}
         body: dict[str, Any] = {"candidates": [candidate]}
@@ -401,8 +413,8 @@ def _gemini(parts: Sequence[Part], usage: bool, finish: str | None, parallel: bo
                     "cachedContentTokenCount": cached,
                     "promptTokensDetails": [{"modality": "TEXT", "tokenCount": prompt}],
                 } | ({"thoughtsTokenCount": reasoning} if reasoning else {})
-        body["modelVersion"] = MODELS["gemini"]
-        body["responseId"] = RESPONSE_IDS["gemini"]
+        body["modelVersion"] = GEMINI_MODEL
+        body["responseId"] = GEMINI_ID
         return frame(body, crlf=True)
 
     groups: list[list[dict[str, Any]]] = []
@@ -436,12 +448,12 @@ def line(data: object) -> bytes:
     return (data if isinstance(data, str) else _dumps(data)).encode() + b"\n"
 
 
-def _ollama(
+def ollama_stream(
     parts: Sequence[Part], usage: bool, finish: str | None, generate: bool = False, **_: Any
 ) -> list[bytes]:
     """Chat lines carry ``message`` (content, thinking, tool_calls with arguments as an object); generate
     lines carry ``response`` and ``thinking``. The last line: ``done: true``, ``done_reason``, the counts."""
-    head = {"model": MODELS["ollama"], "created_at": OLLAMA_CREATED}
+    head = {"model": OLLAMA_MODEL, "created_at": OLLAMA_CREATED}
 
     def piece(body: dict[str, Any], done: bool = False) -> dict[str, Any]:
         if generate:
@@ -481,26 +493,15 @@ def _ollama(
     return lines
 
 
-def _anthropic_bedrock(parts: Sequence[Part], usage: bool, finish: str | None, **_: Any) -> list[bytes]:
+def anthropic_bedrock_stream(parts: Sequence[Part], usage: bool, finish: str | None, **_: Any) -> list[bytes]:
     """The Anthropic stream, each event in the AWS event-stream message Bedrock sends it in."""
-    return from_sse(_anthropic(parts, usage, finish))
+    return from_sse(anthropic_stream(parts, usage, finish))
 
 
-def _bedrock_converse(parts: Sequence[Part], usage: bool, finish: str | None, **_: Any) -> list[bytes]:
+def bedrock_converse_stream(parts: Sequence[Part], usage: bool, finish: str | None, **_: Any) -> list[bytes]:
     """Bedrock ConverseStream: each event its own AWS event-stream message."""
     prompt, cached, output, _reasoning = _usage_numbers(parts)
     return converse(parts, (prompt, cached, output) if usage else None, finish)
-
-
-_BUILDERS: Final[dict[str, Callable[..., list[bytes]]]] = {
-    "openai-chat": _chat,
-    "openai-responses": _responses,
-    "anthropic": _anthropic,
-    "gemini": _gemini,
-    "ollama": _ollama,
-    "anthropic-bedrock": _anthropic_bedrock,
-    "bedrock-converse": _bedrock_converse,
-}
 
 
 def build(
@@ -523,11 +524,9 @@ def build(
     (Responses): a background request's stream, ``response.queued`` before the work starts. ``generate``
     (Ollama): ``/api/generate`` lines instead of ``/api/chat``.
     """
-    try:
-        builder = _BUILDERS[fmt]
-    except KeyError:
-        raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(_BUILDERS)}") from None
-    return builder(
+    if fmt not in WIRE:
+        raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(WIRE)}")
+    return kit_of(fmt).stream(
         list(parts),
         usage=usage,
         finish=finish,
@@ -567,69 +566,81 @@ def tool_call_stream(
     return build(fmt, parts, parallel=parallel, usage=usage)
 
 
-_ERRORS: Final[dict[str, dict[str, tuple[Any, ...]]]] = {
-    # kind: (OpenAI type, OpenAI code, message) / (Anthropic type, message) / (Gemini code, status, message)
-    "openai": {
-        "overloaded": ("server_error", "server_is_overloaded", "The server is overloaded. Please retry."),
-        "rate_limit": ("requests", "rate_limit_exceeded", "Rate limit reached for requests."),
-        "server_error": ("server_error", "server_error", "The server had an error processing your request."),
-        "context_overflow": (
-            "invalid_request_error",
-            "context_length_exceeded",
-            "Your input exceeds the context window of this model.",
-        ),
-    },
-    "anthropic": {
-        "overloaded": ("overloaded_error", "Overloaded"),
-        "rate_limit": (
-            "rate_limit_error",
-            "Number of request tokens has exceeded your per-minute rate limit",
-        ),
-        "server_error": ("api_error", "Internal server error"),
-        "context_overflow": ("invalid_request_error", "prompt is too long: 210000 tokens > 200000 maximum"),
-    },
-    "ollama": {  # (error,): Ollama's errors are one string
-        "overloaded": ("server busy, please try again.  maximum pending requests exceeded",),
-        "rate_limit": ("too many requests",),
-        "server_error": ("an error was encountered while running the model: unexpected EOF",),
-        "context_overflow": ("the input length exceeds the context length",),
-    },
-    "gemini": {
-        "overloaded": (503, "UNAVAILABLE", "The model is overloaded. Please try again later."),
-        "rate_limit": (429, "RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota)."),
-        "server_error": (500, "INTERNAL", "An internal error has occurred."),
-        "context_overflow": (
-            400,
-            "INVALID_ARGUMENT",
-            "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).",
-        ),
-    },
+_OPENAI_ERRORS: Final[dict[str, tuple[str, str, str]]] = {  # kind: (type, code, message)
+    "overloaded": ("server_error", "server_is_overloaded", "The server is overloaded. Please retry."),
+    "rate_limit": ("requests", "rate_limit_exceeded", "Rate limit reached for requests."),
+    "server_error": ("server_error", "server_error", "The server had an error processing your request."),
+    "context_overflow": (
+        "invalid_request_error",
+        "context_length_exceeded",
+        "Your input exceeds the context window of this model.",
+    ),
 }
+_ANTHROPIC_ERRORS: Final[dict[str, tuple[str, str]]] = {  # kind: (type, message)
+    "overloaded": ("overloaded_error", "Overloaded"),
+    "rate_limit": (
+        "rate_limit_error",
+        "Number of request tokens has exceeded your per-minute rate limit",
+    ),
+    "server_error": ("api_error", "Internal server error"),
+    "context_overflow": ("invalid_request_error", "prompt is too long: 210000 tokens > 200000 maximum"),
+}
+_OLLAMA_ERRORS: Final[dict[str, str]] = {  # Ollama's errors are one string
+    "overloaded": "server busy, please try again.  maximum pending requests exceeded",
+    "rate_limit": "too many requests",
+    "server_error": "an error was encountered while running the model: unexpected EOF",
+    "context_overflow": "the input length exceeds the context length",
+}
+_GEMINI_ERRORS: Final[dict[str, tuple[int, str, str]]] = {  # kind: (code, status, message)
+    "overloaded": (503, "UNAVAILABLE", "The model is overloaded. Please try again later."),
+    "rate_limit": (429, "RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota)."),
+    "server_error": (500, "INTERNAL", "An internal error has occurred."),
+    "context_overflow": (
+        400,
+        "INVALID_ARGUMENT",
+        "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).",
+    ),
+}
+ErrorShape: TypeAlias = Literal["flat", "nested", "failed"]
 
 
 def error_event(
     fmt: Format,
     kind: ErrorKind = "overloaded",
     *,
-    shape: Literal["flat", "nested", "failed"] = "nested",
+    shape: ErrorShape = "nested",
     sequence_number: int | None = None,
 ) -> bytes:
     """One in-band error frame. For Responses, ``shape`` picks the flat ``error`` event, the nested one, or
     ``response.failed``; pass ``sequence_number`` past the frames sent before it (``len(frames)`` for a
     prefix of a built stream)."""
-    if fmt == "anthropic":
-        error_type, message = _ERRORS["anthropic"][kind]
-        return frame({"type": "error", "error": {"type": error_type, "message": message}}, "error")
-    if fmt == "ollama":
-        return line({"error": _ERRORS["ollama"][kind][0]})
-    if fmt == "gemini":
-        code, status, message = _ERRORS["gemini"][kind]
-        return frame({"error": {"code": code, "message": message, "status": status}}, crlf=True)
-    error_type, code, message = _ERRORS["openai"][kind]
-    if fmt == "openai-chat":
-        return frame({"error": {"message": message, "type": error_type, "param": None, "code": code}})
-    if fmt != "openai-responses":
+    error = kit_of(fmt).error if fmt in WIRE else None
+    if error is None:
         raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    return error(kind, shape, sequence_number)
+
+
+def anthropic_error(kind: ErrorKind, shape: ErrorShape, sequence_number: int | None) -> bytes:
+    error_type, message = _ANTHROPIC_ERRORS[kind]
+    return frame({"type": "error", "error": {"type": error_type, "message": message}}, "error")
+
+
+def ollama_error(kind: ErrorKind, shape: ErrorShape, sequence_number: int | None) -> bytes:
+    return line({"error": _OLLAMA_ERRORS[kind]})
+
+
+def gemini_error(kind: ErrorKind, shape: ErrorShape, sequence_number: int | None) -> bytes:
+    code, status, message = _GEMINI_ERRORS[kind]
+    return frame({"error": {"code": code, "message": message, "status": status}}, crlf=True)
+
+
+def chat_error(kind: ErrorKind, shape: ErrorShape, sequence_number: int | None) -> bytes:
+    error_type, code, message = _OPENAI_ERRORS[kind]
+    return frame({"error": {"message": message, "type": error_type, "param": None, "code": code}})
+
+
+def responses_error(kind: ErrorKind, shape: ErrorShape, sequence_number: int | None) -> bytes:
+    error_type, code, message = _OPENAI_ERRORS[kind]
     numbered = {} if sequence_number is None else {"sequence_number": sequence_number}
     if shape == "flat":
         return frame({"type": "error", "code": code, "message": message, "param": None, **numbered}, "error")
@@ -637,13 +648,21 @@ def error_event(
         nested = {"type": error_type, "code": code, "message": message, "param": None}
         return frame({"type": "error", "error": nested, **numbered}, "error")
     response = {
-        "id": RESPONSE_IDS["openai-responses"],
+        "id": RESPONSES_ID,
         "object": "response",
         "created_at": CREATED,
         "status": "failed",
-        "model": MODELS["openai-responses"],
+        "model": RESPONSES_MODEL,
         "error": {"code": code, "message": message},
         "output": [],
         "usage": None,
     }
     return frame({"type": "response.failed", "response": response, **numbered}, "response.failed")
+
+
+def __getattr__(name: str) -> object:
+    """``MODELS`` and ``RESPONSE_IDS`` (format → what its kit's streams name), read from the kits."""
+    if name in ("MODELS", "RESPONSE_IDS"):
+        field = "model" if name == "MODELS" else "response_id"
+        return {fmt: getattr(kit_of(fmt), field) for fmt in WIRE if getattr(kit_of(fmt), field) is not None}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

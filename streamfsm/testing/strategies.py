@@ -3,7 +3,7 @@
 (a) Machine level: random valid and invalid sequences of triggers (`trigger_sequences`) and of the normalised
     events a consumer iterates (`event_sequences`), plus classifier facts (`facts`, `transport_facts`,
     `provider_errors`).
-(b) Wire level: `faulty_streams` draws a realistic stream in one of the four formats (reasoning, text, tool
+(b) Wire level: `faulty_streams` draws a realistic stream in one of the SSE formats (reasoning, text, tool
     calls), cuts it after a random number of frames (or inside a frame) and ends the connection with a FIN,
     an RST or a clean end of body without the terminal event. Each example carries the outcome a small
     oracle reads off the prefix that was delivered (nothing or only reasoning → ``early_stream``; visible
@@ -21,7 +21,7 @@ import itertools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, TypeAlias
+from typing import Final, Literal, TypeAlias
 
 from hypothesis import strategies as st
 
@@ -53,6 +53,7 @@ from ..wire import (
     ToolInputStart,
     Usage,
 )
+from ._kit import meaning_of
 from ._script import End, Fin, Headers, Rst, Scenario, Send, Step
 from ._wire import FORMATS, Format, build
 
@@ -319,76 +320,6 @@ def wire_parts(draw: st.DrawFn, max_parts: int = 5) -> list[tuple[str, ...]]:
     return draw(st.lists(part, max_size=max_parts))
 
 
-def _data(frame: bytes) -> tuple[str | None, str]:
-    """(event name, data) of one complete SSE frame."""
-    event: str | None = None
-    data: list[str] = []
-    for line in frame.decode().splitlines():
-        if line.startswith("event:"):
-            event = line[6:].strip()
-        elif line.startswith("data:"):
-            data.append(line[5:].removeprefix(" "))
-    return event, "\n".join(data)
-
-
-def _meaning(fmt: Format, frame: bytes) -> list[str]:
-    """What one frame means, in the oracle's words: text, reasoning, tool_start, tool_end, call_done, call
-    (a whole call), terminal, finish_seen (Gemini, and chat without [DONE]: terminal at a clean end of
-    body), release (Gemini: a whole-answer finish hands out the calls held since they arrived)."""
-    name, data = _data(frame)
-    if fmt == "openai-chat":
-        if data == "[DONE]":
-            return ["call_done", "terminal"]
-        out: list[str] = []
-        for choice in json.loads(data).get("choices") or []:
-            delta = choice.get("delta") or {}
-            if delta.get("reasoning_content") or delta.get("reasoning"):
-                out.append("reasoning")
-            if delta.get("content") or delta.get("refusal"):
-                out.append("text")
-            out += ["tool_start" for f in delta.get("tool_calls") or [] if f.get("id")]
-            if choice.get("finish_reason"):
-                out += ["call_done", "finish_seen"]
-        return out
-    payload: dict[str, Any] = json.loads(data)
-    if fmt == "openai-responses":
-        kind = payload.get("type", "")
-        item_type = (payload.get("item") or {}).get("type")
-        if kind in ("response.output_text.delta", "response.refusal.delta"):
-            return ["text"]
-        if kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
-            return ["reasoning"]
-        if kind == "response.output_item.added" and item_type == "function_call":
-            return ["tool_start"]
-        if kind == "response.function_call_arguments.done":
-            return ["tool_end"]
-        if kind == "response.output_item.done" and item_type == "function_call":
-            return ["call_done"]
-        return ["call_done", "terminal"] if kind in ("response.completed", "response.incomplete") else []
-    if fmt == "anthropic":
-        kind = payload.get("type", name)
-        if kind == "content_block_start" and payload["content_block"]["type"] == "tool_use":
-            return ["tool_start"]
-        if kind == "content_block_delta":
-            delta_type = payload["delta"]["type"]
-            return {"text_delta": ["text"], "thinking_delta": ["reasoning"]}.get(delta_type, [])
-        if kind == "content_block_stop":
-            return ["call_done"]
-        return ["terminal"] if kind == "message_stop" else []
-    out = []
-    for candidate in payload.get("candidates") or []:
-        for part in (candidate.get("content") or {}).get("parts") or []:
-            if "functionCall" in part:
-                out.append("call")
-            elif part.get("text"):
-                out.append("reasoning" if part.get("thought") else "text")
-        if candidate.get("finishReason"):
-            out.append("finish_seen")
-            if candidate["finishReason"] == "STOP":
-                out.append("release")  # the calls held so far are handed out: the answer is whole
-    return out
-
-
 @dataclass(frozen=True)
 class FaultyStream:
     """A stream cut by a fault, and what the oracle says the run's outcome must be."""
@@ -429,7 +360,7 @@ def oracle(
     activity = "streaming"
     visible = open_call = held = False
     for frame in delivered:
-        for meaning in _meaning(fmt, frame):
+        for meaning in meaning_of(fmt, frame):
             if meaning == "terminal":
                 return _COMPLETED
             if meaning in ("text", "reasoning", "tool_start", "call") and open_call:
@@ -445,7 +376,7 @@ def oracle(
             elif meaning == "call_done" and open_call:
                 activity, open_call = "tool_call", False
     # Gemini has no sentinel, and a chat stream may lack [DONE]: a clean end after the finish reason finishes.
-    finish_seen = any("finish_seen" in _meaning(fmt, f) for f in delivered)
+    finish_seen = any("finish_seen" in meaning_of(fmt, f) for f in delivered)
     if fault == "eof" and clean_end and finish_seen:
         return _COMPLETED
     verdict = Verdict.USER_CONFIRMED_RETRY if visible else Verdict.SAFE_AUTO_RETRY

@@ -22,9 +22,7 @@ from ._adapters._continue import (
     ContinueRefusal,
     ContinueStyle,
     Rewrite,
-    dropped_whitespace,
     prefill_refused,
-    style_for,
 )
 from ._adapters._openai_responses import OpenAIResponsesAdapter
 from ._adapters._resume import ResumeRefusal, refusal_of, resumable_request, resume_url
@@ -59,7 +57,7 @@ from ._events import (
     ToolInputStart,
     Usage,
 )
-from ._eventstream import encode_message, event_stream_violation, exception_message
+from ._eventstream import EventStreamDecoder, encode_message, event_stream_violation, exception_message
 from ._formats import (
     ABSENT,
     FORMATS,
@@ -68,9 +66,13 @@ from ._formats import (
     Framing,
     adapter_for,
     continuation_body,
+    dropped_whitespace,
     format_named,
+    style_for,
     whole_answers_of,
 )
+from ._ndjson import NDJSONDecoder
+from ._slots import KitName, Prefill, Probe, Resume, SdkSide
 from ._sse import MAX_LINE_BYTES, SSEDecoder, SSEEvent
 
 __all__ = [
@@ -98,18 +100,24 @@ __all__ = [
     "Decided",
     "Decision",
     "Definitions",
+    "EventStreamDecoder",
     "Finish",
     "FinishReason",
     "Format",
     "Framing",
     "Keepalive",
+    "KitName",
     "Metadata",
+    "NDJSONDecoder",
     "OpenAIResponsesAdapter",
+    "Prefill",
+    "Probe",
     "ProtocolViolation",
     "ProviderErrorEvent",
     "ReasoningDelta",
     "Restarted",
     "Result",
+    "Resume",
     "ResumeRefusal",
     "Rewrite",
     "SSEDecoder",
@@ -118,6 +126,7 @@ __all__ = [
     "SdkBedrockConverse",
     "SdkOpenAIChat",
     "SdkOpenAIResponses",
+    "SdkSide",
     "SdkTranslator",
     "StreamEvent",
     "TextDelta",

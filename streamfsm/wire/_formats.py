@@ -3,9 +3,12 @@
 A format says everything the rest of the house needs to know about a provider's wire: how its streamed body
 is framed, which adapter turns frames into events, how a request asks for a stream, what a whole
 (non-streaming) answer looks like as the frames its stream would carry, how a request is rewritten to
-continue a cut answer, the OpenTelemetry provider name, and the paths the tap recognises it by. The tap's
-default rules, the OTel names, the whole-answer reader, the relay's in-band error and the docs' pages per
-format are read from here. Adding a format is one entry here, its adapter module and its scenarios.
+continue a cut answer and its prefill rule, how to resume by the provider's cursor, how ``wrap()`` knows the
+format's SDK streams, the request ``streamfsm probe`` sends and the header a key goes in, the OpenTelemetry
+provider name, the paths the tap recognises it by, and where the test kit's builders for it are. The tap's
+default rules, the OTel names, the whole-answer reader, the relay's in-band error and route keys, the HTTP
+driver's resume, ``wrap()``'s detection, ``probe``, the test kit and the docs' pages per format are read from
+here. Adding a format is one entry here, its adapter module and its scenarios (its kit among them).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Final, Protocol
 
 from ._adapters import Adapter
@@ -23,7 +27,7 @@ from ._adapters._anthropic_bedrock import DEFINITIONS as ANTHROPIC_BEDROCK_DEFIN
 from ._adapters._anthropic_bedrock import AnthropicBedrockAdapter
 from ._adapters._base import AnswerFrames
 from ._adapters._bedrock_converse import DEFINITIONS as CONVERSE_DEFINITIONS
-from ._adapters._bedrock_converse import BedrockConverseAdapter
+from ._adapters._bedrock_converse import BedrockConverseAdapter, SdkBedrockConverse
 from ._adapters._bedrock_converse import answer_frames as converse_answer
 from ._adapters._continue import (
     Continuation,
@@ -32,7 +36,6 @@ from ._adapters._continue import (
     chat_continuation,
     gemini_continuation,
     responses_continuation,
-    style_for,
 )
 from ._adapters._gemini import DEFINITIONS as GEMINI_DEFINITIONS
 from ._adapters._gemini import GeminiAdapter
@@ -45,11 +48,15 @@ from ._adapters._openai_chat import OpenAIChatAdapter
 from ._adapters._openai_chat import answer_frames as chat_answer
 from ._adapters._openai_responses import DEFINITIONS as RESPONSES_DEFINITIONS
 from ._adapters._openai_responses import OpenAIResponsesAdapter
+from ._adapters._openai_responses import OpenAIResponsesAdapter as _Responses
 from ._adapters._openai_responses import answer_frames as responses_answer
+from ._adapters._resume import refusal_of, resumable_request, resume_url
+from ._adapters._sdk_items import SdkAnthropic, SdkOpenAIChat, SdkOpenAIResponses
 from ._definitions import NO_DEFINITIONS, Definitions
 from ._eventstream import CONTENT_TYPE as AWS_EVENT_STREAM
 from ._eventstream import EventStreamDecoder, exception_message
 from ._ndjson import NDJSONDecoder
+from ._slots import KitName, Prefill, Probe, Resume, SdkSide
 from ._sse import SSEDecoder, SSEEvent
 
 __all__ = [
@@ -59,7 +66,9 @@ __all__ = [
     "Framing",
     "adapter_for",
     "continuation_body",
+    "dropped_whitespace",
     "format_named",
+    "style_for",
     "whole_answers_of",
 ]
 
@@ -122,6 +131,66 @@ def _ollama_error(message: str) -> bytes:
     return json.dumps({"error": message}).encode() + b"\n"  # a line the ollama client raises ResponseError on
 
 
+def _responses_cursor(adapter: Adapter) -> tuple[str, int] | None:
+    """A Responses stream's cursor: its response id and the last event's sequence number, once both are
+    known."""
+    if not isinstance(adapter, _Responses) or adapter.response_id is None or adapter.last_sequence < 0:
+        return None
+    return adapter.response_id, adapter.last_sequence
+
+
+def _responses_resumed(adapter: Adapter) -> Adapter:
+    if not isinstance(adapter, _Responses):
+        raise TypeError(f"a Responses stream resumes from a Responses adapter, not {type(adapter).__name__}")
+    return adapter.resumed()
+
+
+def _thinking_on(body: Mapping[str, Any]) -> bool:
+    """Anthropic never takes a prefill with extended thinking on, whatever the model."""
+    thinking = body.get("thinking")
+    return isinstance(thinking, Mapping) and thinking.get("type") in ("enabled", "adaptive")
+
+
+def _chat_item(item: Any) -> bool:
+    return getattr(item, "object", None) == "chat.completion.chunk"
+
+
+def _responses_item(item: Any) -> bool:
+    kind = getattr(item, "type", None)
+    return isinstance(kind, str) and (kind.startswith("response.") or kind == "error")
+
+
+def _messages_body(model: str, prompt: str) -> dict[str, Any]:
+    return {"model": model, "messages": [{"role": "user", "content": prompt}]}
+
+
+def _responses_body(model: str, prompt: str) -> dict[str, Any]:
+    return {"model": model, "input": prompt}
+
+
+def _anthropic_body(model: str, prompt: str) -> dict[str, Any]:
+    return {"model": model, "max_tokens": 1024, "messages": [{"role": "user", "content": prompt}]}
+
+
+def _gemini_body(model: str, prompt: str) -> dict[str, Any]:
+    return {"model": model, "contents": [{"role": "user", "parts": [{"text": prompt}]}]}
+
+
+def _converse_body(model: str, prompt: str) -> dict[str, Any]:
+    return {"model": model, "messages": [{"role": "user", "content": [{"text": prompt}]}]}
+
+
+def _converse_tools(tools: list[Any]) -> dict[str, Any]:
+    return {"toolConfig": {"tools": tools}}
+
+
+def _kit(name: str) -> KitName:
+    return KitName("streamfsm.testing._kits", name)
+
+
+_ANY_PREFILL: Final = Prefill()  # no request refuses a prefill, none is trimmed
+
+
 @dataclass(frozen=True, slots=True)
 class Format:
     """One wire format.
@@ -138,7 +207,14 @@ class Format:
     * ``continuation``: the request rewritten to continue after what was delivered (None: not supported);
     * ``otel_name``: ``gen_ai.provider.name``; ``paths``: the URL paths (regular expressions, searched) the
       tap recognises the format by; ``in_band_error``: the format's own error frame, which its SDKs raise on;
-    * ``definitions``: the decision on every event, content kind, tool kind and finish its provider defines.
+    * ``definitions``: the decision on every event, content kind, tool kind and finish its provider defines;
+    * ``resume``: re-attaching to a broken stream by the provider's cursor (None: the format has none);
+      ``prefill``: the rule for a continuation in the prefill style;
+    * ``sdk``: how ``wrap()`` knows and reads the format's SDK streams (None: ``wrap()`` does not take them);
+    * ``probe``: the smallest request ``streamfsm probe`` sends; ``key_header``: the header an API key goes in
+      (``authorization`` carries ``Bearer KEY``, any other the key itself);
+    * ``kit``: where the test kit's builders for the format are (its fault provider's streams, errors and
+      whole answers).
     """
 
     name: str
@@ -147,7 +223,13 @@ class Format:
     otel_name: str
     paths: tuple[str, ...]
     in_band_error: Callable[[str], bytes]
+    probe: Probe
+    kit: KitName
     continuation: ContinuationRewrite | None = None
+    resume: Resume | None = None
+    prefill: Prefill = _ANY_PREFILL
+    sdk: SdkSide | None = None
+    key_header: str = "authorization"
     asks_to_stream: Callable[[str, object], bool | None] = _stream_flag_true
     framing: Callable[[int], Framing] = SSEDecoder
     sniffs_documents: bool = True
@@ -175,6 +257,11 @@ FORMATS: Final[Mapping[str, Format]] = {
             in_band_error=_openai_error,
             continuation=chat_continuation,
             definitions=CHAT_DEFINITIONS,
+            probe=Probe(_messages_body),
+            kit=_kit("CHAT"),
+            sdk=SdkSide(
+                "openai", SdkOpenAIChat, ("openai.types.chat", "openai.resources.chat"), item=_chat_item
+            ),
         ),
         Format(
             "openai-responses",
@@ -185,6 +272,22 @@ FORMATS: Final[Mapping[str, Format]] = {
             in_band_error=_openai_error,
             continuation=responses_continuation,
             definitions=RESPONSES_DEFINITIONS,
+            probe=Probe(_responses_body),
+            kit=_kit("RESPONSES"),
+            resume=Resume(
+                asked=resumable_request,
+                request=MappingProxyType({"background": True}),
+                url=resume_url,
+                cursor=_responses_cursor,
+                resumed=_responses_resumed,
+                refusal_of=refusal_of,
+            ),
+            sdk=SdkSide(
+                "openai",
+                SdkOpenAIResponses,
+                ("openai.types.responses", "openai.resources.responses"),
+                item=_responses_item,
+            ),
         ),
         Format(
             "anthropic",
@@ -195,6 +298,11 @@ FORMATS: Final[Mapping[str, Format]] = {
             in_band_error=_anthropic_error,
             continuation=anthropic_continuation,
             definitions=ANTHROPIC_DEFINITIONS,
+            probe=Probe(_anthropic_body),
+            kit=_kit("ANTHROPIC"),
+            prefill=Prefill(_thinking_on, trims_whitespace=True),
+            sdk=SdkSide("anthropic", SdkAnthropic, ("anthropic.types", "anthropic.resources"), sole=True),
+            key_header="x-api-key",
         ),
         Format(
             "gemini",
@@ -206,6 +314,9 @@ FORMATS: Final[Mapping[str, Format]] = {
             continuation=gemini_continuation,
             asks_to_stream=_stream_in_path,
             definitions=GEMINI_DEFINITIONS,
+            probe=Probe(_gemini_body, whole_path=(":streamGenerateContent?alt=sse", ":generateContent")),
+            kit=_kit("GEMINI"),
+            key_header="x-goog-api-key",
         ),
         Format(
             "ollama",  # Ollama's own API (https://github.com/ollama/ollama/blob/main/docs/api.md)
@@ -219,6 +330,8 @@ FORMATS: Final[Mapping[str, Format]] = {
             sniffs_documents=False,  # every line opens with "{": the framing tells a document apart
             stream_types=("application/x-ndjson",),
             definitions=OLLAMA_DEFINITIONS,
+            probe=Probe(_messages_body),
+            kit=_kit("OLLAMA"),
         ),
         Format(
             "anthropic-bedrock",
@@ -232,6 +345,8 @@ FORMATS: Final[Mapping[str, Format]] = {
             framing=EventStreamDecoder,
             stream_types=(AWS_EVENT_STREAM,),
             definitions=ANTHROPIC_BEDROCK_DEFINITIONS,
+            probe=Probe(_anthropic_body, signed=True, whole_path=("/invoke-with-response-stream", "/invoke")),
+            kit=_kit("ANTHROPIC_BEDROCK"),
         ),
         Format(
             "bedrock-converse",
@@ -244,6 +359,12 @@ FORMATS: Final[Mapping[str, Format]] = {
             framing=EventStreamDecoder,
             stream_types=(AWS_EVENT_STREAM,),
             definitions=CONVERSE_DEFINITIONS,
+            probe=Probe(
+                _converse_body, _converse_tools, signed=True, whole_path=("/converse-stream", "/converse")
+            ),
+            kit=_kit("BEDROCK_CONVERSE"),
+            # boto3's converse_stream()["stream"]: botocore's EventStream of ConverseStream
+            sdk=SdkSide("botocore", SdkBedrockConverse, operation="ConverseStream"),
         ),
     )
 }
@@ -271,6 +392,34 @@ def whole_answers_of(name: str | None) -> frozenset[str]:
 def adapter_for(provider: str) -> Adapter:
     """A fresh adapter for one stream of ``provider`` (one of ``PROVIDERS``)."""
     return format_named(provider).adapter()
+
+
+def style_for(fmt: str, body: Mapping[str, Any], asked: ContinueStyle | None = None) -> ContinueStyle:
+    """The style a continuation of ``body`` is sent in: an instruction unless a prefill was asked for, and
+    never a prefill the format refuses whatever the model (``Format.prefill``)."""
+    if asked is not ContinueStyle.PREFILL:
+        return ContinueStyle.INSTRUCTION
+    fmt_ = FORMATS.get(fmt)
+    if fmt_ is not None and fmt_.prefill.blocked(body):
+        return ContinueStyle.INSTRUCTION
+    return ContinueStyle.PREFILL
+
+
+def dropped_whitespace(
+    fmt: str, body: Mapping[str, Any], continuation: Continuation, style: ContinueStyle | None = None
+) -> int:
+    """How many trailing whitespace characters of the delivered text `continuation_body` leaves out (a
+    prefill of a format that trims it): the model may write them again, and the consumer already has them."""
+    fmt_ = FORMATS.get(fmt)
+    if (
+        fmt_ is None
+        or not fmt_.prefill.trims_whitespace
+        or continuation.calls
+        or style_for(fmt, body, style) is not ContinueStyle.PREFILL
+    ):
+        return 0
+    text = continuation.text
+    return len(text) - len(text.rstrip())
 
 
 def continuation_body(

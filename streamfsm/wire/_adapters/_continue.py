@@ -43,11 +43,9 @@ __all__ = [
     "Rewrite",
     "anthropic_continuation",
     "chat_continuation",
-    "dropped_whitespace",
     "gemini_continuation",
     "prefill_refused",
     "responses_continuation",
-    "style_for",
 ]
 
 CONTINUE_INSTRUCTION: Final = (
@@ -91,18 +89,6 @@ class ContinueRefusal(enum.Enum):
     PREFILL_UNSUPPORTED = "prefill_unsupported"  # the model takes no assistant prefill
 
 
-def style_for(fmt: str, body: Mapping[str, Any], asked: ContinueStyle | None = None) -> ContinueStyle:
-    """The style a continuation of ``body`` is sent in: an instruction unless a prefill was asked for, and
-    never a prefill Anthropic refuses whatever the model (extended thinking on)."""
-    if asked is not ContinueStyle.PREFILL:
-        return ContinueStyle.INSTRUCTION
-    if fmt == "anthropic":
-        thinking = body.get("thinking")
-        if isinstance(thinking, Mapping) and thinking.get("type") in ("enabled", "adaptive"):
-            return ContinueStyle.INSTRUCTION
-    return ContinueStyle.PREFILL
-
-
 # The words of a refused prefill, as Anthropic's current models (and gateways that forward them, sometimes
 # wrapped in their own error) answer: 400 invalid_request_error "This model does not support assistant
 # message prefill. The conversation must end with a user message." (anthropics/claude-code#52433,
@@ -123,17 +109,6 @@ def prefill_refused(status: int, body: bytes) -> bool:
     message = error.get("message") if isinstance(error, dict) else None
     text = " ".join(message.lower().split()) if isinstance(message, str) else ""
     return any(words in text for words in _PREFILL_WORDS)
-
-
-def dropped_whitespace(
-    fmt: str, body: Mapping[str, Any], continuation: Continuation, style: ContinueStyle | None = None
-) -> int:
-    """How many trailing whitespace characters of the delivered text `continuation_body` leaves out (an
-    Anthropic prefill): the model may write them again, and the consumer already has them."""
-    if fmt != "anthropic" or continuation.calls or style_for(fmt, body, style) is not ContinueStyle.PREFILL:
-        return 0
-    text = continuation.text
-    return len(text) - len(text.rstrip())
 
 
 def _output(result: object) -> str:

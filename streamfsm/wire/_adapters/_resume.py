@@ -1,13 +1,14 @@
 """Resuming a stream by the provider's own cursor: the request, and what a refusal means. Pure functions.
 
-Of the four formats only OpenAI Responses has a cursor we can reach. A response created with ``background:
-true`` and ``stream: true`` numbers every event (``sequence_number``, from 0, consecutive); after a dropped
-connection, ``GET /v1/responses/{id}?stream=true&starting_after=N`` streams the events numbered above N, and
-only those. (The ``openai`` SDK's ``responses.retrieve(id, stream=True, starting_after=N)`` sends exactly
-that; its ``responses.stream(response_id=..., starting_after=N)`` helper instead fetches the whole stream and
-drops the first events itself, to rebuild its snapshot.) Anthropic Messages has no cursor (continuation is by
-instruction, see ``_continue.py``); Gemini ``streamGenerateContent`` has none (the separate Interactions API
-has ``last_event_id``, a format we do not speak); Chat Completions has none.
+Of the registered formats only OpenAI Responses has a cursor we can reach (its ``Format.resume``). A response
+created with ``background: true`` and ``stream: true`` numbers every event (``sequence_number``, from 0,
+consecutive); after a dropped connection, ``GET /v1/responses/{id}?stream=true&starting_after=N`` streams the
+events numbered above N, and only those. (The ``openai`` SDK's ``responses.retrieve(id, stream=True,
+starting_after=N)`` sends exactly that; its ``responses.stream(response_id=..., starting_after=N)`` helper
+instead fetches the whole stream and drops the first events itself, to rebuild its snapshot.) Anthropic
+Messages has no cursor (continuation is by instruction, see ``_continue.py``); Gemini
+``streamGenerateContent`` has none (the separate Interactions API has ``last_event_id``, a format we do not
+speak); Chat Completions, Ollama and Bedrock have none.
 
 When the provider cannot resume, it answers the GET with an error instead of a stream:
 
