@@ -16,7 +16,9 @@ import itertools
 from typing import Any
 
 import pytest
-from fwsupport import (
+
+import streamfsm
+from tests.support.frameworks import (
     FRAMEWORKS,
     KEEPALIVE_COUNT,
     KEEPALIVE_EVERY_S,
@@ -36,8 +38,6 @@ from fwsupport import (
     preload,
     rate_limited,
 )
-
-import streamfsm
 
 pytestmark = pytest.mark.anyio
 each = pytest.mark.parametrize("fw", FRAMEWORKS, ids=str)

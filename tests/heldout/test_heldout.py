@@ -8,8 +8,9 @@ fixes it says so. ``python -m tests.heldout`` prints the same check as a table w
 from __future__ import annotations
 
 import pytest
-from heldout_score import check
-from heldout_shapes import SHAPES, Shape
+
+from tests.heldout.heldout_shapes import SHAPES, Shape
+from tests.support.scorer import check
 
 KNOWN_MISSES = {
     "chat-chunk-message-instead-of-delta": (
@@ -28,6 +29,6 @@ def _param(shape: Shape) -> object:
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 @pytest.mark.parametrize("shape", [_param(s) for s in SHAPES])
 def test_shape(shape: Shape, backend: str) -> None:
-    # Each shape on a fault server of its own over loopback; every run is bounded (heldout_score.RUN_BOUND_S).
+    # Each shape on a fault server of its own over loopback; every run is bounded (scorer.RUN_BOUND_S).
     misses = check(shape, backend)
     assert not misses, f"{shape.id} ({shape.root}): {shape.why}; misses: {misses}"

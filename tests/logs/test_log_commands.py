@@ -12,7 +12,12 @@ from typing import Any
 
 import graphviz
 import pytest
-from logsupport import (
+
+from streamfsm.cli import main
+from streamfsm.cli._logs import parse_since, run_diagram_dot, run_diagram_mermaid, run_path
+from streamfsm.runtime._record import RunRecord
+from streamfsm.runtime._sinks import AuditLog
+from tests.support.logs import (
     assert_valid,
     completed,
     mid_generation_disconnect,
@@ -20,11 +25,6 @@ from logsupport import (
     tool_input_cut,
     user_abort,
 )
-
-from streamfsm.cli import main
-from streamfsm.cli._logs import parse_since, run_diagram_dot, run_diagram_mermaid, run_path
-from streamfsm.runtime._record import RunRecord
-from streamfsm.runtime._sinks import AuditLog
 
 NOW = datetime.now(timezone.utc)
 ROOT = Path(__file__).resolve().parents[2]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from logsupport import completed
 
 import streamfsm
 from streamfsm.runtime._record import RunRecord
@@ -11,6 +10,7 @@ from streamfsm.runtime._sinks import RECENT_RECORDS, deliver
 from streamfsm.testing import text_stream
 from streamfsm.testing._script import End, Headers, Send
 from streamfsm.testing._server import FaultServerThread
+from tests.support.logs import completed
 
 openai = pytest.importorskip("openai")
 

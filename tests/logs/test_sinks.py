@@ -15,19 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from logsupport import (
-    SCENARIOS,
-    SECRET,
-    append_worker,
-    assert_valid,
-    completed,
-    idle_timeout,
-    mid_generation_disconnect,
-    rate_limited,
-    tool_input_cut,
-    user_abort,
-    with_ids,
-)
 
 from streamfsm.runtime._logs import LogProblem, ProblemKind, log_files, read_records
 from streamfsm.runtime._record import RunRecord
@@ -39,6 +26,19 @@ from streamfsm.runtime._sinks import (
     log_run,
     run_log_level,
     sink_failures,
+)
+from tests.support.logs import (
+    SCENARIOS,
+    SECRET,
+    append_worker,
+    assert_valid,
+    completed,
+    idle_timeout,
+    mid_generation_disconnect,
+    rate_limited,
+    tool_input_cut,
+    user_abort,
+    with_ids,
 )
 
 

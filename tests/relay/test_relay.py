@@ -17,14 +17,14 @@ from typing import Any
 
 import httpx
 import pytest
-from relaysupport import relay_to, run_lines, wait_lines
-from runsupport import BODIES, cut_through, validate_record
 
 from streamfsm import RunRecord, StreamConfig
 from streamfsm.runtime import TextDelta
 from streamfsm.testing import error_event, text_stream
 from streamfsm.testing._script import End, Fin, Headers, Keepalive, Rst, Send, Stall, Status
 from streamfsm.testing._server import FaultServerThread
+from tests.support.relay import relay_to, run_lines, wait_lines
+from tests.support.runs import BODIES, cut_through, validate_record
 
 openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")

@@ -15,12 +15,12 @@ from typing import Any
 
 import httpx
 import pytest
-from relaysupport import read_answer, relay_to, wait_lines
-from runsupport import BODIES
 
 from streamfsm.testing import text_stream
 from streamfsm.testing._script import End, Fin, Headers, Rst, Send
 from streamfsm.testing._server import FaultServerThread
+from tests.support.relay import read_answer, relay_to, wait_lines
+from tests.support.runs import BODIES
 
 openai = pytest.importorskip("openai")
 
@@ -213,11 +213,10 @@ class Stalling:
 
 @pytest.mark.parametrize("end", ["fin", "rst"])
 def test_an_upstream_cut_during_a_held_loop_is_recorded_as_the_cut(end: str, tmp_path: Path) -> None:
-    from relaysupport import RelayThread
-
     from streamfsm import StreamConfig
     from streamfsm.relay import Relay, RelayConfig
     from streamfsm.testing._script import Sleep
+    from tests.support.relay import RelayThread
 
     frames = text_stream("openai-chat", ["a", "b", "c"])[:3]
     steps = (Headers(), *(Send(f) for f in frames), Sleep(0.2), Fin() if end == "fin" else Rst())
@@ -285,10 +284,9 @@ class HoldingTheTerminal:
 
 
 def test_a_client_that_left_before_the_terminal_was_written_is_not_completed(tmp_path: Path) -> None:
-    from relaysupport import RelayThread
-
     from streamfsm.relay import Relay, RelayConfig
     from streamfsm.testing._script import Sleep
+    from tests.support.relay import RelayThread
 
     frames = text_stream("openai-chat", ["a", "b"])
     steps = (Headers(), *(x for f in frames for x in (Send(f), Sleep(0.05))), End())
@@ -315,10 +313,9 @@ def test_a_client_that_left_before_the_terminal_was_written_is_not_completed(tmp
 def test_a_shutdown_mid_stream_is_the_relays_own_and_the_client_gets_the_error_event(
     fmt: str, tmp_path: Path
 ) -> None:
-    from relaysupport import RelayThread
-
     from streamfsm.relay import Relay, RelayConfig
     from streamfsm.testing._script import Keepalive
+    from tests.support.relay import RelayThread
 
     frames = text_stream(fmt, ["a", "b"])
     path = {"openai-chat": CHAT, "anthropic": "/v1/messages"}[fmt]
@@ -342,10 +339,9 @@ def test_a_shutdown_mid_stream_is_the_relays_own_and_the_client_gets_the_error_e
 
 
 def test_a_stream_that_ends_within_the_shutdown_grace_completes(tmp_path: Path) -> None:
-    from relaysupport import RelayThread
-
     from streamfsm.relay import Relay, RelayConfig
     from streamfsm.testing._script import Sleep
+    from tests.support.relay import RelayThread
 
     frames = text_stream("openai-chat", ["a", "b"])
     steps = (Headers(), Send(frames[0]), Sleep(0.5), *(Send(f) for f in frames[1:]), End())

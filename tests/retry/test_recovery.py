@@ -15,7 +15,6 @@ import anyio
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from retrysupport import BODIES, cut_through, per_attempt, validate_record
 
 import streamfsm
 from streamfsm import Diagnosis, Recovery, RetryPolicy, StreamConfig, StreamFailed, Verdict, retrying
@@ -61,6 +60,7 @@ from streamfsm.wire import adapter_for
 from streamfsm.wire._adapters._continue import prefill_refused
 from streamfsm.wire._events import CONSUMER_EVENT_TYPES
 from streamfsm.wire._sse import SSEDecoder
+from tests.support.retry import BODIES, cut_through, per_attempt, validate_record
 
 pytestmark = pytest.mark.anyio
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from fsm_strategies import FAILURES, facts, transport_facts
 from hypothesis import event, given
 from hypothesis import strategies as st
 
@@ -35,6 +34,7 @@ from streamfsm.runtime._retry_policy import (
     decide,
 )
 from streamfsm.wire import Continuation, ContinueRefusal, ContinueStyle, OpenAIResponsesAdapter, ResumeRefusal
+from tests.support.fsm_strategies import FAILURES, facts, transport_facts
 
 STATES = tuple(State.of(a, c) for a in NON_TERMINAL_ACTIVITIES for c in Commitment)
 _plain_facts = st.builds(Facts, transport=st.none() | transport_facts, request_sent=st.booleans())

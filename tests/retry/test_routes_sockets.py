@@ -7,7 +7,6 @@ import time
 from typing import Any
 
 import pytest
-from retrysupport import BUSY, FAST, JSON, Spies, cut_through, ok_script, per_attempt, validate_record
 
 from streamfsm import (
     ContinueStyle,
@@ -25,6 +24,7 @@ from streamfsm.runtime import Breakers, BreakerState, Continued, Restarted, Text
 from streamfsm.testing import text_stream
 from streamfsm.testing._script import Fin, Headers, Send, Sleep, Stall, Status
 from streamfsm.testing._server import FaultServer, FaultServerThread
+from tests.support.retry import BUSY, FAST, JSON, Spies, cut_through, ok_script, per_attempt, validate_record
 
 pytestmark = pytest.mark.anyio
 

@@ -23,7 +23,6 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from runsupport import BODIES
 
 import streamfsm
 from streamfsm import StreamConfig
@@ -32,6 +31,7 @@ from streamfsm.tap import async_transport, transport
 from streamfsm.testing import text_stream
 from streamfsm.testing._script import End, Fin, Headers, Rst, Send, Sleep
 from streamfsm.testing._server import FaultServer, FaultServerThread
+from tests.support.runs import BODIES
 
 FMT = "openai-chat"
 CUT_EDGES = {"disconnected", "eof_without_terminal"}

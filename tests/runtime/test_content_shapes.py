@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from runsupport import BODIES, consume, validate_record
 
 import streamfsm
 from streamfsm import StreamFailed
@@ -32,6 +31,7 @@ from streamfsm.wire._events import (
     TextDelta,
 )
 from streamfsm.wire._sse import SSEEvent
+from tests.support.runs import BODIES, consume, validate_record
 
 UNREAD = "unread_content"
 

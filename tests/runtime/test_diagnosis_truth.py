@@ -10,7 +10,6 @@ import json
 from typing import Any
 
 import pytest
-from runsupport import BODIES, consume, validate_record
 
 import streamfsm
 from streamfsm import StreamConfig, StreamFailed
@@ -18,6 +17,7 @@ from streamfsm.testing import find
 from streamfsm.testing._script import End, Headers, Scenario, Send, Status
 from streamfsm.testing._server import FaultServer
 from streamfsm.testing._wire import frame
+from tests.support.runs import BODIES, consume, validate_record
 
 pytestmark = pytest.mark.anyio
 

@@ -7,7 +7,6 @@ from typing import Any
 
 import anyio
 import pytest
-from runsupport import BODIES, cut_through, validate_record
 
 import streamfsm
 from streamfsm import StreamFailed
@@ -15,6 +14,7 @@ from streamfsm.runtime import TextDelta
 from streamfsm.testing import error_event, text_stream
 from streamfsm.testing._script import End, Fin, Headers, Send, Stall
 from streamfsm.testing._server import FaultServer
+from tests.support.runs import BODIES, cut_through, validate_record
 
 pytestmark = pytest.mark.anyio
 

@@ -9,7 +9,6 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from runsupport import BODIES, FORMATS, HTTP_ERRORS, consume, cut_before, cut_through, validate_record
 
 import streamfsm
 from streamfsm import StreamConfig, StreamFailed
@@ -28,6 +27,7 @@ from streamfsm.testing._script import (
     unused_port,
 )
 from streamfsm.testing._server import FaultServer
+from tests.support.runs import BODIES, FORMATS, HTTP_ERRORS, consume, cut_before, cut_through, validate_record
 
 pytestmark = pytest.mark.anyio
 

@@ -8,7 +8,6 @@ from typing import Any
 
 import anyio
 import pytest
-from runsupport import BODIES, validate_record
 
 import streamfsm
 from streamfsm import StreamConfig, StreamFailed
@@ -17,6 +16,7 @@ from streamfsm.runtime._record import RunRecord
 from streamfsm.testing import text_stream
 from streamfsm.testing._script import End, Fin, Headers, Send, Stall, unused_port
 from streamfsm.testing._server import FaultServer
+from tests.support.runs import BODIES, validate_record
 
 pytestmark = pytest.mark.anyio
 

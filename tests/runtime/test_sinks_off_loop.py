@@ -19,7 +19,6 @@ from pathlib import Path
 
 import anyio
 import pytest
-from runsupport import BODIES
 
 import streamfsm
 from streamfsm import StreamConfig
@@ -28,6 +27,7 @@ from streamfsm.runtime._sinks import AuditLog, BackgroundSink, Sink, sink_failur
 from streamfsm.testing import text_stream
 from streamfsm.testing._script import End, Headers, Send
 from streamfsm.testing._server import FaultServer
+from tests.support.runs import BODIES
 
 pytestmark = pytest.mark.anyio
 

@@ -5,18 +5,11 @@ the adapters' call bookkeeping (one call under two ids, empty ids on continuatio
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 from typing import Any
 
 import anyio
 import openai
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "sdk"))
-
-from runsupport import BODIES, validate_record
-from test_sdk_wrap import create, script, serving
 
 import streamfsm
 from streamfsm import StreamFailed, ToolCall
@@ -26,6 +19,8 @@ from streamfsm.wire import adapter_for
 from streamfsm.wire._adapters._sdk_items import SdkOpenAIChat
 from streamfsm.wire._events import Finish, FinishReason, ToolInputStart
 from streamfsm.wire._sse import SSEEvent
+from tests.support.runs import BODIES, validate_record
+from tests.support.sdk import create, script, serving
 
 pytestmark = pytest.mark.anyio
 BOUND_S = 20.0

@@ -20,7 +20,6 @@ import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from runsupport import BODIES, cut_before, cut_through
 
 import streamfsm
 from streamfsm import Finish, Run, StreamConfig, StreamFailed, ToolCall, ToolInputStart
@@ -46,6 +45,7 @@ from streamfsm.testing import (
     text_stream,
     tool_call_stream,
 )
+from tests.support.runs import BODIES, cut_before, cut_through
 
 # One op: register a callback due in `delay` seconds, forget it (or not) after `forget_after` seconds, and
 # wait `pause` seconds before the next op. Times are milliseconds: each example is over in well under 0.1 s.

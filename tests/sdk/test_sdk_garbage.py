@@ -8,8 +8,6 @@ from typing import Any
 
 import anyio
 import pytest
-from runsupport import cut_through, left_to_the_collector
-from test_sdk_wrap import SDK_BODIES, client_for, create, script
 
 import streamfsm
 from streamfsm import StreamConfig, StreamFailed
@@ -17,6 +15,8 @@ from streamfsm.runtime import TextDelta
 from streamfsm.testing import text_stream
 from streamfsm.testing._script import End, Fin, Headers, Send, Stall, Status
 from streamfsm.testing._server import FaultServerThread
+from tests.support.runs import cut_through, left_to_the_collector
+from tests.support.sdk import SDK_BODIES, client_for, create, script
 
 SOURCES = ("openai-chat", "openai-responses", "anthropic", "anthropic-message-stream")
 MALFORMED = b"data: {not json\n\n"

@@ -13,11 +13,11 @@ import anthropic
 import anyio
 import openai
 import pytest
-from test_sdk_wrap import check_failure, create, sync_serving
 
 import streamfsm
 from streamfsm.runtime import _retry
 from streamfsm.testing import FaultServer, Status
+from tests.support.sdk import check_failure, create, sync_serving
 
 RATE_LIMITED = Status(
     429,

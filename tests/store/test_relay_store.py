@@ -10,7 +10,6 @@ from typing import Any
 
 import httpx
 import pytest
-from relaysupport import RelayThread
 
 from streamfsm.cli import main
 from streamfsm.cli._relay import build_relay
@@ -18,6 +17,7 @@ from streamfsm.runtime import read_records
 from streamfsm.store import Store, StoreSink
 from streamfsm.testing import End, Headers, Rst, Send, text_stream
 from streamfsm.testing._server import FaultServerThread
+from tests.support.relay import RelayThread
 
 BODY = json.dumps({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}], "stream": True})
 
@@ -69,7 +69,7 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
 def test_two_relays_writing_one_store_show_on_one_errors_page(store_url: str) -> None:
     """Two relays (on two hosts, as far as the store can tell) index into one store: either's errors page
     counts both relays' runs, and finds a stream sent through the other by its request id."""
-    from relaysupport import relay_to
+    from tests.support.relay import relay_to
 
     frames = text_stream("openai-chat", ["Hel", "lo"])
     steps = (Headers(headers=(("content-type", "text/event-stream"),)), Send(frames[0]), Rst())

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from storesupport import T0, varied
 
 from streamfsm.cli import main
 from streamfsm.runtime._sinks import AuditLog, ErrorLog
+from tests.support.store import T0, varied
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

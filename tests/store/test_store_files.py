@@ -10,8 +10,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-from logsupport import completed, with_ids
-from relayprocess import free_port, relay_process
 
 from streamfsm.cli import main
 from streamfsm.relay import PageQuery
@@ -20,6 +18,8 @@ from streamfsm.runtime import AuditLog
 from streamfsm.store import Store, StoreDamaged
 from streamfsm.testing import End, Headers, Send, text_stream
 from streamfsm.testing._server import FaultServerThread
+from tests.support.logs import completed, with_ids
+from tests.support.relay_process import free_port, relay_process
 
 
 def _audit(path: Path, count: int) -> str:

@@ -11,12 +11,12 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from logsupport import SCENARIOS
-from storesupport import ACCOUNTS, MODELS, ROUTES, T0, page_views
 
 from streamfsm.runtime._record import RunRecord
 from streamfsm.runtime._report import group_failures
 from streamfsm.store import Filters, Store
+from tests.support.logs import SCENARIOS
+from tests.support.store import ACCOUNTS, MODELS, ROUTES, T0, page_views
 
 TEMPLATES = [scenario().to_dict() for scenario in SCENARIOS]
 

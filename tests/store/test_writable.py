@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from logsupport import CLOSED_MID_BODY, assert_valid, completed, with_ids
 
 from streamfsm.classify import Facts, diagnose, diagnose_finished
 from streamfsm.machine import StreamMachine, Trigger
@@ -22,6 +21,7 @@ from streamfsm.runtime import AuditLog, ErrorLog, read_records, sink_failures
 from streamfsm.runtime._config import Ids, StreamConfig
 from streamfsm.runtime._record import Recorder, RunRecord
 from streamfsm.store import Store, StoreSink
+from tests.support.logs import CLOSED_MID_BODY, assert_valid, completed, with_ids
 
 T = Trigger
 REPLACEMENT = "\ufffd"

@@ -11,7 +11,6 @@ import anyio
 import httpx
 import openai
 import pytest
-from runsupport import validate_record
 
 import streamfsm
 from streamfsm import StreamConfig
@@ -20,6 +19,7 @@ from streamfsm.tap._rules import DEFAULT_RULES, llm_request
 from streamfsm.testing import text_stream, whole_answer
 from streamfsm.testing._script import Fin, Headers, Send, unused_port
 from streamfsm.testing._server import FaultServer
+from tests.support.runs import validate_record
 
 HTTP = default_library()
 BOUND_S = 30.0

@@ -9,7 +9,6 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from runsupport import validate_record
 
 import streamfsm
 import streamfsm.tap
@@ -18,6 +17,7 @@ from streamfsm.testing import build, error_event
 from streamfsm.testing._answers import whole_answer
 from streamfsm.testing._script import End, Fin, Headers, Send, Status
 from streamfsm.testing._server import FaultServer, FaultServerThread
+from tests.support.runs import validate_record
 
 ollama = pytest.importorskip("ollama")  # in the sdk extra: it needs an httpx newer than the core's floor
 
