@@ -15,8 +15,7 @@ import pytest
 
 from streamfsm.cli import main
 from streamfsm.cli._logs import parse_since, run_diagram_dot, run_diagram_mermaid, run_path
-from streamfsm.runtime._record import RunRecord
-from streamfsm.runtime._sinks import AuditLog
+from streamfsm.runtime import AuditLog, RunRecord
 from tests.support.logs import (
     assert_valid,
     completed,

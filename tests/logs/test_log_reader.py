@@ -13,9 +13,8 @@ import pytest
 import streamfsm
 import streamfsm.runtime._logs as logs
 import streamfsm.runtime._record as record_module
-from streamfsm.runtime._logs import LogProblem, LogReadWarning, ProblemKind, log_files, read_records
-from streamfsm.runtime._record import RunRecord
-from streamfsm.runtime._sinks import AuditLog
+from streamfsm.runtime import AuditLog, LogProblem, RunRecord, log_files, read_records
+from streamfsm.runtime._logs import LogReadWarning, ProblemKind
 from tests.support.logs import (
     SCENARIOS,
     assert_valid,

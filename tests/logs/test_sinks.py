@@ -16,17 +16,19 @@ from typing import Any
 
 import pytest
 
-from streamfsm.runtime._logs import LogProblem, ProblemKind, log_files, read_records
-from streamfsm.runtime._record import RunRecord
-from streamfsm.runtime._sinks import (
+from streamfsm.runtime import (
     AuditLog,
     ErrorLog,
     JsonlSink,
+    LogProblem,
+    RunRecord,
     deliver,
-    log_run,
-    run_log_level,
+    log_files,
+    read_records,
     sink_failures,
 )
+from streamfsm.runtime._logs import ProblemKind
+from streamfsm.runtime._sinks import log_run, run_log_level
 from tests.support.logs import (
     SCENARIOS,
     SECRET,

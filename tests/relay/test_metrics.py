@@ -18,9 +18,7 @@ import pytest
 
 from streamfsm import RunRecord, StreamConfig
 from streamfsm.runtime import TextDelta
-from streamfsm.testing import text_stream, unused_port
-from streamfsm.testing._script import End, Fin, Headers, Send, Sleep
-from streamfsm.testing._server import FaultServerThread
+from streamfsm.testing import End, FaultServerThread, Fin, Headers, Send, Sleep, text_stream, unused_port
 from tests.support.relay import relay_to, wait_lines
 from tests.support.runs import BODIES, cut_through
 

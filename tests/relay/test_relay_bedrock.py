@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 
-from streamfsm.testing import find
-from streamfsm.testing._server import FaultServerThread
+from streamfsm.testing import FaultServerThread, find
 from tests.support.relay import relay_to, run_lines
 
 anthropic = pytest.importorskip("anthropic")

@@ -16,9 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from streamfsm.testing import text_stream
-from streamfsm.testing._script import End, Fin, Headers, Rst, Send
-from streamfsm.testing._server import FaultServerThread
+from streamfsm.testing import End, FaultServerThread, Fin, Headers, Rst, Send, text_stream
 from tests.support.relay import read_answer, relay_to, wait_lines
 from tests.support.runs import BODIES
 
@@ -215,7 +213,7 @@ class Stalling:
 def test_an_upstream_cut_during_a_held_loop_is_recorded_as_the_cut(end: str, tmp_path: Path) -> None:
     from streamfsm import StreamConfig
     from streamfsm.relay import Relay, RelayConfig
-    from streamfsm.testing._script import Sleep
+    from streamfsm.testing import Sleep
     from tests.support.relay import RelayThread
 
     frames = text_stream("openai-chat", ["a", "b", "c"])[:3]
@@ -244,8 +242,7 @@ def test_an_upstream_cut_during_a_held_loop_is_recorded_as_the_cut(end: str, tmp
 
 def test_a_502_and_a_504_run_have_a_close_kind(tmp_path: Path) -> None:
     from streamfsm import StreamConfig
-    from streamfsm.testing import unused_port
-    from streamfsm.testing._script import Stall
+    from streamfsm.testing import Stall, unused_port
 
     body = {**BODIES["openai-chat"], "stream": True}
     with relay_to(f"http://127.0.0.1:{unused_port()}", **logs(tmp_path)) as relay:
@@ -285,7 +282,7 @@ class HoldingTheTerminal:
 
 def test_a_client_that_left_before_the_terminal_was_written_is_not_completed(tmp_path: Path) -> None:
     from streamfsm.relay import Relay, RelayConfig
-    from streamfsm.testing._script import Sleep
+    from streamfsm.testing import Sleep
     from tests.support.relay import RelayThread
 
     frames = text_stream("openai-chat", ["a", "b"])
@@ -314,7 +311,7 @@ def test_a_shutdown_mid_stream_is_the_relays_own_and_the_client_gets_the_error_e
     fmt: str, tmp_path: Path
 ) -> None:
     from streamfsm.relay import Relay, RelayConfig
-    from streamfsm.testing._script import Keepalive
+    from streamfsm.testing import Keepalive
     from tests.support.relay import RelayThread
 
     frames = text_stream(fmt, ["a", "b"])
@@ -340,7 +337,7 @@ def test_a_shutdown_mid_stream_is_the_relays_own_and_the_client_gets_the_error_e
 
 def test_a_stream_that_ends_within_the_shutdown_grace_completes(tmp_path: Path) -> None:
     from streamfsm.relay import Relay, RelayConfig
-    from streamfsm.testing._script import Sleep
+    from streamfsm.testing import Sleep
     from tests.support.relay import RelayThread
 
     frames = text_stream("openai-chat", ["a", "b"])

@@ -16,9 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamfsm.testing import text_stream
-from streamfsm.testing._script import End, Headers, Send, Status
-from streamfsm.testing._server import FaultServerThread, Request
+from streamfsm.testing import End, FaultServerThread, Headers, Request, Send, Status, text_stream
 from tests.support.relay import relay_to, wait_lines
 from tests.support.runs import BODIES
 

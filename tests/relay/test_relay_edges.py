@@ -27,9 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamfsm.relay import Relay, RelayConfig
-from streamfsm.testing import text_stream
-from streamfsm.testing._script import End, Headers, Send
-from streamfsm.testing._server import FaultServerThread
+from streamfsm.testing import End, FaultServerThread, Headers, Send, text_stream
 from tests.support.relay import RelayThread, read_answer, relay_to, run_lines
 from tests.support.relay_process import relay_process
 from tests.support.runs import BODIES

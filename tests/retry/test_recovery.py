@@ -39,10 +39,12 @@ from streamfsm.testing import (
     BackgroundResponses,
     Cut,
     End,
+    FaultServer,
     Fin,
     Headers,
     Keepalive,
     RefusesPrefill,
+    Request,
     Rst,
     Send,
     Stall,
@@ -55,11 +57,7 @@ from streamfsm.testing import (
     text_stream,
     tool_call_stream,
 )
-from streamfsm.testing._server import FaultServer, Request
-from streamfsm.wire import adapter_for
-from streamfsm.wire._adapters._continue import prefill_refused
-from streamfsm.wire._events import CONSUMER_EVENT_TYPES
-from streamfsm.wire._sse import SSEDecoder
+from streamfsm.wire import CONSUMER_EVENT_TYPES, SSEDecoder, adapter_for, prefill_refused
 from tests.support.retry import BODIES, cut_through, per_attempt, validate_record
 
 pytestmark = pytest.mark.anyio

@@ -23,9 +23,19 @@ from streamfsm.runtime import (
     ToolInputStart,
 )
 from streamfsm.runtime._retry import decide
-from streamfsm.testing import error_event, text_stream, tool_call_stream
-from streamfsm.testing._script import End, Fin, Headers, Rst, Send, Stall, Status
-from streamfsm.testing._server import FaultServer
+from streamfsm.testing import (
+    End,
+    FaultServer,
+    Fin,
+    Headers,
+    Rst,
+    Send,
+    Stall,
+    Status,
+    error_event,
+    text_stream,
+    tool_call_stream,
+)
 from tests.support.retry import (
     BUSY,
     FAST,

@@ -28,9 +28,17 @@ from streamfsm.runtime import (
     ToolCall,
     ToolInputDelta,
 )
-from streamfsm.testing import error_event, text_stream, tool_call_stream
-from streamfsm.testing._script import End, Fin, Headers, Send, Status
-from streamfsm.testing._server import FaultServer
+from streamfsm.testing import (
+    End,
+    FaultServer,
+    Fin,
+    Headers,
+    Send,
+    Status,
+    error_event,
+    text_stream,
+    tool_call_stream,
+)
 from tests.support.retry import (
     FORMATS,
     Spies,

@@ -23,16 +23,9 @@ from streamfsm.classify import (
     diagnose,
 )
 from streamfsm.machine import NON_TERMINAL_ACTIVITIES, Activity, Commitment, State, Trigger
-from streamfsm.runtime._recovery import ContinuePlan, Recovery, ResumePlan
-from streamfsm.runtime._retry_policy import (
-    MAX_ATTEMPTS,
-    DecisionKind,
-    Failed,
-    RetryPolicy,
-    Step,
-    after_failure,
-    decide,
-)
+from streamfsm.runtime import DecisionKind, Failed, Recovery, RetryPolicy, after_failure
+from streamfsm.runtime._recovery import ContinuePlan, ResumePlan
+from streamfsm.runtime._retry_policy import MAX_ATTEMPTS, Step, decide
 from streamfsm.wire import Continuation, ContinueRefusal, ContinueStyle, OpenAIResponsesAdapter, ResumeRefusal
 from tests.support.fsm_strategies import FAILURES, facts, transport_facts
 

@@ -7,8 +7,7 @@ import pytest
 
 from streamfsm import RetryPolicy, Route, retrying
 from streamfsm.runtime import Breakers
-from streamfsm.testing._script import Status
-from streamfsm.testing._server import FaultServer
+from streamfsm.testing import FaultServer, Status
 from tests.support.retry import Spies, ok_script, per_attempt, validate_record
 
 pytestmark = pytest.mark.anyio

@@ -27,9 +27,10 @@ from streamfsm.testing import (
     tool_call_stream,
 )
 from streamfsm.testing._wire import MODELS, NDJSON_FORMATS, RESPONSE_IDS
-from streamfsm.wire import PROVIDERS, Adapter, adapter_for, format_named
-from streamfsm.wire._adapters._base import KEEPALIVE_COMMENT, MAX_DELTA_KEYS
-from streamfsm.wire._events import (
+from streamfsm.wire import (
+    MAX_LINE_BYTES,
+    PROVIDERS,
+    Adapter,
     Finish,
     FinishReason,
     Keepalive,
@@ -37,6 +38,8 @@ from streamfsm.wire._events import (
     ProtocolViolation,
     ProviderErrorEvent,
     ReasoningDelta,
+    SSEDecoder,
+    SSEEvent,
     StreamEvent,
     TextDelta,
     ToolCall,
@@ -44,8 +47,10 @@ from streamfsm.wire._events import (
     ToolInputEnd,
     ToolInputStart,
     Usage,
+    adapter_for,
+    format_named,
 )
-from streamfsm.wire._sse import MAX_LINE_BYTES, SSEDecoder, SSEEvent
+from streamfsm.wire._adapters._base import KEEPALIVE_COMMENT, MAX_DELTA_KEYS
 
 EVENT_TYPES = (
     TextDelta,

@@ -13,10 +13,7 @@ import pytest
 
 import streamfsm
 from streamfsm import StreamConfig, StreamFailed
-from streamfsm.testing import find
-from streamfsm.testing._script import End, Headers, Scenario, Send, Status
-from streamfsm.testing._server import FaultServer
-from streamfsm.testing._wire import frame
+from streamfsm.testing import End, FaultServer, Headers, Scenario, Send, Status, find, frame
 from tests.support.runs import BODIES, consume, validate_record
 
 pytestmark = pytest.mark.anyio

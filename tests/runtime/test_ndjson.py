@@ -7,9 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamfsm.wire._events import ProtocolViolation
+from streamfsm.wire import ProtocolViolation, SSEEvent
 from streamfsm.wire._ndjson import NDJSONDecoder
-from streamfsm.wire._sse import SSEEvent
 
 
 def decode(*chunks: bytes, max_line_bytes: int = 1 << 20) -> tuple[list[SSEEvent], NDJSONDecoder]:

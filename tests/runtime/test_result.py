@@ -13,8 +13,8 @@ from streamfsm import FinishReason, TextDelta, ToolCall
 from streamfsm.runtime._core import _ON_EVENT
 from streamfsm.testing import End, FaultServer, Fin, Headers, Send, text_stream, tool_call_stream
 from streamfsm.testing._wire import NDJSON_FORMATS
-from tests.support.runs import BODIES, FORMATS, cut_before
-from tests.support.sdk import FMTS, create, script, serving, sync_serving
+from tests.support.runs import BODIES, FORMATS, cut_before, script
+from tests.support.sdk import FMTS, create, serving, sync_serving
 
 pytestmark = pytest.mark.anyio
 BOUND_S = 20.0

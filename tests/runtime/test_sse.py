@@ -10,8 +10,7 @@ from httpx_sse import EventSource
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamfsm.wire._events import ProtocolViolation
-from streamfsm.wire._sse import SSEDecoder, SSEEvent
+from streamfsm.wire import ProtocolViolation, SSEDecoder, SSEEvent
 
 
 def decode(*chunks: bytes, max_line_bytes: int = 1 << 20) -> tuple[list[SSEEvent], SSEDecoder]:

@@ -13,14 +13,10 @@ import pytest
 
 import streamfsm
 from streamfsm import StreamFailed, ToolCall
-from streamfsm.testing import End, FaultServer, Headers, Send, build
-from streamfsm.testing._wire import frame
-from streamfsm.wire import adapter_for
-from streamfsm.wire._adapters._sdk_items import SdkOpenAIChat
-from streamfsm.wire._events import Finish, FinishReason, ToolInputStart
-from streamfsm.wire._sse import SSEEvent
-from tests.support.runs import BODIES, validate_record
-from tests.support.sdk import create, script, serving
+from streamfsm.testing import End, FaultServer, Headers, Send, build, frame
+from streamfsm.wire import Finish, FinishReason, SdkOpenAIChat, SSEEvent, ToolInputStart, adapter_for
+from tests.support.runs import BODIES, script, validate_record
+from tests.support.sdk import create, serving
 
 pytestmark = pytest.mark.anyio
 BOUND_S = 20.0
@@ -87,7 +83,7 @@ def test_the_sdk_item_path_agrees_on_a_chat_call_cut_at_the_output_limit() -> No
 
 
 def _sse(frames: list[bytes]) -> list[SSEEvent]:
-    from streamfsm.wire._sse import SSEDecoder
+    from streamfsm.wire import SSEDecoder
 
     decoder = SSEDecoder()
     return [event for f in frames for event in decoder.feed(f)]

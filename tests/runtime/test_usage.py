@@ -11,8 +11,8 @@ import streamfsm
 from streamfsm import Usage
 from streamfsm.testing import End, FaultServer, Fin, Headers, Send, text_stream
 from streamfsm.testing._wire import NDJSON_FORMATS
-from tests.support.runs import BODIES, FORMATS
-from tests.support.sdk import create, script, serving
+from tests.support.runs import BODIES, FORMATS, script
+from tests.support.sdk import create, serving
 
 pytestmark = pytest.mark.anyio
 BOUND_S = 20.0

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 import streamfsm
 from streamfsm import Finish, Run, StreamConfig, StreamFailed, ToolCall, ToolInputStart
-from streamfsm.runtime._reads import LoopReads
+from streamfsm.runtime import LoopReads, plain_scope_class
 from streamfsm.runtime._sync_reads import ReadWatchdog as _SyncWatchdog
 from streamfsm.runtime._watchdog import (
     ARRIVAL_LOOKS,
@@ -32,7 +32,6 @@ from streamfsm.runtime._watchdog import (
     TrioWatchdog,
     loop_watchdog,
     new_watchdog,
-    plain_scope_class,
 )
 from streamfsm.testing import (
     End,

@@ -13,9 +13,8 @@ import pytest
 
 import streamfsm
 from streamfsm import StreamConfig, StreamFailed
-from streamfsm.testing import End, FaultServer, Headers, Scenario, Send, catalog
+from streamfsm.testing import End, FaultServer, FaultServerThread, Headers, Scenario, Send, catalog
 from streamfsm.testing._eventstream import EVENT_HEADERS, converse
-from streamfsm.testing._server import FaultServerThread
 from streamfsm.wire import encode_message
 from tests.support.runs import validate_record
 

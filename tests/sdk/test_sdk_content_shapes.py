@@ -10,8 +10,7 @@ import pytest
 import streamfsm
 from streamfsm import StreamFailed
 from streamfsm.runtime import TextDelta
-from streamfsm.testing import find
-from streamfsm.testing._script import Headers
+from streamfsm.testing import Headers, find
 from tests.support.runs import validate_record
 from tests.support.sdk import create, serving
 

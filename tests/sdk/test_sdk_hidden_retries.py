@@ -17,7 +17,8 @@ import pytest
 import streamfsm
 from streamfsm.runtime import _retry
 from streamfsm.testing import FaultServer, Status
-from tests.support.sdk import check_failure, create, sync_serving
+from tests.support.runs import check_failure
+from tests.support.sdk import create, sync_serving
 
 RATE_LIMITED = Status(
     429,

@@ -22,7 +22,8 @@ from streamfsm.testing import (
     text_stream,
     tool_call_stream,
 )
-from tests.support.sdk import SDK_BODIES, check_failure, create, fmts, script, sync_serving
+from tests.support.runs import check_failure, script
+from tests.support.sdk import SDK_BODIES, create, fmts, sync_serving
 
 RATE_LIMITED = Status(
     429,

@@ -24,13 +24,13 @@ import pytest
 
 import streamfsm
 from streamfsm import StreamConfig, StreamFailed
-from streamfsm.runtime import ReasoningDelta, SdkRun, TextDelta, ToolCall, ToolInputDelta
+from streamfsm.runtime import ReasoningDelta, SdkRun, SyncSdkRun, TextDelta, ToolCall, ToolInputDelta
 from streamfsm.runtime import _sdk as sdk_module
 from streamfsm.runtime import _sync_reads as sync_reads_module
-from streamfsm.runtime._sdk import SyncSdkRun
-from streamfsm.testing import error_event, keepalive, text_stream, tool_call_stream
-from streamfsm.testing._script import (
+from streamfsm.testing import (
     End,
+    FaultServer,
+    FaultServerThread,
     Fin,
     Headers,
     Keepalive,
@@ -39,20 +39,30 @@ from streamfsm.testing._script import (
     Sleep,
     Stall,
     Status,
+    error_event,
+    keepalive,
+    text_stream,
+    tool_call_stream,
     unused_port,
 )
-from streamfsm.testing._server import FaultServer, FaultServerThread
-from tests.support.runs import BODIES, HTTP_ERRORS, consume, cut_before, cut_through, validate_record
+from tests.support.runs import (
+    BODIES,
+    HTTP_ERRORS,
+    check_failure,
+    consume,
+    cut_before,
+    cut_through,
+    expect,
+    script,
+    validate_record,
+)
 from tests.support.sdk import (
     BOUND_S,
     SDK_BODIES,
     SDK_TIMEOUT_S,
-    check_failure,
     client_for,
     create,
-    expect,
     fmts,
-    script,
     serving,
     sync_serving,
 )

@@ -10,8 +10,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamfsm.relay import Relay, RelayConfig
-from streamfsm.relay._errors import ErrorsData
+from streamfsm.relay import ErrorsData, Relay, RelayConfig
 from streamfsm.runtime import AuditLog, ErrorLog
 from streamfsm.store import Filters, StoreSink
 from tests.support.store import varied

@@ -15,8 +15,7 @@ from streamfsm.cli import main
 from streamfsm.cli._relay import build_relay
 from streamfsm.runtime import read_records
 from streamfsm.store import Store, StoreSink
-from streamfsm.testing import End, Headers, Rst, Send, text_stream
-from streamfsm.testing._server import FaultServerThread
+from streamfsm.testing import End, FaultServerThread, Headers, Rst, Send, text_stream
 from tests.support.relay import RelayThread
 
 BODY = json.dumps({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}], "stream": True})

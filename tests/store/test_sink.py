@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from streamfsm.runtime._sinks import deliver, sink_failures
+from streamfsm.runtime import deliver, sink_failures
 from streamfsm.store import Store, StoreSink
 from tests.support.logs import SCENARIOS, with_ids
 from tests.support.store import write_worker

@@ -11,9 +11,7 @@ from typing import Any
 
 import pytest
 
-from streamfsm.runtime._record import RunRecord
-from streamfsm.runtime._report import SIGNATURE, field_value, group_failures, started
-from streamfsm.runtime._sinks import AuditLog, ErrorLog
+from streamfsm.runtime import SIGNATURE, AuditLog, ErrorLog, RunRecord, field_value, group_failures, started
 from streamfsm.store import Filters, Store
 from tests.support.store import ACCOUNTS, ROUTES, T0, page_views, varied
 

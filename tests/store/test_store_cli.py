@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from streamfsm.cli import main
-from streamfsm.runtime._sinks import AuditLog, ErrorLog
+from streamfsm.runtime import AuditLog, ErrorLog
 from tests.support.store import T0, varied
 
 

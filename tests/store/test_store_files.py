@@ -12,12 +12,10 @@ import httpx
 import pytest
 
 from streamfsm.cli import main
-from streamfsm.relay import PageQuery
-from streamfsm.relay._errors import ErrorsData
+from streamfsm.relay import ErrorsData, PageQuery
 from streamfsm.runtime import AuditLog
 from streamfsm.store import Store, StoreDamaged
-from streamfsm.testing import End, Headers, Send, text_stream
-from streamfsm.testing._server import FaultServerThread
+from streamfsm.testing import End, FaultServerThread, Headers, Send, text_stream
 from tests.support.logs import completed, with_ids
 from tests.support.relay_process import free_port, relay_process
 

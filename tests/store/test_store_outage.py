@@ -17,8 +17,7 @@ import pytest
 from streamfsm.cli._relay import build_relay
 from streamfsm.runtime import RunRecord, sink_failures
 from streamfsm.store import Store, StoreSink, StoreUnavailable
-from streamfsm.testing import End, Headers, Send, text_stream
-from streamfsm.testing._server import FaultServerThread
+from streamfsm.testing import End, FaultServerThread, Headers, Send, text_stream
 from tests.support.logs import completed, with_ids
 from tests.support.pgserver import Server, Unavailable, postgres_control
 from tests.support.relay import RelayThread

@@ -7,9 +7,7 @@ from typing import Any
 
 from streamfsm import Ids, StreamConfig
 from streamfsm.runtime import ConsumerEvent, HttpRun
-from streamfsm.testing import text_stream
-from streamfsm.testing._script import End, Headers, Send, Status
-from streamfsm.testing._server import Request
+from streamfsm.testing import End, Headers, Request, Send, Status, text_stream
 from tests.support.runs import BODIES, FORMATS, cut_before, cut_through, validate_record
 
 __all__ = [

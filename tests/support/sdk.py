@@ -11,14 +11,11 @@ import anthropic
 import openai
 import pytest
 
-from streamfsm import StreamFailed
 from streamfsm.tap import default_library
-from streamfsm.testing import BODIES, FaultServer, FaultServerThread, Headers, Send
-from tests.support.runs import validate_record
+from streamfsm.testing import BODIES, FaultServer, FaultServerThread
 
 FMTS = ("openai-chat", "openai-responses", "anthropic")
 fmts = pytest.mark.parametrize("fmt", FMTS)
-RAW_STRINGS = ("terminated", "incomplete chunked read", "Connection error.")
 # A model name no SDK version knows, so none warns that it is deprecated.
 SDK_BODIES = {**BODIES, "anthropic": {**BODIES["anthropic"], "model": "claude-test-model"}}
 SDK_TIMEOUT_S = 10.0
@@ -63,29 +60,6 @@ async def serving(fmt: str, steps: tuple[Any, ...]) -> AsyncIterator[tuple[Fault
             yield server, client
         finally:
             await client.close()
-
-
-def script(frames: list[bytes], *tail: Any) -> tuple[Any, ...]:
-    return (Headers(), *(Send(f) for f in frames), *tail)
-
-
-def check_failure(failure: StreamFailed) -> StreamFailed:
-    data = validate_record(failure.record)
-    assert data["outcome"]["state"].startswith("failed/")
-    assert failure.diagnosis.detail in str(failure)
-    for raw in RAW_STRINGS:
-        assert raw not in failure.diagnosis.title and raw not in failure.diagnosis.detail
-    return failure
-
-
-def expect(failure: StreamFailed, klass: str, verdict: str, edge: str, phase: str) -> None:
-    outcome = failure.record["outcome"]
-    assert (outcome["class"], failure.record["retry"]["verdict"], outcome["edge"], outcome["phase"]) == (
-        klass,
-        verdict,
-        edge,
-        phase,
-    ), dict(outcome)
 
 
 @contextmanager

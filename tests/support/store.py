@@ -7,7 +7,7 @@ import random
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from streamfsm.runtime._record import RunRecord
+from streamfsm.runtime import RunRecord
 from streamfsm.store import Store
 from tests.support.logs import SCENARIOS
 

@@ -24,11 +24,24 @@ import streamfsm
 from streamfsm import StreamConfig
 from streamfsm.runtime import TextDelta, ToolInputDelta
 from streamfsm.tap import Rule, default_library, library
-from streamfsm.testing import error_event, text_stream, tool_call_stream
-from streamfsm.testing._script import End, Fin, Headers, Keepalive, Rst, Send, Sleep, Status, unused_port
-from streamfsm.testing._server import FaultServer, FaultServerThread
-from tests.support.runs import BODIES, cut_through, validate_record
-from tests.support.sdk import BOUND_S, HTTP, SDK_BODIES, create, fmts, script, sdk_client
+from streamfsm.testing import (
+    End,
+    FaultServer,
+    FaultServerThread,
+    Fin,
+    Headers,
+    Keepalive,
+    Rst,
+    Send,
+    Sleep,
+    Status,
+    error_event,
+    text_stream,
+    tool_call_stream,
+    unused_port,
+)
+from tests.support.runs import BODIES, cut_through, script, validate_record
+from tests.support.sdk import BOUND_S, HTTP, SDK_BODIES, create, fmts, sdk_client
 
 HTTP_LIB = library(HTTP)[0]
 NOTES = sys.version_info >= (3, 11)

@@ -13,8 +13,7 @@ import pytest
 
 import streamfsm
 from streamfsm import StreamConfig
-from streamfsm.testing import Scenario, find
-from streamfsm.testing._server import FaultServer, FaultServerThread
+from streamfsm.testing import FaultServer, FaultServerThread, Scenario, find
 from tests.support.runs import validate_record
 
 anthropic = pytest.importorskip("anthropic")

@@ -14,11 +14,9 @@ import pytest
 import streamfsm
 from streamfsm import StreamConfig
 from streamfsm.tap import library
-from streamfsm.testing import text_stream
-from streamfsm.testing._script import End, Fin, Keepalive, Status
-from streamfsm.testing._server import FaultServerThread
-from tests.support.runs import left_to_the_collector
-from tests.support.sdk import FMTS, HTTP, create, script, sdk_client
+from streamfsm.testing import End, FaultServerThread, Fin, Keepalive, Status, text_stream
+from tests.support.runs import left_to_the_collector, script
+from tests.support.sdk import FMTS, HTTP, create, sdk_client
 
 # httpx before 0.28.1's fix (encode/httpx#3733) binds each response and its body stream to each other: the
 # response the SDK holds waits for the collector, and with it the one stream object the tap gave it (the run

@@ -15,11 +15,15 @@ import anyio
 import httpx
 import pytest
 
-from streamfsm.testing._script import (
+from streamfsm.testing import (
     End,
+    FaultServer,
+    FaultServerError,
+    FaultServerThread,
     Fin,
     Headers,
     Keepalive,
+    Request,
     Rst,
     Scenario,
     Script,
@@ -34,7 +38,6 @@ from streamfsm.testing._script import (
     encode_chunk,
     unused_port,
 )
-from streamfsm.testing._server import FaultServer, FaultServerError, FaultServerThread, Request
 
 httpx2 = pytest.importorskip("httpx2", reason="httpx2, the newest SDKs' HTTP client, needs Python 3.11")
 

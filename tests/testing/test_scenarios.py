@@ -18,6 +18,7 @@ from streamfsm.testing import (
     FORMATS,
     RAW_TRANSPORT_STRINGS,
     SDK_FORMATS,
+    WIRE_FORMATS,
     Agent,
     Fin,
     Headers,
@@ -32,7 +33,7 @@ from streamfsm.testing import (
     text_stream,
 )
 from streamfsm.testing._harness import WRAPPED_SDKS
-from streamfsm.testing._wire import EVENT_STREAM_FORMATS, NDJSON_FORMATS, WIRE_FORMATS
+from streamfsm.testing._wire import EVENT_STREAM_FORMATS, NDJSON_FORMATS
 from streamfsm.testing.pytest_plugin import FaultProvider
 from streamfsm.testing.strategies import FaultyStream, faulty_streams
 

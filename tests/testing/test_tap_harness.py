@@ -26,9 +26,11 @@ from streamfsm.testing import (
     catalog,
     find,
     plan,
+    run_catalog,
+    run_scenario,
     sdk_available,
 )
-from streamfsm.testing._harness import TAP_DIFFERENCES, TAP_PATHS, Difference, run_catalog, run_scenario
+from streamfsm.testing._harness import TAP_DIFFERENCES, TAP_PATHS, Difference
 
 CATALOG = catalog()
 # Ollama's client needs httpx 0.27 or newer: the leg at the core's floors (httpx 0.26) cannot install it.
