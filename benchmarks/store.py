@@ -8,7 +8,7 @@ Setup: the store is filled with synthetic rows (the six record shapes of the log
 own run id, request id, start time over 30 days, provider, model, route and account; 20% failed; every row
 carries a real compressed record, the template's, so a lookup decodes as much as a real one), loaded in
 bulk, not through real runs. PostgreSQL: a throwaway server on loopback started from the distribution's
-packages with its default settings (tests/store/pgserver.py), unless ``--postgres`` names one.
+packages with its default settings (tests/support/pgserver.py), unless ``--postgres`` names one.
 
 Rows, wall time per query (median of ``--repeat``), target at most 300 ms at every size:
 

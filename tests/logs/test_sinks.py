@@ -77,7 +77,7 @@ def test_audit_log_keeps_every_run_and_error_log_only_failures(tmp_path: Path) -
 
 
 def test_nothing_sensitive_reaches_the_log_file(tmp_path: Path) -> None:
-    # logsupport plants SECRET in the prompt and in the endpoint's query string
+    # tests.support.logs plants SECRET in the prompt and in the endpoint's query string
     audit = AuditLog(tmp_path / "audit.jsonl")
     for scenario in SCENARIOS:
         audit(scenario())

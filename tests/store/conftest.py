@@ -1,6 +1,6 @@
 """The store's tests run against both databases: SQLite in a temporary folder, and a throwaway PostgreSQL
-server on loopback (pgserver). Without one, the PostgreSQL half skips with the reason, except in CI
-(CI=true), where it fails."""
+server on loopback (tests/support/pgserver.py). Without one, the PostgreSQL half skips with the reason,
+except in CI (CI=true), where it fails."""
 
 from __future__ import annotations
 
