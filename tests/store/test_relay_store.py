@@ -11,11 +11,11 @@ from typing import Any
 import httpx
 import pytest
 
-from streamfsm.cli import main
 from streamfsm.cli._relay import build_relay
 from streamfsm.runtime import read_records
 from streamfsm.store import Store, StoreSink
 from streamfsm.testing import End, FaultServerThread, Headers, Rst, Send, text_stream
+from tests.support.cli import run_cli
 from tests.support.relay import RelayThread
 
 BODY = json.dumps({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}], "stream": True})
@@ -50,19 +50,13 @@ def test_a_relayed_run_is_found_in_the_store_by_its_request_id(
         [record] = store.by_request_id(request_id)
     assert (record.failure_class == "completed") is not cut
     assert (record["relay"]["close"] == "completed") is not cut
-    code, from_store, _ = _run(capsys, "diagnose", "--store", store_url, "--request-id", request_id)
+    code, from_store, _ = run_cli(capsys, "diagnose", "--store", store_url, "--request-id", request_id)
     assert code == 0
-    code, from_log, _ = _run(capsys, "diagnose", str(audit), "--request-id", request_id)
+    code, from_log, _ = run_cli(capsys, "diagnose", str(audit), "--request-id", request_id)
     assert code == 0
     assert from_store == from_log
     assert "request id           client-req-17" in from_store
     sink.close()
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_two_relays_writing_one_store_show_on_one_errors_page(store_url: str) -> None:

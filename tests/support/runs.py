@@ -40,6 +40,7 @@ __all__ = [
     "expect",
     "left_to_the_collector",
     "script",
+    "split_at",
     "validate_record",
 ]
 
@@ -183,3 +184,9 @@ def expect(failure: streamfsm.StreamFailed, klass: str, verdict: str, edge: str,
         edge,
         phase,
     ), dict(outcome)
+
+
+def split_at(data: bytes, cuts: list[int]) -> list[bytes]:
+    """``data`` cut at each of ``cuts`` (taken modulo its length + 1): the pieces, empty ones included."""
+    points = sorted({c % (len(data) + 1) for c in cuts})
+    return [data[a:b] for a, b in zip([0, *points], [*points, len(data)], strict=True)]
