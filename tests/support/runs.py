@@ -3,6 +3,7 @@ failure meets."""
 
 from __future__ import annotations
 
+import copy
 import gc
 import json
 from collections import Counter
@@ -14,20 +15,15 @@ from typing import Any
 import jsonschema
 
 import streamfsm
+from streamfsm.testing import BODIES as KIT_BODIES
 from streamfsm.testing import FORMATS, Headers, Send
 from streamfsm.wire import SSEDecoder, StreamEvent, adapter_for
 
-BODIES: dict[str, dict[str, Any]] = {
-    "openai-chat": {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]},
-    "openai-responses": {"model": "gpt-5-mini", "input": "hi"},
-    "anthropic": {
-        "model": "claude-sonnet-4-5",
-        "max_tokens": 64,
-        "messages": [{"role": "user", "content": "hi"}],
-    },
-    "gemini": {"model": "gemini-2.5-flash", "contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
-    "ollama": {"model": "llama3.2", "messages": [{"role": "user", "content": "hi"}]},
-}
+# The kit's request bodies of the formats these tests play over HTTP, with the Anthropic model the records and
+# spans these tests check name.
+_HTTP_FORMATS = ("openai-chat", "openai-responses", "anthropic", "gemini", "ollama")
+BODIES: dict[str, dict[str, Any]] = {fmt: copy.deepcopy(dict(KIT_BODIES[fmt])) for fmt in _HTTP_FORMATS}
+BODIES["anthropic"]["model"] = "claude-sonnet-4-5"
 __all__ = [
     "BODIES",
     "FORMATS",
