@@ -29,10 +29,8 @@ STALL_TARGET_MS = 50.0
 
 
 def _writer(path: str, worker: int, count: int, max_bytes: int, start: Any) -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "logs"))
-    from logsupport import SCENARIOS, with_ids
-
     from streamfsm.runtime._sinks import AuditLog
+    from tests.support.logs import SCENARIOS, with_ids
 
     sink = AuditLog(path, max_bytes=max_bytes, backups=10_000)
     templates = [scenario() for scenario in SCENARIOS]
@@ -46,10 +44,8 @@ def _loop_stall(path: Path, count: int, max_bytes: int) -> float:
     """Deliver ``count`` records from a task on an event loop; the loop's longest stall, in ms."""
     import anyio
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "logs"))
-    from logsupport import SCENARIOS, with_ids
-
     from streamfsm.runtime._sinks import AuditLog, deliver
+    from tests.support.logs import SCENARIOS, with_ids
 
     sink = AuditLog(path, max_bytes=max_bytes, backups=10_000)
     templates = [scenario() for scenario in SCENARIOS]

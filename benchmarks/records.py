@@ -15,7 +15,6 @@ import contextlib
 import io
 import json
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -27,8 +26,7 @@ SECTION = "records: reading run records back from a log"
 
 
 def _write_log(path: Path, count: int) -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "logs"))
-    from logsupport import SCENARIOS, with_ids
+    from tests.support.logs import SCENARIOS, with_ids
 
     templates = [scenario() for scenario in SCENARIOS]
     with open(path, "w", encoding="utf-8") as f:

@@ -8,7 +8,7 @@ Setup: the store is filled with synthetic rows (the six record shapes of the log
 own run id, request id, start time over 30 days, provider, model, route and account; 20% failed; every row
 carries a real compressed record, the template's, so a lookup decodes as much as a real one), loaded in
 bulk, not through real runs. PostgreSQL: a throwaway server on loopback started from the distribution's
-packages with its default settings (tests/store/pgserver.py), unless ``--postgres`` names one.
+packages with its default settings (tests/support/pgserver.py), unless ``--postgres`` names one.
 
 Rows, wall time per query (median of ``--repeat``), target at most 300 ms at every size:
 
@@ -67,18 +67,9 @@ PAGE_FILTERS = (
     ("class", "mid_generation"),
 )
 
-_TESTS = Path(__file__).resolve().parents[1] / "tests"
-
-
-def _support() -> None:
-    for folder in ("logs", "store"):
-        if str(_TESTS / folder) not in sys.path:
-            sys.path.insert(0, str(_TESTS / folder))
-
 
 def _templates() -> list[dict[str, Any]]:
-    _support()
-    from logsupport import SCENARIOS
+    from tests.support.logs import SCENARIOS
 
     return [scenario().to_dict() for scenario in SCENARIOS]
 
@@ -265,10 +256,8 @@ def _stream_cpu(repeat: int) -> float:
 
 def _sink_cpu(url: str, records: int, prefix: str = "sink") -> float:
     """CPU seconds per record of a StoreSink: the calls and the writer thread's inserts."""
-    _support()
-    from logsupport import SCENARIOS, with_ids
-
     from streamfsm.store import StoreSink
+    from tests.support.logs import SCENARIOS, with_ids
 
     templates = [scenario() for scenario in SCENARIOS]
     batch = [with_ids(templates[i % len(templates)], f"{prefix}-{i:06d}") for i in range(records)]
@@ -312,8 +301,7 @@ def _postgres(given: str | None) -> Iterator[str]:
     if given:
         yield given
         return
-    _support()
-    from pgserver import postgres_server
+    from tests.support.pgserver import postgres_server
 
     with postgres_server(durable=True) as url:
         yield url

@@ -7,7 +7,6 @@ import itertools
 import json
 
 import pytest
-from fsm_strategies import FAILURES, drive, facts, trigger_sequences
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -44,6 +43,7 @@ from streamfsm.machine import (
     StreamMachine,
     Trigger,
 )
+from tests.support.fsm_strategies import FAILURES, drive, facts, trigger_sequences
 
 NON_TERMINAL_STATES = tuple(State.of(a, c) for a in NON_TERMINAL_ACTIVITIES for c in Commitment)
 TIMEOUTS = tuple(t for t in FAILURES if t in TIMEOUT_TRIGGERS)

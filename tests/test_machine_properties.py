@@ -6,7 +6,6 @@ Invariants 1, 3, 6 and 7 live here; 2, 4 and 5 (the classifier's) in ``test_clas
 from __future__ import annotations
 
 import pytest
-from fsm_strategies import ALL_TRIGGERS, FAILURES, accepted, drive, trigger_sequences
 from hypothesis import given
 from hypothesis import strategies as st
 from transitions import Machine, MachineError
@@ -27,6 +26,7 @@ from streamfsm.machine import (
     activity_machine,
     commitment_machine,
 )
+from tests.support.fsm_strategies import ALL_TRIGGERS, FAILURES, accepted, drive, trigger_sequences
 
 ALL_STATES = tuple(State.of(a, c) for a in Activity for c in Commitment)
 TIMEOUTS = tuple(t for t in Trigger if t in TIMEOUT_TRIGGERS)

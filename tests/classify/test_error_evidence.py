@@ -19,18 +19,15 @@ from hypothesis import strategies as st
 
 import streamfsm
 from streamfsm import StreamConfig, StreamFailed
-from streamfsm.classify import Facts, Verdict, diagnose
+from streamfsm.classify import Facts, ProviderError, ProviderErrorKind, Verdict, diagnose
 from streamfsm.classify._provider import (
     EVIDENCE,
     provider_error_from_document,
     provider_error_from_event,
     provider_error_from_http,
 )
-from streamfsm.classify._taxonomy import ProviderError, ProviderErrorKind
 from streamfsm.machine import Activity, State, Trigger
-from streamfsm.testing import frame
-from streamfsm.testing._script import End, Headers, Send, Status
-from streamfsm.testing._server import FaultServerThread, Request
+from streamfsm.testing import End, FaultServerThread, Headers, Request, Send, Status, frame
 
 K = ProviderErrorKind
 NAMES = {row.name for row in EVIDENCE}

@@ -19,13 +19,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from streamfsm.classify import Confidence, ProviderError, ProviderErrorKind
 from streamfsm.classify._provider import (
     parse_retry_after,
     provider_error_from_event,
     provider_error_from_http,
     provider_error_from_sdk,
 )
-from streamfsm.classify._taxonomy import Confidence, ProviderError, ProviderErrorKind
 
 httpx2 = pytest.importorskip("httpx2", reason="httpx2, the newest SDKs' HTTP client, needs Python 3.11")
 

@@ -25,7 +25,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamfsm.classify._taxonomy import Confidence, TransportFacts, TransportKind
+from streamfsm.classify import Confidence, TransportFacts, TransportKind
 from streamfsm.classify._transport import transport_facts
 
 httpx2 = pytest.importorskip("httpx2", reason="httpx2, the newest SDKs' HTTP client, needs Python 3.11")

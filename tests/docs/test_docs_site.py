@@ -24,8 +24,7 @@ import pytest
 pytest.importorskip("mkdocs", reason="the docs extra is not installed in this venv")
 pytest.importorskip("material", reason="the docs extra is not installed in this venv")
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "relay"))
-from cdp import Browser, Page, chromium
+from tests.support.cdp import Browser, Page, chromium
 
 ROOT = Path(__file__).resolve().parents[2]
 # The pages a reader sees at 1280 px, kept in docs/ (STREAMFSM_WRITE_DOCS=1 retakes them; the relay's run page

@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from streamfsm.classify import Action, Diagnosis, FailureClass, Phase, ProviderErrorKind, Verdict
-from streamfsm.machine import Activity, Commitment, State
+from streamfsm.classify import FailureClass, ProviderErrorKind
 from streamfsm.runtime import Help, Need, helps
 from streamfsm.runtime._routes import _LOCAL, _PROVIDER, _SILENT_CAUSES, _UNREACHABLE_CAUSES
+from tests.support.diagnoses import diagnosis
 
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "docs" / "guides" / "recovery.md"
@@ -59,23 +59,6 @@ def table() -> dict[str, tuple[str, str, str, str]]:
     return rows
 
 
-def diagnosis(klass: FailureClass, cause: str, sent: bool) -> Diagnosis:
-    return Diagnosis(
-        state=State(Activity.CONNECTING, Commitment.NONE),
-        edge=None,
-        phase=Phase.EARLY_STREAM,
-        cause=cause,
-        failure_class=klass,
-        summary_key=f"{klass.value}.{cause}",
-        verdict=Verdict.SAFE_AUTO_RETRY,
-        reason="test",
-        action=Action.RETRY,
-        title="test",
-        detail="test",
-        possibly_delivered=sent,
-    )
-
-
 def test_the_table_is_the_codes_row_for_row() -> None:
     rows = table()
     provider = {key: row for key, row in rows.items() if key.startswith("`provider_error.")}
@@ -96,7 +79,8 @@ def test_the_table_is_the_codes_row_for_row() -> None:
     for name, failures in EXAMPLES.items():
         _, (where, need, breaker, why) = others[name]
         for failure in failures:
-            judged = helps(diagnosis(*failure))
+            klass, cause, sent = failure
+            judged = helps(diagnosis(klass, cause, delivered=sent))
             assert (HELP[where], NEED[need], breaker == "yes", why) == (
                 judged.help,
                 judged.need,

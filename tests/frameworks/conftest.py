@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -55,11 +54,6 @@ if MISSING:
     # by path (pytest tests/frameworks), where the conftest is loaded before collection starts.
     def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> pytest.Module:
         return _NotInstalled.from_parent(parent, path=module_path)
-
-
-_HERE = str(Path(__file__).resolve().parent)
-if _HERE not in sys.path:
-    sys.path.insert(0, _HERE)
 
 
 @pytest.fixture

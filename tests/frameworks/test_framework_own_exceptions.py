@@ -21,7 +21,6 @@ from typing import Any
 import anyio
 import openai
 import pytest
-from fwsupport import SDK_TIMEOUT_S, chain_of, preload
 
 import streamfsm
 from streamfsm.tap import _notes
@@ -35,6 +34,7 @@ from streamfsm.testing import (
     text_stream,
     tool_call_stream,
 )
+from tests.support.frameworks import SDK_TIMEOUT_S, chain_of, preload
 
 pytestmark = pytest.mark.anyio
 preload()

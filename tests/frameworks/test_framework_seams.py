@@ -19,11 +19,11 @@ import anyio
 import httpx2
 import openai
 import pytest
-from fwsupport import SDK_TIMEOUT_S, preload, sequence
 
 import streamfsm
 from streamfsm.testing import End, FaultServer, Headers, Keepalive, Send, Stall, Status, find, keepalive
 from streamfsm.testing import text_stream as _text_stream
+from tests.support.frameworks import SDK_TIMEOUT_S, preload, sequence
 
 pytestmark = pytest.mark.anyio
 preload()

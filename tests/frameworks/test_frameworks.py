@@ -4,11 +4,10 @@ local fault provider, once on a plain client of the HTTP library its seam takes 
 streamed, the final answer, tool calls, the tool's own runs, the exception type and its chain, the number of
 requests, so the SDK's retries), while the tap leaves one record per stream with the right diagnosis.
 
-Frameworks (``fwsupport.FRAMEWORKS``): the OpenAI Agents SDK (``Runner.run_streamed``, Chat Completions and
-Responses models), pydantic-ai (``Agent.run_stream``, OpenAI and Anthropic providers), LangChain
-(``ChatOpenAI`` and ``ChatAnthropic``, ``astream``), LiteLLM (``acompletion(stream=True)``, openai/ and
-anthropic/) and google-genai (``generate_content_stream``).
-"""
+Frameworks (``tests.support.frameworks.FRAMEWORKS``): the OpenAI Agents SDK (``Runner.run_streamed``, Chat
+Completions and Responses models), pydantic-ai (``Agent.run_stream``, OpenAI and Anthropic providers),
+LangChain (``ChatOpenAI`` and ``ChatAnthropic``, ``astream``), LiteLLM (``acompletion(stream=True)``, openai/
+and anthropic/) and google-genai (``generate_content_stream``)."""
 
 from __future__ import annotations
 
@@ -16,7 +15,9 @@ import itertools
 from typing import Any
 
 import pytest
-from fwsupport import (
+
+import streamfsm
+from tests.support.frameworks import (
     FRAMEWORKS,
     KEEPALIVE_COUNT,
     KEEPALIVE_EVERY_S,
@@ -36,8 +37,6 @@ from fwsupport import (
     preload,
     rate_limited,
 )
-
-import streamfsm
 
 pytestmark = pytest.mark.anyio
 each = pytest.mark.parametrize("fw", FRAMEWORKS, ids=str)

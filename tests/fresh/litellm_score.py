@@ -19,11 +19,11 @@ from typing import Any, Final
 
 import anyio
 import anyio.from_thread
-from heldout_score import RUN_BOUND_S, Observed, router
-from shapes import Shape
 
 from streamfsm import ToolCall
 from streamfsm.testing import FaultServer, scenario_url
+from tests.fresh.shapes import Shape
+from tests.support.scorer import RUN_BOUND_S, Observed, router
 
 __all__ = ["observe_all_litellm", "verdict_of"]
 

@@ -26,52 +26,36 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
-from streamfsm.testing import Step
+from streamfsm.testing import Step, find
 from streamfsm.testing._realworld import (
     ADD_ARGS,
     BEDROCK,
     CONVERSE_META,
     DONE,
-    FILE_ARGS,
     G_USAGE,
     WEATHER_ARGS,
     a_block,
-    a_delta,
     a_end,
-    a_json,
     a_start,
     a_stop_block,
     a_text,
-    apply_patch_events,
     chat,
     chat_text,
-    code_interpreter_events,
     compaction_events,
     converse_ev,
-    custom_tool_cut_events,
     custom_tool_events,
     g_chunk,
     http_error,
-    image_generation_events,
     mcp_approval_events,
-    mcp_call_events,
     message_events,
     ndjson_lines,
-    ollama_line,
     parallel_call_events,
-    parallel_cut_events,
     partial_arg,
-    reasoning_then_call_events,
     responses_wire,
-    shell_call_events,
-    sse,
     stream,
     unterminated,
     vertex_chunk,
-    web_search_events,
 )
-from streamfsm.testing._wire import line
-from streamfsm.wire import exception_message
 
 __all__ = ["GROUPS", "SHAPES", "Expect", "Shape"]
 
@@ -139,11 +123,18 @@ _S: list[Shape] = []
 
 
 def shape(id: str, group: str, fmt: str, script: tuple[Step, ...], expect: Expect, why: str) -> None:
+    """A shape the catalog leaves out (it repeats a catalog scenario's outcome, or main still misses it)."""
     _S.append(Shape(id, group, fmt, script, expect, why))
 
 
-# The wire builders are the catalog's (streamfsm/testing/_realworld.py), where this set's shapes became
-# catalog scenarios.
+def catalogued(id: str, group: str, name: str, expect: Expect) -> None:
+    """A shape the catalog plays as scenario ``name``: its format, wire and why are the scenario's."""
+    scenario = find(name)
+    _S.append(Shape(id, group, scenario.format, scenario.script, expect, scenario.description))
+
+
+# The shapes that became catalog scenarios are read from the catalog (`catalogued`), the others are built
+# with the catalog's wire builders (streamfsm/testing/_realworld.py): one copy of each wire.
 
 
 # Feature: OpenAI Responses ------------------------------------------------------------------------------
@@ -169,13 +160,11 @@ shape(
 )
 
 
-shape(
+catalogued(
     "responses-hosted-mcp-call-then-text",
     "feature",
-    "openai-responses",
-    responses_wire(mcp_call_events, "gpt-5"),
+    "openai-responses/hosted-mcp-call-then-text",
     Expect(whole=True, text=True, tool_calls=0),
-    "a hosted MCP call runs on OpenAI's side (list tools, call, output), then text: whole, nothing to execute",
 )
 
 
@@ -190,53 +179,43 @@ shape(
 )
 
 
-shape(
+catalogued(
     "responses-web-search-with-citation",
     "feature",
-    "openai-responses",
-    responses_wire(web_search_events),
+    "openai-responses/web-search-then-cited-text",
     Expect(whole=True, text=True, tool_calls=0),
-    "built-in web search (in_progress, searching, completed) then cited text: a whole answer, no call to run",
 )
 
 
-shape(
+catalogued(
     "responses-code-interpreter-then-text",
     "feature",
-    "openai-responses",
-    responses_wire(code_interpreter_events),
+    "openai-responses/code-interpreter-then-text",
     Expect(whole=True, text=True, tool_calls=0),
-    "code interpreter streams its code, interprets, completes; then text: a whole answer, nothing to execute",
 )
 
 
-shape(
+catalogued(
     "responses-image-generation-partial-images",
     "feature",
-    "openai-responses",
-    responses_wire(image_generation_events),
+    "openai-responses/image-generation-partial-images",
     Expect(failed=False, tool_calls=0),
-    "image generation streams partial images and completes: a completed response, never a failure",
 )
 
 
-shape(
+catalogued(
     "responses-shell-tool-call",
     "feature",
-    "openai-responses",
-    responses_wire(shell_call_events),
+    "openai-responses/shell-call-completes-the-turn",
     Expect(whole=True, failed=False),
-    "the shell tool's call streams its commands and completes: the turn ended asking the client to run them",
 )
 
 
-shape(
+catalogued(
     "responses-apply-patch-call",
     "feature",
-    "openai-responses",
-    responses_wire(apply_patch_events),
+    "openai-responses/apply-patch-call-completes-the-turn",
     Expect(whole=True, failed=False),
-    "the apply_patch tool's call (an update_file operation) completes the turn: whole, for the client to apply",
 )
 
 
@@ -250,13 +229,11 @@ shape(
 )
 
 
-shape(
+catalogued(
     "responses-reasoning-summary-then-call",
     "feature",
-    "openai-responses",
-    responses_wire(reasoning_then_call_events),
+    "openai-responses/reasoning-summary-then-call",
     Expect(whole=True, tool_calls=1, tool_names=("get_weather",)),
-    "a reasoning item (summary, encrypted content) then a function call: one callable call, a whole turn",
 )
 
 # Feature: Chat Completions -------------------------------------------------------------------------------
@@ -361,178 +338,39 @@ shape(
 
 # Feature: Anthropic ----------------------------------------------------------------------------------------
 
-shape(
+catalogued(
     "anthropic-web-search-citations",
     "feature",
-    "anthropic",
-    stream(
-        a_start("claude-sonnet-4-6"),
-        a_block(0, {"type": "server_tool_use", "id": "srvtoolu_01Fr35h", "name": "web_search", "input": {}}),
-        a_json(0, '{"query": "claude shannon '),
-        a_json(0, 'birth date"}'),
-        a_stop_block(0),
-        a_block(
-            1,
-            {
-                "type": "web_search_tool_result",
-                "tool_use_id": "srvtoolu_01Fr35h",
-                "content": [
-                    {
-                        "type": "web_search_result",
-                        "title": "Claude Shannon - Wikipedia",
-                        "url": "https://en.wikipedia.org/wiki/Claude_Shannon",
-                        "encrypted_content": "EqgfCioIARgBIiQ3YTAwMjY1Mi1mZjM5",
-                        "page_age": "April 30, 2025",
-                    }
-                ],
-            },
-        ),
-        a_stop_block(1),
-        a_block(2, {"type": "text", "text": "", "citations": []}),
-        a_delta(
-            2,
-            {
-                "type": "citations_delta",
-                "citation": {
-                    "type": "web_search_result_location",
-                    "cited_text": "Claude Elwood Shannon (April 30, 1916 – February 24, 2001)",
-                    "url": "https://en.wikipedia.org/wiki/Claude_Shannon",
-                    "title": "Claude Shannon - Wikipedia",
-                    "encrypted_index": "Eo8BCioIAhgBIiQyYjQ0OWJmZi1lNm",
-                },
-            },
-        ),
-        a_text(2, "Claude Shannon was born on April 30, 1916."),
-        a_stop_block(2),
-        sse(
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                "usage": {"output_tokens": 510, "server_tool_use": {"web_search_requests": 1}},
-            },
-            "message_delta",
-        ),
-        sse({"type": "message_stop"}, "message_stop"),
-    ),
+    "anthropic/web-search-then-citations",
     Expect(whole=True, text=True, tool_calls=0),
-    "server-side web search (server_tool_use, web_search_tool_result) then text with a citations_delta: whole",
 )
 
-shape(
+catalogued(
     "anthropic-code-execution-bash-result",
     "feature",
-    "anthropic",
-    stream(
-        a_start("claude-opus-4-5"),
-        a_block(
-            0,
-            {"type": "server_tool_use", "id": "srvtoolu_02Fr35h", "name": "bash_code_execution", "input": {}},
-        ),
-        a_json(0, '{"command": "python3 -c \\"print(sum(range(101)))\\""}'),
-        a_stop_block(0),
-        a_block(
-            1,
-            {
-                "type": "bash_code_execution_tool_result",
-                "tool_use_id": "srvtoolu_02Fr35h",
-                "content": {
-                    "type": "bash_code_execution_result",
-                    "stdout": "5050\n",
-                    "stderr": "",
-                    "return_code": 0,
-                },
-            },
-        ),
-        a_stop_block(1),
-        a_block(2, {"type": "text", "text": ""}),
-        a_text(2, "The sum of 1 to 100 is 5050."),
-        a_stop_block(2),
-        *a_end("end_turn", 120),
-    ),
+    "anthropic/bash-code-execution-result",
     Expect(whole=True, text=True, tool_calls=0),
-    "server-side code execution (bash_code_execution and its result block) then text: whole, nothing to run",
 )
 
-shape(
+catalogued(
     "anthropic-mcp-tool-use-and-result",
     "feature",
-    "anthropic",
-    stream(
-        a_start("claude-sonnet-4-5-20250929"),
-        a_block(
-            0,
-            {
-                "type": "mcp_tool_use",
-                "id": "mcptoolu_01Fr35h",
-                "name": "echo",
-                "server_name": "example-mcp",
-                "input": {},
-            },
-        ),
-        a_json(0, '{"message": "hello"}'),
-        a_stop_block(0),
-        a_block(
-            1,
-            {
-                "type": "mcp_tool_result",
-                "tool_use_id": "mcptoolu_01Fr35h",
-                "is_error": False,
-                "content": [{"type": "text", "text": "hello"}],
-            },
-        ),
-        a_stop_block(1),
-        a_block(2, {"type": "text", "text": ""}),
-        a_text(2, "The MCP server echoed: hello"),
-        a_stop_block(2),
-        *a_end("end_turn", 60),
-    ),
+    "anthropic/mcp-call-and-result",
     Expect(whole=True, text=True, tool_calls=0),
-    "the MCP connector's mcp_tool_use and mcp_tool_result run on Anthropic's side; then text: whole, 0 calls",
 )
 
-shape(
+catalogued(
     "anthropic-thinking-signature-redacted",
     "feature",
-    "anthropic",
-    stream(
-        a_start("claude-sonnet-4-5-20250929"),
-        a_block(0, {"type": "thinking", "thinking": "", "signature": ""}),
-        a_delta(0, {"type": "thinking_delta", "thinking": "Let me work out 27 * 453 step by step."}),
-        a_delta(
-            0,
-            {"type": "signature_delta", "signature": "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds"},
-        ),
-        a_stop_block(0),
-        a_block(
-            1,
-            {
-                "type": "redacted_thinking",
-                "data": "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP",
-            },
-        ),
-        a_stop_block(1),
-        a_block(2, {"type": "text", "text": ""}),
-        a_text(2, "27 * 453 = 12,231."),
-        a_stop_block(2),
-        *a_end("end_turn", 310),
-    ),
+    "anthropic/thinking-signature-and-redacted-thinking",
     Expect(whole=True, text=True),
-    "extended thinking (thinking_delta, signature_delta) and a redacted_thinking block, then text: whole",
 )
 
-shape(
+catalogued(
     "anthropic-fine-grained-tool-streaming",
     "feature",
-    "anthropic",
-    stream(
-        a_start("claude-sonnet-4-5-20250929"),
-        a_block(0, {"type": "tool_use", "id": "toolu_01Fr35hGrain", "name": "write_file", "input": {}}),
-        *(a_json(0, FILE_ARGS[i : i + 5]) for i in range(0, len(FILE_ARGS), 5)),
-        a_stop_block(0),
-        *a_end("tool_use", 90),
-    ),
+    "anthropic/tool-input-in-unaligned-pieces",
     Expect(whole=True, tool_calls=1, tool_names=("write_file",)),
-    "fine-grained tool streaming sends input_json_delta in small unaligned pieces; complete at tool_use: 1 call",
 )
 
 # Feature: Gemini ------------------------------------------------------------------------------------------
@@ -570,24 +408,11 @@ shape(
     " functionCall: one call, getCurrentWeather, with complete JSON",
 )
 
-shape(
+catalogued(
     "gemini-parallel-calls-with-thought-signature",
     "feature",
-    "gemini",
-    stream(
-        g_chunk(
-            [
-                {
-                    "functionCall": {"name": "get_weather", "args": {"city": "Paris"}},
-                    "thoughtSignature": "CiQB0e2Kb7",
-                },
-                {"functionCall": {"name": "get_weather", "args": {"city": "London"}}},
-            ]
-        ),
-        g_chunk([{"text": ""}], "STOP", usageMetadata=G_USAGE),
-    ),
+    "gemini/parallel-calls-with-thought-signature",
     Expect(whole=True, tool_calls=2, tool_names=("get_weather", "get_weather")),
-    "two function calls in one chunk, the first carrying a thoughtSignature, then a trailing empty STOP: 2 calls",
 )
 
 shape(
@@ -604,326 +429,121 @@ shape(
     "code execution parts (executableCode, codeExecutionResult) between text parts: a whole answer",
 )
 
-shape(
+catalogued(
     "gemini-call-chunk-then-trailing-stop",
     "feature",
-    "gemini",
-    stream(
-        g_chunk(
-            [
-                {
-                    "functionCall": {"name": "get_current_weather", "args": {"location": "Boston"}},
-                    "thoughtSignature": "EjQK",
-                }
-            ],
-            usageMetadata={"trafficType": "ON_DEMAND"},
-        ),
-        g_chunk(
-            [{"text": ""}],
-            "STOP",
-            usageMetadata={"promptTokenCount": 107, "candidatesTokenCount": 31, "totalTokenCount": 286},
-        ),
-    ),
+    "gemini/call-chunk-then-trailing-stop",
     Expect(whole=True, tool_calls=1, tool_names=("get_current_weather",)),
-    "newer Gemini models send the call in one chunk and STOP in a trailing empty one: one call, whole",
 )
 
 # Feature: Ollama (native NDJSON) ------------------------------------------------------------------------
 
 
-shape(
+catalogued(
     "ollama-native-thinking-then-tool-call",
     "feature",
-    "ollama",
-    ndjson_lines(
-        ollama_line({"thinking": "The user wants the weather; "}),
-        ollama_line({"thinking": "call get_weather."}),
-        ollama_line({"tool_calls": [{"function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]}),
-        ollama_line(
-            {}, True, done_reason="stop", total_duration=912_000_000, prompt_eval_count=42, eval_count=25
-        ),
-    ),
+    "ollama/thinking-then-tool-call",
     Expect(whole=True, tool_calls=1, tool_names=("get_weather",)),
-    "Ollama's /api/chat streams thinking, then a whole tool call (arguments as an object), then done: 1 call",
 )
 
-shape(
+catalogued(
     "ollama-native-parallel-tool-calls",
     "feature",
-    "ollama",
-    ndjson_lines(
-        ollama_line(
-            {
-                "tool_calls": [
-                    {"function": {"name": "get_temperature", "arguments": {"city": "New York"}}},
-                    {"function": {"name": "get_conditions", "arguments": {"city": "New York"}}},
-                ]
-            }
-        ),
-        ollama_line(
-            {}, True, done_reason="stop", total_duration=1_204_000_000, prompt_eval_count=61, eval_count=38
-        ),
-    ),
+    "ollama/parallel-calls-in-one-line",
     Expect(whole=True, tool_calls=2, tool_names=("get_temperature", "get_conditions")),
-    "Ollama's /api/chat returns parallel tool calls in one line's tool_calls array, then done: two calls",
 )
 
 # Feature: Bedrock ConverseStream ------------------------------------------------------------------------
 
 
-shape(
+catalogued(
     "bedrock-converse-reasoning-then-text",
     "feature",
-    "bedrock-converse",
-    ndjson_lines(
-        converse_ev("messageStart", role="assistant"),
-        converse_ev(
-            "contentBlockDelta",
-            contentBlockIndex=0,
-            delta={"reasoningContent": {"text": "Two trains meet when"}},
-        ),
-        converse_ev(
-            "contentBlockDelta",
-            contentBlockIndex=0,
-            delta={"reasoningContent": {"signature": "ErcBCkgIAxAC"}},
-        ),
-        converse_ev("contentBlockStop", contentBlockIndex=0),
-        converse_ev("contentBlockDelta", contentBlockIndex=1, delta={"text": "They meet after 2 hours."}),
-        converse_ev("contentBlockStop", contentBlockIndex=1),
-        converse_ev("messageStop", stopReason="end_turn"),
-        converse_ev("metadata", **CONVERSE_META),
-        head=BEDROCK,
-    ),
+    "bedrock-converse/reasoning-then-text",
     Expect(whole=True, text=True),
-    "ConverseStream reasoningContent (text, then its signature), then text, end_turn: a whole answer",
 )
 
-shape(
+catalogued(
     "bedrock-converse-tool-use-deltas",
     "feature",
-    "bedrock-converse",
-    ndjson_lines(
-        converse_ev("messageStart", role="assistant"),
-        converse_ev("contentBlockDelta", contentBlockIndex=0, delta={"text": "Let me look that up."}),
-        converse_ev("contentBlockStop", contentBlockIndex=0),
-        converse_ev(
-            "contentBlockStart",
-            contentBlockIndex=1,
-            start={"toolUse": {"toolUseId": "tooluse_Fr35hQ", "name": "top_song"}},
-        ),
-        converse_ev("contentBlockDelta", contentBlockIndex=1, delta={"toolUse": {"input": '{"sign"'}}),
-        converse_ev("contentBlockDelta", contentBlockIndex=1, delta={"toolUse": {"input": ': "WZPZ"}'}}),
-        converse_ev("contentBlockStop", contentBlockIndex=1),
-        converse_ev("messageStop", stopReason="tool_use"),
-        converse_ev("metadata", **CONVERSE_META),
-        head=BEDROCK,
-    ),
+    "bedrock-converse/tool-use-input-in-deltas",
     Expect(whole=True, text=True, tool_calls=1, tool_names=("top_song",)),
-    "ConverseStream text, then a toolUse whose input arrives in deltas, stopReason tool_use: one call",
 )
 
-shape(
+catalogued(
     "bedrock-converse-citations",
     "feature",
-    "bedrock-converse",
-    ndjson_lines(
-        converse_ev("messageStart", role="assistant"),
-        converse_ev(
-            "contentBlockDelta", contentBlockIndex=0, delta={"text": "The warranty lasts two years."}
-        ),
-        converse_ev(
-            "contentBlockDelta",
-            contentBlockIndex=0,
-            delta={
-                "citation": {
-                    "title": "warranty.pdf",
-                    "sourceContent": [{"text": "Coverage: 24 months from purchase."}],
-                    "location": {"documentPage": {"documentIndex": 0, "start": 2, "end": 2}},
-                }
-            },
-        ),
-        converse_ev("contentBlockStop", contentBlockIndex=0),
-        converse_ev("messageStop", stopReason="end_turn"),
-        converse_ev("metadata", **CONVERSE_META),
-        head=BEDROCK,
-    ),
+    "bedrock-converse/citations-beside-text",
     Expect(whole=True, text=True),
-    "ConverseStream citation deltas beside text (document citations): a whole answer",
 )
 
 # Feature faults: the same features, cut or stopped where a call is not complete ---------------------------
 
 
-shape(
+catalogued(
     "responses-custom-tool-input-cut-incomplete",
     "feature",
-    "openai-responses",
-    responses_wire(custom_tool_cut_events),
+    "openai-responses/custom-tool-input-cut-at-the-limit",
     Expect(whole=False, tool_calls=0),
-    "a freeform apply_patch input streams, then response.incomplete (max_output_tokens) before its done event:"
-    " the patch is cut, never callable",
 )
 
-shape(
+catalogued(
     "gemini-partial-args-end-mid-call",
     "feature",
-    "gemini",
-    stream(
-        vertex_chunk(
-            [
-                {
-                    "functionCall": {"name": "getCurrentWeather", "willContinue": True},
-                    "thoughtSignature": "CmAB4/H/Xj",
-                }
-            ]
-        ),
-        partial_arg("$.country", "USA", True),
-        partial_arg("$.country", "", False),
-        partial_arg("$.location", "NewYork", True),
-    ),
+    "gemini/streamed-call-arguments-end-mid-call",
     Expect(whole=False, tool_calls=0),
-    "streamed function-call arguments stop while willContinue is still true (no finish, the body ends):"
-    " the call is incomplete, never callable",
 )
 
-shape(
+catalogued(
     "chat-custom-tool-input-cut-at-length",
     "feature",
-    "openai-chat",
-    stream(
-        chat({"role": "assistant", "content": None}, model="gpt-5"),
-        chat(
-            {
-                "tool_calls": [
-                    {
-                        "index": 0,
-                        "id": "call_cu2",
-                        "type": "custom",
-                        "custom": {"name": "run_sql", "input": ""},
-                    }
-                ]
-            },
-            model="gpt-5",
-        ),
-        chat(
-            {"tool_calls": [{"index": 0, "custom": {"input": "DELETE FROM sessions WHERE "}}]}, model="gpt-5"
-        ),
-        chat({}, "length", model="gpt-5"),
-        DONE,
-    ),
+    "openai-chat/custom-tool-input-cut-at-length",
     Expect(whole=False, tool_calls=0, finish="length"),
-    "a Chat custom tool's raw input is cut by finish_reason 'length' ('DELETE FROM sessions WHERE '): never"
-    " callable",
 )
 
-shape(
+catalogued(
     "bedrock-tool-use-cut-at-max-tokens",
     "feature",
-    "bedrock-converse",
-    ndjson_lines(
-        converse_ev("messageStart", role="assistant"),
-        converse_ev(
-            "contentBlockStart",
-            contentBlockIndex=0,
-            start={"toolUse": {"toolUseId": "tooluse_Fr35hX", "name": "write_file"}},
-        ),
-        converse_ev(
-            "contentBlockDelta",
-            contentBlockIndex=0,
-            delta={"toolUse": {"input": '{"path": "a.md", "content": "#'}},
-        ),
-        converse_ev("contentBlockStop", contentBlockIndex=0),
-        converse_ev("messageStop", stopReason="max_tokens"),
-        converse_ev("metadata", **CONVERSE_META),
-        head=BEDROCK,
-    ),
+    "bedrock-converse/tool-use-cut-at-max-tokens",
     Expect(whole=False, tool_calls=0, finish="length"),
-    "ConverseStream stopReason max_tokens while a toolUse input streams: the input is cut, never callable",
 )
 
 
-shape(
+catalogued(
     "responses-parallel-second-call-cut",
     "feature",
-    "openai-responses",
-    responses_wire(parallel_cut_events),
+    "openai-responses/parallel-second-call-cut-at-the-limit",
     Expect(whole=False, max_tool_calls=1),
-    "two interleaved calls; the first's arguments are done, the second's are cut by response.incomplete: at"
-    " most the complete one, never the cut one",
 )
 
 # Errors: the words say more than the status -----------------------------------------------------------------
 
-shape(
+catalogued(
     "g4f-tokens-per-day-at-500",
     "error",
-    "openai-chat",
-    http_error(
-        500,
-        {
-            "error": {
-                "message": "Token limit (500,000 per day) exceeded. Used: 508,311 tokens. Sign up at"
-                " g4f.dev/members.html for higher limits."
-            }
-        },
-    ),
+    "openai-chat/http-500-token-limit-per-day-exceeded",
     Expect(failed=True, not_auto_soon=True, text=False),
-    "a per-day token limit sent as HTTP 500: not transient, no automatic retry within a minute",
 )
 
-shape(
+catalogued(
     "oneapi-no-available-channel-503",
     "error",
-    "openai-chat",
-    http_error(
-        503,
-        {
-            "error": {
-                "message": "当前分组 default 下对于模型 gpt-4o-mini 无可用渠道 (request id: 202510161555437244439317690388)",
-                "type": "v_api_error",
-            }
-        },
-    ),
+    "openai-chat/http-503-no-channel-in-group",
     Expect(failed=True, not_auto_soon=True),
-    "one-api/new-api gateways: 'no available channel for model gpt-4o-mini in group default' at 503: a routing"
-    " fact about the model, not a transient overload",
 )
 
-shape(
+catalogued(
     "ollama-model-needs-more-memory-500",
     "error",
-    "ollama",
-    http_error(500, {"error": "model requires more system memory (7.5 GiB) than is available (5.2 GiB)"}),
+    "ollama/http-500-needs-more-memory",
     Expect(failed=True, not_auto_soon=True),
-    "Ollama cannot load the model (needs more memory than the machine has), HTTP 500: retrying cannot help",
 )
 
-shape(
+catalogued(
     "gemini-499-cancelled-in-array",
     "error",
-    "gemini",
-    http_error(
-        499,
-        [
-            {
-                "error": {
-                    "code": 499,
-                    "message": "The operation was cancelled.",
-                    "errors": [
-                        {
-                            "message": "The operation was cancelled.",
-                            "domain": "global",
-                            "reason": "backendError",
-                        }
-                    ],
-                    "status": "CANCELLED",
-                }
-            }
-        ],
-    ),
+    "gemini/http-499-cancelled-in-array",
     Expect(failed=True, verdicts=SAFE, text=False),
-    "Google's 499 CANCELLED (a backend cancelled the operation under load), wrapped in an array: transient,"
-    " nothing was delivered, safe to retry",
 )
 
 shape(
@@ -969,269 +589,95 @@ shape(
     " 'billing': a rate limit that clears in 26 s, not an exhausted quota",
 )
 
-shape(
+catalogued(
     "llama-api-problem-detail-429",
     "error",
-    "openai-chat",
-    http_error(
-        429,
-        {
-            "title": "Too Many Requests",
-            "detail": "You have exceeded the maximum number of tokens allowed within a given time frame. Wait a bit"
-            " and try again.",
-            "status": 429,
-        },
-    ),
+    "openai-chat/http-429-problem-detail-wait-a-bit",
     Expect(failed=True, kind="rate_limit", verdicts=SAFE),
-    "Meta's Llama API answers a token rate limit with a problem object ({title, detail, status}): a rate limit",
 )
 
-shape(
+catalogued(
     "openrouter-free-models-per-day-429",
     "error",
-    "openai-chat",
-    http_error(
-        429,
-        {
-            "error": {
-                "message": "Rate limit exceeded: free-models-per-day-high-balance.",
-                "type": "rate_limit_error",
-                "code": "429",
-            }
-        },
-    ),
+    "openai-chat/http-429-free-models-per-day",
     Expect(failed=True, not_auto_soon=True),
-    "OpenRouter's per-day free-model cap at 429: it resets at midnight UTC, not within a retry's wait",
 )
 
-shape(
+catalogued(
     "bedrock-tokens-per-day-throttling",
     "error",
-    "bedrock-converse",
-    http_error(
-        429,
-        {"message": "Too many tokens per day, please wait before trying again."},
-        headers=(
-            ("x-amzn-errortype", "ThrottlingException:http://internal.amazon.com/coral/com.amazon.bedrock/"),
-        ),
-    ),
+    "bedrock-converse/http-429-tokens-per-day",
     Expect(failed=True, not_auto_soon=True),
-    "Bedrock's ThrottlingException 'Too many tokens per day': the daily token quota, no automatic retry",
 )
 
-shape(
+catalogued(
     "tgi-in-band-error-string-mid-stream",
     "error",
-    "openai-chat",
-    stream(
-        *chat_text("Here are the three steps:", " first,", model="tgi"),
-        sse(
-            {
-                "error": "Request failed during generation: Server error: CUDA out of memory",
-                "error_type": "generation",
-            }
-        ),
-    ),
+    "openai-chat/error-string-after-output",
     Expect(whole=False, failed=True, verdicts=NOT_SAFE, text=True),
-    "TGI's in-stream error, whose 'error' is a plain string (with error_type 'generation'), after visible text:"
-    " a failure mid-answer, not whole",
 )
 
-shape(
+catalogued(
     "openrouter-in-band-error-empty-choices",
     "error",
-    "openai-chat",
-    stream(
-        sse(
-            {
-                "id": "gen-1784907787-Fr35h",
-                "object": "chat.completion.chunk",
-                "created": 1784907787,
-                "model": "nvidia/nemotron-3-ultra-550b-a55b:free",
-                "provider": "Nvidia",
-                "choices": [],
-                "error": {"code": 502, "message": "Worker local total request limit reached (33/32)"},
-            }
-        ),
-        DONE,
-    ),
+    "openai-chat/in-band-error-with-empty-choices",
     Expect(failed=True, verdicts=SAFE, text=False),
-    "OpenRouter at HTTP 200: a chunk with empty choices and a top-level error (the upstream worker is at its"
-    " request limit) before any output: a failure, transient, safe to retry",
 )
 
-shape(
+catalogued(
     "letta-detail-wraps-insufficient-balance",
     "error",
-    "openai-chat",
-    http_error(
-        429,
-        {
-            "message": "Rate limit exceeded for LLM model provider. Please wait before making another request.",
-            "detail": "RATE_LIMIT_EXCEEDED: Rate limited by OpenAI: Error code: 429 - {'error': {'code': '1113',"
-            " 'message': 'Insufficient balance or no resource package. Please recharge.'}} [BYOK]",
-        },
-    ),
+    "openai-chat/http-429-detail-wraps-insufficient-balance",
     Expect(failed=True, not_auto_soon=True, kind="quota_exhausted"),
-    "a gateway's 429 says 'rate limit', its detail string wraps the upstream's 'Insufficient balance ... Please"
-    " recharge': money, not a wait",
 )
 
-shape(
+catalogued(
     "gemini-per-day-quota-in-array",
     "error",
-    "gemini",
-    http_error(
-        429,
-        [
-            {
-                "error": {
-                    "code": 429,
-                    "message": "You exceeded your current quota, please check your plan and billing details. For"
-                    " more information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits.",
-                    "status": "RESOURCE_EXHAUSTED",
-                    "details": [
-                        {
-                            "@type": "type.googleapis.com/google.rpc.QuotaFailure",
-                            "violations": [
-                                {
-                                    "quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests",
-                                    "quotaId": "GenerateRequestsPerDayPerProjectPerModel-FreeTier",
-                                    "quotaDimensions": {"location": "global", "model": "gemini-2.5-pro-exp"},
-                                    "quotaValue": "25",
-                                }
-                            ],
-                        }
-                    ],
-                }
-            }
-        ],
-    ),
+    "gemini/http-429-per-day-quota-in-array",
     Expect(failed=True, not_auto_soon=True),
-    "a per-day request quota (quotaId ...PerDay..., 25 a day) in an array-wrapped 429: no automatic retry",
 )
 
-shape(
+catalogued(
     "newapi-model-not-found-503",
     "error",
-    "openai-chat",
-    http_error(
-        503,
-        {
-            "error": {
-                "message": "当前分组 default 下对于模型 gpt-5.2 无可用渠道 (request id: 20260719101500123456789)",
-                "type": "new_api_error",
-                "code": "model_not_found",
-            }
-        },
-    ),
+    "openai-chat/http-503-model-not-found-code",
     Expect(failed=True, not_auto_soon=True),
-    "new-api's distributor: no channel serves the model in this group, code model_not_found, sent as 503: the"
-    " model is not offered here; retrying the same route cannot help",
 )
 
-shape(
+catalogued(
     "azure-content-filter-400-innererror",
     "error",
-    "openai-chat",
-    http_error(
-        400,
-        {
-            "error": {
-                "message": "The response was filtered due to the prompt triggering Azure OpenAI's content management"
-                " policy. Please modify your prompt and retry. To learn more about our content filtering policies"
-                " please read our documentation: https://go.microsoft.com/fwlink/?linkid=2198766",
-                "type": None,
-                "param": "prompt",
-                "code": "content_filter",
-                "status": 400,
-                "innererror": {
-                    "code": "ResponsibleAIPolicyViolation",
-                    "content_filter_result": {
-                        "hate": {"filtered": False, "severity": "safe"},
-                        "jailbreak": {"filtered": True, "detected": True},
-                        "self_harm": {"filtered": False, "severity": "safe"},
-                        "sexual": {"filtered": False, "severity": "safe"},
-                        "violence": {"filtered": False, "severity": "safe"},
-                    },
-                },
-            }
-        },
-    ),
+    "openai-chat/http-400-content-filter-innererror",
     Expect(failed=True, kind="content_filter", verdicts=NO_RETRY),
-    "Azure's prompt filter (jailbreak detected) at 400, code content_filter: a content-policy rejection",
 )
 
-shape(
+catalogued(
     "anthropic-input-tokens-per-minute-429",
     "error",
-    "anthropic",
-    http_error(
-        429,
-        {
-            "type": "error",
-            "error": {
-                "type": "rate_limit_error",
-                "message": "This request would exceed your organization’s rate limit of 50,000 input tokens per"
-                " minute. For details, refer to: https://docs.anthropic.com/en/api/rate-limits; see the response"
-                " headers for current usage. Please reduce the prompt length or the maximum tokens requested, or"
-                " try again later.",
-            },
-        },
-    ),
+    "anthropic/http-429-input-tokens-per-minute",
     Expect(failed=True, kind="rate_limit", verdicts=SAFE),
-    "a per-minute input-token limit at 429: a rate limit that clears within the minute, safe to retry",
 )
 
-shape(
+catalogued(
     "gemini-daily-quota-exhausted",
     "error",
-    "gemini",
-    http_error(
-        429,
-        {
-            "error": {
-                "code": 429,
-                "message": "You have exhausted your daily quota on this model.",
-                "status": "RESOURCE_EXHAUSTED",
-            }
-        },
-    ),
+    "gemini/http-429-daily-quota-exhausted",
     Expect(failed=True, not_auto_soon=True),
-    "'You have exhausted your daily quota on this model' (RESOURCE_EXHAUSTED): a day's quota, no automatic retry",
 )
 
-shape(
+catalogued(
     "bedrock-service-unavailable-in-stream",
     "error",
-    "bedrock-converse",
-    ndjson_lines(
-        converse_ev("messageStart", role="assistant"),
-        exception_message(
-            "The service isn't currently available. Try again later.", "serviceUnavailableException"
-        ),
-        head=BEDROCK,
-    ),
+    "bedrock-converse/service-unavailable-before-output",
     Expect(failed=True, verdicts=SAFE, text=False),
-    "a serviceUnavailableException message in the ConverseStream before any output: transient, safe to retry",
 )
 
-shape(
+catalogued(
     "ollama-runner-stopped-mid-stream",
     "error",
-    "ollama",
-    ndjson_lines(
-        ollama_line({"content": "The first step is to"}),
-        ollama_line({"content": " open the"}),
-        line(
-            {
-                "error": "model runner has unexpectedly stopped, this may be due to resource limitations or an"
-                " internal error, check ollama server logs for details"
-            }
-        ),
-    ),
+    "ollama/error-line-runner-stopped-after-output",
     Expect(whole=False, failed=True, verdicts=NOT_SAFE, text=True),
-    "Ollama's runner dies mid-answer and the stream carries an error line after text: a failure, not whole",
 )
 
 shape(
@@ -1253,72 +699,34 @@ shape(
     "DeepSeek's 'Content Exists Risk' typed invalid_request_error: its content-safety rejection, whatever the type",
 )
 
-shape(
+catalogued(
     "moonshot-high-risk-content-filter-400",
     "error",
-    "openai-chat",
-    http_error(
-        400,
-        {
-            "error": {
-                "code": 400,
-                "message": "The request was rejected because it was considered high risk",
-                "param": "prompt",
-                "type": "content_filter",
-            }
-        },
-    ),
+    "openai-chat/http-400-high-risk-content-filter",
     Expect(failed=True, kind="content_filter", verdicts=NO_RETRY),
-    "Moonshot rejects the prompt as high risk (type content_filter) at 400: a content-policy rejection",
 )
 
-shape(
+catalogued(
     "moonshot-access-terminated-403",
     "error",
-    "openai-chat",
-    http_error(
-        403,
-        {
-            "error": {
-                "message": "Access terminated. Review our Community Guidelines"
-                " (https://www.kimi.com/code/docs/kimi-code/community-guidelines.html) or contact"
-                " support@moonshot.cn for assistance.",
-                "type": "access_terminated_error",
-            }
-        },
-    ),
+    "openai-chat/http-403-access-terminated",
     Expect(failed=True, verdicts=NO_RETRY),
-    "the account's access was terminated (403 access_terminated_error): no retry can help",
 )
 
 # Finish reasons under vendors' names; unexpected and malformed calls ----------------------------------------
 
-shape(
+catalogued(
     "anthropic-model-context-window-exceeded",
     "finish",
-    "anthropic",
-    stream(
-        a_start("claude-sonnet-4-5-20250929"),
-        a_block(0, {"type": "text", "text": ""}),
-        a_text(0, "Continuing the summary of chapter 12:"),
-        a_stop_block(0),
-        *a_end("model_context_window_exceeded", 2048),
-    ),
+    "anthropic/finish-model-context-window-exceeded",
     Expect(whole=False, verdicts=NOT_SAFE, text=True, finish="length"),
-    "stop_reason 'model_context_window_exceeded': the answer stopped where the window ended: cut, not whole",
 )
 
-shape(
+catalogued(
     "glm-chat-model-context-window-exceeded",
     "finish",
-    "openai-chat",
-    stream(
-        *chat_text("第一部分的分析如下：", "市场规模在", model="glm-4.7"),
-        chat({}, "model_context_window_exceeded", model="glm-4.7"),
-        DONE,
-    ),
+    "openai-chat/finish-model-context-window-exceeded",
     Expect(whole=False, verdicts=NOT_SAFE, text=True, finish="length"),
-    "ZhipuAI GLM's chat finish_reason 'model_context_window_exceeded': cut by the window, not a whole answer",
 )
 
 shape(
@@ -1371,82 +779,39 @@ shape(
     "stopReason malformed_tool_use after a toolUse block: the model's call is malformed: never callable",
 )
 
-shape(
+catalogued(
     "bedrock-model-context-window-exceeded",
     "finish",
-    "bedrock-converse",
-    ndjson_lines(
-        converse_ev("messageStart", role="assistant"),
-        converse_ev(
-            "contentBlockDelta", contentBlockIndex=0, delta={"text": "The log shows repeated timeouts in"}
-        ),
-        converse_ev("contentBlockStop", contentBlockIndex=0),
-        converse_ev("messageStop", stopReason="model_context_window_exceeded"),
-        converse_ev("metadata", **CONVERSE_META),
-        head=BEDROCK,
-    ),
+    "bedrock-converse/finish-model-context-window-exceeded",
     Expect(whole=False, verdicts=NOT_SAFE, text=True, finish="length"),
-    "ConverseStream stopReason model_context_window_exceeded: cut by the context window, not whole",
 )
 
-shape(
+catalogued(
     "bedrock-malformed-model-output",
     "finish",
-    "bedrock-converse",
-    ndjson_lines(
-        converse_ev("messageStart", role="assistant"),
-        converse_ev("contentBlockDelta", contentBlockIndex=0, delta={"text": "<|channel|>analysis"}),
-        converse_ev("contentBlockStop", contentBlockIndex=0),
-        converse_ev("messageStop", stopReason="malformed_model_output"),
-        converse_ev("metadata", **CONVERSE_META),
-        head=BEDROCK,
-    ),
+    "bedrock-converse/finish-malformed-model-output",
     Expect(whole=False, text=True),
-    "ConverseStream stopReason malformed_model_output: the output could not be parsed: not a whole answer",
 )
 
-shape(
+catalogued(
     "bedrock-content-filtered-after-text",
     "finish",
-    "bedrock-converse",
-    ndjson_lines(
-        converse_ev("messageStart", role="assistant"),
-        converse_ev("contentBlockDelta", contentBlockIndex=0, delta={"text": "The instructions for that"}),
-        converse_ev("contentBlockStop", contentBlockIndex=0),
-        converse_ev("messageStop", stopReason="content_filtered"),
-        converse_ev(
-            "metadata",
-            usage={"inputTokens": 10, "outputTokens": 2, "totalTokens": 12},
-            metrics={"latencyMs": 301},
-        ),
-        head=BEDROCK,
-    ),
+    "bedrock-converse/finish-content-filtered-after-text",
     Expect(whole=False, verdicts=NO_RETRY, text=True, finish="content_filter"),
-    "ConverseStream stopReason content_filtered after partial text (Nova's content filter): a filter stop",
 )
 
-shape(
+catalogued(
     "gemini-prohibited-content-mid-text",
     "finish",
-    "gemini",
-    stream(
-        g_chunk([{"text": "Here is a summary of the leaked"}]),
-        g_chunk([], "PROHIBITED_CONTENT", usageMetadata=G_USAGE),
-    ),
+    "gemini/finish-prohibited-content-after-text",
     Expect(whole=False, verdicts=NO_RETRY, text=True, finish="content_filter"),
-    "finishReason PROHIBITED_CONTENT after some text: the answer was stopped for prohibited content",
 )
 
-shape(
+catalogued(
     "gemini-spii-finish",
     "finish",
-    "gemini",
-    stream(
-        g_chunk([{"text": "The account holder's details are: name"}]),
-        g_chunk([], "SPII", usageMetadata=G_USAGE),
-    ),
+    "gemini/finish-spii",
     Expect(whole=False, verdicts=NO_RETRY, text=True, finish="content_filter"),
-    "finishReason SPII (sensitive personally identifiable information) after some text: a filter stop",
 )
 
 # SSE ends of stream ----------------------------------------------------------------------------------------
@@ -1509,17 +874,11 @@ shape(
     " openai-node now dispatches it; the finish is complete: whole",
 )
 
-shape(
+catalogued(
     "chat-partial-last-line",
     "sse",
-    "openai-chat",
-    stream(
-        *chat_text("Step one: open the", model="gpt-4.1-mini"),
-        chat({"content": " settings"}, model="gpt-4.1-mini")[:60],
-    ),
+    "openai-chat/text-then-torn-chunk",
     Expect(whole=False, failed=True, text=True),
-    "the last data line is cut mid-JSON and the body ends cleanly: a partial event is never dispatched; the"
-    " answer is not whole",
 )
 
 SHAPES: Final = tuple(_S)

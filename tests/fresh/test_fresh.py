@@ -9,8 +9,9 @@ prints the same check as a table with a score; ``--litellm`` scores LiteLLM on t
 from __future__ import annotations
 
 import pytest
-from fresh_score import check
-from shapes import SHAPES, Shape
+
+from tests.fresh.shapes import SHAPES, Shape
+from tests.support.scorer import check, param
 
 KNOWN_MISSES: dict[str, str] = {
     # Where our reading and the set's differ, each explained in SOURCES.md ("After").
@@ -19,16 +20,10 @@ KNOWN_MISSES: dict[str, str] = {
 }
 
 
-def _param(shape: Shape) -> object:
-    why = KNOWN_MISSES.get(shape.id)
-    marks = [pytest.mark.xfail(reason=why, strict=True)] if why else []
-    return pytest.param(shape, id=shape.id, marks=marks)
-
-
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
-@pytest.mark.parametrize("shape", [_param(s) for s in SHAPES])
+@pytest.mark.parametrize("shape", [param(s, KNOWN_MISSES) for s in SHAPES])
 def test_shape(shape: Shape, backend: str) -> None:
-    # Each shape on a fault server of its own over loopback; every run is bounded (heldout_score.RUN_BOUND_S).
+    # Each shape on a fault server of its own over loopback; every run is bounded (scorer.RUN_BOUND_S).
     misses = check(shape, backend)
     assert not misses, f"{shape.id} ({shape.root}): {shape.why}; misses: {misses}"
 

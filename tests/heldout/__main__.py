@@ -1,10 +1,8 @@
 """``python -m tests.heldout [-v]``: score the held-out set of issue 29 on this checkout."""
 
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tests.heldout.heldout_shapes import SHAPES
+from tests.support.scorer import main
 
-from heldout_score import main
-
-sys.exit(main(sys.argv[1:]))
+sys.exit(main(sys.argv[1:], SHAPES))

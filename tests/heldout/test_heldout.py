@@ -8,8 +8,9 @@ fixes it says so. ``python -m tests.heldout`` prints the same check as a table w
 from __future__ import annotations
 
 import pytest
-from heldout_score import check
-from heldout_shapes import SHAPES, Shape
+
+from tests.heldout.heldout_shapes import SHAPES, Shape
+from tests.support.scorer import check, param
 
 KNOWN_MISSES = {
     "chat-chunk-message-instead-of-delta": (
@@ -19,15 +20,9 @@ KNOWN_MISSES = {
 }
 
 
-def _param(shape: Shape) -> object:
-    why = KNOWN_MISSES.get(shape.id)
-    marks = [pytest.mark.xfail(reason=why, strict=True)] if why else []
-    return pytest.param(shape, id=shape.id, marks=marks)
-
-
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
-@pytest.mark.parametrize("shape", [_param(s) for s in SHAPES])
+@pytest.mark.parametrize("shape", [param(s, KNOWN_MISSES) for s in SHAPES])
 def test_shape(shape: Shape, backend: str) -> None:
-    # Each shape on a fault server of its own over loopback; every run is bounded (heldout_score.RUN_BOUND_S).
+    # Each shape on a fault server of its own over loopback; every run is bounded (scorer.RUN_BOUND_S).
     misses = check(shape, backend)
     assert not misses, f"{shape.id} ({shape.root}): {shape.why}; misses: {misses}"

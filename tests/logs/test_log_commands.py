@@ -12,7 +12,12 @@ from typing import Any
 
 import graphviz
 import pytest
-from logsupport import (
+
+from streamfsm.cli import main
+from streamfsm.cli._logs import parse_since, run_diagram_dot, run_diagram_mermaid, run_path
+from streamfsm.runtime import AuditLog, RunRecord
+from tests.support.cli import run_cli
+from tests.support.logs import (
     assert_valid,
     completed,
     mid_generation_disconnect,
@@ -20,11 +25,6 @@ from logsupport import (
     tool_input_cut,
     user_abort,
 )
-
-from streamfsm.cli import main
-from streamfsm.cli._logs import parse_since, run_diagram_dot, run_diagram_mermaid, run_path
-from streamfsm.runtime._record import RunRecord
-from streamfsm.runtime._sinks import AuditLog
 
 NOW = datetime.now(timezone.utc)
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,12 +58,6 @@ def log(tmp_path: Path, runs: dict[str, RunRecord]) -> Path:
     return sink.path
 
 
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 # -- diagnose ----------------------------------------------------------------------------------------------
 
 
@@ -71,7 +65,7 @@ def test_diagnose_explains_one_run(
     capsys: pytest.CaptureFixture[str], log: Path, runs: dict[str, RunRecord]
 ) -> None:
     record = runs["cut3"]
-    code, out, err = _run(capsys, "diagnose", str(log), "--run", record.run_id)
+    code, out, err = run_cli(capsys, "diagnose", str(log), "--run", record.run_id)
     assert code == 0
     assert err == ""
     for expected in (
@@ -108,7 +102,7 @@ def test_diagnose_explains_one_run(
 def test_diagnose_shows_the_last_run_by_default_and_says_so(
     capsys: pytest.CaptureFixture[str], log: Path, runs: dict[str, RunRecord]
 ) -> None:
-    code, out, err = _run(capsys, "diagnose", str(log))
+    code, out, err = run_cli(capsys, "diagnose", str(log))
     assert code == 0
     assert out.startswith(f"run {runs['ok2'].run_id}")
     assert "The response finished" in out
@@ -116,7 +110,7 @@ def test_diagnose_shows_the_last_run_by_default_and_says_so(
     assert "tokens               input 12, output 34" in out
     assert "showing the last 1 of 9 records" in err
 
-    code, out, _ = _run(capsys, "diagnose", str(log), "--last", "3")
+    code, out, _ = run_cli(capsys, "diagnose", str(log), "--last", "3")
     assert code == 0
     assert [line.split()[1] for line in out.splitlines() if line.startswith("run ")] == [
         runs[name].run_id for name in ("mini", "cut3", "ok2")
@@ -129,7 +123,7 @@ def test_diagnose_accepts_a_unique_run_id_prefix(
     record = runs["abort"]
     prefixes = {r.run_id[:10] for name, r in runs.items() if name != "abort"}
     assert record.run_id[:10] not in prefixes
-    code, out, _ = _run(capsys, "diagnose", str(log), "--run", record.run_id[:10])
+    code, out, _ = run_cli(capsys, "diagnose", str(log), "--run", record.run_id[:10])
     assert code == 0
     assert "You stopped the response" in out
     assert "abort                user (stop button) at " in out
@@ -142,10 +136,10 @@ def test_diagnose_an_ambiguous_prefix_is_bad_usage(
     sink = AuditLog(path)
     sink(completed(run_id="abc1" + "0" * 28))
     sink(completed(run_id="abc2" + "0" * 28))
-    code, _, err = _run(capsys, "diagnose", str(path), "--run", "abc")
+    code, _, err = run_cli(capsys, "diagnose", str(path), "--run", "abc")
     assert code == 2
     assert "ambiguous" in err
-    code, _, err = _run(capsys, "diagnose", str(path), "--run", "zzz")
+    code, _, err = run_cli(capsys, "diagnose", str(path), "--run", "zzz")
     assert code == 1
     assert "no record with run id 'zzz'" in err
 
@@ -154,7 +148,7 @@ def test_diagnose_json_is_the_records(
     capsys: pytest.CaptureFixture[str], log: Path, runs: dict[str, RunRecord]
 ) -> None:
     record = runs["limit2"]
-    code, out, _ = _run(capsys, "diagnose", str(log), "--run", record.run_id, "--json")
+    code, out, _ = run_cli(capsys, "diagnose", str(log), "--run", record.run_id, "--json")
     assert code == 0
     data = json.loads(out)
     assert data["total"] == 9
@@ -174,13 +168,13 @@ def test_diagnose_reads_a_session_export_and_stdin(
     export = {"session": "s1", "messages": [{"role": "assistant", "run": record.to_dict()}]}
     path = tmp_path / "export.json"
     path.write_text(json.dumps(export, indent=2), encoding="utf-8")
-    code, out, _ = _run(capsys, "diagnose", str(path))
+    code, out, _ = run_cli(capsys, "diagnose", str(path))
     assert code == 0
     assert "The stream broke while the model was writing the call to `write_file`" in out
 
     stdin = io.TextIOWrapper(io.BytesIO(path.read_bytes()), encoding="utf-8")
     monkeypatch.setattr(sys, "stdin", stdin)
-    code, out, _ = _run(capsys, "diagnose", "-")
+    code, out, _ = run_cli(capsys, "diagnose", "-")
     assert code == 0
     assert f"run {record.run_id}" in out
 
@@ -190,12 +184,12 @@ def test_diagnose_warns_about_a_torn_line_and_goes_on(
 ) -> None:
     with open(log, "ab") as f:
         f.write(completed().to_json().encode("utf-8")[:99])
-    code, out, err = _run(capsys, "diagnose", str(log))
+    code, out, err = run_cli(capsys, "diagnose", str(log))
     assert code == 0
     assert out.startswith(f"run {runs['ok2'].run_id}")
     assert f"streamfsm: warning: {log}:10: last line is incomplete (99 bytes" in err
 
-    code, out, _ = _run(capsys, "diagnose", str(log), "--json")
+    code, out, _ = run_cli(capsys, "diagnose", str(log), "--json")
     assert json.loads(out)["problems"] == [
         {
             "source": str(log),
@@ -211,10 +205,10 @@ def test_diagnose_without_a_readable_record_exits_1(
 ) -> None:
     path = tmp_path / "nothing.jsonl"
     path.write_text('{"hello": "world"}\nnot json\n', encoding="utf-8")
-    code, out, err = _run(capsys, "diagnose", str(path))
+    code, out, err = run_cli(capsys, "diagnose", str(path))
     assert (code, out) == (1, "")
     assert "no readable run record" in err
-    code, _, err = _run(capsys, "diagnose", str(tmp_path / "missing.jsonl"))
+    code, _, err = run_cli(capsys, "diagnose", str(tmp_path / "missing.jsonl"))
     assert code == 1
     assert "cannot read" in err
 
@@ -226,7 +220,7 @@ def test_diagnose_strips_terminal_control_characters(
     data["model"] = "gpt\x1b[31m-evil\x07"
     path = tmp_path / "run.json"
     path.write_text(json.dumps(data), encoding="utf-8")
-    code, out, _ = _run(capsys, "diagnose", str(path))
+    code, out, _ = run_cli(capsys, "diagnose", str(path))
     assert code == 0
     assert "\x1b" not in out
     assert "\x07" not in out
@@ -283,7 +277,7 @@ def test_diagnose_diagram_without_graphviz_dot_prints_mermaid_and_says_so(
 ) -> None:
     monkeypatch.setattr(shutil, "which", lambda name: None)
     record = runs["cut2"]
-    code, out, err = _run(capsys, "diagnose", str(log), "--run", record.run_id, "--diagram")
+    code, out, err = run_cli(capsys, "diagnose", str(log), "--run", record.run_id, "--diagram")
     assert code == 0
     assert "The stream broke partway through the answer" in out
     assert "stateDiagram-v2" in out
@@ -292,7 +286,7 @@ def test_diagnose_diagram_without_graphviz_dot_prints_mermaid_and_says_so(
     assert list(log.parent.glob("*.svg")) == []
 
     monkeypatch.setitem(sys.modules, "graphviz", None)  # the Python package missing
-    code, out, err = _run(capsys, "diagnose", str(log), "--run", record.run_id, "--diagram", "--json")
+    code, out, err = run_cli(capsys, "diagnose", str(log), "--run", record.run_id, "--diagram", "--json")
     assert code == 0
     assert "SVG needs the graphviz Python package" in err
     [diagram] = json.loads(out)["diagrams"]
@@ -318,7 +312,7 @@ def test_diagnose_diagram_writes_svg_when_graphviz_can(
     record = runs["cut2"]
     out_path = tmp_path / "out" / "run.svg"
     out_path.parent.mkdir()
-    code, _, err = _run(
+    code, _, err = run_cli(
         capsys, "diagnose", str(log), "--run", record.run_id, "--diagram", "--out", str(out_path)
     )
     assert code == 0
@@ -326,7 +320,7 @@ def test_diagnose_diagram_writes_svg_when_graphviz_can(
     assert f"wrote {out_path}" in err
     assert sources == [run_diagram_dot(record)]
 
-    code, _, err = _run(capsys, "diagnose", str(log), "--last", "2", "--diagram")
+    code, _, err = run_cli(capsys, "diagnose", str(log), "--last", "2", "--diagram")
     assert code == 0
     written = sorted(p.name for p in log.parent.glob("*.svg"))
     assert written == sorted(f"audit.jsonl.{runs[n].run_id[:12]}.svg" for n in ("cut3", "ok2"))
@@ -344,7 +338,7 @@ def _table(out: str) -> list[list[str]]:
 def test_report_groups_failures_by_signature(
     capsys: pytest.CaptureFixture[str], log: Path, runs: dict[str, RunRecord]
 ) -> None:
-    code, out, err = _run(capsys, "report", str(log))
+    code, out, err = run_cli(capsys, "report", str(log))
     assert code == 0
     assert err == ""
     assert out.startswith(f"7 failed of 9 runs in {log}: 4 signatures")
@@ -375,7 +369,7 @@ def test_report_groups_failures_by_signature(
 
 
 def test_report_json(capsys: pytest.CaptureFixture[str], log: Path, runs: dict[str, RunRecord]) -> None:
-    code, out, _ = _run(capsys, "report", str(log), "--json")
+    code, out, _ = run_cli(capsys, "report", str(log), "--json")
     assert code == 0
     data = json.loads(out)
     assert (data["records"], data["runs"], data["failures"], data["by"], data["since"]) == (
@@ -410,7 +404,7 @@ def test_report_keeps_only_three_samples_the_most_recent(
     made = [mid_generation_disconnect(started_at=_ago(minutes=60 - i)) for i in range(5)]
     for record in made:
         sink(record)
-    code, out, _ = _run(capsys, "report", str(sink.path), "--json")
+    code, out, _ = run_cli(capsys, "report", str(sink.path), "--json")
     assert code == 0
     [group] = json.loads(out)["groups"]
     assert group["count"] == 5
@@ -435,10 +429,10 @@ def test_report_keeps_only_three_samples_the_most_recent(
 def test_report_by_other_keys(
     capsys: pytest.CaptureFixture[str], log: Path, by: str, expected: list[tuple[dict[str, str], int]]
 ) -> None:
-    code, out, _ = _run(capsys, "report", str(log), "--by", by, "--json")
+    code, out, _ = run_cli(capsys, "report", str(log), "--by", by, "--json")
     assert code == 0
     assert [(g["key"], g["count"]) for g in json.loads(out)["groups"]] == expected
-    code, out, _ = _run(capsys, "report", str(log), "--by", by)
+    code, out, _ = run_cli(capsys, "report", str(log), "--by", by)
     assert code == 0
     assert by.upper() in out.splitlines()[2]
 
@@ -450,7 +444,7 @@ def test_report_by_other_keys(
 def test_report_since_a_relative_time(
     capsys: pytest.CaptureFixture[str], log: Path, since: str, failures: int, groups: list[int]
 ) -> None:
-    code, out, _ = _run(capsys, "report", str(log), "--since", since, "--json")
+    code, out, _ = run_cli(capsys, "report", str(log), "--since", since, "--json")
     assert code == 0
     data = json.loads(out)
     assert data["failures"] == failures
@@ -459,7 +453,7 @@ def test_report_since_a_relative_time(
 
 def test_report_since_an_iso_time(capsys: pytest.CaptureFixture[str], log: Path) -> None:
     since = _ago(minutes=25).isoformat().replace("+00:00", "Z")
-    code, out, _ = _run(capsys, "report", str(log), "--since", since)
+    code, out, _ = run_cli(capsys, "report", str(log), "--since", since)
     assert code == 0
     assert out.startswith(f"3 failed of 4 runs since {_ago(minutes=25).strftime('%Y-%m-%d %H:%M:%S')}Z")
 
@@ -467,7 +461,7 @@ def test_report_since_an_iso_time(capsys: pytest.CaptureFixture[str], log: Path)
 def test_report_with_no_failures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     sink = AuditLog(tmp_path / "log.jsonl")
     sink(completed())
-    code, out, _ = _run(capsys, "report", str(sink.path))
+    code, out, _ = run_cli(capsys, "report", str(sink.path))
     assert code == 0
     assert out == f"0 failed of 1 runs in {sink.path}: 0 signatures\n"
 
@@ -479,9 +473,9 @@ def test_report_reads_rotated_siblings_unless_told_not_to(
     for _ in range(6):
         sink(rate_limited())
     assert (tmp_path / "log.jsonl.1").exists()
-    code, out, _ = _run(capsys, "report", str(sink.path), "--json")
+    code, out, _ = run_cli(capsys, "report", str(sink.path), "--json")
     assert (code, json.loads(out)["failures"]) == (0, 6)
-    code, out, _ = _run(capsys, "report", str(sink.path), "--json", "--no-rotated")
+    code, out, _ = run_cli(capsys, "report", str(sink.path), "--json", "--no-rotated")
     assert code == 0
     assert 0 < json.loads(out)["failures"] < 6
 
@@ -489,7 +483,7 @@ def test_report_reads_rotated_siblings_unless_told_not_to(
 def test_report_without_a_readable_record_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "torn.jsonl"
     path.write_bytes(completed().to_json().encode("utf-8")[:80])
-    code, out, err = _run(capsys, "report", str(path))
+    code, out, err = run_cli(capsys, "report", str(path))
     assert (code, out) == (1, "")
     assert "last line is incomplete" in err
     assert "no readable run record" in err

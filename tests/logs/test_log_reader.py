@@ -9,7 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from logsupport import (
+
+import streamfsm
+import streamfsm.runtime._logs as logs
+import streamfsm.runtime._record as record_module
+from streamfsm.runtime import AuditLog, LogProblem, RunRecord, log_files, read_records
+from streamfsm.runtime._logs import LogReadWarning, ProblemKind
+from tests.support.logs import (
     SCENARIOS,
     assert_valid,
     completed,
@@ -19,13 +25,6 @@ from logsupport import (
     tool_input_cut,
     user_abort,
 )
-
-import streamfsm
-import streamfsm.runtime._logs as logs
-import streamfsm.runtime._record as record_module
-from streamfsm.runtime._logs import LogProblem, LogReadWarning, ProblemKind, log_files, read_records
-from streamfsm.runtime._record import RunRecord
-from streamfsm.runtime._sinks import AuditLog
 
 
 def _read(source: Any, **kw: Any) -> tuple[list[RunRecord], list[LogProblem]]:

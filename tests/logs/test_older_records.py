@@ -9,10 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from logsupport import assert_valid, mid_generation_disconnect
 
-from streamfsm.runtime._logs import read_records
-from streamfsm.runtime._record import RunRecord
+from streamfsm.runtime import RunRecord, read_records
+from tests.support.logs import assert_valid, mid_generation_disconnect
 
 # Sections added to streamfsm.run/1 after its first records were written; all optional by design.
 LATER_SECTIONS = ("relay", "attempts", "recovery")

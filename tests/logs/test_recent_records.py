@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from logsupport import completed
 
 import streamfsm
-from streamfsm.runtime._record import RunRecord
-from streamfsm.runtime._sinks import RECENT_RECORDS, deliver
-from streamfsm.testing import text_stream
-from streamfsm.testing._script import End, Headers, Send
-from streamfsm.testing._server import FaultServerThread
+from streamfsm.runtime import RunRecord, deliver
+from streamfsm.runtime._sinks import RECENT_RECORDS
+from streamfsm.testing import End, FaultServerThread, Headers, Send, text_stream
+from tests.support.logs import completed
 
 openai = pytest.importorskip("openai")
 

@@ -15,7 +15,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from logsupport import (
+
+from streamfsm.runtime import (
+    AuditLog,
+    ErrorLog,
+    JsonlSink,
+    LogProblem,
+    RunRecord,
+    deliver,
+    log_files,
+    read_records,
+    sink_failures,
+)
+from streamfsm.runtime._logs import ProblemKind
+from streamfsm.runtime._sinks import log_run, run_log_level
+from tests.support.logs import (
     SCENARIOS,
     SECRET,
     append_worker,
@@ -27,18 +41,6 @@ from logsupport import (
     tool_input_cut,
     user_abort,
     with_ids,
-)
-
-from streamfsm.runtime._logs import LogProblem, ProblemKind, log_files, read_records
-from streamfsm.runtime._record import RunRecord
-from streamfsm.runtime._sinks import (
-    AuditLog,
-    ErrorLog,
-    JsonlSink,
-    deliver,
-    log_run,
-    run_log_level,
-    sink_failures,
 )
 
 
@@ -75,7 +77,7 @@ def test_audit_log_keeps_every_run_and_error_log_only_failures(tmp_path: Path) -
 
 
 def test_nothing_sensitive_reaches_the_log_file(tmp_path: Path) -> None:
-    # logsupport plants SECRET in the prompt and in the endpoint's query string
+    # tests.support.logs plants SECRET in the prompt and in the endpoint's query string
     audit = AuditLog(tmp_path / "audit.jsonl")
     for scenario in SCENARIOS:
         audit(scenario())

@@ -31,23 +31,11 @@ import streamfsm
 from streamfsm import RunRecord, StreamConfig, StreamFailed
 from streamfsm.otel import OtelLogSink, OtelSink
 from streamfsm.runtime import SCHEMA
-from streamfsm.testing import FORMATS, text_stream
-from streamfsm.testing._script import End, Fin, Headers, Send, Sleep, Step
-from streamfsm.testing._server import FaultServer
+from streamfsm.testing import FORMATS, End, FaultServer, Fin, Headers, Send, Sleep, Step, text_stream
 from streamfsm.testing._wire import Format
+from tests.support.runs import BODIES
 
 ROOT = Path(__file__).resolve().parents[2]
-BODIES: dict[str, dict[str, Any]] = {
-    "openai-chat": {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]},
-    "openai-responses": {"model": "gpt-5-mini", "input": "hi"},
-    "anthropic": {
-        "model": "claude-sonnet-4-5",
-        "max_tokens": 64,
-        "messages": [{"role": "user", "content": "hi"}],
-    },
-    "gemini": {"model": "gemini-2.5-flash", "contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
-    "ollama": {"model": "llama3.2", "messages": [{"role": "user", "content": "hi"}]},
-}
 PROVIDER_NAMES = {
     "openai-chat": "openai",
     "openai-responses": "openai",
@@ -429,7 +417,7 @@ def test_the_metrics_name_at_most_20_models_and_the_span_every_one(otel: Otel) -
 
 
 def test_a_model_label_is_sanitized() -> None:
-    from streamfsm.runtime._labels import BoundedLabel
+    from streamfsm.runtime import BoundedLabel
 
     label = BoundedLabel(limit=2)
     assert label("anthropic.claude-3-5-sonnet-20241022-v2:0") == "anthropic.claude-3-5-sonnet-20241022-v2:0"

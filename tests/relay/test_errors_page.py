@@ -21,16 +21,14 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from cdp import Browser, chromium
-from relaysupport import relay_to, wait_lines
-from runsupport import BODIES, cut_through
 
 from streamfsm import StreamConfig
 from streamfsm.relay import Relay, RelayConfig
 from streamfsm.runtime import TextDelta
-from streamfsm.testing import text_stream
-from streamfsm.testing._script import End, Fin, Headers, Send, Stall, Status
-from streamfsm.testing._server import FaultServerThread
+from streamfsm.testing import End, FaultServerThread, Fin, Headers, Send, Stall, Status, text_stream
+from tests.support.cdp import Browser, chromium
+from tests.support.relay import relay_to, wait_lines
+from tests.support.runs import BODIES, cut_through
 
 TOKEN = "admin-token-for-the-page-test-0123"
 AUTH = {"authorization": f"Bearer {TOKEN}"}

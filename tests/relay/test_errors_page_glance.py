@@ -7,24 +7,20 @@ from __future__ import annotations
 
 import json
 import random
-import sys
 import urllib.parse
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from cdp import Browser, Page, chromium
-from relaysupport import RelayThread, relay_to
 
 from streamfsm import RunRecord
 from streamfsm.classify import CLASS_MEANING, PROVIDER_SAID, FailureClass
 from streamfsm.store import Store
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "logs"))
-from logsupport import completed, mid_generation_disconnect, rate_limited
+from tests.support.cdp import Browser, Page, chromium
+from tests.support.logs import completed, mid_generation_disconnect, rate_limited
+from tests.support.relay import RelayThread, relay_to
 
 pytestmark = pytest.mark.skipif(
     chromium() is None,

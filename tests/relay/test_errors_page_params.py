@@ -10,7 +10,8 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from relaysupport import RelayThread, relay_to
+
+from tests.support.relay import RelayThread, relay_to
 
 PAGES = ("/admin/errors", "/admin/errors/runs", "/admin/errors/search")
 NAMES = ("by", "since", "until", "before", "q", "sort", "route", "account", "model", "class", "close")

@@ -15,14 +15,12 @@ from typing import Any
 
 import httpx
 import pytest
-from relaysupport import relay_to, wait_lines
-from runsupport import BODIES, cut_through
 
 from streamfsm import RunRecord, StreamConfig
 from streamfsm.runtime import TextDelta
-from streamfsm.testing import text_stream, unused_port
-from streamfsm.testing._script import End, Fin, Headers, Send, Sleep
-from streamfsm.testing._server import FaultServerThread
+from streamfsm.testing import End, FaultServerThread, Fin, Headers, Send, Sleep, text_stream, unused_port
+from tests.support.relay import relay_to, wait_lines
+from tests.support.runs import BODIES, cut_through
 
 parser = pytest.importorskip("prometheus_client.parser", reason="the metrics extra (prometheus_client)")
 

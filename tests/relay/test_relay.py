@@ -17,14 +17,24 @@ from typing import Any
 
 import httpx
 import pytest
-from relaysupport import relay_to, run_lines, wait_lines
-from runsupport import BODIES, cut_through, validate_record
 
 from streamfsm import RunRecord, StreamConfig
 from streamfsm.runtime import TextDelta
-from streamfsm.testing import error_event, text_stream
-from streamfsm.testing._script import End, Fin, Headers, Keepalive, Rst, Send, Stall, Status
-from streamfsm.testing._server import FaultServerThread
+from streamfsm.testing import (
+    End,
+    FaultServerThread,
+    Fin,
+    Headers,
+    Keepalive,
+    Rst,
+    Send,
+    Stall,
+    Status,
+    error_event,
+    text_stream,
+)
+from tests.support.relay import relay_to, run_lines, wait_lines
+from tests.support.runs import BODIES, cut_through, validate_record
 
 openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")
@@ -401,7 +411,7 @@ async def test_a_write_taken_only_after_its_deadline_is_client_write_failed() ->
     import anyio
 
     from streamfsm.relay import Relay, RelayConfig
-    from streamfsm.testing._script import Sleep
+    from streamfsm.testing import Sleep
 
     frames = text_stream("openai-chat", ["one", " two", " three"])
     steps = (Headers(), *(part for frame in frames for part in (Sleep(0.02), Send(frame))), End())

@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from relaysupport import relay_to, run_lines
 
-from streamfsm.testing import find
-from streamfsm.testing._server import FaultServerThread
+from streamfsm.testing import FaultServerThread, find
+from tests.support.relay import relay_to, run_lines
 
 anthropic = pytest.importorskip("anthropic")
 boto3 = pytest.importorskip("boto3")  # AnthropicBedrock signs its requests with a boto3 session

@@ -18,15 +18,13 @@ import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from relaysupport import relay_to, wait_lines
 
 from streamfsm.relay import RelayConfig
 from streamfsm.relay._limits import Budget, Held
 from streamfsm.relay._pool import ShardedPool
 from streamfsm.runtime import StreamConfig
-from streamfsm.testing import BODIES, text_stream
-from streamfsm.testing._script import End, Headers, Send, Sleep
-from streamfsm.testing._server import FaultServerThread
+from streamfsm.testing import BODIES, End, FaultServerThread, Headers, Send, Sleep, text_stream
+from tests.support.relay import relay_to, wait_lines
 
 MIB = 1 << 20
 TIMEOUT = 30.0

@@ -15,12 +15,10 @@ from typing import Any
 
 import httpx
 import pytest
-from relaysupport import read_answer, relay_to, wait_lines
-from runsupport import BODIES
 
-from streamfsm.testing import text_stream
-from streamfsm.testing._script import End, Fin, Headers, Rst, Send
-from streamfsm.testing._server import FaultServerThread
+from streamfsm.testing import End, FaultServerThread, Fin, Headers, Rst, Send, text_stream
+from tests.support.relay import read_answer, relay_to, wait_lines
+from tests.support.runs import BODIES
 
 openai = pytest.importorskip("openai")
 
@@ -213,11 +211,10 @@ class Stalling:
 
 @pytest.mark.parametrize("end", ["fin", "rst"])
 def test_an_upstream_cut_during_a_held_loop_is_recorded_as_the_cut(end: str, tmp_path: Path) -> None:
-    from relaysupport import RelayThread
-
     from streamfsm import StreamConfig
     from streamfsm.relay import Relay, RelayConfig
-    from streamfsm.testing._script import Sleep
+    from streamfsm.testing import Sleep
+    from tests.support.relay import RelayThread
 
     frames = text_stream("openai-chat", ["a", "b", "c"])[:3]
     steps = (Headers(), *(Send(f) for f in frames), Sleep(0.2), Fin() if end == "fin" else Rst())
@@ -245,8 +242,7 @@ def test_an_upstream_cut_during_a_held_loop_is_recorded_as_the_cut(end: str, tmp
 
 def test_a_502_and_a_504_run_have_a_close_kind(tmp_path: Path) -> None:
     from streamfsm import StreamConfig
-    from streamfsm.testing import unused_port
-    from streamfsm.testing._script import Stall
+    from streamfsm.testing import Stall, unused_port
 
     body = {**BODIES["openai-chat"], "stream": True}
     with relay_to(f"http://127.0.0.1:{unused_port()}", **logs(tmp_path)) as relay:
@@ -285,10 +281,9 @@ class HoldingTheTerminal:
 
 
 def test_a_client_that_left_before_the_terminal_was_written_is_not_completed(tmp_path: Path) -> None:
-    from relaysupport import RelayThread
-
     from streamfsm.relay import Relay, RelayConfig
-    from streamfsm.testing._script import Sleep
+    from streamfsm.testing import Sleep
+    from tests.support.relay import RelayThread
 
     frames = text_stream("openai-chat", ["a", "b"])
     steps = (Headers(), *(x for f in frames for x in (Send(f), Sleep(0.05))), End())
@@ -315,10 +310,9 @@ def test_a_client_that_left_before_the_terminal_was_written_is_not_completed(tmp
 def test_a_shutdown_mid_stream_is_the_relays_own_and_the_client_gets_the_error_event(
     fmt: str, tmp_path: Path
 ) -> None:
-    from relaysupport import RelayThread
-
     from streamfsm.relay import Relay, RelayConfig
-    from streamfsm.testing._script import Keepalive
+    from streamfsm.testing import Keepalive
+    from tests.support.relay import RelayThread
 
     frames = text_stream(fmt, ["a", "b"])
     path = {"openai-chat": CHAT, "anthropic": "/v1/messages"}[fmt]
@@ -342,10 +336,9 @@ def test_a_shutdown_mid_stream_is_the_relays_own_and_the_client_gets_the_error_e
 
 
 def test_a_stream_that_ends_within_the_shutdown_grace_completes(tmp_path: Path) -> None:
-    from relaysupport import RelayThread
-
     from streamfsm.relay import Relay, RelayConfig
-    from streamfsm.testing._script import Sleep
+    from streamfsm.testing import Sleep
+    from tests.support.relay import RelayThread
 
     frames = text_stream("openai-chat", ["a", "b"])
     steps = (Headers(), Send(frames[0]), Sleep(0.5), *(Send(f) for f in frames[1:]), End())

@@ -8,14 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from relaysupport import relay_to, wait_lines
-from runsupport import validate_record
 
 from streamfsm import RunRecord
-from streamfsm.testing import text_stream
-from streamfsm.testing._answers import whole_answer
-from streamfsm.testing._script import Fin, Headers, Send, Status
-from streamfsm.testing._server import FaultServerThread
+from streamfsm.testing import FaultServerThread, Fin, Headers, Send, Status, text_stream, whole_answer
+from tests.support.relay import relay_to, wait_lines
+from tests.support.runs import validate_record
 
 openai = pytest.importorskip("openai")
 

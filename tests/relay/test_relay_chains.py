@@ -15,12 +15,10 @@ import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from relaysupport import relay_to, wait_lines
-from runsupport import BODIES
 
-from streamfsm.testing import text_stream
-from streamfsm.testing._script import End, Headers, Send, Status
-from streamfsm.testing._server import FaultServerThread, Request
+from streamfsm.testing import End, FaultServerThread, Headers, Request, Send, Status, text_stream
+from tests.support.relay import relay_to, wait_lines
+from tests.support.runs import BODIES
 
 openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")

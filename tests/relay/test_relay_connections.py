@@ -15,11 +15,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from relayprocess import relay_process
 
-from streamfsm.testing import text_stream
-from streamfsm.testing._script import End, Headers, Send
-from streamfsm.testing._server import FaultServerThread
+from streamfsm.testing import End, FaultServerThread, Headers, Send, text_stream
+from tests.support.relay_process import relay_process
 
 pytest.importorskip("uvicorn", reason="the relay process needs uvicorn (the relay extra)")
 

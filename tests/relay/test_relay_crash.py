@@ -20,7 +20,6 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from relayprocess import relay_process
 
 from streamfsm.relay import ErrorsData, Links, PageQuery, errors_page
 from streamfsm.relay._journal import (
@@ -32,9 +31,8 @@ from streamfsm.relay._journal import (
     this_instance,
     unpaired,
 )
-from streamfsm.testing import text_stream
-from streamfsm.testing._script import End, Headers, Send, Stall
-from streamfsm.testing._server import FaultServerThread, Request
+from streamfsm.testing import End, FaultServerThread, Headers, Request, Send, Stall, text_stream
+from tests.support.relay_process import relay_process
 
 pytest.importorskip("uvicorn", reason="the relay process needs uvicorn (the relay extra)")
 

@@ -25,14 +25,12 @@ import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from relayprocess import relay_process
-from relaysupport import RelayThread, read_answer, relay_to, run_lines
-from runsupport import BODIES
 
 from streamfsm.relay import Relay, RelayConfig
-from streamfsm.testing import text_stream
-from streamfsm.testing._script import End, Headers, Send
-from streamfsm.testing._server import FaultServerThread
+from streamfsm.testing import End, FaultServerThread, Headers, Send, text_stream
+from tests.support.relay import RelayThread, read_answer, relay_to, run_lines
+from tests.support.relay_process import relay_process
+from tests.support.runs import BODIES
 
 WATCHDOG_S = 10.0
 CHAT = "/v1/chat/completions"

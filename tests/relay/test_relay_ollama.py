@@ -7,14 +7,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from relaysupport import relay_to, wait_lines
-from runsupport import validate_record
 
 from streamfsm import RunRecord
-from streamfsm.testing import build, error_event
-from streamfsm.testing._answers import whole_answer
-from streamfsm.testing._script import End, Fin, Headers, Send, Status
-from streamfsm.testing._server import FaultServerThread
+from streamfsm.testing import (
+    End,
+    FaultServerThread,
+    Fin,
+    Headers,
+    Send,
+    Status,
+    build,
+    error_event,
+    whole_answer,
+)
+from tests.support.relay import relay_to, wait_lines
+from tests.support.runs import validate_record
 
 ollama = pytest.importorskip("ollama")
 

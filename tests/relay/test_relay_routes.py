@@ -19,15 +19,24 @@ from typing import Any
 
 import httpx
 import pytest
-from cdp import Browser, chromium
-from relaysupport import relay_to, run_lines, wait_lines
-from runsupport import BODIES, validate_record
 
 from streamfsm import RunRecord
 from streamfsm.relay._table import RouteTable
-from streamfsm.testing import text_stream
-from streamfsm.testing._script import End, Fin, Headers, Rst, Send, Stall, Status
-from streamfsm.testing._server import FaultServerThread, Request
+from streamfsm.testing import (
+    End,
+    FaultServerThread,
+    Fin,
+    Headers,
+    Request,
+    Rst,
+    Send,
+    Stall,
+    Status,
+    text_stream,
+)
+from tests.support.cdp import Browser, chromium
+from tests.support.relay import relay_to, run_lines, wait_lines
+from tests.support.runs import BODIES, validate_record
 
 openai = pytest.importorskip("openai")
 

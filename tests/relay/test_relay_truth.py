@@ -16,13 +16,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from relaysupport import RelayThread, relay_to, run_lines, wait_lines
-from runsupport import BODIES, validate_record
 
 from streamfsm import RunRecord
-from streamfsm.testing import error_event, text_stream
-from streamfsm.testing._script import End, Fin, Headers, Send, Stall, Status
-from streamfsm.testing._server import FaultServerThread, Request
+from streamfsm.testing import (
+    End,
+    FaultServerThread,
+    Fin,
+    Headers,
+    Request,
+    Send,
+    Stall,
+    Status,
+    error_event,
+    text_stream,
+)
+from tests.support.relay import RelayThread, relay_to, run_lines, wait_lines
+from tests.support.runs import BODIES, validate_record
 
 PATH = "/v1/chat/completions"
 BODY = json.dumps({**BODIES["openai-chat"], "stream": True}).encode()

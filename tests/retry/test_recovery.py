@@ -15,7 +15,6 @@ import anyio
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from retrysupport import BODIES, cut_through, per_attempt, validate_record
 
 import streamfsm
 from streamfsm import Diagnosis, Recovery, RetryPolicy, StreamConfig, StreamFailed, Verdict, retrying
@@ -40,10 +39,12 @@ from streamfsm.testing import (
     BackgroundResponses,
     Cut,
     End,
+    FaultServer,
     Fin,
     Headers,
     Keepalive,
     RefusesPrefill,
+    Request,
     Rst,
     Send,
     Stall,
@@ -56,11 +57,8 @@ from streamfsm.testing import (
     text_stream,
     tool_call_stream,
 )
-from streamfsm.testing._server import FaultServer, Request
-from streamfsm.wire import adapter_for
-from streamfsm.wire._adapters._continue import prefill_refused
-from streamfsm.wire._events import CONSUMER_EVENT_TYPES
-from streamfsm.wire._sse import SSEDecoder
+from streamfsm.wire import CONSUMER_EVENT_TYPES, SSEDecoder, adapter_for, prefill_refused
+from tests.support.retry import BODIES, cut_through, per_attempt, validate_record
 
 pytestmark = pytest.mark.anyio
 

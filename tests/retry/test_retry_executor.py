@@ -9,18 +9,6 @@ from typing import Any
 
 import anyio
 import pytest
-from retrysupport import (
-    BUSY,
-    FAST,
-    FORMATS,
-    JSON,
-    Spies,
-    cut_before,
-    cut_through,
-    ok_script,
-    per_attempt,
-    validate_record,
-)
 
 import streamfsm
 from streamfsm import Diagnosis, Recovery, RetryPolicy, StreamConfig, StreamFailed, Verdict, retrying
@@ -35,9 +23,31 @@ from streamfsm.runtime import (
     ToolInputStart,
 )
 from streamfsm.runtime._retry import decide
-from streamfsm.testing import error_event, text_stream, tool_call_stream
-from streamfsm.testing._script import End, Fin, Headers, Rst, Send, Stall, Status
-from streamfsm.testing._server import FaultServer
+from streamfsm.testing import (
+    End,
+    FaultServer,
+    Fin,
+    Headers,
+    Rst,
+    Send,
+    Stall,
+    Status,
+    error_event,
+    text_stream,
+    tool_call_stream,
+)
+from tests.support.retry import (
+    BUSY,
+    FAST,
+    FORMATS,
+    JSON,
+    Spies,
+    cut_before,
+    cut_through,
+    ok_script,
+    per_attempt,
+    validate_record,
+)
 
 pytestmark = pytest.mark.anyio
 

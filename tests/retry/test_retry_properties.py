@@ -16,16 +16,6 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from retrysupport import (
-    FORMATS,
-    Spies,
-    SpyRun,
-    cut_before,
-    cut_through,
-    ok_script,
-    per_attempt,
-    validate_record,
-)
 
 from streamfsm import Diagnosis, RetryPolicy, StreamFailed, Verdict, retrying
 from streamfsm.runtime import (
@@ -38,9 +28,27 @@ from streamfsm.runtime import (
     ToolCall,
     ToolInputDelta,
 )
-from streamfsm.testing import error_event, text_stream, tool_call_stream
-from streamfsm.testing._script import End, Fin, Headers, Send, Status
-from streamfsm.testing._server import FaultServer
+from streamfsm.testing import (
+    End,
+    FaultServer,
+    Fin,
+    Headers,
+    Send,
+    Status,
+    error_event,
+    text_stream,
+    tool_call_stream,
+)
+from tests.support.retry import (
+    FORMATS,
+    Spies,
+    SpyRun,
+    cut_before,
+    cut_through,
+    ok_script,
+    per_attempt,
+    validate_record,
+)
 
 pytestmark = pytest.mark.anyio
 

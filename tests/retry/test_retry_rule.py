@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from fsm_strategies import FAILURES, facts, transport_facts
 from hypothesis import event, given
 from hypothesis import strategies as st
 
@@ -24,17 +23,11 @@ from streamfsm.classify import (
     diagnose,
 )
 from streamfsm.machine import NON_TERMINAL_ACTIVITIES, Activity, Commitment, State, Trigger
-from streamfsm.runtime._recovery import ContinuePlan, Recovery, ResumePlan
-from streamfsm.runtime._retry_policy import (
-    MAX_ATTEMPTS,
-    DecisionKind,
-    Failed,
-    RetryPolicy,
-    Step,
-    after_failure,
-    decide,
-)
+from streamfsm.runtime import DecisionKind, Failed, Recovery, RetryPolicy, after_failure
+from streamfsm.runtime._recovery import ContinuePlan, ResumePlan
+from streamfsm.runtime._retry_policy import MAX_ATTEMPTS, Step, decide
 from streamfsm.wire import Continuation, ContinueRefusal, ContinueStyle, OpenAIResponsesAdapter, ResumeRefusal
+from tests.support.fsm_strategies import FAILURES, facts, transport_facts
 
 STATES = tuple(State.of(a, c) for a in NON_TERMINAL_ACTIVITIES for c in Commitment)
 _plain_facts = st.builds(Facts, transport=st.none() | transport_facts, request_sent=st.booleans())

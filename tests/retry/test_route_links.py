@@ -4,12 +4,11 @@ that of the route the next attempt went to (real fault servers on 127.0.0.1)."""
 from __future__ import annotations
 
 import pytest
-from retrysupport import Spies, ok_script, per_attempt, validate_record
 
 from streamfsm import RetryPolicy, Route, retrying
 from streamfsm.runtime import Breakers
-from streamfsm.testing._script import Status
-from streamfsm.testing._server import FaultServer
+from streamfsm.testing import FaultServer, Status
+from tests.support.retry import Spies, ok_script, per_attempt, validate_record
 
 pytestmark = pytest.mark.anyio
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from streamfsm import Route
-from streamfsm.runtime import Breakers
-from streamfsm.runtime._routes import Routing
+from streamfsm.runtime import Breakers, Routing
 
 
 def _open(ids: Any) -> Any:

@@ -15,14 +15,11 @@ from hypothesis import strategies as st
 
 from streamfsm import ContinueStyle, Route
 from streamfsm.classify import (
-    Action,
     Diagnosis,
     FailureClass,
-    Phase,
     ProviderErrorKind,
     Verdict,
 )
-from streamfsm.machine import Activity, Commitment, State
 from streamfsm.runtime import (
     Breakers,
     BreakerState,
@@ -37,6 +34,7 @@ from streamfsm.runtime import (
     helps,
     hop,
 )
+from tests.support.diagnoses import diagnosis
 
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 # A broken variant only has to be caught: no shrinking of what caught it.
@@ -60,31 +58,6 @@ _CAUSES: dict[FailureClass, tuple[str, ...]] = {
     FailureClass.CONSUMER_ERROR: ("consumer_error",),
     FailureClass.TOOL_SIDE_EFFECT: ("effectful_tool_started",),
 }
-
-
-def diagnosis(
-    klass: FailureClass,
-    cause: str,
-    *,
-    verdict: Verdict = Verdict.SAFE_AUTO_RETRY,
-    retry_after_s: float | None = None,
-    delivered: bool = True,
-) -> Diagnosis:
-    return Diagnosis(
-        state=State(Activity.CONNECTING, Commitment.NONE),
-        edge=None,
-        phase=Phase.EARLY_STREAM,
-        cause=cause,
-        failure_class=klass,
-        summary_key=f"{klass.value}.{cause}",
-        verdict=verdict,
-        reason="test",
-        action=Action.RETRY,
-        title="test",
-        detail="test",
-        retry_after_s=retry_after_s,
-        possibly_delivered=delivered,
-    )
 
 
 def _open(ids: Any) -> Any:

@@ -7,7 +7,6 @@ import time
 from typing import Any
 
 import pytest
-from retrysupport import BUSY, FAST, JSON, Spies, cut_through, ok_script, per_attempt, validate_record
 
 from streamfsm import (
     ContinueStyle,
@@ -22,9 +21,18 @@ from streamfsm import (
     wrap,
 )
 from streamfsm.runtime import Breakers, BreakerState, Continued, Restarted, TextDelta
-from streamfsm.testing import text_stream
-from streamfsm.testing._script import Fin, Headers, Send, Sleep, Stall, Status
-from streamfsm.testing._server import FaultServer, FaultServerThread
+from streamfsm.testing import (
+    FaultServer,
+    FaultServerThread,
+    Fin,
+    Headers,
+    Send,
+    Sleep,
+    Stall,
+    Status,
+    text_stream,
+)
+from tests.support.retry import BUSY, FAST, JSON, Spies, cut_through, ok_script, per_attempt, validate_record
 
 pytestmark = pytest.mark.anyio
 

@@ -27,9 +27,10 @@ from streamfsm.testing import (
     tool_call_stream,
 )
 from streamfsm.testing._wire import MODELS, NDJSON_FORMATS, RESPONSE_IDS
-from streamfsm.wire import PROVIDERS, Adapter, adapter_for, format_named
-from streamfsm.wire._adapters._base import KEEPALIVE_COMMENT, MAX_DELTA_KEYS
-from streamfsm.wire._events import (
+from streamfsm.wire import (
+    MAX_LINE_BYTES,
+    PROVIDERS,
+    Adapter,
     Finish,
     FinishReason,
     Keepalive,
@@ -37,6 +38,8 @@ from streamfsm.wire._events import (
     ProtocolViolation,
     ProviderErrorEvent,
     ReasoningDelta,
+    SSEDecoder,
+    SSEEvent,
     StreamEvent,
     TextDelta,
     ToolCall,
@@ -44,8 +47,11 @@ from streamfsm.wire._events import (
     ToolInputEnd,
     ToolInputStart,
     Usage,
+    adapter_for,
+    format_named,
 )
-from streamfsm.wire._sse import MAX_LINE_BYTES, SSEDecoder, SSEEvent
+from streamfsm.wire._adapters._base import KEEPALIVE_COMMENT, MAX_DELTA_KEYS
+from tests.support.runs import split_at
 
 EVENT_TYPES = (
     TextDelta,
@@ -899,11 +905,6 @@ _PART = st.one_of(
 )
 
 
-def _split(data: bytes, cuts: list[int]) -> list[bytes]:
-    points = sorted({c % (len(data) + 1) for c in cuts})
-    return [data[a:b] for a, b in zip([0, *points], [*points, len(data)], strict=True)]
-
-
 @given(
     st.sampled_from((*FORMATS, *NDJSON_FORMATS)),
     st.lists(_PART, max_size=8),
@@ -915,7 +916,7 @@ def test_adapters_speak_the_machines_grammar(
     fmt: str, parts: list[tuple[str, ...]], usage: bool, parallel: bool, cuts: list[int]
 ) -> None:
     frames = build(fmt, parts, usage=usage, parallel=parallel)  # type: ignore[arg-type]
-    adapter, events = run(fmt, _split(b"".join(frames), cuts))
+    adapter, events = run(fmt, split_at(b"".join(frames), cuts))
     try:
         machine = drive(events)
     except IllegalTransition as exc:  # pragma: no cover - the assertion message is the point

@@ -23,15 +23,14 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from runsupport import BODIES
 
 import streamfsm
 from streamfsm import StreamConfig
-from streamfsm.runtime._watchdog import readable, socket_of
+from streamfsm.runtime import socket_of
+from streamfsm.runtime._watchdog import readable
 from streamfsm.tap import async_transport, transport
-from streamfsm.testing import text_stream
-from streamfsm.testing._script import End, Fin, Headers, Rst, Send, Sleep
-from streamfsm.testing._server import FaultServer, FaultServerThread
+from streamfsm.testing import End, FaultServer, FaultServerThread, Fin, Headers, Rst, Send, Sleep, text_stream
+from tests.support.runs import BODIES
 
 FMT = "openai-chat"
 CUT_EDGES = {"disconnected", "eof_without_terminal"}
@@ -272,7 +271,7 @@ def test_the_total_deadline_ends_a_stream_that_never_pauses(backend: str, source
 
 
 def test_the_total_deadline_ends_a_sync_stream_that_never_pauses() -> None:
-    from streamfsm.testing._server import FaultServerThread
+    from streamfsm.testing import FaultServerThread
 
     records: list[Any] = []
     config = StreamConfig(total_timeout=0.3, sinks=(records.append,))

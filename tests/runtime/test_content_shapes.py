@@ -13,25 +13,23 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from runsupport import BODIES, consume, validate_record
 
 import streamfsm
 from streamfsm import StreamFailed
 from streamfsm.classify import ProviderErrorKind
-from streamfsm.testing import find
-from streamfsm.testing._script import End, Headers, Send
-from streamfsm.testing._server import FaultServer
-from streamfsm.testing._wire import frame
-from streamfsm.wire import Adapter, adapter_for
-from streamfsm.wire._events import (
+from streamfsm.testing import End, FaultServer, Headers, Send, find, frame
+from streamfsm.wire import (
+    Adapter,
     Finish,
     Metadata,
     ProviderErrorEvent,
     ReasoningDelta,
+    SSEEvent,
     StreamEvent,
     TextDelta,
+    adapter_for,
 )
-from streamfsm.wire._sse import SSEEvent
+from tests.support.runs import BODIES, consume, validate_record
 
 UNREAD = "unread_content"
 

@@ -10,14 +10,11 @@ import json
 from typing import Any
 
 import pytest
-from runsupport import BODIES, consume, validate_record
 
 import streamfsm
 from streamfsm import StreamConfig, StreamFailed
-from streamfsm.testing import find
-from streamfsm.testing._script import End, Headers, Scenario, Send, Status
-from streamfsm.testing._server import FaultServer
-from streamfsm.testing._wire import frame
+from streamfsm.testing import End, FaultServer, Headers, Scenario, Send, Status, find, frame
+from tests.support.runs import BODIES, consume, validate_record
 
 pytestmark = pytest.mark.anyio
 

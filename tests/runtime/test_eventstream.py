@@ -15,15 +15,16 @@ from hypothesis import strategies as st
 from streamfsm.classify import ProviderErrorKind
 from streamfsm.testing import text_stream, tool_call_stream
 from streamfsm.testing._eventstream import chunk, damaged, exception, from_sse, message
-from streamfsm.wire import adapter_for
-from streamfsm.wire._adapters._bedrock_converse import SdkBedrockConverse
-from streamfsm.wire._events import (
+from streamfsm.wire import (
     Finish,
     ProtocolViolation,
     ProviderErrorEvent,
+    SdkBedrockConverse,
+    SSEEvent,
     StreamEvent,
     ToolCall,
     Usage,
+    adapter_for,
 )
 from streamfsm.wire._eventstream import (
     BAD_CHUNK,
@@ -31,7 +32,6 @@ from streamfsm.wire._eventstream import (
     CHECKSUM_MISMATCH,
     EventStreamDecoder,
 )
-from streamfsm.wire._sse import SSEEvent
 
 TEXT = ("Hello", " world")
 

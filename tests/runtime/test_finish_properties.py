@@ -29,24 +29,24 @@ from openai._models import construct_type as openai_construct
 from openai.types.chat import ChatCompletionChunk
 from openai.types.responses import ResponseStreamEvent
 
-from streamfsm.classify._finish import NOT_WHOLE
-from streamfsm.classify._summaries import FINISHED_SAYS
+from streamfsm.classify import FINISHED_SAYS, NOT_WHOLE
 from streamfsm.runtime import Ids, StreamConfig
 from streamfsm.tap._run import TapRun
-from streamfsm.testing import FORMATS, build
-from streamfsm.testing._wire import frame
-from streamfsm.wire import adapter_for
-from streamfsm.wire._adapters._sdk_items import SdkAnthropic, SdkOpenAIChat, SdkOpenAIResponses
-from streamfsm.wire._events import (
+from streamfsm.testing import FORMATS, build, frame
+from streamfsm.wire import (
     Finish,
     ProtocolViolation,
     ProviderErrorEvent,
+    SdkAnthropic,
+    SdkOpenAIChat,
+    SdkOpenAIResponses,
+    SSEDecoder,
     TextDelta,
     ToolCall,
     ToolInputEnd,
     ToolInputStart,
+    adapter_for,
 )
-from streamfsm.wire._sse import SSEDecoder
 
 # The specification, from the providers' documentation and source (see streamfsm/classify/_finish.py for the
 # sources): the reasons that mean a whole answer, per format, case-folded.

@@ -13,13 +13,25 @@ from collections.abc import Iterator
 import anyio
 import httpx
 import pytest
-from runsupport import BODIES, left_to_the_collector
 
 from streamfsm import Ids, Run, StreamFailed, open_stream
 from streamfsm.runtime import Breakers, RetryPolicy, Route, TextDelta, retrying
 from streamfsm.runtime._cycles import release_traceback_cycles
-from streamfsm.testing import FaultServer, Request, Scenario, catalog, error_event, run_catalog, text_stream
-from streamfsm.testing._script import End, Fin, Headers, Send, Stall
+from streamfsm.testing import (
+    End,
+    FaultServer,
+    Fin,
+    Headers,
+    Request,
+    Scenario,
+    Send,
+    Stall,
+    catalog,
+    error_event,
+    run_catalog,
+    text_stream,
+)
+from tests.support.runs import BODIES, left_to_the_collector
 
 CATALOG = catalog()
 BOUND = 30.0  # seconds: the whole catalog takes about one

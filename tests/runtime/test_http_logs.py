@@ -16,8 +16,7 @@ import pytest
 
 import streamfsm
 from streamfsm._http_logs import _FILTER, HTTP_LOGGERS
-from streamfsm.testing._script import End, Headers, Send
-from streamfsm.testing._server import FaultServer
+from streamfsm.testing import End, FaultServer, Headers, Send
 
 pytestmark = pytest.mark.anyio
 

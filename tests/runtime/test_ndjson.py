@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamfsm.wire._events import ProtocolViolation
+from streamfsm.wire import ProtocolViolation, SSEEvent
 from streamfsm.wire._ndjson import NDJSONDecoder
-from streamfsm.wire._sse import SSEEvent
+from tests.support.runs import split_at
 
 
 def decode(*chunks: bytes, max_line_bytes: int = 1 << 20) -> tuple[list[SSEEvent], NDJSONDecoder]:
@@ -88,15 +88,10 @@ def streams(draw: st.DrawFn) -> bytes:
     return ("".join(line + "\n" for line in lines) + torn).encode()
 
 
-def _split(data: bytes, cuts: list[int]) -> list[bytes]:
-    points = sorted({c % (len(data) + 1) for c in cuts})
-    return [data[a:b] for a, b in zip([0, *points], [*points, len(data)], strict=True)]
-
-
 @given(streams(), st.lists(st.integers(0, 10_000), max_size=20))
 def test_decoding_is_independent_of_chunking(data: bytes, cuts: list[int]) -> None:
     whole, whole_decoder = decode(data)
-    pieces, pieces_decoder = decode(*_split(data, cuts))
+    pieces, pieces_decoder = decode(*split_at(data, cuts))
     bytewise, _ = decode(*[data[i : i + 1] for i in range(len(data))])
     assert pieces == whole
     assert bytewise == whole
@@ -130,5 +125,5 @@ def test_long_line_outcome_is_independent_of_chunking(
         return frames, (info.value.detail, info.value.position)
 
     whole = outcome([data])
-    assert outcome(_split(data, cuts)) == whole
+    assert outcome(split_at(data, cuts)) == whole
     assert whole[1] == ("line_too_long", len(b"".join(lines)))

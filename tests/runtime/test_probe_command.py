@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from runsupport import validate_record
 
 import streamfsm
 import streamfsm.wire
@@ -29,6 +28,7 @@ from streamfsm.testing import (
     text_stream,
     whole_answer,
 )
+from tests.support.runs import validate_record
 
 
 def probe(base_url: str, *extra: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -16,15 +16,23 @@ import anyio
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from runsupport import BODIES, validate_record
 
 import streamfsm
 from streamfsm import StreamConfig, StreamFailed
 from streamfsm.runtime import TextDelta
 from streamfsm.runtime._record import _redacted_model
-from streamfsm.testing import build, frame
-from streamfsm.testing._script import End, Headers, Send, Status
-from streamfsm.testing._server import FaultServer, FaultServerThread, Request
+from streamfsm.testing import (
+    End,
+    FaultServer,
+    FaultServerThread,
+    Headers,
+    Request,
+    Send,
+    Status,
+    build,
+    frame,
+)
+from tests.support.runs import BODIES, validate_record
 
 # Secrets in the formats the redactor knows, each with a random tail so a hit cannot be a coincidence.
 _tail = st.text(alphabet="abcdefghijkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789", min_size=24, max_size=32)

@@ -7,14 +7,12 @@ from typing import Any
 
 import anyio
 import pytest
-from runsupport import BODIES, cut_through, validate_record
 
 import streamfsm
 from streamfsm import StreamFailed
 from streamfsm.runtime import TextDelta
-from streamfsm.testing import error_event, text_stream
-from streamfsm.testing._script import End, Fin, Headers, Send, Stall
-from streamfsm.testing._server import FaultServer
+from streamfsm.testing import End, FaultServer, Fin, Headers, Send, Stall, error_event, text_stream
+from tests.support.runs import BODIES, cut_through, validate_record
 
 pytestmark = pytest.mark.anyio
 

@@ -5,22 +5,16 @@ sync) and the retry executor."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import anyio
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "sdk"))
-
-from runsupport import BODIES, FORMATS, cut_before
-from test_sdk_wrap import FMTS, create, script, serving, sync_serving
 
 import streamfsm
 from streamfsm import FinishReason, TextDelta, ToolCall
 from streamfsm.runtime._core import _ON_EVENT
 from streamfsm.testing import End, FaultServer, Fin, Headers, Send, text_stream, tool_call_stream
 from streamfsm.testing._wire import NDJSON_FORMATS
+from tests.support.runs import BODIES, FORMATS, cut_before, script
+from tests.support.sdk import FMTS, create, serving, sync_serving
 
 pytestmark = pytest.mark.anyio
 BOUND_S = 20.0

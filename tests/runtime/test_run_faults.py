@@ -9,14 +9,13 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from runsupport import BODIES, FORMATS, HTTP_ERRORS, consume, cut_before, cut_through, validate_record
 
 import streamfsm
 from streamfsm import StreamConfig, StreamFailed
 from streamfsm.runtime import ReasoningDelta, TextDelta, ToolCall, ToolInputDelta
-from streamfsm.testing import error_event, keepalive, text_stream, tool_call_stream
-from streamfsm.testing._script import (
+from streamfsm.testing import (
     End,
+    FaultServer,
     Fin,
     Headers,
     Keepalive,
@@ -25,18 +24,28 @@ from streamfsm.testing._script import (
     Sleep,
     Stall,
     Status,
+    error_event,
+    keepalive,
+    text_stream,
+    tool_call_stream,
     unused_port,
 )
-from streamfsm.testing._server import FaultServer
+from tests.support.runs import (
+    BODIES,
+    FORMATS,
+    HTTP_ERRORS,
+    check_failure,
+    consume,
+    cut_before,
+    cut_through,
+    expect,
+    script,
+    validate_record,
+)
 
 pytestmark = pytest.mark.anyio
 
 fmts = pytest.mark.parametrize("fmt", FORMATS)
-RAW_STRINGS = ("terminated", "incomplete chunked read", "Connection error.")
-
-
-def script(frames: list[bytes], *tail: Any) -> tuple[Any, ...]:
-    return (Headers(), *(Send(f) for f in frames), *tail)
 
 
 async def fail(fmt: str, steps: tuple[Any, ...], config: StreamConfig | None = None) -> StreamFailed:
@@ -47,23 +56,7 @@ async def fail(fmt: str, steps: tuple[Any, ...], config: StreamConfig | None = N
                 fmt, base_url=server.base_url, json=BODIES[fmt], config=config
             ) as run:
                 await consume(run)
-    failure = info.value
-    data = validate_record(failure.record)
-    assert data["outcome"]["state"].startswith("failed/")
-    assert failure.diagnosis.detail in str(failure)
-    for raw in RAW_STRINGS:
-        assert raw not in failure.diagnosis.title and raw not in failure.diagnosis.detail
-    return failure
-
-
-def expect(failure: StreamFailed, klass: str, verdict: str, edge: str, phase: str) -> None:
-    outcome = failure.record["outcome"]
-    assert (outcome["class"], failure.record["retry"]["verdict"], outcome["edge"], outcome["phase"]) == (
-        klass,
-        verdict,
-        edge,
-        phase,
-    ), dict(outcome)
+    return check_failure(info.value)
 
 
 @fmts

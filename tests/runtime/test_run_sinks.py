@@ -8,15 +8,12 @@ from typing import Any
 
 import anyio
 import pytest
-from runsupport import BODIES, validate_record
 
 import streamfsm
 from streamfsm import StreamConfig, StreamFailed
-from streamfsm.runtime import TextDelta
-from streamfsm.runtime._record import RunRecord
-from streamfsm.testing import text_stream
-from streamfsm.testing._script import End, Fin, Headers, Send, Stall, unused_port
-from streamfsm.testing._server import FaultServer
+from streamfsm.runtime import RunRecord, TextDelta
+from streamfsm.testing import End, FaultServer, Fin, Headers, Send, Stall, text_stream, unused_port
+from tests.support.runs import BODIES, validate_record
 
 pytestmark = pytest.mark.anyio
 

@@ -19,15 +19,13 @@ from pathlib import Path
 
 import anyio
 import pytest
-from runsupport import BODIES
 
 import streamfsm
 from streamfsm import StreamConfig
-from streamfsm.runtime._record import RunRecord
-from streamfsm.runtime._sinks import AuditLog, BackgroundSink, Sink, sink_failures
-from streamfsm.testing import text_stream
-from streamfsm.testing._script import End, Headers, Send
-from streamfsm.testing._server import FaultServer
+from streamfsm.runtime import AuditLog, BackgroundSink, RunRecord, sink_failures
+from streamfsm.runtime._sinks import Sink
+from streamfsm.testing import End, FaultServer, Headers, Send, text_stream
+from tests.support.runs import BODIES
 
 pytestmark = pytest.mark.anyio
 

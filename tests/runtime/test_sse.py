@@ -10,8 +10,8 @@ from httpx_sse import EventSource
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamfsm.wire._events import ProtocolViolation
-from streamfsm.wire._sse import SSEDecoder, SSEEvent
+from streamfsm.wire import ProtocolViolation, SSEDecoder, SSEEvent
+from tests.support.runs import split_at
 
 
 def decode(*chunks: bytes, max_line_bytes: int = 1 << 20) -> tuple[list[SSEEvent], SSEDecoder]:
@@ -219,15 +219,10 @@ def streams(draw: st.DrawFn) -> bytes:
     return (bom + "".join(line + end for line, end in lines)).encode()
 
 
-def _split(data: bytes, cuts: list[int]) -> list[bytes]:
-    points = sorted({c % (len(data) + 1) for c in cuts})
-    return [data[a:b] for a, b in zip([0, *points], [*points, len(data)], strict=True)]
-
-
 @given(streams(), st.lists(st.integers(0, 10_000), max_size=20))
 def test_decoding_is_independent_of_chunking(data: bytes, cuts: list[int]) -> None:
     whole, whole_decoder = decode(data)
-    pieces, pieces_decoder = decode(*_split(data, cuts))
+    pieces, pieces_decoder = decode(*split_at(data, cuts))
     bytewise, _ = decode(*[data[i : i + 1] for i in range(len(data))])
     assert pieces == whole
     assert bytewise == whole
@@ -258,7 +253,7 @@ def test_long_line_outcome_is_independent_of_chunking(
         return events, (info.value.detail, info.value.position)
 
     whole = outcome([data])
-    assert outcome(_split(data, cuts)) == whole
+    assert outcome(split_at(data, cuts)) == whole
     assert whole[1] == ("line_too_long", data.rindex(b"data: L"))
 
 
@@ -274,7 +269,7 @@ def test_agrees_with_httpx_sse_on_data_events(blocks: list[tuple[list[str], str]
     # httpx-sse as an oracle where the two agree by design: every block has data (it also dispatches
     # data-less blocks, which the spec does not), and it has no comments to compare.
     data = "".join(end.join(lines) + end + end for lines, end in blocks).encode()
-    chunks = _split(data, cuts)
+    chunks = split_at(data, cuts)
     ours, _ = decode(*chunks)
     response = httpx.Response(200, headers={"content-type": "text/event-stream"}, content=iter(chunks))
     theirs = [SSEEvent(e.data, e.event or "message", e.id, e.retry) for e in EventSource(response).iter_sse()]
@@ -299,7 +294,7 @@ def test_a_last_event_whose_blank_line_never_came_is_dispatched_whatever_the_chu
     data = "".join(end.join(lines) + end + end for lines, end in blocks).encode()
     unended = data[: -len(blocks[-1][1])]  # the last blank line dropped
     whole, _ = decode(data)
-    events, decoder = decode(*_split(unended, cuts))
+    events, decoder = decode(*split_at(unended, cuts))
     assert events == whole
     assert not decoder.truncated
 

@@ -5,27 +5,18 @@ the adapters' call bookkeeping (one call under two ids, empty ids on continuatio
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 from typing import Any
 
 import anyio
 import openai
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "sdk"))
-
-from runsupport import BODIES, validate_record
-from test_sdk_wrap import create, script, serving
-
 import streamfsm
 from streamfsm import StreamFailed, ToolCall
-from streamfsm.testing import End, FaultServer, Headers, Send, build
-from streamfsm.testing._wire import frame
-from streamfsm.wire import adapter_for
-from streamfsm.wire._adapters._sdk_items import SdkOpenAIChat
-from streamfsm.wire._events import Finish, FinishReason, ToolInputStart
-from streamfsm.wire._sse import SSEEvent
+from streamfsm.testing import End, FaultServer, Headers, Send, build, frame
+from streamfsm.wire import Finish, FinishReason, SdkOpenAIChat, SSEEvent, ToolInputStart, adapter_for
+from tests.support.runs import BODIES, script, validate_record
+from tests.support.sdk import create, serving
 
 pytestmark = pytest.mark.anyio
 BOUND_S = 20.0
@@ -92,7 +83,7 @@ def test_the_sdk_item_path_agrees_on_a_chat_call_cut_at_the_output_limit() -> No
 
 
 def _sse(frames: list[bytes]) -> list[SSEEvent]:
-    from streamfsm.wire._sse import SSEDecoder
+    from streamfsm.wire import SSEDecoder
 
     decoder = SSEDecoder()
     return [event for f in frames for event in decoder.feed(f)]

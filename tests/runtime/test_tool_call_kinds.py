@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamfsm.runtime import RunCore, StreamConfig, ToolCall
-from streamfsm.testing._wire import frame
+from streamfsm.testing import frame
 from streamfsm.wire import adapter_for
 
 ACTIONS = ("computer_call", "local_shell_call", "shell_call", "apply_patch_call")

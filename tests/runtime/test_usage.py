@@ -4,21 +4,15 @@ through open_stream and wrap() of the real SDKs."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import anyio
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "sdk"))
-
-from runsupport import BODIES, FORMATS
-from test_sdk_wrap import create, script, serving
 
 import streamfsm
 from streamfsm import Usage
 from streamfsm.testing import End, FaultServer, Fin, Headers, Send, text_stream
 from streamfsm.testing._wire import NDJSON_FORMATS
+from tests.support.runs import BODIES, FORMATS, script
+from tests.support.sdk import create, serving
 
 pytestmark = pytest.mark.anyio
 BOUND_S = 20.0

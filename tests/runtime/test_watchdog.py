@@ -20,11 +20,10 @@ import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from runsupport import BODIES, cut_before, cut_through
 
 import streamfsm
 from streamfsm import Finish, Run, StreamConfig, StreamFailed, ToolCall, ToolInputStart
-from streamfsm.runtime._reads import LoopReads
+from streamfsm.runtime import LoopReads, plain_scope_class
 from streamfsm.runtime._sync_reads import ReadWatchdog as _SyncWatchdog
 from streamfsm.runtime._watchdog import (
     ARRIVAL_LOOKS,
@@ -33,7 +32,6 @@ from streamfsm.runtime._watchdog import (
     TrioWatchdog,
     loop_watchdog,
     new_watchdog,
-    plain_scope_class,
 )
 from streamfsm.testing import (
     End,
@@ -46,6 +44,7 @@ from streamfsm.testing import (
     text_stream,
     tool_call_stream,
 )
+from tests.support.runs import BODIES, cut_before, cut_through
 
 # One op: register a callback due in `delay` seconds, forget it (or not) after `forget_after` seconds, and
 # wait `pause` seconds before the next op. Times are milliseconds: each example is over in well under 0.1 s.

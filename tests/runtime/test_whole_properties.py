@@ -16,7 +16,7 @@ from streamfsm.runtime import Ids, StreamConfig
 from streamfsm.runtime._whole import ANSWER_TOO_LARGE, MAX_ANSWER_BYTES
 from streamfsm.tap._run import TapRun
 from streamfsm.testing import FORMATS, whole_answer
-from streamfsm.wire._events import TextDelta, ToolCall
+from streamfsm.wire import TextDelta, ToolCall
 
 _CONFIG = StreamConfig(idle_timeout=None, first_token_timeout=None, total_timeout=None)
 _JSON = {"content-type": "application/json"}

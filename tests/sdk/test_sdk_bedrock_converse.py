@@ -10,14 +10,13 @@ import time
 from typing import Any
 
 import pytest
-from runsupport import validate_record
 
 import streamfsm
 from streamfsm import StreamConfig, StreamFailed
-from streamfsm.testing import End, FaultServer, Headers, Scenario, Send, catalog
+from streamfsm.testing import End, FaultServer, FaultServerThread, Headers, Scenario, Send, catalog
 from streamfsm.testing._eventstream import EVENT_HEADERS, converse
-from streamfsm.testing._server import FaultServerThread
 from streamfsm.wire import encode_message
+from tests.support.runs import validate_record
 
 boto3 = pytest.importorskip("boto3")
 botocore_config = pytest.importorskip("botocore.config")

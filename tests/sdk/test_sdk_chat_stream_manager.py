@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import anyio
 import pytest
-from test_sdk_wrap import BOUND_S, SDK_BODIES, check_failure, expect, script, serving, sync_serving
 
 import streamfsm
 from streamfsm import FinishReason, SdkRun, StreamFailed, SyncSdkRun, TextDelta, ToolCall
 from streamfsm.testing import End, Fin, Status, text_stream, tool_call_stream
+from tests.support.runs import check_failure, expect, script
+from tests.support.sdk import BOUND_S, SDK_BODIES, serving, sync_serving
 
 BODY = SDK_BODIES["openai-chat"]
 RATE_LIMITED = Status(

@@ -6,14 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from runsupport import validate_record
-from test_sdk_wrap import create, serving
 
 import streamfsm
 from streamfsm import StreamFailed
 from streamfsm.runtime import TextDelta
-from streamfsm.testing import find
-from streamfsm.testing._script import Headers
+from streamfsm.testing import Headers, find
+from tests.support.runs import validate_record
+from tests.support.sdk import create, serving
 
 pytestmark = pytest.mark.anyio
 

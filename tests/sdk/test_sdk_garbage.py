@@ -8,15 +8,13 @@ from typing import Any
 
 import anyio
 import pytest
-from runsupport import cut_through, left_to_the_collector
-from test_sdk_wrap import SDK_BODIES, client_for, create, script
 
 import streamfsm
 from streamfsm import StreamConfig, StreamFailed
 from streamfsm.runtime import TextDelta
-from streamfsm.testing import text_stream
-from streamfsm.testing._script import End, Fin, Headers, Send, Stall, Status
-from streamfsm.testing._server import FaultServerThread
+from streamfsm.testing import End, FaultServerThread, Fin, Headers, Send, Stall, Status, text_stream
+from tests.support.runs import cut_through, left_to_the_collector, script
+from tests.support.sdk import SDK_BODIES, client_for, create
 
 SOURCES = ("openai-chat", "openai-responses", "anthropic", "anthropic-message-stream")
 MALFORMED = b"data: {not json\n\n"

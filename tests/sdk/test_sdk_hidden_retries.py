@@ -13,11 +13,12 @@ import anthropic
 import anyio
 import openai
 import pytest
-from test_sdk_wrap import check_failure, create, sync_serving
 
 import streamfsm
 from streamfsm.runtime import _retry
 from streamfsm.testing import FaultServer, Status
+from tests.support.runs import check_failure
+from tests.support.sdk import create, sync_serving
 
 RATE_LIMITED = Status(
     429,

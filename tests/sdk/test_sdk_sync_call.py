@@ -6,11 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from test_sdk_wrap import SDK_BODIES, check_failure, client_for, create, expect, fmts, script, sync_serving
 
 import streamfsm
 from streamfsm import StreamFailed, SyncSdkRun, TextDelta
 from streamfsm.testing import End, Status, text_stream, unused_port
+from tests.support.runs import check_failure, expect, script
+from tests.support.sdk import SDK_BODIES, client_for, create, fmts, sync_serving
 
 
 def _call(fmt: str, client: Any) -> Any:

@@ -9,7 +9,6 @@ import time
 from typing import Any
 
 import pytest
-from test_sdk_wrap import SDK_BODIES, check_failure, create, fmts, script, sync_serving
 
 import streamfsm
 from streamfsm import Restarted, StreamFailed, TextDelta, ToolCall
@@ -23,6 +22,8 @@ from streamfsm.testing import (
     text_stream,
     tool_call_stream,
 )
+from tests.support.runs import check_failure, script
+from tests.support.sdk import SDK_BODIES, create, fmts, sync_serving
 
 RATE_LIMITED = Status(
     429,

@@ -9,12 +9,19 @@ from typing import Any
 
 import pytest
 
-from streamfsm.testing._script import Send
+from streamfsm.testing import Send
 from streamfsm.testing._tool_kinds import rows
-from streamfsm.wire import adapter_for
-from streamfsm.wire._adapters._sdk_items import SdkOpenAIChat, SdkOpenAIResponses
-from streamfsm.wire._events import Finish, ProtocolViolation, ProviderErrorEvent, ToolCall, ToolInputStart
-from streamfsm.wire._sse import SSEDecoder
+from streamfsm.wire import (
+    Finish,
+    ProtocolViolation,
+    ProviderErrorEvent,
+    SdkOpenAIChat,
+    SdkOpenAIResponses,
+    SSEDecoder,
+    ToolCall,
+    ToolInputStart,
+    adapter_for,
+)
 
 openai = pytest.importorskip("openai")
 from openai._models import construct_type  # noqa: E402

@@ -14,8 +14,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,17 +21,16 @@ import anthropic
 import anyio
 import openai
 import pytest
-from runsupport import BODIES, HTTP_ERRORS, consume, cut_before, cut_through, validate_record
 
 import streamfsm
 from streamfsm import StreamConfig, StreamFailed
-from streamfsm.runtime import ReasoningDelta, SdkRun, TextDelta, ToolCall, ToolInputDelta
+from streamfsm.runtime import ReasoningDelta, SdkRun, SyncSdkRun, TextDelta, ToolCall, ToolInputDelta
 from streamfsm.runtime import _sdk as sdk_module
 from streamfsm.runtime import _sync_reads as sync_reads_module
-from streamfsm.runtime._sdk import SyncSdkRun
-from streamfsm.testing import error_event, keepalive, text_stream, tool_call_stream
-from streamfsm.testing._script import (
+from streamfsm.testing import (
     End,
+    FaultServer,
+    FaultServerThread,
     Fin,
     Headers,
     Keepalive,
@@ -42,64 +39,37 @@ from streamfsm.testing._script import (
     Sleep,
     Stall,
     Status,
+    error_event,
+    keepalive,
+    text_stream,
+    tool_call_stream,
     unused_port,
 )
-from streamfsm.testing._server import FaultServer, FaultServerThread
+from tests.support.runs import (
+    BODIES,
+    HTTP_ERRORS,
+    check_failure,
+    consume,
+    cut_before,
+    cut_through,
+    expect,
+    script,
+    validate_record,
+)
+from tests.support.sdk import (
+    BOUND_S,
+    SDK_BODIES,
+    SDK_TIMEOUT_S,
+    client_for,
+    create,
+    fmts,
+    serving,
+    sync_serving,
+)
 
-FMTS = ("openai-chat", "openai-responses", "anthropic")
-fmts = pytest.mark.parametrize("fmt", FMTS)
-RAW_STRINGS = ("terminated", "incomplete chunked read", "Connection error.")
 ROOT = Path(__file__).resolve().parents[2]
-# A model name no SDK version knows, so none warns that it is deprecated.
-SDK_BODIES = {**BODIES, "anthropic": {**BODIES["anthropic"], "model": "claude-test-model"}}
 OPENAI_MAJOR = int(openai.__version__.split(".")[0])
 ANTHROPIC_MAJOR = int(anthropic.__version__.split(".")[0])
-SDK_TIMEOUT_S = 10.0
-BOUND_S = 20.0  # every test's own wait is bounded well below the SDK's
-
-
-# -- the SDK side -------------------------------------------------------------------------------------------
-
-
-def client_for(fmt: str, base_url: str, *, sync: bool = False) -> Any:
-    if fmt == "anthropic":
-        cls: Any = anthropic.Anthropic if sync else anthropic.AsyncAnthropic
-        return cls(base_url=base_url, api_key="sk-ant-test-0000", max_retries=0, timeout=SDK_TIMEOUT_S)
-    cls = openai.OpenAI if sync else openai.AsyncOpenAI
-    return cls(base_url=base_url + "/v1", api_key="sk-test-0000", max_retries=0, timeout=SDK_TIMEOUT_S)
-
-
-def create(fmt: str, client: Any) -> Any:
-    """The streaming call, un-awaited for an async client (a stream at once for a sync one)."""
-    body = SDK_BODIES[fmt]
-    if fmt == "anthropic":
-        return client.messages.create(**body, stream=True)
-    if fmt == "openai-chat":
-        return client.chat.completions.create(**body, stream=True, stream_options={"include_usage": True})
-    return client.responses.create(**body, stream=True)
-
-
-@asynccontextmanager
-async def serving(fmt: str, steps: tuple[Any, ...]) -> AsyncIterator[tuple[FaultServer, Any]]:
-    async with FaultServer(steps) as server:
-        client = client_for(fmt, server.base_url)
-        try:
-            yield server, client
-        finally:
-            await client.close()
-
-
-def script(frames: list[bytes], *tail: Any) -> tuple[Any, ...]:
-    return (Headers(), *(Send(f) for f in frames), *tail)
-
-
-def check_failure(failure: StreamFailed) -> StreamFailed:
-    data = validate_record(failure.record)
-    assert data["outcome"]["state"].startswith("failed/")
-    assert failure.diagnosis.detail in str(failure)
-    for raw in RAW_STRINGS:
-        assert raw not in failure.diagnosis.title and raw not in failure.diagnosis.detail
-    return failure
 
 
 async def fail(
@@ -115,16 +85,6 @@ async def fail(
             async with streamfsm.wrap(source, config=config) as run:
                 await consume(run)
     return check_failure(info.value)
-
-
-def expect(failure: StreamFailed, klass: str, verdict: str, edge: str, phase: str) -> None:
-    outcome = failure.record["outcome"]
-    assert (outcome["class"], failure.record["retry"]["verdict"], outcome["edge"], outcome["phase"]) == (
-        klass,
-        verdict,
-        edge,
-        phase,
-    ), dict(outcome)
 
 
 # -- async: the faults of issue 3, through the SDKs ---------------------------------------------------------
@@ -845,16 +805,6 @@ def test_the_sdk_generation_is_the_one_this_environment_pins() -> None:
 
 
 # -- sync ---------------------------------------------------------------------------------------------------
-
-
-@contextmanager
-def sync_serving(fmt: str, steps: tuple[Any, ...]) -> Iterator[tuple[FaultServerThread, Any]]:
-    with FaultServerThread(steps) as server:
-        client = client_for(fmt, server.base_url, sync=True)
-        try:
-            yield server, client
-        finally:
-            client.close()
 
 
 def sync_fail(fmt: str, steps: tuple[Any, ...], config: StreamConfig | None = None) -> StreamFailed:

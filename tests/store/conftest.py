@@ -1,21 +1,16 @@
 """The store's tests run against both databases: SQLite in a temporary folder, and a throwaway PostgreSQL
-server on loopback (pgserver). Without one, the PostgreSQL half skips with the reason, except in CI
-(CI=true), where it fails."""
+server on loopback (tests/support/pgserver.py). Without one, the PostgreSQL half skips with the reason,
+except in CI (CI=true), where it fails."""
 
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-sys.path.insert(0, str(Path(__file__).parents[1] / "logs"))
-sys.path.insert(0, str(Path(__file__).parents[1] / "relay"))  # relaysupport
-
-from pgserver import Unavailable, postgres_server
+from tests.support.pgserver import Unavailable, postgres_server
 
 
 @pytest.fixture(scope="session")

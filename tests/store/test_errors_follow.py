@@ -9,12 +9,11 @@ from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from storesupport import varied
 
-from streamfsm.relay import Relay, RelayConfig
-from streamfsm.relay._errors import ErrorsData
+from streamfsm.relay import ErrorsData, Relay, RelayConfig
 from streamfsm.runtime import AuditLog, ErrorLog
 from streamfsm.store import Filters, StoreSink
+from tests.support.store import varied
 
 RECORDS = varied(60, seed=3)
 BEGIN = b'{"schema":"streamfsm.begin/1","begin_id":"begin_%032x","request_id":"r"}\n'

@@ -10,14 +10,13 @@ from typing import Any
 
 import httpx
 import pytest
-from relaysupport import RelayThread
 
-from streamfsm.cli import main
 from streamfsm.cli._relay import build_relay
 from streamfsm.runtime import read_records
 from streamfsm.store import Store, StoreSink
-from streamfsm.testing import End, Headers, Rst, Send, text_stream
-from streamfsm.testing._server import FaultServerThread
+from streamfsm.testing import End, FaultServerThread, Headers, Rst, Send, text_stream
+from tests.support.cli import run_cli
+from tests.support.relay import RelayThread
 
 BODY = json.dumps({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}], "stream": True})
 
@@ -51,25 +50,19 @@ def test_a_relayed_run_is_found_in_the_store_by_its_request_id(
         [record] = store.by_request_id(request_id)
     assert (record.failure_class == "completed") is not cut
     assert (record["relay"]["close"] == "completed") is not cut
-    code, from_store, _ = _run(capsys, "diagnose", "--store", store_url, "--request-id", request_id)
+    code, from_store, _ = run_cli(capsys, "diagnose", "--store", store_url, "--request-id", request_id)
     assert code == 0
-    code, from_log, _ = _run(capsys, "diagnose", str(audit), "--request-id", request_id)
+    code, from_log, _ = run_cli(capsys, "diagnose", str(audit), "--request-id", request_id)
     assert code == 0
     assert from_store == from_log
     assert "request id           client-req-17" in from_store
     sink.close()
 
 
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_two_relays_writing_one_store_show_on_one_errors_page(store_url: str) -> None:
     """Two relays (on two hosts, as far as the store can tell) index into one store: either's errors page
     counts both relays' runs, and finds a stream sent through the other by its request id."""
-    from relaysupport import relay_to
+    from tests.support.relay import relay_to
 
     frames = text_stream("openai-chat", ["Hel", "lo"])
     steps = (Headers(headers=(("content-type", "text/event-stream"),)), Send(frames[0]), Rst())

@@ -11,11 +11,11 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from logsupport import SCENARIOS, with_ids
-from storesupport import write_worker
 
-from streamfsm.runtime._sinks import deliver, sink_failures
+from streamfsm.runtime import deliver, sink_failures
 from streamfsm.store import Store, StoreSink
+from tests.support.logs import SCENARIOS, with_ids
+from tests.support.store import write_worker
 
 WATCHDOG_S = 10.0  # generous: the sink's calls only queue; a call that waited on the lock would take 30 s
 

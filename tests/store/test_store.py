@@ -10,12 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from storesupport import ACCOUNTS, ROUTES, T0, page_views, varied
 
-from streamfsm.runtime._record import RunRecord
-from streamfsm.runtime._report import SIGNATURE, field_value, group_failures, started
-from streamfsm.runtime._sinks import AuditLog, ErrorLog
+from streamfsm.runtime import SIGNATURE, AuditLog, ErrorLog, RunRecord, field_value, group_failures, started
 from streamfsm.store import Filters, Store
+from tests.support.store import ACCOUNTS, ROUTES, T0, page_views, varied
 
 GROUPINGS = [SIGNATURE, ("provider",), ("model",), ("class",), ("route",), ("account",), ("route", "class")]
 

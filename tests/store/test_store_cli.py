@@ -10,16 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from storesupport import T0, varied
 
 from streamfsm.cli import main
-from streamfsm.runtime._sinks import AuditLog, ErrorLog
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+from streamfsm.runtime import AuditLog, ErrorLog
+from tests.support.cli import run_cli
+from tests.support.store import T0, varied
 
 
 @pytest.fixture
@@ -35,7 +30,9 @@ def logs(tmp_path: Path) -> tuple[Path, Path, list[Any]]:
 @pytest.fixture
 def indexed(store_url: str, logs: tuple[Path, Path, list[Any]], capsys: pytest.CaptureFixture[str]) -> str:
     audit, errors, records = logs
-    code, out, _ = _run(capsys, "store", "rebuild", "--from", str(audit), str(errors), "--store", store_url)
+    code, out, _ = run_cli(
+        capsys, "store", "rebuild", "--from", str(audit), str(errors), "--store", store_url
+    )
     assert code == 0
     assert f"read {len(records) + sum(r.failure_class != 'completed' for r in records)} records" in out
     assert f"{len(records)} runs in" in out
@@ -52,10 +49,10 @@ def test_report_from_the_store_matches_report_from_the_log(
     since: str | None,
 ) -> None:
     window = ["--since", since] if since else []
-    code, out, _ = _run(capsys, "report", str(logs[0]), "--json", "--by", by, *window)
+    code, out, _ = run_cli(capsys, "report", str(logs[0]), "--json", "--by", by, *window)
     assert code == 0
     from_log = json.loads(out)
-    code, out, _ = _run(capsys, "report", "--store", indexed, "--json", "--by", by, *window)
+    code, out, _ = run_cli(capsys, "report", "--store", indexed, "--json", "--by", by, *window)
     assert code == 0
     from_store = json.loads(out)
     for group in from_store["groups"]:
@@ -65,8 +62,8 @@ def test_report_from_the_store_matches_report_from_the_log(
         assert from_store[name] == from_log[name], name
     assert from_store["groups"]
     # the table too
-    code, table, _ = _run(capsys, "report", "--store", indexed, "--by", by, "--wide", *window)
-    code, logged, _ = _run(capsys, "report", str(logs[0]), "--by", by, "--wide", *window)
+    code, table, _ = run_cli(capsys, "report", "--store", indexed, "--by", by, "--wide", *window)
+    code, logged, _ = run_cli(capsys, "report", str(logs[0]), "--by", by, "--wide", *window)
     assert table.splitlines()[1:] == logged.splitlines()[1:]
 
 
@@ -74,19 +71,19 @@ def test_diagnose_by_request_id_from_a_log_and_from_the_store(
     capsys: pytest.CaptureFixture[str], indexed: str, logs: tuple[Path, Path, list[Any]]
 ) -> None:
     record = logs[2][42]
-    code, from_log, _ = _run(capsys, "diagnose", str(logs[0]), "--request-id", "req-00042")
+    code, from_log, _ = run_cli(capsys, "diagnose", str(logs[0]), "--request-id", "req-00042")
     assert code == 0
     assert from_log.startswith(f"run {record.run_id}")
     assert "request id           req-00042" in from_log
     assert f"provider request id  {record['ids']['provider_request_id']}" in from_log
-    code, from_store, _ = _run(capsys, "diagnose", "--store", indexed, "--request-id", "req-00042")
+    code, from_store, _ = run_cli(capsys, "diagnose", "--store", indexed, "--request-id", "req-00042")
     assert (code, from_store) == (0, from_log)
     provider_id = record["ids"]["provider_request_id"]
     argv = ("diagnose", "--store", indexed, "--provider-request-id", provider_id, "--json")
-    code, out, _ = _run(capsys, *argv)
+    code, out, _ = run_cli(capsys, *argv)
     assert code == 0
     assert record.run_id in {r["ids"]["run_id"] for r in json.loads(out)["records"]}
-    code, _, err = _run(capsys, "diagnose", "--store", indexed, "--request-id", "req-nobody")
+    code, _, err = run_cli(capsys, "diagnose", "--store", indexed, "--request-id", "req-nobody")
     assert code == 1
     assert "no record with request id 'req-nobody'" in err
 
@@ -95,13 +92,13 @@ def test_diagnose_from_the_store_by_run_id_prefix_and_the_last_runs(
     capsys: pytest.CaptureFixture[str], indexed: str, logs: tuple[Path, Path, list[Any]]
 ) -> None:
     records = logs[2]
-    code, out, _ = _run(capsys, "diagnose", "--store", indexed, "--run", "run-00077")
+    code, out, _ = run_cli(capsys, "diagnose", "--store", indexed, "--run", "run-00077")
     assert code == 0
     assert out.startswith("run run-00077")
-    code, _, err = _run(capsys, "diagnose", "--store", indexed, "--run", "run-0007")
+    code, _, err = run_cli(capsys, "diagnose", "--store", indexed, "--run", "run-0007")
     assert code == 2
     assert "ambiguous" in err
-    code, out, err = _run(capsys, "diagnose", "--store", indexed, "--last", "2", "--json")
+    code, out, err = run_cli(capsys, "diagnose", "--store", indexed, "--last", "2", "--json")
     assert code == 0
     assert [r["ids"]["run_id"] for r in json.loads(out)["records"]] == [r.run_id for r in records[-2:]]
     assert "showing the last 2 of 200 records" in err
@@ -109,7 +106,7 @@ def test_diagnose_from_the_store_by_run_id_prefix_and_the_last_runs(
 
 def test_report_html_from_the_store(capsys: pytest.CaptureFixture[str], indexed: str, tmp_path: Path) -> None:
     out = tmp_path / "errors.html"
-    code, _, _ = _run(capsys, "report", "--store", indexed, "--html", str(out))
+    code, _, _ = run_cli(capsys, "report", "--store", indexed, "--html", str(out))
     assert code == 0
     page = out.read_text(encoding="utf-8")
     assert "run-00" in page
@@ -118,9 +115,9 @@ def test_report_html_from_the_store(capsys: pytest.CaptureFixture[str], indexed:
 
 def test_prune_applies_a_retention(capsys: pytest.CaptureFixture[str], indexed: str) -> None:
     cut = (T0 + timedelta(hours=3)).isoformat()
-    code, out, _ = _run(capsys, "store", "prune", "--store", indexed, "--older-than", cut)
+    code, out, _ = run_cli(capsys, "store", "prune", "--store", indexed, "--older-than", cut)
     assert code == 0
-    code, report, _ = _run(capsys, "report", "--store", indexed, "--json")
+    code, report, _ = run_cli(capsys, "report", "--store", indexed, "--json")
     kept = json.loads(report)["runs"]
     assert f"{kept} runs kept" in out
     assert 0 < kept < 200
@@ -147,7 +144,7 @@ def test_bad_usage_exits_2(capsys: pytest.CaptureFixture[str], argv: list[str]) 
 def test_an_unreachable_store_is_exit_1_without_its_password(capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("psycopg")
     url = "postgresql://relay:hunter2@127.0.0.1:1/runs?connect_timeout=2"
-    code, _, err = _run(capsys, "report", "--store", url)
+    code, _, err = run_cli(capsys, "report", "--store", url)
     assert code == 1
     assert "cannot query postgresql://relay@127.0.0.1:1/runs" in err
     assert "hunter2" not in err

@@ -10,16 +10,14 @@ from pathlib import Path
 
 import httpx
 import pytest
-from logsupport import completed, with_ids
-from relayprocess import free_port, relay_process
 
 from streamfsm.cli import main
-from streamfsm.relay import PageQuery
-from streamfsm.relay._errors import ErrorsData
+from streamfsm.relay import ErrorsData, PageQuery
 from streamfsm.runtime import AuditLog
 from streamfsm.store import Store, StoreDamaged
-from streamfsm.testing import End, Headers, Send, text_stream
-from streamfsm.testing._server import FaultServerThread
+from streamfsm.testing import End, FaultServerThread, Headers, Send, text_stream
+from tests.support.logs import completed, with_ids
+from tests.support.relay_process import free_port, relay_process
 
 
 def _audit(path: Path, count: int) -> str:

@@ -13,15 +13,14 @@ from pathlib import Path
 
 import httpx
 import pytest
-from logsupport import completed, with_ids
-from pgserver import Server, Unavailable, postgres_control
-from relaysupport import RelayThread
 
 from streamfsm.cli._relay import build_relay
 from streamfsm.runtime import RunRecord, sink_failures
 from streamfsm.store import Store, StoreSink, StoreUnavailable
-from streamfsm.testing import End, Headers, Send, text_stream
-from streamfsm.testing._server import FaultServerThread
+from streamfsm.testing import End, FaultServerThread, Headers, Send, text_stream
+from tests.support.logs import completed, with_ids
+from tests.support.pgserver import Server, Unavailable, postgres_control
+from tests.support.relay import RelayThread
 
 BODY = b'{"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}], "stream": true}'
 JSON = {"content-type": "application/json", "accept": "application/json"}

@@ -11,12 +11,11 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from logsupport import SCENARIOS
-from storesupport import ACCOUNTS, MODELS, ROUTES, T0, page_views
 
-from streamfsm.runtime._record import RunRecord
-from streamfsm.runtime._report import group_failures
+from streamfsm.runtime import RunRecord, group_failures
 from streamfsm.store import Filters, Store
+from tests.support.logs import SCENARIOS
+from tests.support.store import ACCOUNTS, MODELS, ROUTES, T0, page_views
 
 TEMPLATES = [scenario().to_dict() for scenario in SCENARIOS]
 
@@ -72,7 +71,7 @@ def test_the_store_says_what_the_report_says(
 
 
 def _value(record: RunRecord, name: str) -> str | None:
-    from streamfsm.runtime._report import field_value
+    from streamfsm.runtime import field_value
 
     return field_value(record, name)
 

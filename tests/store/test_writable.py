@@ -14,14 +14,13 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from logsupport import CLOSED_MID_BODY, assert_valid, completed, with_ids
 
 from streamfsm.classify import Facts, diagnose, diagnose_finished
 from streamfsm.machine import StreamMachine, Trigger
-from streamfsm.runtime import AuditLog, ErrorLog, read_records, sink_failures
-from streamfsm.runtime._config import Ids, StreamConfig
-from streamfsm.runtime._record import Recorder, RunRecord
+from streamfsm.runtime import AuditLog, ErrorLog, Ids, RunRecord, StreamConfig, read_records, sink_failures
+from streamfsm.runtime._record import Recorder
 from streamfsm.store import Store, StoreSink
+from tests.support.logs import CLOSED_MID_BODY, assert_valid, completed, with_ids
 
 T = Trigger
 REPLACEMENT = "\ufffd"
@@ -236,8 +235,7 @@ def test_store_rebuild_reads_past_a_line_with_a_lone_surrogate(
     rebuild`` indexes every readable record, the surrogate's replaced and counted, and says what it skipped;
     the errors page over that log answers."""
     from streamfsm.cli import main
-    from streamfsm.relay import PageQuery
-    from streamfsm.relay._errors import ErrorsData
+    from streamfsm.relay import ErrorsData, PageQuery
 
     log = tmp_path / "audit.jsonl"
     good = [with_ids(completed(), f"good-{i}").to_json() for i in range(3)]

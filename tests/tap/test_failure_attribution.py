@@ -13,9 +13,7 @@ import pytest
 
 import streamfsm
 from streamfsm.tap import _notes, default_library
-from streamfsm.testing import text_stream
-from streamfsm.testing._script import End, Headers, Send, Sleep
-from streamfsm.testing._server import FaultServer, FaultServerThread
+from streamfsm.testing import End, FaultServer, FaultServerThread, Headers, Send, Sleep, text_stream
 
 pytestmark = pytest.mark.anyio
 BODY = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}], "stream": True}

@@ -15,7 +15,7 @@ from streamfsm.runtime import Ids, StreamConfig
 from streamfsm.tap._run import TapRun
 from streamfsm.testing import FORMATS, End, Fin, Headers, Keepalive, Rst, Send, Sleep, build, catalog
 from streamfsm.testing._wire import NDJSON_FORMATS
-from streamfsm.wire._events import ReasoningDelta, TextDelta
+from streamfsm.wire import ReasoningDelta, TextDelta
 
 # What differs between two runs of the same bytes: their ids and the clock.
 _VOLATILE = frozenset({"trace_id", "run_id", "started_at", "timings", "t", "at_s"})

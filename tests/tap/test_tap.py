@@ -16,45 +16,36 @@ import threading
 import time
 from typing import Any
 
-import anthropic
 import anyio
 import openai
 import pytest
-from runsupport import BODIES, cut_through, validate_record
 
 import streamfsm
 from streamfsm import StreamConfig
 from streamfsm.runtime import TextDelta, ToolInputDelta
 from streamfsm.tap import Rule, default_library, library
-from streamfsm.testing import error_event, text_stream, tool_call_stream
-from streamfsm.testing._script import End, Fin, Headers, Keepalive, Rst, Send, Sleep, Status, unused_port
-from streamfsm.testing._server import FaultServer, FaultServerThread
+from streamfsm.testing import (
+    End,
+    FaultServer,
+    FaultServerThread,
+    Fin,
+    Headers,
+    Keepalive,
+    Rst,
+    Send,
+    Sleep,
+    Status,
+    error_event,
+    text_stream,
+    tool_call_stream,
+    unused_port,
+)
+from tests.support.runs import BODIES, cut_through, script, validate_record
+from tests.support.sdk import BOUND_S, HTTP, SDK_BODIES, create, fmts, sdk_client
 
-FMTS = ("openai-chat", "openai-responses", "anthropic")
-fmts = pytest.mark.parametrize("fmt", FMTS)
-HTTP = default_library()
 HTTP_LIB = library(HTTP)[0]
-SDK_BODIES = {**BODIES, "anthropic": {**BODIES["anthropic"], "model": "claude-test-model"}}
-BOUND_S = 20.0
 NOTES = sys.version_info >= (3, 11)
 pytestmark = pytest.mark.anyio
-
-
-def sdk_client(fmt: str, base_url: str, http_client: Any, *, retries: int = 0, sync: bool = False) -> Any:
-    if fmt == "anthropic":
-        cls: Any = anthropic.Anthropic if sync else anthropic.AsyncAnthropic
-        return cls(base_url=base_url, api_key="sk-ant-test-0", max_retries=retries, http_client=http_client)
-    cls = openai.OpenAI if sync else openai.AsyncOpenAI
-    return cls(base_url=f"{base_url}/v1", api_key="sk-test-0", max_retries=retries, http_client=http_client)
-
-
-def create(fmt: str, client: Any) -> Any:
-    body = SDK_BODIES[fmt]
-    if fmt == "anthropic":
-        return client.messages.create(**body, stream=True)
-    if fmt == "openai-chat":
-        return client.chat.completions.create(**body, stream=True, stream_options={"include_usage": True})
-    return client.responses.create(**body, stream=True)
 
 
 def dump(item: Any) -> Any:
@@ -129,10 +120,6 @@ async def wait_for(condition: Any, bound: float = 5.0) -> None:
             await anyio.sleep(0.01)
 
 
-def frames_script(frames: list[bytes], *tail: Any) -> tuple[Any, ...]:
-    return (Headers(), *(Send(f) for f in frames), *tail)
-
-
 def outcome(record: streamfsm.RunRecord) -> tuple[str, str]:
     return record["outcome"]["summary_key"], record["retry"]["verdict"]
 
@@ -143,7 +130,7 @@ def outcome(record: streamfsm.RunRecord) -> tuple[str, str]:
 @fmts
 async def test_a_normal_stream_with_a_tool_call_is_unchanged_and_recorded(fmt: str) -> None:
     frames = tool_call_stream(fmt, [("read_file", '{"path": "a.txt"}')], text=["Hi"])  # type: ignore[arg-type]
-    seen, records = await both(fmt, frames_script(frames, End()))
+    seen, records = await both(fmt, script(frames, End()))
     assert seen.error is None and seen.items
     (record,) = records
     assert outcome(record) == ("completed.finished", "no_retry")
@@ -159,11 +146,11 @@ async def test_a_normal_stream_with_a_tool_call_is_unchanged_and_recorded(fmt: s
 @fmts
 async def test_the_tap_sees_what_open_stream_sees(fmt: str) -> None:
     frames = tool_call_stream(fmt, [("read_file", '{"path": "a.txt"}')], text=["Hi"], reasoning=["hm"])  # type: ignore[arg-type]
-    async with FaultServer(frames_script(frames, End())) as server:
+    async with FaultServer(script(frames, End())) as server:
         async with streamfsm.open_stream(fmt, base_url=server.base_url, json=BODIES[fmt]) as run:
             async for _ in run:
                 pass
-    _, (tapped,) = await both(fmt, frames_script(frames, End()))
+    _, (tapped,) = await both(fmt, script(frames, End()))
     direct, through = run.record.to_dict(), tapped.to_dict()  # type: ignore[union-attr]
     for section in ("stream_events", "delta_keys", "stored_parts", "tokens", "finish_reason"):
         assert through[section] == direct[section], section
@@ -173,7 +160,7 @@ async def test_the_tap_sees_what_open_stream_sees(fmt: str) -> None:
 @fmts
 async def test_a_cut_mid_answer_raises_what_the_sdk_raises_with_the_diagnosis(fmt: str) -> None:
     frames = text_stream(fmt, ["Hello", " wor", "ld"])  # type: ignore[arg-type]
-    seen, (record,) = await both(fmt, frames_script(frames[:-3], Fin()))
+    seen, (record,) = await both(fmt, script(frames[:-3], Fin()))
     assert seen.error is not None
     failure = streamfsm.failure_of(seen.error)
     assert failure is not None
@@ -188,7 +175,7 @@ async def test_a_cut_mid_answer_raises_what_the_sdk_raises_with_the_diagnosis(fm
 @fmts
 async def test_a_reset_mid_answer_is_a_reset(fmt: str) -> None:
     frames = text_stream(fmt, ["Hello", " wor", "ld"])  # type: ignore[arg-type]
-    seen, (record,) = await both(fmt, frames_script(frames[:-3], Rst()))
+    seen, (record,) = await both(fmt, script(frames[:-3], Rst()))
     assert streamfsm.failure_of(seen.error) is not None
     assert outcome(record) == ("mid_generation.reset", "user_confirmed_retry")
 
@@ -196,7 +183,7 @@ async def test_a_reset_mid_answer_is_a_reset(fmt: str) -> None:
 @fmts
 async def test_a_cut_while_a_tool_call_is_written_says_the_tool_did_not_run(fmt: str) -> None:
     frames = tool_call_stream(fmt, [("apply_patch", '{"patch": "--- a"}')])  # type: ignore[arg-type]
-    seen, (record,) = await both(fmt, frames_script(cut_through(fmt, frames, ToolInputDelta), Fin()))
+    seen, (record,) = await both(fmt, script(cut_through(fmt, frames, ToolInputDelta), Fin()))
     failure = streamfsm.failure_of(seen.error)
     assert failure is not None
     assert outcome(record) == ("tool_input_interrupted.closed_mid_body", "safe_auto_retry")
@@ -209,7 +196,7 @@ async def test_a_stall_kept_alive_by_keepalives_fails_the_read_as_a_timeout(fmt:
     frames = text_stream(fmt, ["Hello", " wor", "ld"])  # type: ignore[arg-type]
     records: list[streamfsm.RunRecord] = []
     config = StreamConfig(idle_timeout=0.3, sinks=(records.append,))
-    steps = frames_script(cut_through(fmt, frames, TextDelta), Keepalive(0.05, 200))  # 10 s of keepalives
+    steps = script(cut_through(fmt, frames, TextDelta), Keepalive(0.05, 200))  # 10 s of keepalives
     seen, _ = await play(fmt, steps, tapped=True, config=config)
     assert seen.error is not None
     assert "Timeout" in type(seen.error).__name__ or isinstance(seen.error, HTTP_LIB.ReadTimeout)
@@ -253,7 +240,7 @@ async def test_a_refused_connection_is_diagnosed_before_connection() -> None:
 @fmts
 async def test_in_band_errors_are_found_through_the_sdks_error(fmt: str) -> None:
     frames = text_stream(fmt, ["Hi"])  # type: ignore[arg-type]
-    steps = frames_script([frames[0], error_event(fmt, "overloaded")], End())  # type: ignore[arg-type]
+    steps = script([frames[0], error_event(fmt, "overloaded")], End())  # type: ignore[arg-type]
     seen, (record,) = await both(fmt, steps)
     assert seen.error is not None
     failure = streamfsm.failure_of(seen.error)
@@ -269,7 +256,7 @@ async def test_a_clean_end_without_the_terminal_event_fails_the_sdks_read_by_def
     """No SDK tells a stream that ended cleanly before its terminal event from a whole one (each just ends):
     the tap fails the read there, with the library's ``RemoteProtocolError``, carrying the failure."""
     frames = text_stream(fmt, ["Hello", " world"])  # type: ignore[arg-type]
-    steps = frames_script(frames[:3], End())  # text, but no finish and no terminal event
+    steps = script(frames[:3], End())  # text, but no finish and no terminal event
     plain, _ = await play(fmt, steps, tapped=False)
     assert plain.error is None  # what the SDK alone makes of it: a whole (truncated) answer
     records: list[streamfsm.RunRecord] = []
@@ -287,7 +274,7 @@ async def test_a_clean_end_without_the_terminal_event_fails_the_sdks_read_by_def
 @fmts
 async def test_strict_eof_false_leaves_that_end_to_the_sdk(fmt: str) -> None:
     frames = text_stream(fmt, ["Hello", " world"])  # type: ignore[arg-type]
-    seen, (record,) = await both(fmt, frames_script(frames[:3], End()), strict_eof=False)
+    seen, (record,) = await both(fmt, script(frames[:3], End()), strict_eof=False)
     assert seen.error is None  # the SDK ends as it would have
     assert record["outcome"]["edge"] == "eof_without_terminal"
 
@@ -295,7 +282,7 @@ async def test_strict_eof_false_leaves_that_end_to_the_sdk(fmt: str) -> None:
 @fmts
 async def test_a_consumer_that_stops_early_is_a_local_abort(fmt: str) -> None:
     frames = text_stream(fmt, ["Hello", " wor", "ld"])  # type: ignore[arg-type]
-    seen, (record,) = await both(fmt, frames_script(frames, End()), stop_after=2)
+    seen, (record,) = await both(fmt, script(frames, End()), stop_after=2)
     assert seen.error is None
     assert record["outcome"]["edge"] == "local_abort"
     assert record["abort"]["source"] == "consumer_stopped"
@@ -310,9 +297,9 @@ async def test_context_tags_every_run_started_inside_it() -> None:
     config = StreamConfig(sinks=(records.append,))
     with streamfsm.context(session_id="ses_1", message_id="msg_1", tenant="acme"):
         with streamfsm.context(message_id="msg_2"):
-            await play("anthropic", frames_script(frames, End()), tapped=True, config=config)
-        await play("anthropic", frames_script(frames, End()), tapped=True, config=config)
-    await play("anthropic", frames_script(frames, End()), tapped=True, config=config)
+            await play("anthropic", script(frames, End()), tapped=True, config=config)
+        await play("anthropic", script(frames, End()), tapped=True, config=config)
+    await play("anthropic", script(frames, End()), tapped=True, config=config)
     ids = [r["ids"] for r in records]
     assert [(i["session_id"], i.get("message_id")) for i in ids] == [
         ("ses_1", "msg_2"),
@@ -344,7 +331,7 @@ async def test_a_rule_taps_a_gateway_path() -> None:
     records: list[streamfsm.RunRecord] = []
     config = StreamConfig(sinks=(records.append,))
     rules = (Rule(r"/llm/chat$", "openai-chat"),)
-    async with FaultServer(frames_script(frames, End())) as server:
+    async with FaultServer(script(frames, End())) as server:
         async with streamfsm.async_http_client(http=HTTP, config=config, rules=rules) as http:
             request = {**BODIES["openai-chat"], "stream": True}
             async with http.stream("POST", server.base_url + "/llm/chat", json=request) as response:
@@ -401,7 +388,7 @@ def play_sync(fmt: str, steps: tuple[Any, ...], http_client: Any) -> tuple[Seen,
 @pytest.mark.parametrize("ending", ["end", "fin"])
 def test_sync_clients_are_tapped_the_same_way(fmt: str, ending: str) -> None:
     frames = text_stream(fmt, ["Hello", " wor", "ld"])  # type: ignore[arg-type]
-    steps = frames_script(frames, End()) if ending == "end" else frames_script(frames[:-3], Fin())
+    steps = script(frames, End()) if ending == "end" else script(frames[:-3], Fin())
     records: list[streamfsm.RunRecord] = []
     plain = play_sync(fmt, steps, HTTP_LIB.Client())
     config = StreamConfig(sinks=(records.append,))
@@ -418,7 +405,7 @@ def test_a_sync_stall_is_ended_by_the_watchdog_thread() -> None:
     frames = text_stream("openai-chat", ["Hello", " wor", "ld"])
     records: list[streamfsm.RunRecord] = []
     config = StreamConfig(idle_timeout=0.3, sinks=(records.append,))
-    steps = frames_script(frames[:2], Keepalive(0.05, 200))
+    steps = script(frames[:2], Keepalive(0.05, 200))
     seen, _ = play_sync("openai-chat", steps, streamfsm.http_client(http=HTTP, config=config))
     # openai 3.x wraps the read timeout in its own APITimeoutError; 2.x lets the library's escape mid-stream.
     assert isinstance(seen.error, (openai.APITimeoutError, HTTP_LIB.ReadTimeout))
@@ -430,7 +417,7 @@ async def test_a_response_dropped_unclosed_still_leaves_its_one_record() -> None
     frames = text_stream("openai-chat", ["Hello", " world"])
     records: list[streamfsm.RunRecord] = []
     config = StreamConfig(sinks=(records.append,))
-    async with FaultServer(frames_script(frames, End())) as server:
+    async with FaultServer(script(frames, End())) as server:
         async with streamfsm.async_http_client(http=HTTP, config=config) as http:
             request = http.build_request(
                 "POST",
@@ -469,7 +456,7 @@ async def test_an_encoded_body_is_decoded_for_the_run_as_the_sdk_decodes_it(corr
 async def test_the_same_request_resent_after_a_failure_joins_its_chain() -> None:
     """A framework's own retry (no retry count) of a request that failed is the next attempt of its chain; the
     same request after a success starts a chain of its own."""
-    ok = frames_script(text_stream("openai-chat", ["Hi"]), End())
+    ok = script(text_stream("openai-chat", ["Hi"]), End())
     error = (Status(503, (("content-type", "application/json"),), b'{"error": {"type": "server_error"}}'),)
     scripts = (error, ok, ok)
     records: list[streamfsm.RunRecord] = []
@@ -523,7 +510,7 @@ def test_a_sync_abort_from_another_thread_interrupts_a_stalled_read() -> None:
     frames = text_stream("openai-chat", ["Hello", " wor", "ld"])
     records: list[streamfsm.RunRecord] = []
     config = StreamConfig(sinks=(records.append,))
-    with FaultServerThread(frames_script(frames[:2], Keepalive(0.05, 200))) as server:
+    with FaultServerThread(script(frames[:2], Keepalive(0.05, 200))) as server:
         with streamfsm.http_client(http=HTTP, config=config) as http:
             body = {**BODIES["openai-chat"], "stream": True}
             with http.stream("POST", f"{server.base_url}/v1/chat/completions", json=body) as response:
@@ -544,7 +531,7 @@ async def test_a_followed_redirect_leaves_one_record_for_the_stream() -> None:
     frames = text_stream("openai-chat", ["Hi"])
     records: list[streamfsm.RunRecord] = []
     moved = (Status(307, (("location", "/v2/chat/completions"),), b""),)
-    scripts = (moved, frames_script(frames, End()))
+    scripts = (moved, script(frames, End()))
     async with FaultServer(lambda request: scripts[min(request.seq, 1)]) as server:
         config = StreamConfig(sinks=(records.append,))
         async with streamfsm.async_http_client(http=HTTP, config=config, follow_redirects=True) as http:

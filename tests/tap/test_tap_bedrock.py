@@ -10,12 +10,11 @@ from typing import Any
 
 import anyio
 import pytest
-from runsupport import validate_record
 
 import streamfsm
 from streamfsm import StreamConfig
-from streamfsm.testing import Scenario, find
-from streamfsm.testing._server import FaultServer, FaultServerThread
+from streamfsm.testing import FaultServer, FaultServerThread, Scenario, find
+from tests.support.runs import validate_record
 
 anthropic = pytest.importorskip("anthropic")
 pytest.importorskip("boto3")  # AnthropicBedrock signs its requests with a boto3 session

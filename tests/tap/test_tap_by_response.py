@@ -11,15 +11,13 @@ import anyio
 import httpx
 import openai
 import pytest
-from runsupport import validate_record
 
 import streamfsm
 from streamfsm import StreamConfig
-from streamfsm.tap import default_library
-from streamfsm.tap._rules import DEFAULT_RULES, llm_request
-from streamfsm.testing import text_stream, whole_answer
-from streamfsm.testing._script import Fin, Headers, Send, unused_port
-from streamfsm.testing._server import FaultServer
+from streamfsm.tap import DEFAULT_RULES, default_library
+from streamfsm.tap._rules import llm_request
+from streamfsm.testing import FaultServer, Fin, Headers, Send, text_stream, unused_port, whole_answer
+from tests.support.runs import validate_record
 
 HTTP = default_library()
 BOUND_S = 30.0

@@ -17,9 +17,18 @@ import streamfsm
 from streamfsm import StreamConfig
 from streamfsm.runtime import _whole
 from streamfsm.tap import default_library, library
-from streamfsm.testing import error_event, find, text_stream, whole_answer
-from streamfsm.testing._script import End, Headers, Send, Stall
-from streamfsm.testing._server import FaultServer, FaultServerThread
+from streamfsm.testing import (
+    End,
+    FaultServer,
+    FaultServerThread,
+    Headers,
+    Send,
+    Stall,
+    error_event,
+    find,
+    text_stream,
+    whole_answer,
+)
 
 ollama = pytest.importorskip("ollama")  # in the sdk extra
 

@@ -10,15 +10,13 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from runsupport import left_to_the_collector
-from test_tap import FMTS, HTTP, create, frames_script, sdk_client
 
 import streamfsm
 from streamfsm import StreamConfig
 from streamfsm.tap import library
-from streamfsm.testing import text_stream
-from streamfsm.testing._script import End, Fin, Keepalive, Status
-from streamfsm.testing._server import FaultServerThread
+from streamfsm.testing import End, FaultServerThread, Fin, Keepalive, Status, text_stream
+from tests.support.runs import left_to_the_collector, script
+from tests.support.sdk import FMTS, HTTP, create, sdk_client
 
 # httpx before 0.28.1's fix (encode/httpx#3733) binds each response and its body stream to each other: the
 # response the SDK holds waits for the collector, and with it the one stream object the tap gave it (the run
@@ -30,12 +28,12 @@ ENDINGS = ("finished", "cut", "stalled", "http-429", "left-early")
 def _steps(fmt: str, ending: str) -> tuple[Any, ...]:
     frames = text_stream(fmt, ["one ", "two ", "three"])  # type: ignore[arg-type]
     if ending == "cut":
-        return frames_script(frames[:3], Fin())
+        return script(frames[:3], Fin())
     if ending == "stalled":
-        return frames_script(frames[:3], Keepalive(0.05, 40))
+        return script(frames[:3], Keepalive(0.05, 40))
     if ending == "http-429":
         return (Status(429, (("content-type", "application/json"),), b'{"error": {"type": "x"}}'),)
-    return frames_script(frames, End())
+    return script(frames, End())
 
 
 def _stream(fmt: str, ending: str, client: Any) -> None:

@@ -9,15 +9,23 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from runsupport import validate_record
 
 import streamfsm
 import streamfsm.tap
 from streamfsm import StreamConfig
-from streamfsm.testing import build, error_event
-from streamfsm.testing._answers import whole_answer
-from streamfsm.testing._script import End, Fin, Headers, Send, Status
-from streamfsm.testing._server import FaultServer, FaultServerThread
+from streamfsm.testing import (
+    End,
+    FaultServer,
+    FaultServerThread,
+    Fin,
+    Headers,
+    Send,
+    Status,
+    build,
+    error_event,
+    whole_answer,
+)
+from tests.support.runs import validate_record
 
 ollama = pytest.importorskip("ollama")  # in the sdk extra: it needs an httpx newer than the core's floor
 

@@ -11,14 +11,23 @@ import anthropic
 import anyio
 import openai
 import pytest
-from runsupport import validate_record
 
 import streamfsm
 from streamfsm import StreamConfig
 from streamfsm.tap import default_library
-from streamfsm.testing._answers import whole_answer
-from streamfsm.testing._script import End, Fin, Headers, Rst, Send, Stall, Status
-from streamfsm.testing._server import FaultServer, FaultServerThread
+from streamfsm.testing import (
+    End,
+    FaultServer,
+    FaultServerThread,
+    Fin,
+    Headers,
+    Rst,
+    Send,
+    Stall,
+    Status,
+    whole_answer,
+)
+from tests.support.runs import validate_record
 
 HTTP = default_library()
 BOUND_S = 20.0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import io
 import json
@@ -14,14 +13,7 @@ import streamfsm.testing
 from streamfsm import FailureClass
 from streamfsm.cli import _harness as _cli_harness
 from streamfsm.testing import find
-
-
-def harness(*argv: str) -> int:
-    parser = argparse.ArgumentParser(prog="streamfsm")
-    _cli_harness.add_commands(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(["harness", *argv])
-    code: int = args.run(args)
-    return code
+from tests.support.cli import harness
 
 
 def test_prints_a_table_and_a_summary_and_exits_0(capsys: pytest.CaptureFixture[str]) -> None:

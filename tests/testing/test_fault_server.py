@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import errno
-import os
 import sys
 import threading
 import time
@@ -15,11 +14,15 @@ import anyio
 import httpx
 import pytest
 
-from streamfsm.testing._script import (
+from streamfsm.testing import (
     End,
+    FaultServer,
+    FaultServerError,
+    FaultServerThread,
     Fin,
     Headers,
     Keepalive,
+    Request,
     Rst,
     Scenario,
     Script,
@@ -34,7 +37,7 @@ from streamfsm.testing._script import (
     encode_chunk,
     unused_port,
 )
-from streamfsm.testing._server import FaultServer, FaultServerError, FaultServerThread, Request
+from tests.support.sockets import open_sockets
 
 httpx2 = pytest.importorskip("httpx2", reason="httpx2, the newest SDKs' HTTP client, needs Python 3.11")
 
@@ -74,24 +77,12 @@ def errnos(exc: BaseException) -> set[int]:
     return {e.errno for e in chain(exc) if isinstance(e, OSError) and e.errno is not None}
 
 
-def socket_fds() -> set[str]:
-    found = set()
-    for name in os.listdir("/proc/self/fd"):
-        try:
-            target = os.readlink(f"/proc/self/fd/{name}")
-        except FileNotFoundError:  # the fd of the listdir itself
-            continue
-        if target.startswith("socket:"):
-            found.add(f"{name}->{target}")
-    return found
-
-
 async def settle_fds(baseline: set[str]) -> set[str]:
     """Socket fds opened since ``baseline`` still open after up to 1 s (asyncio closes a turn late)."""
     with anyio.move_on_after(1.0):
-        while socket_fds() - baseline:
+        while open_sockets() - baseline:
             await anyio.sleep(0.01)
-    return socket_fds() - baseline
+    return open_sockets() - baseline
 
 
 @dataclass
@@ -336,7 +327,7 @@ async def test_server_stops_promptly_with_stalled_connections_and_leaves_no_sock
         2: (Headers(), Send(EVENT_1), Sleep(60)),
         3: (Headers(), Keepalive(every=30, count=100)),
     }
-    baseline = socket_fds()
+    baseline = open_sockets()
     results: list[Received] = []
 
     async def call(http: httpx.AsyncClient, url: str) -> None:
@@ -374,7 +365,7 @@ async def test_a_server_from_an_async_fixture(events_server: FaultServer) -> Non
 
 
 async def test_no_socket_outlives_the_server_across_faults() -> None:
-    baseline = socket_fds()
+    baseline = open_sockets()
     with anyio.fail_after(BOUND):
         for fault in FAULTS.values():
             async with FaultServer(fault.script) as server, client() as http:
@@ -582,7 +573,7 @@ def test_thread_server_serves_sync_clients_and_leaves_nothing_behind(backend: st
             return (Stall(),)
         return (Headers(), Send(EVENT_1), Send(DONE), End())
 
-    threads, fds = threading.active_count(), socket_fds()
+    threads, fds = threading.active_count(), open_sockets()
     started = time.monotonic()
     with FaultServerThread(router, backend=backend) as server:  # type: ignore[arg-type]
         assert time.monotonic() - started < 2.0
@@ -614,7 +605,7 @@ def test_thread_server_serves_sync_clients_and_leaves_nothing_behind(backend: st
     assert [type(e) for e in worker_errors] == [httpx.RemoteProtocolError]
     assert [r.path for r in server.requests] == ["/ok", "/rst", "/ok", "/stall"]
     assert threading.active_count() == threads
-    assert socket_fds() == fds
+    assert open_sockets() == fds
 
 
 def test_thread_server_reports_a_failed_start() -> None:

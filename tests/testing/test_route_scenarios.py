@@ -18,22 +18,18 @@ import pytest
 
 from streamfsm import ContinueStyle, Recovery
 from streamfsm.cli import main
-from streamfsm.testing import _route_scenarios as routes
-from streamfsm.testing._route_scenarios import (
+from streamfsm.testing import (
     ONE_ROUTE,
     RELAY,
     RETRYING,
     TAP,
-    Got,
-    Leg,
     Provider,
     RouteScenario,
-    TableRoute,
     route_catalog,
-    run_route_scenario,
     run_routes,
-    tally,
 )
+from streamfsm.testing import _route_scenarios as routes
+from streamfsm.testing._route_scenarios import Got, Leg, TableRoute, run_route_scenario, tally
 
 pytestmark = pytest.mark.anyio
 

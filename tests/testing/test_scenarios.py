@@ -18,6 +18,7 @@ from streamfsm.testing import (
     FORMATS,
     RAW_TRANSPORT_STRINGS,
     SDK_FORMATS,
+    WIRE_FORMATS,
     Agent,
     Fin,
     Headers,
@@ -32,9 +33,10 @@ from streamfsm.testing import (
     text_stream,
 )
 from streamfsm.testing._harness import WRAPPED_SDKS
-from streamfsm.testing._wire import EVENT_STREAM_FORMATS, NDJSON_FORMATS, WIRE_FORMATS
+from streamfsm.testing._wire import EVENT_STREAM_FORMATS, NDJSON_FORMATS
 from streamfsm.testing.pytest_plugin import FaultProvider
 from streamfsm.testing.strategies import FaultyStream, faulty_streams
+from tests.support.sockets import open_sockets
 
 CATALOG = [
     scenario for scenario in catalog() if scenario.streaming
@@ -381,18 +383,6 @@ def test_every_record_round_trips_through_json(played: dict[str, Outcome]) -> No
     assert all(line["schema"] == "streamfsm.run/1" for line in lines)
 
 
-def _sockets() -> set[str]:
-    found = set()
-    for name in os.listdir("/proc/self/fd"):
-        try:
-            target = os.readlink(f"/proc/self/fd/{name}")
-        except FileNotFoundError:  # the fd of the listdir itself
-            continue
-        if target.startswith("socket:"):
-            found.add(f"{name}->{target}")
-    return found
-
-
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc to count sockets")
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_the_harness_leaves_no_socket_or_thread_behind(backend: str) -> None:
@@ -401,7 +391,7 @@ def test_the_harness_leaves_no_socket_or_thread_behind(backend: str) -> None:
         s for s in CATALOG if "stall" in s.name or "abort" in s.name or "cancel" in s.name or "rst" in s.name
     ]
     threads = set(threading.enumerate())  # a thread of an earlier test may end meanwhile: not a leak
-    before = _sockets()
+    before = open_sockets()
 
     async def play() -> list[Outcome]:
         with anyio.fail_after(BOUND):
@@ -410,7 +400,7 @@ def test_the_harness_leaves_no_socket_or_thread_behind(backend: str) -> None:
     outcomes = anyio.run(play, backend=backend)
     assert all(o.matched for o in outcomes), [o.mismatch for o in outcomes if not o.matched]
     deadline = time.monotonic() + 2.0  # asyncio may close a transport one loop turn late
-    while _sockets() - before and time.monotonic() < deadline:
+    while open_sockets() - before and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert _sockets() - before == set()
+    assert open_sockets() - before == set()
     assert set(threading.enumerate()) - threads == set()

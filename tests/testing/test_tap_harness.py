@@ -4,7 +4,6 @@ difference; a planted wrong expectation, or a documented difference that does no
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 import threading
@@ -17,7 +16,6 @@ import pytest
 
 import streamfsm.testing
 from streamfsm import Action, FailureClass, Trigger
-from streamfsm.cli import _harness as _cli_harness
 from streamfsm.testing import (
     FaultServer,
     Outcome,
@@ -26,9 +24,13 @@ from streamfsm.testing import (
     catalog,
     find,
     plan,
+    run_catalog,
+    run_scenario,
     sdk_available,
 )
-from streamfsm.testing._harness import TAP_DIFFERENCES, TAP_PATHS, Difference, run_catalog, run_scenario
+from streamfsm.testing._harness import TAP_DIFFERENCES, TAP_PATHS, Difference
+from tests.support.cli import harness
+from tests.support.sockets import open_sockets
 
 CATALOG = catalog()
 # Ollama's client needs httpx 0.27 or newer: the leg at the core's floors (httpx 0.26) cannot install it.
@@ -183,14 +185,6 @@ def test_a_difference_names_real_expectation_fields_and_gives_a_reason() -> None
 # -- streamfsm harness --via tap ----------------------------------------------------------------------------
 
 
-def harness(*argv: str) -> int:
-    parser = argparse.ArgumentParser(prog="streamfsm")
-    _cli_harness.add_commands(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(["harness", *argv])
-    code: int = args.run(args)
-    return code
-
-
 def test_via_tap_prints_the_table_the_documented_differences_and_a_summary(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -238,18 +232,6 @@ def test_via_tap_with_no_sdk_format_or_no_sdk_is_bad_input(
     assert "no path left to play the scenarios through" in err
 
 
-def _sockets() -> set[str]:
-    found = set()
-    for name in os.listdir("/proc/self/fd"):
-        try:
-            target = os.readlink(f"/proc/self/fd/{name}")
-        except FileNotFoundError:  # the fd of the listdir itself
-            continue
-        if target.startswith("socket:"):
-            found.add(f"{name}->{target}")
-    return found
-
-
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc to count sockets")
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_the_tap_paths_leave_no_socket_or_thread_behind(backend: str) -> None:
@@ -260,7 +242,7 @@ def test_the_tap_paths_leave_no_socket_or_thread_behind(backend: str) -> None:
         if s.format != "gemini" and any(w in s.name for w in ("stall", "abort", "cancel", "rst", "consumer"))
     ]
     threads = set(threading.enumerate())
-    before = _sockets()
+    before = open_sockets()
 
     async def play() -> list[Outcome]:
         with anyio.fail_after(BOUND):
@@ -271,7 +253,7 @@ def test_the_tap_paths_leave_no_socket_or_thread_behind(backend: str) -> None:
     # asyncio may close a transport one loop turn late; a dropped response's record is delivered on a thread
     # that ends a second after its last delivery. Threads that ended meanwhile (an earlier test's) are fine.
     deadline = time.monotonic() + 3.0
-    while (_sockets() - before or set(threading.enumerate()) - threads) and time.monotonic() < deadline:
+    while (open_sockets() - before or set(threading.enumerate()) - threads) and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert _sockets() - before == set()
+    assert open_sockets() - before == set()
     assert set(threading.enumerate()) - threads == set()

@@ -12,11 +12,18 @@ from typing import Any
 
 import pytest
 
-from streamfsm.wire import FORMATS, SSEEvent, adapter_for
+from streamfsm.wire import (
+    FORMATS,
+    HELPER_EVENTS,
+    UNREAD_CONTENT,
+    Decision,
+    SdkAnthropic,
+    SSEEvent,
+    adapter_for,
+    undecided,
+)
 from streamfsm.wire._adapters import _anthropic
-from streamfsm.wire._adapters._base import UNREAD_CONTENT
-from streamfsm.wire._adapters._sdk_items import _ITEMS, HELPER_EVENTS, SdkAnthropic
-from streamfsm.wire._definitions import Decision, undecided
+from streamfsm.wire._adapters._sdk_items import _ITEMS
 
 anthropic = pytest.importorskip("anthropic")
 T = anthropic.types

@@ -11,9 +11,7 @@ from typing import Any
 
 import pytest
 
-from streamfsm.wire import FORMATS, SSEEvent, adapter_for
-from streamfsm.wire._adapters._base import UNREAD_CONTENT
-from streamfsm.wire._definitions import Decision, undecided
+from streamfsm.wire import FORMATS, UNREAD_CONTENT, Decision, SSEEvent, adapter_for, undecided
 
 botocore_session = pytest.importorskip(
     "botocore.session", reason="the bedrock extra (botocore) is not installed"

@@ -12,10 +12,8 @@ from typing import Any
 
 import pytest
 
-from streamfsm.classify import FinishCause
-from streamfsm.classify._finish import finish_cause, finish_error
-from streamfsm.wire import format_named
-from streamfsm.wire._definitions import Decision, undecided
+from streamfsm.classify import FinishCause, finish_cause, finish_error
+from streamfsm.wire import Decision, format_named, undecided
 
 types = pytest.importorskip("google.genai.types", reason="google-genai (the test extra; Python 3.11+)")
 

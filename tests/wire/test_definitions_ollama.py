@@ -9,10 +9,8 @@ from typing import Any
 
 import pytest
 
-from streamfsm.wire import FORMATS, SSEEvent, adapter_for
+from streamfsm.wire import FORMATS, UNREAD_CONTENT, Decision, SSEEvent, adapter_for, undecided
 from streamfsm.wire._adapters import _ollama
-from streamfsm.wire._adapters._base import UNREAD_CONTENT
-from streamfsm.wire._definitions import Decision, undecided
 
 types = pytest.importorskip(
     "ollama._types", reason="the ollama client is not installed (it needs httpx 0.27, above the core's floor)"

@@ -17,10 +17,8 @@ from typing import Any
 
 import pytest
 
-from streamfsm.wire import Decision, format_named, undecided
+from streamfsm.wire import Decision, Metadata, SSEEvent, format_named, undecided
 from streamfsm.wire._adapters import _openai_chat, _openai_responses
-from streamfsm.wire._events import Metadata
-from streamfsm.wire._sse import SSEEvent
 
 pytest.importorskip("openai")
 

@@ -11,13 +11,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from streamfsm.runtime._otel import PROVIDER_NAMES
-from streamfsm.tap._rules import DEFAULT_RULES, llm_request
+from streamfsm.tap import DEFAULT_RULES
+from streamfsm.tap._rules import llm_request
 from streamfsm.testing import FORMATS as SCENARIO_FORMATS
 from streamfsm.testing import whole_answer
 from streamfsm.wire import (
     ABSENT,
     FORMATS,
     PROVIDERS,
+    Continuation,
     Finish,
     ProviderErrorEvent,
     SSEEvent,
@@ -25,7 +27,6 @@ from streamfsm.wire import (
     continuation_body,
     format_named,
 )
-from streamfsm.wire._formats import Continuation
 
 NAMES = sorted(FORMATS)
 

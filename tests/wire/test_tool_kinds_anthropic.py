@@ -20,10 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamfsm.wire import SSEEvent, adapter_for
-from streamfsm.wire._adapters._base import UNREAD_CONTENT
-from streamfsm.wire._adapters._sdk_items import SdkAnthropic
-from streamfsm.wire._events import ProtocolViolation, ToolCall
+from streamfsm.wire import UNREAD_CONTENT, ProtocolViolation, SdkAnthropic, SSEEvent, ToolCall, adapter_for
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=6),

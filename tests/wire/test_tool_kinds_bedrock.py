@@ -17,10 +17,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamfsm.wire import SSEEvent, adapter_for
-from streamfsm.wire._adapters._base import UNREAD_CONTENT
-from streamfsm.wire._adapters._bedrock_converse import SdkBedrockConverse
-from streamfsm.wire._events import ProtocolViolation, ToolCall
+from streamfsm.wire import (
+    UNREAD_CONTENT,
+    ProtocolViolation,
+    SdkBedrockConverse,
+    SSEEvent,
+    ToolCall,
+    adapter_for,
+)
 
 botocore_session = pytest.importorskip(
     "botocore.session", reason="the bedrock extra (botocore) is not installed"

@@ -16,10 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamfsm.machine import Activity, StreamMachine, Trigger
-from streamfsm.wire import adapter_for
+from streamfsm.wire import Finish, ProtocolViolation, SSEEvent, StreamEvent, ToolCall, adapter_for
 from streamfsm.wire._adapters._gemini import CODE_EXECUTION, json_path
-from streamfsm.wire._events import Finish, ProtocolViolation, StreamEvent, ToolCall
-from streamfsm.wire._sse import SSEEvent
 
 WHOLE = "STOP"
 NOT_WHOLE = (

@@ -14,9 +14,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamfsm.wire import SSEEvent, adapter_for
-from streamfsm.wire._adapters._base import UNREAD_CONTENT
-from streamfsm.wire._events import ProtocolViolation, ToolCall
+from streamfsm.wire import UNREAD_CONTENT, ProtocolViolation, SSEEvent, ToolCall, adapter_for
 
 DONE_REASONS = ("stop", "length", "load", "unload", "connection_closed")  # the API reference's
 ARGS = st.dictionaries(st.text(max_size=4), st.integers(-3, 3) | st.text(max_size=4), max_size=3)

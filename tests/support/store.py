@@ -7,10 +7,9 @@ import random
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from logsupport import SCENARIOS
-
-from streamfsm.runtime._record import RunRecord
+from streamfsm.runtime import RunRecord
 from streamfsm.store import Store
+from tests.support.logs import SCENARIOS
 
 T0 = datetime(2026, 5, 1, 12, 0, tzinfo=timezone.utc)
 ROUTES = ("/v1/chat/completions", "/v1/messages", "/v1/responses")
@@ -42,9 +41,8 @@ def varied(count: int, seed: int = 0, *, span: timedelta = timedelta(hours=6)) -
 
 def write_worker(url: str, worker: int, count: int) -> None:
     """A child process: index ``count`` records with run ids ``w<worker>-<i>`` through a ``StoreSink``."""
-    from logsupport import with_ids
-
     from streamfsm.store import StoreSink
+    from tests.support.logs import with_ids
 
     sink = StoreSink(url)
     templates = [scenario() for scenario in SCENARIOS]

@@ -26,8 +26,8 @@ from streamfsm.classify import (
     diagnose_finished,
 )
 from streamfsm.machine import StreamMachine, Trigger
-from streamfsm.runtime._config import Ids, StreamConfig
-from streamfsm.runtime._record import Recorder, RunRecord
+from streamfsm.runtime import Ids, RunRecord, StreamConfig
+from streamfsm.runtime._record import Recorder
 
 SCHEMA_PATH = Path(streamfsm.__file__).parent / "schemas" / "run-1.json"
 VALIDATOR = Draft202012Validator(json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
@@ -161,7 +161,7 @@ def append_worker(
 ) -> None:
     """A child process: wait for the start gate, then append ``count`` records with run ids
     ``w<worker>-<i>`` as fast as it can (spawned, so it must live in an importable module)."""
-    from streamfsm.runtime._sinks import JsonlSink
+    from streamfsm.runtime import JsonlSink
 
     sink = JsonlSink(path, max_bytes=max_bytes, backups=backups)
     templates = [scenario() for scenario in SCENARIOS]

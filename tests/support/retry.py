@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
-
-from runsupport import BODIES, FORMATS, cut_before, cut_through, validate_record
 
 from streamfsm import Ids, StreamConfig
 from streamfsm.runtime import ConsumerEvent, HttpRun
-from streamfsm.testing import text_stream
-from streamfsm.testing._script import End, Headers, Send, Status
-from streamfsm.testing._server import Request
+from streamfsm.testing import End, Headers, Request, Send, Status, text_stream
+from tests.support.runs import BODIES, FORMATS, cut_before, cut_through, validate_record
 
 __all__ = [
     "BODIES",

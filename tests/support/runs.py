@@ -1,7 +1,9 @@
-"""Helpers for runtime tests: cut points in wire streams, consuming a run, checking records."""
+"""Helpers for the tests of runs: cut points in wire streams, consuming a run, checking records and what every
+failure meets."""
 
 from __future__ import annotations
 
+import copy
 import gc
 import json
 from collections import Counter
@@ -13,30 +15,28 @@ from typing import Any
 import jsonschema
 
 import streamfsm
-from streamfsm.testing import FORMATS
-from streamfsm.wire import adapter_for
-from streamfsm.wire._events import StreamEvent
-from streamfsm.wire._sse import SSEDecoder
+from streamfsm.testing import BODIES as KIT_BODIES
+from streamfsm.testing import FORMATS, Headers, Send
+from streamfsm.wire import SSEDecoder, StreamEvent, adapter_for
 
-BODIES: dict[str, dict[str, Any]] = {
-    "openai-chat": {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]},
-    "openai-responses": {"model": "gpt-5-mini", "input": "hi"},
-    "anthropic": {
-        "model": "claude-sonnet-4-5",
-        "max_tokens": 64,
-        "messages": [{"role": "user", "content": "hi"}],
-    },
-    "gemini": {"model": "gemini-2.5-flash", "contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
-    "ollama": {"model": "llama3.2", "messages": [{"role": "user", "content": "hi"}]},
-}
+# The kit's request bodies of the formats these tests play over HTTP, with the Anthropic model the records and
+# spans these tests check name.
+_HTTP_FORMATS = ("openai-chat", "openai-responses", "anthropic", "gemini", "ollama")
+BODIES: dict[str, dict[str, Any]] = {fmt: copy.deepcopy(dict(KIT_BODIES[fmt])) for fmt in _HTTP_FORMATS}
+BODIES["anthropic"]["model"] = "claude-sonnet-4-5"
 __all__ = [
     "BODIES",
     "FORMATS",
     "HTTP_ERRORS",
+    "RAW_STRINGS",
+    "check_failure",
     "consume",
     "cut_before",
     "cut_through",
+    "expect",
     "left_to_the_collector",
+    "script",
+    "split_at",
     "validate_record",
 ]
 
@@ -150,3 +150,39 @@ def left_to_the_collector(play: Callable[[], object], *, also: tuple[type, ...] 
         gc.garbage.clear()
         gc.unfreeze()
         gc.enable()
+
+
+# -- a failed run: what every failure's record and message must meet ----------------------------------------
+
+# The transport libraries' own words, which a diagnosis never repeats.
+RAW_STRINGS = ("terminated", "incomplete chunked read", "Connection error.")
+
+
+def script(frames: list[bytes], *tail: Any) -> tuple[Any, ...]:
+    """Headers, each frame sent on its own, then ``tail`` (how the stream ends)."""
+    return (Headers(), *(Send(f) for f in frames), *tail)
+
+
+def check_failure(failure: streamfsm.StreamFailed) -> streamfsm.StreamFailed:
+    data = validate_record(failure.record)
+    assert data["outcome"]["state"].startswith("failed/")
+    assert failure.diagnosis.detail in str(failure)
+    for raw in RAW_STRINGS:
+        assert raw not in failure.diagnosis.title and raw not in failure.diagnosis.detail
+    return failure
+
+
+def expect(failure: streamfsm.StreamFailed, klass: str, verdict: str, edge: str, phase: str) -> None:
+    outcome = failure.record["outcome"]
+    assert (outcome["class"], failure.record["retry"]["verdict"], outcome["edge"], outcome["phase"]) == (
+        klass,
+        verdict,
+        edge,
+        phase,
+    ), dict(outcome)
+
+
+def split_at(data: bytes, cuts: list[int]) -> list[bytes]:
+    """``data`` cut at each of ``cuts`` (taken modulo its length + 1): the pieces, empty ones included."""
+    points = sorted({c % (len(data) + 1) for c in cuts})
+    return [data[a:b] for a, b in zip([0, *points], [*points, len(data)], strict=True)]
