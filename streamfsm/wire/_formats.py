@@ -102,6 +102,12 @@ def _stream_in_bedrock_path(path: str, flag: object) -> bool | None:
     return path.endswith(("/invoke-with-response-stream", "/converse-stream"))
 
 
+def _responses_create(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A Responses request as WebSocket mode's client event: the create body's own top-level fields under
+    ``"type": "response.create"``; ``stream`` is implicit there and ``background`` is not supported."""
+    return {"type": "response.create", **{k: v for k, v in body.items() if k not in ("stream", "background")}}
+
+
 def _openai_error(message: str) -> bytes:
     error = {"type": "server_error", "code": "upstream_stream_failed", "message": message}
     data = {"type": "error", "code": error["code"], "message": message, "param": None, "error": error}
@@ -138,7 +144,11 @@ class Format:
     * ``continuation``: the request rewritten to continue after what was delivered (None: not supported);
     * ``otel_name``: ``gen_ai.provider.name``; ``paths``: the URL paths (regular expressions, searched) the
       tap recognises the format by; ``in_band_error``: the format's own error frame, which its SDKs raise on;
-    * ``definitions``: the decision on every event, content kind, tool kind and finish its provider defines.
+    * ``definitions``: the decision on every event, content kind, tool kind and finish its provider defines;
+    * ``websocket_path`` / ``websocket_create``: where the format is also spoken over a WebSocket (a
+      ``ws://``/``wss://`` base URL, ``runtime.drivers.websocket``), the path under the base URL and the
+      request as the client message that starts one response; None: HTTP only. Each server message is one
+      frame, so no framing applies.
     """
 
     name: str
@@ -153,6 +163,8 @@ class Format:
     sniffs_documents: bool = True
     stream_types: tuple[str, ...] = ("text/event-stream",)
     definitions: Definitions = NO_DEFINITIONS
+    websocket_path: str | None = None
+    websocket_create: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
 
     @property
     def whole_answers(self) -> frozenset[str]:
@@ -185,6 +197,9 @@ FORMATS: Final[Mapping[str, Format]] = {
             in_band_error=_openai_error,
             continuation=responses_continuation,
             definitions=RESPONSES_DEFINITIONS,
+            # WebSocket mode (the Agents SDK's and Codex's transport): wss://api.openai.com/v1/responses
+            websocket_path="/responses",
+            websocket_create=_responses_create,
         ),
         Format(
             "anthropic",
