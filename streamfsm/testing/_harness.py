@@ -887,7 +887,8 @@ async def _websocket_runs(
     fmt = scenario.format
     assert fmt is not None
     count = scenario.meta.get("responses", 1)
-    assert isinstance(count, int) and count >= 1
+    if not isinstance(count, int) or count < 1:
+        raise ValueError(f"scenario {scenario.name!r}: meta['responses'] must be a positive count")
     async with WebSocketConnection(
         websocket_url(fmt, url), max_message_bytes=config.max_line_bytes
     ) as shared:

@@ -2629,14 +2629,16 @@ def _websocket(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, 
         ),
         (
             "ws-text-then-close-1011",
-            "over a WebSocket: visible text, then a close frame 1011 (internal error) before the terminal event",
+            "over a WebSocket: visible text, then a close frame 1011 (internal error) before the terminal"
+            " event",
             play(through_text, WsClose(1011, "internal error")),
             _shown(_C.MID_GENERATION, EOF, "eof_without_terminal"),
             {"meta": one},
         ),
         (
             "ws-text-then-close-without-code",
-            "over a WebSocket: visible text, then a close frame without a code (1005) before the terminal event",
+            "over a WebSocket: visible text, then a close frame without a code (1005) before the terminal"
+            " event",
             play(through_text, WsClose(None)),
             _shown(_C.MID_GENERATION, EOF, "eof_without_terminal"),
             {"meta": one},
