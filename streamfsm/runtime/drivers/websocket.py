@@ -185,6 +185,7 @@ class WebSocketConnection:
         self.close_code: int | None = None
         self.closed = False  # the peer's close frame arrived, or the socket is gone
         self.opened = False
+        self.upgrade_headers: Mapping[str, str] = {}  # the 101's, which every response on it is read under
         self.busy = False
         self.broken = False  # a response was left half read: the next one would read its rest
 
@@ -219,7 +220,8 @@ class WebSocketConnection:
                             raise WebSocketRefused(event)
                         raise protocol.handshake_exc
                     self.opened = True
-                    return {k.lower(): v for k, v in event.headers.raw_items()}
+                    self.upgrade_headers = {k.lower(): v for k, v in event.headers.raw_items()}
+                    return self.upgrade_headers
                 self._take(event)
 
     async def send_text(self, text: str) -> None:
@@ -374,14 +376,13 @@ class WebSocketRun(Run):
         connection.busy = True
         core.begin()
         deadline, edge = core.timing.connect_deadline(core.clock())
-        headers: Mapping[str, str] = {}
         with anyio.CancelScope(deadline=loop_time(deadline)) as scope:
             reads.scope = scope
             try:
                 if not connection.opened:
                     await connection.connect_tcp()
                     core.lifecycle("connected")
-                    headers = await connection.handshake()
+                    await connection.handshake()
                 await connection.send_text(self._message)
                 self._rec.request_sent = True
                 core.lifecycle("request_written")
@@ -397,7 +398,10 @@ class WebSocketRun(Run):
             raise core.timed_out(edge)
         wire = self._wire = MessageWire(self._adapter, self._rec)
         self._next_chunk = self._next_message
-        core.headers(None, headers, wire)
+        # The stream is the connection's: its 101 stands for every response's headers (status None: the
+        # core takes no 101 for an error status).
+        self._rec.response_headers(101, connection.upgrade_headers)
+        core.headers(None, connection.upgrade_headers, wire)
 
     async def _next_message(self) -> str:
         message = await self._connection.receive()
