@@ -27,8 +27,7 @@ from typing import Any, Final
 import anyio
 import anyio.abc
 
-from ..runtime import Ids, RunCore, StreamConfig, deliver
-from ..runtime.drivers.websocket import MessageWire, WebSocketConnection
+from ..runtime import Ids, MessageWire, RunCore, StreamConfig, WebSocketConnection, deliver
 from ..wire import adapter_for, format_named
 from ._downstream import HOP_BY_HOP, Receive, Scope, Send
 

@@ -882,7 +882,7 @@ async def _websocket_runs(
 ) -> None:
     """A WebSocket scenario: ``meta["responses"]`` runs (1 unless told) one after another on one connection;
     the agent plays its part in the last one, whose record is checked."""
-    from ..runtime.drivers.websocket import WebSocketConnection, websocket_url
+    from ..runtime import WebSocketConnection, websocket_url
 
     fmt = scenario.format
     assert fmt is not None
