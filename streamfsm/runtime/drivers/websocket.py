@@ -45,6 +45,7 @@ anyio's TCP streams, so the run is the same on asyncio and trio; it is the ``web
 
 from __future__ import annotations
 
+import contextlib
 import json
 import ssl
 from collections.abc import Mapping
@@ -259,21 +260,26 @@ class WebSocketConnection:
         try:
             data = await stream.receive(_READ_BYTES)
         except anyio.EndOfStream:
+            data = None
+        except BaseException as exc:
+            self.closed = True
+            _forget_finished_frames(exc)
+            raise
+        if data is None:
+            # Told to the protocol outside the except block: what it keeps (its EOFError) must not hold the
+            # EndOfStream as its context, whose traceback holds the reading run.
             protocol.receive_eof()
             events = protocol.events_received()
             if not any(isinstance(e, Frame) and e.opcode is Opcode.CLOSE for e in events):
                 self.closed = True
-                raise
+                raise anyio.EndOfStream
             return events
-        except BaseException:
-            self.closed = True
-            raise
         protocol.receive_data(data)
         events = protocol.events_received()
         await self._flush()  # pongs, the close frame's answer
-        exc = protocol.parser_exc
-        if exc is not None and not events:
-            raise exc
+        failed = protocol.parser_exc  # a protocol error from the peer (the protocol has sent its close)
+        if failed is not None and not events:
+            raise failed
         return events
 
     async def _flush(self) -> None:
@@ -310,6 +316,18 @@ class WebSocketConnection:
         await self.aclose()
 
 
+def _forget_finished_frames(exc: BaseException) -> None:
+    """Clear the finished frames ``exc`` went through below us: a context manager's (anyio's socket-error
+    mapping on trio, with a watchdog's ``Cancelled``) keeps the exception whose traceback keeps that frame, a
+    cycle whose traceback reaches the run reading. A printed traceback needs only code and line numbers, and
+    their locals are never read here (reading them would keep them)."""
+    tb = exc.__traceback__.tb_next if exc.__traceback__ is not None else None  # below the handling frame
+    while tb is not None:
+        with contextlib.suppress(RuntimeError):  # a suspended frame: not ours to end
+            tb.tb_frame.clear()
+        tb = tb.tb_next
+
+
 def _ends_connection(exc: BaseException) -> Trigger:
     """Before the response's stream: how a fault of the connect or the upgrade reads."""
     kind = transport_facts(exc, headers_received=False).kind
@@ -318,6 +336,22 @@ def _ends_connection(exc: BaseException) -> Trigger:
     if kind in (TransportKind.REFUSED, TransportKind.DNS, TransportKind.UNREACHABLE, TransportKind.TLS):
         return Trigger.CONNECT_FAILED
     return Trigger.DISCONNECTED
+
+
+class Messages:
+    """A run's source: the connection's next message, until its close frame (then the wire knows its code)."""
+
+    __slots__ = ("connection", "wire")
+
+    def __init__(self, connection: WebSocketConnection, wire: MessageWire) -> None:
+        self.connection, self.wire = connection, wire
+
+    async def next(self) -> str:
+        message = await self.connection.receive()
+        if message is None:
+            self.wire.closed, self.wire.close_code = True, self.connection.close_code
+            raise StopAsyncIteration
+        return message
 
 
 # -- the run ------------------------------------------------------------------------------------------------
@@ -397,20 +431,12 @@ class WebSocketRun(Run):
         if scope.cancelled_caught:
             raise core.timed_out(edge)
         wire = self._wire = MessageWire(self._adapter, self._rec)
-        self._next_chunk = self._next_message
+        # Not a method of the run: the run holding its own bound method would be a reference cycle.
+        self._next_chunk = Messages(connection, wire).next
         # The stream is the connection's: its 101 stands for every response's headers (status None: the
         # core takes no 101 for an error status).
         self._rec.response_headers(101, connection.upgrade_headers)
         core.headers(None, connection.upgrade_headers, wire)
-
-    async def _next_message(self) -> str:
-        message = await self._connection.receive()
-        if message is None:
-            wire = self._wire
-            if wire is not None:
-                wire.closed, wire.close_code = True, self._connection.close_code
-            raise StopAsyncIteration
-        return message
 
     async def _close_source(self) -> None:
         connection = self._connection
