@@ -211,3 +211,21 @@ def test_a_run_completes_exactly_when_its_terminal_event_came_before_the_close(
         assert edge is Trigger.EOF_WITHOUT_TERMINAL, (cut, code, klass)
         assert klass is not FailureClass.COMPLETED
         assert f"detail=websocket_close_{1005 if code is None else code}" in evidence  # the code, kept
+
+
+def test_a_websocket_script_is_checked_like_any_other() -> None:
+    from streamfsm.testing import Headers, ScriptError, check_script
+
+    assert check_script((Upgrade(), Send(b"{}"), NextCreate(), Send(b"{}"), WsClose(None)))
+    for wrong in (
+        (NextCreate(),),  # no WebSocket yet
+        (Headers(), WsClose(1000)),  # an HTTP body has no close frame
+        (Upgrade(), WsClose(1000), Send(b"{}")),  # nothing is sent after the close frame
+        (Upgrade(), Headers()),  # one response start
+    ):
+        with pytest.raises(ScriptError):
+            check_script(wrong)
+    with pytest.raises(ScriptError):
+        WsClose(999)
+    with pytest.raises(ScriptError):
+        WsClose(None, "a reason needs a code")
