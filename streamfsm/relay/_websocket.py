@@ -64,6 +64,15 @@ def upstream_headers(headers: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
     }
 
 
+def _event_type(text: str) -> str:
+    """The event a message carries (its ``type``), for the relay section's last event sent."""
+    try:
+        kind = json.loads(text).get("type")
+    except (ValueError, AttributeError):
+        return "message"
+    return kind if isinstance(kind, str) else "message"
+
+
 class Responses:
     """The runs of one relayed connection: the response being relayed (one at a time), its record made when
     it ends."""
@@ -105,7 +114,7 @@ class Responses:
         if core is None or core.done:
             return
         core.feed(text)
-        core.relayed("message", len(text.encode()), terminal=core.done)
+        core.relayed(_event_type(text), len(text.encode()), terminal=core.done)
         core.take_failure()
         if core.done:
             self._ended()

@@ -73,10 +73,13 @@ def test_two_responses_and_a_cut_one_pass_through_byte_exact_one_record_each(tmp
     for record in (first, second):
         assert record["outcome"]["class"] == "completed"
         assert record["endpoint"].startswith("ws://") and record["provider"] == "openai-responses"
-        assert record["relay"]["terminal_sent"] is True
+        assert record["relay"]["terminal_sent"] is True and record["relay"]["close"] == "completed"
+        assert record["relay"]["events_sent"] == len(messages)
+        assert record["relay"]["last_event_sent"] == "response.completed"
     assert third["outcome"]["class"] == "mid_generation"
     assert third["outcome"]["edge"] == "disconnected" and third["outcome"]["cause"] == "closed_mid_body"
     assert third["retry"]["verdict"] == "user_confirmed_retry"
+    assert third["relay"]["close"] == "upstream_premature_close" and third["relay"]["terminal_sent"] is False
     dumped = audit.read_text()
     assert PROMPT not in dumped and "Bonjour" not in dumped and "sk-secret" not in dumped
 
