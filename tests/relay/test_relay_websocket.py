@@ -89,3 +89,21 @@ def test_a_websocket_on_another_path_is_refused(tmp_path: Path) -> None:
         url = "ws" + relay.base_url[len("http") :] + "/v1/chat/completions"
         with pytest.raises(InvalidStatus):
             websockets_client.connect(url, open_timeout=5)
+
+
+def test_a_client_that_leaves_mid_response_is_its_abort(tmp_path: Path) -> None:
+    messages = _messages()
+    audit = tmp_path / "audit.jsonl"
+    with (
+        FaultServerThread((Upgrade(), *map(Send, messages[:6]))) as upstream,  # then the upstream holds on
+        relay_to(upstream.base_url, audit_log=str(audit)) as relay,
+    ):
+        url = "ws" + relay.base_url[len("http") :] + "/v1/responses"
+        with websockets_client.connect(url) as ws:
+            ws.send(_create())
+            for _ in range(6):
+                ws.recv(timeout=5)
+        (record,) = wait_lines(audit, 1)
+    assert record["outcome"]["class"] == "local_abort"
+    assert record["relay"]["close"] == "client_abort" and record["relay"]["events_sent"] == 6
+    assert PROMPT not in audit.read_text()
