@@ -58,6 +58,7 @@ from streamfsm.testing._script import (
     Fin,
     Headers,
     Keepalive,
+    NextCreate,
     Rst,
     Scenario,
     Send,
@@ -66,6 +67,8 @@ from streamfsm.testing._script import (
     Stall,
     Status,
     Step,
+    Upgrade,
+    WsClose,
 )
 from streamfsm.wire import FORMATS, Decision, Format
 
@@ -412,6 +415,14 @@ def _wire(steps: Iterable[Step], limit: int = 12) -> str:
             lines.append(f"[{step.count} keepalives, every {step.every} s] {cut(step.frame).strip()}")
         elif isinstance(step, Sleep):
             lines.append(f"[silent for {step.seconds} s]")
+        elif isinstance(step, Upgrade):
+            lines.append("[WebSocket upgrade: 101, then the client's response.create]")
+        elif isinstance(step, NextCreate):
+            lines.append("[the client's next response.create]")
+        elif isinstance(step, WsClose):
+            lines.append(
+                f"[close frame {step.code}]" if step.code is not None else "[close frame without a code]"
+            )
         else:
             said = {Fin: "connection closed (FIN)", Rst: "connection reset (RST)", End: "body ends cleanly"}
             lines.append(

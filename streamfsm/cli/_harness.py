@@ -272,7 +272,19 @@ def _playable(scenarios: list[Any]) -> list[Any]:
     for fmt, why in missing.items():
         count = sum(1 for s in scenarios if s.format == fmt)
         print(f"streamfsm harness: skipping the {count} {fmt} scenarios: {why}", file=sys.stderr)
-    return [s for s in scenarios if s.format not in missing]
+    playable = [s for s in scenarios if s.format not in missing]
+    over_websocket = [s for s in playable if s.meta.get("transport") == "websocket"]
+    if over_websocket:
+        try:
+            import websockets  # noqa: F401  # the websocket extra
+        except ImportError:
+            print(
+                f"streamfsm harness: skipping the {len(over_websocket)} WebSocket scenarios: they need the"
+                " websocket extra (pip install 'streamfsm[websocket]')",
+                file=sys.stderr,
+            )
+            playable = [s for s in playable if s.meta.get("transport") != "websocket"]
+    return playable
 
 
 async def _harness(args: argparse.Namespace) -> int:

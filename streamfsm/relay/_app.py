@@ -258,9 +258,34 @@ class Relay:
                 await self._relay(scope, receive, send)
         elif kind == "lifespan":
             await self._lifespan(receive, send)
-        elif kind == "websocket":  # not relayed: refuse the handshake
+        elif kind == "websocket":
+            await self._websocket(scope, receive, send)
+
+    async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A WebSocket on a path of a format spoken over one goes through (``_websocket``); any other is
+        refused at the handshake."""
+        path = scope["path"]
+        fmt = format_of(self._rules, "POST", path, {})  # an upgrade to a path its creates would POST to
+        try:
+            from ._websocket import relay_websocket, relays_websocket  # the websocket extra
+        except ImportError:
+            fmt = None
+        if fmt is None or not relays_websocket(fmt):
             await receive()
             await send({"type": "websocket.close", "code": 1003})
+            return
+        target = self._prefix + scope.get("raw_path", path.encode())
+        base = self._base.copy_with(scheme="wss" if self._base.scheme == "https" else "ws")
+        context = {"route": self._route(path), "request_id": _request_id(scope["headers"])}
+        await relay_websocket(
+            scope,
+            receive,
+            send,
+            fmt=fmt,
+            upstream_url=str(base).rstrip("/") + target.decode("latin-1"),
+            config=self._stream_config,
+            context=context,
+        )
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:

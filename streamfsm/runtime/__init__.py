@@ -3,6 +3,8 @@
 Besides the public API it exports what the rooms above it (tap, relay, store, cli, testing) drive a run and
 read records with; they import from here, never from a private module."""
 
+from typing import TYPE_CHECKING, Any
+
 from ..wire import (
     CONTINUE_INSTRUCTION,
     ConsumerEvent,
@@ -166,3 +168,20 @@ __all__ = [
     "started",
     "wrap",
 ]
+
+# The WebSocket source needs the websocket extra: its names load on first use, as an import would.
+_WEBSOCKET = ("MessageWire", "WebSocketConnection", "WebSocketRun", "websocket_url")
+
+if TYPE_CHECKING:
+    from .drivers.websocket import MessageWire as MessageWire
+    from .drivers.websocket import WebSocketConnection as WebSocketConnection
+    from .drivers.websocket import WebSocketRun as WebSocketRun
+    from .drivers.websocket import websocket_url as websocket_url
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WEBSOCKET:
+        from .drivers import websocket
+
+        return getattr(websocket, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -28,7 +28,7 @@ import ssl
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from types import TracebackType
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
 
 import anyio
 import httpx
@@ -60,6 +60,9 @@ from ._recovery import RESUMABLE_EDGES, ContinuePlan, ResumePlan
 from ._sinks import deliver
 from ._urls import check_base_url
 from ._watchdog import loop_time, plain_scope_class
+
+if TYPE_CHECKING:
+    from .drivers.websocket import WebSocketConnection
 
 _log = logging.getLogger("streamfsm")
 _CLEANUP_TIMEOUT_S: Final = 5.0
@@ -637,7 +640,7 @@ def open_stream(
     base_url: str,
     json: Mapping[str, Any],
     headers: Mapping[str, str] | None = None,
-    client: httpx.AsyncClient | None = None,
+    client: httpx.AsyncClient | WebSocketConnection | None = None,
     config: StreamConfig | None = None,
     ids: Ids | Mapping[str, Any] | None = None,
 ) -> HttpRun:
@@ -645,8 +648,22 @@ def open_stream(
 
     Use it as an async context manager; the request is sent on entry. ``headers`` carries auth and is never
     recorded. ``client`` is used and left open when given; otherwise the run owns a fresh client. A
-    ``base_url`` that is not an http(s) URL with a host raises ``ValueError`` at once: nothing is sent.
+    ``base_url`` that is not an http(s) URL with a host raises ``ValueError`` at once: nothing is sent. A
+    ``ws://`` or ``wss://`` one runs the format's WebSocket mode (``runtime.drivers.websocket``; ``client``
+    is then a ``WebSocketConnection`` that runs share one response after another).
     """
+    if base_url.startswith(("ws://", "wss://")):
+        from .drivers.websocket import (
+            WebSocketConnection,
+            WebSocketRun,
+        )  # the websocket extra, loaded when it is used
+
+        if client is not None and not isinstance(client, WebSocketConnection):
+            raise TypeError("a WebSocket run's client is a WebSocketConnection")
+        return WebSocketRun(  # type: ignore[return-value]  # a Run; HttpRun's recovery hooks say None
+            provider, base_url=base_url, json=json, headers=headers, client=client, config=config, ids=ids
+        )
+    http_client = cast("httpx.AsyncClient | None", client)
     return HttpRun(
-        provider, base_url=base_url, json=json, headers=headers, client=client, config=config, ids=ids
+        provider, base_url=base_url, json=json, headers=headers, client=http_client, config=config, ids=ids
     )

@@ -642,6 +642,12 @@ async def run_scenario(
         raise ValueError(f"scenario {scenario.name!r} needs a fault server: pass base_url")
     else:
         url = scenario_url(base_url, scenario.name)
+    if scenario.meta.get("transport") == "websocket":
+        if sdk is not None:
+            raise ValueError(
+                f"scenario {scenario.name!r} is played over a WebSocket: only the runtime plays it"
+            )
+        url = "ws" + url[len("http") :]
     tapped = _tap_sdk(sdk)
     if not scenario.streaming and tapped is None:
         raise ValueError(f"scenario {scenario.name!r} is a non-streaming call: only a tap path plays it")
@@ -669,7 +675,9 @@ async def run_scenario(
             problems.append(unplayable)
     try:
         with anyio.fail_after(timeout):
-            if sdk is None:
+            if sdk is None and scenario.meta.get("transport") == "websocket":
+                await _websocket_runs(scenario, url, config, ids, runs)
+            elif sdk is None:
                 run = open_stream(fmt, base_url=url, json=BODIES[fmt], client=client, config=config, ids=ids)
                 runs.append(run)
                 await _drive(runs[0], scenario.agent)
@@ -823,6 +831,32 @@ Progress = Callable[[int, int, Outcome], None]
 """``progress(done, total, outcome)``, called as each run ends."""
 
 
+async def _websocket_runs(
+    scenario: Scenario, url: str, config: StreamConfig, ids: Ids, runs: list[Run]
+) -> None:
+    """A WebSocket scenario: ``meta["responses"]`` runs (1 unless told) one after another on one connection;
+    the agent plays its part in the last one, whose record is checked."""
+    from ..runtime import WebSocketConnection, websocket_url
+
+    fmt = scenario.format
+    assert fmt is not None
+    count = scenario.meta.get("responses", 1)
+    if not isinstance(count, int) or count < 1:
+        raise ValueError(f"scenario {scenario.name!r}: meta['responses'] must be a positive count")
+    async with WebSocketConnection(
+        websocket_url(fmt, url), max_message_bytes=config.max_line_bytes
+    ) as shared:
+        for index in range(count):
+            run = open_stream(fmt, base_url=url, json=BODIES[fmt], client=shared, config=config, ids=ids)
+            runs.insert(0, run)  # the last run first: its record is the one compared
+            if index < count - 1:
+                async with run:
+                    async for _ in run:
+                        pass
+            else:
+                await _drive(run, scenario.agent)
+
+
 def _paths(sdk: str | Sequence[str | None] | None) -> list[str | None]:
     if sdk is None or isinstance(sdk, str):
         return [sdk]
@@ -841,6 +875,8 @@ def plan(
         for scenario in scenarios:
             if not scenario.streaming and _tap_sdk(path) is None:
                 continue  # a non-streaming call: only a tap path plays it
+            if path is not None and scenario.meta.get("transport") == "websocket":
+                continue  # over a WebSocket: the runtime's own source plays it, no SDK path
             if path is None or scenario.format in SDK_FORMATS.get(_speaker(path), ()):
                 jobs.append((scenario, path))
     return jobs

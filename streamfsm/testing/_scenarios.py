@@ -52,6 +52,7 @@ from typing import Any, Final
 
 from ..classify import AbortSource, Action, FailureClass, Phase, Verdict
 from ..machine import Trigger
+from ..wire import format_named
 from ._answers import whole_answer
 from ._eventstream import CONTENT_TYPE as EVENT_STREAM
 from ._eventstream import converse, converse_event, damaged
@@ -65,6 +66,7 @@ from ._script import (
     HeaderPairs,
     Headers,
     Keepalive,
+    NextCreate,
     Rst,
     Scenario,
     Send,
@@ -72,6 +74,8 @@ from ._script import (
     Stall,
     Status,
     Step,
+    Upgrade,
+    WsClose,
     cut_chunk,
 )
 from ._tool_kinds import rows as tool_kind_rows
@@ -2572,6 +2576,187 @@ def _real_world(
     ]
 
 
+# -- the same events over a WebSocket (OpenAI Responses' WebSocket mode; runtime/drivers/websocket.py) -------
+
+WEBSOCKET: Final = {"transport": "websocket"}
+"""The ``meta`` of a scenario played over a WebSocket: the harness opens the run with a ``ws://`` base URL
+(``meta["responses"]``: that many runs one after another on one connection, the last one checked)."""
+
+
+def _messages(frames: Iterable[bytes]) -> list[bytes]:
+    """SSE frames as WebSocket mode sends them: each event's JSON data alone, one message per event."""
+    out = []
+    for sse in frames:
+        data = [line[6:] for line in sse.splitlines() if line.startswith(b"data: ")]
+        if data and data != [b"[DONE]"]:
+            out.append(b"\n".join(data))
+    return out
+
+
+def _ws_error(status: int, error_type: str, code: str, message: str) -> bytes:
+    """WebSocket mode's error message: the HTTP status it stands for, and the error under ``error``."""
+    error = {"type": error_type, "code": code, "message": message, "param": None}
+    return json.dumps({"type": "error", "status": status, "error": error}).encode()
+
+
+def _websocket(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]]:
+    """The WebSocket faults: the close frames, the cut socket, the stalls, the error message, the second
+    response on one connection. Each message is one event's JSON (no SSE framing)."""
+    text = _messages(text_stream(fmt, TEXT))
+    hello = _escaped(TEXT[0])
+    preamble = _before(text, hello)
+    through_text = _through(text, hello)
+    D, EOF = _T.DISCONNECTED, _T.EOF_WITHOUT_TERMINAL
+    one, two = dict(WEBSOCKET), {**WEBSOCKET, "responses": 2}
+
+    def play(messages: Iterable[bytes], *tail: Step) -> tuple[Step, ...]:
+        return (Upgrade(), *(Send(message) for message in messages), *tail)
+
+    rows: list[tuple[str, str, tuple[Step, ...], dict[str, Any], dict[str, Any]]] = [
+        (
+            "ws-clean-close",
+            "over a WebSocket: the whole response, then a close frame 1000: a clean end",
+            play(text, WsClose(1000)),
+            COMPLETED,
+            {"meta": one},
+        ),
+        (
+            "ws-text-then-close-1000",
+            "over a WebSocket: visible text, then a close frame 1000 before the terminal event",
+            play(through_text, WsClose(1000)),
+            _shown(_C.MID_GENERATION, EOF, "eof_without_terminal"),
+            {"meta": one},
+        ),
+        (
+            "ws-text-then-close-1011",
+            "over a WebSocket: visible text, then a close frame 1011 (internal error) before the terminal"
+            " event",
+            play(through_text, WsClose(1011, "internal error")),
+            _shown(_C.MID_GENERATION, EOF, "eof_without_terminal"),
+            {"meta": one},
+        ),
+        (
+            "ws-text-then-close-without-code",
+            "over a WebSocket: visible text, then a close frame without a code (1005) before the terminal"
+            " event",
+            play(through_text, WsClose(None)),
+            _shown(_C.MID_GENERATION, EOF, "eof_without_terminal"),
+            {"meta": one},
+        ),
+        (
+            "ws-text-then-fin",
+            "over a WebSocket: visible text, then FIN without a close frame (1006)",
+            play(through_text, Fin()),
+            _shown(_C.MID_GENERATION, D, "closed_mid_body"),
+            {"meta": one},
+        ),
+        (
+            "ws-text-then-rst",
+            "over a WebSocket: visible text, then a TCP reset",
+            play(through_text, Rst()),
+            _shown(_C.MID_GENERATION, D, "reset"),
+            {"meta": one},
+        ),
+        (
+            "ws-upgrade-then-fin",
+            "over a WebSocket: the upgrade and the request, then FIN before any event",
+            play((), Fin()),
+            _safe(_C.EARLY_STREAM, D, _P.EARLY_STREAM, "closed_mid_body"),
+            {"meta": one},
+        ),
+        (
+            "ws-first-token-stall",
+            "over a WebSocket: bookkeeping events, then silence: the first-token watchdog fires",
+            play(preamble, Stall()),
+            _safe(_C.WATCHDOG, _T.FIRST_TOKEN_TIMEOUT, _P.EARLY_STREAM, "first_token_timeout"),
+            {"meta": one, "config": {"first_token_timeout": WATCHDOG_S}},
+        ),
+        (
+            "ws-text-then-stall",
+            "over a WebSocket: visible text, then silence with the socket open: the idle watchdog fires",
+            play(through_text, Stall()),
+            _shown(_C.WATCHDOG, _T.IDLE_TIMEOUT, "idle_timeout"),
+            {"meta": one, "config": {"idle_timeout": WATCHDOG_S}},
+        ),
+        (
+            "ws-connection-refused",
+            "a WebSocket to a port nobody listens on",
+            (),
+            _safe(_C.BEFORE_CONNECTION, _T.CONNECT_FAILED, _P.BEFORE_CONNECTION, "refused"),
+            {"meta": one, "no_listener": True},
+        ),
+        (
+            "ws-stall-before-upgrade",
+            "the server reads the upgrade request and never answers: the connect watchdog fires",
+            (Stall(),),
+            _safe(_C.WATCHDOG, _T.CONNECT_TIMEOUT, _P.BEFORE_CONNECTION, "connect_timeout"),
+            {"meta": one, "config": {"connect_timeout": WATCHDOG_S}},
+        ),
+        (
+            "ws-upgrade-refused-401",
+            "the upgrade is refused with 401 and an OpenAI error body: an HTTP error, as over HTTP",
+            (
+                Status(
+                    401,
+                    JSON_HEADERS,
+                    _openai_error("Incorrect API key", "invalid_request_error", "invalid_api_key"),
+                ),
+            ),
+            _expect(
+                _C.PROVIDER_ERROR, _V.NO_RETRY, _T.HTTP_ERROR, _P.BEFORE_CONNECTION, "auth", _A.FIX_REQUEST
+            ),
+            {"meta": one},
+        ),
+        (
+            "ws-error-rate-limit",
+            "over a WebSocket: an error message (status 429, rate_limit_exceeded) before any output",
+            play(preamble, Send(_ws_error(429, "requests", "rate_limit_exceeded", "Rate limit reached"))),
+            _safe(
+                _C.PROVIDER_ERROR,
+                _T.PROVIDER_ERROR_EVENT,
+                _P.EARLY_STREAM,
+                "rate_limit",
+                _A.RETRY_AFTER_BACKOFF,
+            ),
+            {"meta": one},
+        ),
+        (
+            "ws-error-previous-response-not-found",
+            "over a WebSocket: the error message WebSocket mode sends for a previous_response_id it does not"
+            " hold (status 400): the request must change (send the whole input)",
+            play(
+                (), Send(_ws_error(400, "invalid_request_error", "previous_response_not_found", "Not found"))
+            ),
+            _expect(
+                _C.PROVIDER_ERROR,
+                _V.NO_RETRY,
+                _T.PROVIDER_ERROR_EVENT,
+                _P.EARLY_STREAM,
+                "not_found",
+                _A.FIX_REQUEST,
+            ),
+            {"meta": one},
+        ),
+        (
+            "ws-second-response",
+            "over a WebSocket: a whole response, the next response.create, a second whole response on the"
+            " same connection (two runs, the second checked)",
+            play(text, NextCreate(), *(Send(message) for message in text)),
+            COMPLETED,
+            {"meta": two},
+        ),
+        (
+            "ws-second-response-cut",
+            "over a WebSocket: a whole response, then the second response on the same connection cut after"
+            " visible text by a FIN without a close frame",
+            play(text, NextCreate(), *(Send(message) for message in through_text), Fin()),
+            _shown(_C.MID_GENERATION, D, "closed_mid_body"),
+            {"meta": two},
+        ),
+    ]
+    return rows
+
+
 def _for_format(fmt: Format) -> list[Scenario]:
     # Ollama's and Bedrock's real-world shapes follow their format's own rows, whatever their family.
     real_world = [row for family in REAL_WORLD_FAMILIES for row in _real_world(fmt, family)]
@@ -2598,6 +2783,8 @@ def _sse_rows(fmt: Format) -> list[tuple[str, str, tuple[Step, ...], dict[str, A
     rows += _real_world(fmt, "content")
     rows += _whole_calls(fmt)
     rows += tool_kind_rows(fmt)
+    if format_named(fmt).websocket_path is not None:
+        rows += _websocket(fmt)
     return rows
 
 

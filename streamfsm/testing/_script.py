@@ -18,6 +18,12 @@ The rules, checked by `check_script` (and so by `Scenario`):
   same connection. A script that runs out mid-body is therefore "FIN without the terminating chunk".
 
 Connection refused is not a step: point the client at `unused_port()` instead.
+
+A WebSocket script (OpenAI Responses' WebSocket mode) opens with `Upgrade` instead: the 101 handshake, then
+the client's first message is read. After it `Send` is one text message, `NextCreate` waits for the client's
+next message (the next ``response.create``), `Close` sends a close frame (with a code, or without one), and
+`Fin`, `Rst`, `Stall` and `Sleep` mean what they mean over HTTP. A WebSocket script that runs out holds the
+connection open until the client closes it.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ __all__ = [
     "Fin",
     "Headers",
     "Keepalive",
+    "NextCreate",
     "Rst",
     "Scenario",
     "Script",
@@ -49,6 +56,8 @@ __all__ = [
     "Stall",
     "Status",
     "Step",
+    "Upgrade",
+    "WsClose",
     "check_script",
     "cut_chunk",
     "encode_chunk",
@@ -169,26 +178,88 @@ class Keepalive:
             raise ScriptError("Keepalive needs a non-empty frame")
 
 
-Step: TypeAlias = Status | Headers | Send | SendRaw | Sleep | Fin | Rst | Stall | End | Keepalive
+@dataclass(frozen=True, slots=True)
+class Upgrade:
+    """Accept a WebSocket upgrade (101), then read the client's first message: the script is a WebSocket's."""
+
+
+@dataclass(frozen=True, slots=True)
+class NextCreate:
+    """On a WebSocket: wait for the client's next message (the next response's ``response.create``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WsClose:
+    """On a WebSocket: a close frame with ``code`` (None: a close frame without a code), then the server
+    waits (bounded) for the client's own close frame and closes the socket."""
+
+    code: int | None = 1000
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        if (self.code is not None and not 1000 <= self.code <= 4999) or (self.code is None and self.reason):
+            raise ScriptError(f"WsClose needs a code in 1000-4999 (a reason needs a code), got {self.code!r}")
+
+
+Step: TypeAlias = (
+    Status
+    | Headers
+    | Send
+    | SendRaw
+    | Sleep
+    | Fin
+    | Rst
+    | Stall
+    | End
+    | Keepalive
+    | Upgrade
+    | NextCreate
+    | WsClose
+)
 Script: TypeAlias = tuple[Step, ...]
 
-_STEP_TYPES = (Status, Headers, Send, SendRaw, Sleep, Fin, Rst, Stall, End, Keepalive)
+_STEP_TYPES = (
+    Status,
+    Headers,
+    Send,
+    SendRaw,
+    Sleep,
+    Fin,
+    Rst,
+    Stall,
+    End,
+    Keepalive,
+    Upgrade,
+    NextCreate,
+    WsClose,
+)
 
 
 def check_script(steps: Iterable[Step]) -> Script:
     """Return ``steps`` as a tuple, or raise `ScriptError` naming the first step that cannot be played."""
     script = tuple(steps)
-    phase = "before response"  # -> "streaming" -> "complete"
+    phase = "before response"  # -> "streaming" -> "complete"; or -> "websocket" -> "websocket closed"
     for index, step in enumerate(script):
         where = f"step {index} ({step!r})"
         if not isinstance(step, _STEP_TYPES):
             raise ScriptError(f"{where} is not a script step")
         if index and isinstance(script[index - 1], Fin | Rst | Stall):
             raise ScriptError(f"{where} follows {script[index - 1]!r}, which ends the connection")
-        if isinstance(step, Status | Headers):
+        if isinstance(step, Status | Headers | Upgrade):
             if phase != "before response":
                 raise ScriptError(f"{where}: the response has already started")
-            phase = "complete" if isinstance(step, Status) else "streaming"
+            phases = {Status: "complete", Headers: "streaming", Upgrade: "websocket"}
+            phase = phases[type(step)]
+        elif isinstance(step, NextCreate | WsClose | SendRaw) and phase.startswith("websocket"):
+            if phase == "websocket closed" and not isinstance(step, SendRaw):
+                raise ScriptError(f"{where} follows the close frame")
+            if isinstance(step, WsClose):
+                phase = "websocket closed"
+        elif isinstance(step, NextCreate | WsClose):
+            raise ScriptError(f"{where} needs a WebSocket (Upgrade first)")
+        elif isinstance(step, Send) and phase.startswith("websocket"):
+            if phase == "websocket closed":
+                raise ScriptError(f"{where} follows the close frame")
         elif isinstance(step, Send | Keepalive | End):
             if phase != "streaming":
                 raise ScriptError(f"{where} needs an open chunked body (Headers first, End not yet sent)")

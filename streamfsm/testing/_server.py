@@ -45,6 +45,7 @@ from ._script import (
     check_script,
     encode_chunk,
 )
+from ._websocket import is_upgrade, play_websocket
 
 __all__ = [
     "FaultServer",
@@ -184,6 +185,12 @@ class _Reader:
             raise _BadRequest(status, "request line or header section too long")
         data = bytes(self._buffer[:index])
         del self._buffer[: index + len(delimiter)]
+        return data
+
+    def take_buffered(self) -> bytes:
+        """What was read past the request (a protocol taking the connection over reads it first)."""
+        data = bytes(self._buffer)
+        self._buffer.clear()
         return data
 
     async def exactly(self, size: int) -> bytes:
@@ -462,6 +469,10 @@ class FaultServer:
                 script = self._route(request)
                 if script is None:
                     await self._send_error(stream, 500, "fault server router failed")
+                    return
+                if is_upgrade(script):  # a WebSocket's: the connection is the script's to the end
+                    target = f"{head.path}?{head.query}" if head.query else head.path
+                    await play_websocket(stream, head.headers, target, reader.take_buffered(), script)
                     return
                 if not await self._play(stream, script, head.wants_close):
                     return

@@ -111,6 +111,12 @@ def _stream_in_bedrock_path(path: str, flag: object) -> bool | None:
     return path.endswith(("/invoke-with-response-stream", "/converse-stream"))
 
 
+def _responses_create(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A Responses request as WebSocket mode's client event: the create body's own top-level fields under
+    ``"type": "response.create"``; ``stream`` is implicit there and ``background`` is not supported."""
+    return {"type": "response.create", **{k: v for k, v in body.items() if k not in ("stream", "background")}}
+
+
 def _openai_error(message: str) -> bytes:
     error = {"type": "server_error", "code": "upstream_stream_failed", "message": message}
     data = {"type": "error", "code": error["code"], "message": message, "param": None, "error": error}
@@ -215,6 +221,10 @@ class Format:
       (``authorization`` carries ``Bearer KEY``, any other the key itself);
     * ``kit``: where the test kit's builders for the format are (its fault provider's streams, errors and
       whole answers).
+    * ``websocket_path`` / ``websocket_create``: where the format is also spoken over a WebSocket (a
+      ``ws://``/``wss://`` base URL, ``runtime.drivers.websocket``), the path under the base URL and the
+      request as the client message that starts one response; None: HTTP only. Each server message is one
+      frame, so no framing applies.
     """
 
     name: str
@@ -235,6 +245,8 @@ class Format:
     sniffs_documents: bool = True
     stream_types: tuple[str, ...] = ("text/event-stream",)
     definitions: Definitions = NO_DEFINITIONS
+    websocket_path: str | None = None
+    websocket_create: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
 
     @property
     def whole_answers(self) -> frozenset[str]:
@@ -288,6 +300,9 @@ FORMATS: Final[Mapping[str, Format]] = {
                 ("openai.types.responses", "openai.resources.responses"),
                 item=_responses_item,
             ),
+            # WebSocket mode (the Agents SDK's and Codex's transport): wss://api.openai.com/v1/responses
+            websocket_path="/responses",
+            websocket_create=_responses_create,
         ),
         Format(
             "anthropic",
