@@ -10,9 +10,9 @@ import json
 from pathlib import Path
 
 import pytest
-from relaysupport import relay_to, wait_lines
 
 from streamfsm.testing import FaultServerThread, Fin, NextCreate, Send, Upgrade, WsClose, text_stream
+from tests.support.relay import relay_to, wait_lines
 
 websockets_client = pytest.importorskip("websockets.sync.client", reason="the websocket extra")
 from websockets.exceptions import ConnectionClosed, InvalidStatus  # noqa: E402

@@ -10,13 +10,11 @@ from typing import Any
 
 import anyio
 import pytest
-from retrysupport import FAST, Spies, ok_script, per_attempt
 
 from streamfsm import ContinueStyle, Offer, Recovery, RetryPolicy, Route, retrying
 from streamfsm.runtime import Breakers, Continued
-from streamfsm.testing import text_stream
-from streamfsm.testing._script import End, Headers, Send
-from streamfsm.testing._server import FaultServer
+from streamfsm.testing import End, FaultServer, Headers, Send, text_stream
+from tests.support.retry import FAST, Spies, ok_script, per_attempt
 
 pytestmark = pytest.mark.anyio
 
