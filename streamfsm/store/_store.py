@@ -40,6 +40,7 @@ from ._backends import (
     counts_upsert,
     safe_label,
 )
+from ._follow import INTERVAL_S, LogIndexer, catch_up
 from ._queries import (
     DIMENSIONS,
     OUTCOME_NAMES,
@@ -57,9 +58,11 @@ from ._queries import (
 
 __all__ = [
     "DIMENSIONS",
+    "INTERVAL_S",
     "OUTCOME_NAMES",
     "Earlier",
     "Filters",
+    "LogIndexer",
     "RunRow",
     "RunsPage",
     "Store",
@@ -69,10 +72,11 @@ __all__ = [
     "StoreUnavailable",
     "Totals",
     "Trend",
+    "catch_up",
     "safe_label",
 ]
 
-_TABLES: Final = ("records", "runs", *COUNTS)
+_TABLES: Final = ("records", "runs", *COUNTS, "log_positions")
 _COLUMN_AT: Final = {name: i for i, name in enumerate(COLUMNS)}
 _COUNTED: Final = tuple(dict.fromkeys(c for columns in COUNTS.values() for c in columns))
 """The columns of ``runs`` that some table of counts counts by."""
@@ -96,16 +100,21 @@ def _count_keys(t: int | None, failed: int, values: Mapping[str, str]) -> list[t
     return [(table, hour, *(values[c] for c in columns), failed) for table, columns in COUNTS.items()]
 
 
-def _row(record: RunRecord) -> tuple[Any, ...]:
+def _row(record: RunRecord, line: bytes | None = None) -> tuple[Any, ...]:
+    """The store's row of ``record``; ``line``: the record's JSON as a log holds it (else written here)."""
     when = started(record)
-    ids = record.get("ids") or {}
+    ids = record["ids"]
     provider_request_id = ids.get("provider_request_id")
+    outcome = record["outcome"]
+    klass, key = outcome["class"], outcome["summary_key"]
+    if not (isinstance(ids["run_id"], str) and isinstance(klass, str) and isinstance(key, str)):
+        raise ValueError("a run record without ids.run_id, outcome.class or outcome.summary_key")
     return (
-        record.run_id,
+        ids["run_id"],
         None if when is None else _micros(when),
-        int(record.failure_class != "completed"),
-        record.failure_class,
-        record.summary_key,
+        int(klass != "completed"),
+        klass,
+        key,
         _text(field_value(record, "provider")),
         _text(field_value(record, "model")),
         _text(field_value(record, "transport_kind")),
@@ -115,8 +124,57 @@ def _row(record: RunRecord) -> tuple[Any, ...]:
         provider_request_id if isinstance(provider_request_id, str) else "",
         _text(_close(record)),
         str(record["summary"]["title"]),
-        zlib.compress(record.to_json().encode("utf-8"), 1),
+        zlib.compress(record.to_json().encode("utf-8") if line is None else line, 1),
     )
+
+
+def _write_rows(db: Writer, kind: str, rows: Sequence[Sequence[Any]], *, fresh: bool) -> None:
+    """Write store rows (``COLUMNS`` and the compressed record) and keep the tables of counts counting each
+    run once (a run is one row, by run id: one seen again moves its counts to its latest values), in the
+    transaction ``db``. ``fresh``: the run ids are new to the store and to each other (a bulk load, in
+    COPY)."""
+    seen: dict[str, list[tuple[Any, ...]]] = {}
+    if not fresh:
+        ids = sorted({row[0] for row in rows})
+        if kind == "postgresql":
+            # Two writers of the same runs at once would each find them new and count them twice
+            # (SQLite's writers take turns): each run id is locked until this transaction ends, in
+            # one order for every writer, so that none waits on another in a cycle.
+            db.execute(_LOCK_RUNS, [ids])
+        for i in range(0, len(ids), 500):
+            part = ids[i : i + 500]
+            found = db.fetch(
+                f"SELECT run_id, t, failed, {', '.join(_COUNTED)} FROM runs"
+                f" WHERE run_id IN ({', '.join('?' * len(part))})",
+                part,
+            )
+            for run_id, t, failed, *values in found:
+                seen[run_id] = _count_keys(t, failed, dict(zip(_COUNTED, values, strict=True)))
+    delta: Counter[tuple[Any, ...]] = Counter()
+    for row in rows:
+        old = seen.get(row[0])
+        if old is not None:  # a run seen again: counted once, with its latest values
+            delta.subtract(old)
+        seen[row[0]] = new = _count_keys(row[1], row[2], {c: row[_COLUMN_AT[c]] for c in _COUNTED})
+        delta.update(new)
+    runs, records = [row[:-1] for row in rows], [(row[0], row[-1]) for row in rows]
+    if fresh:
+        db.copy("runs", COLUMNS, runs)
+        db.copy("records", ("run_id", "record"), records)
+    else:
+        db.executemany(UPSERT, runs)
+        db.executemany(UPSERT_RECORD, records)
+    # In key order, so that writers on several hosts lock the same counters in the same order.
+    changes = sorted((*key, n) for key, n in delta.items() if n)
+    for table in COUNTS:
+        counted = [change[1:] for change in changes if change[0] == table]
+        if counted:
+            db.executemany(_UPSERTS[table], counted)
+        # A run that moved leaves a counter at zero behind: gone, or the page shows an empty group.
+        emptied = sorted({change[1] for change in changes if change[0] == table and change[-1] < 0})
+        for i in range(0, len(emptied), 500):
+            part = emptied[i : i + 500]
+            db.execute(f"DELETE FROM {table} WHERE n = 0 AND hour IN ({', '.join('?' * len(part))})", part)
 
 
 class Store(Queries):
@@ -209,59 +267,14 @@ class Store(Queries):
         return written
 
     def _write(self, rows: Sequence[Sequence[Any]], *, fresh: bool) -> None:
-        """Write store rows (``COLUMNS`` and the compressed record) and keep the tables of counts counting
-        each run once (a run is one row, by run id: one seen again moves its counts to its latest values).
-        ``fresh``: the run ids are new to the store and to each other (a bulk load, in COPY)."""
-
+        """Write store rows (``COLUMNS`` and the compressed record) in one transaction (``_write_rows``)."""
         kind = self._db.kind
+        self._db.write(lambda db: _write_rows(db, kind, rows, fresh=fresh))
 
-        def work(db: Writer) -> None:
-            seen: dict[str, list[tuple[Any, ...]]] = {}
-            if not fresh:
-                ids = sorted({row[0] for row in rows})
-                if kind == "postgresql":
-                    # Two writers of the same runs at once would each find them new and count them twice
-                    # (SQLite's writers take turns): each run id is locked until this transaction ends, in
-                    # one order for every writer, so that none waits on another in a cycle.
-                    db.execute(_LOCK_RUNS, [ids])
-                for i in range(0, len(ids), 500):
-                    part = ids[i : i + 500]
-                    found = db.fetch(
-                        f"SELECT run_id, t, failed, {', '.join(_COUNTED)} FROM runs"
-                        f" WHERE run_id IN ({', '.join('?' * len(part))})",
-                        part,
-                    )
-                    for run_id, t, failed, *values in found:
-                        seen[run_id] = _count_keys(t, failed, dict(zip(_COUNTED, values, strict=True)))
-            delta: Counter[tuple[Any, ...]] = Counter()
-            for row in rows:
-                old = seen.get(row[0])
-                if old is not None:  # a run seen again: counted once, with its latest values
-                    delta.subtract(old)
-                seen[row[0]] = new = _count_keys(row[1], row[2], {c: row[_COLUMN_AT[c]] for c in _COUNTED})
-                delta.update(new)
-            runs, records = [row[:-1] for row in rows], [(row[0], row[-1]) for row in rows]
-            if fresh:
-                db.copy("runs", COLUMNS, runs)
-                db.copy("records", ("run_id", "record"), records)
-            else:
-                db.executemany(UPSERT, runs)
-                db.executemany(UPSERT_RECORD, records)
-            # In key order, so that writers on several hosts lock the same counters in the same order.
-            changes = sorted((*key, n) for key, n in delta.items() if n)
-            for table in COUNTS:
-                counted = [change[1:] for change in changes if change[0] == table]
-                if counted:
-                    db.executemany(_UPSERTS[table], counted)
-                # A run that moved leaves a counter at zero behind: gone, or the page shows an empty group.
-                emptied = sorted({change[1] for change in changes if change[0] == table and change[-1] < 0})
-                for i in range(0, len(emptied), 500):
-                    part = emptied[i : i + 500]
-                    db.execute(
-                        f"DELETE FROM {table} WHERE n = 0 AND hour IN ({', '.join('?' * len(part))})", part
-                    )
-
-        self._db.write(work)
+    def _write_in(self, db: Writer, rows: Sequence[Sequence[Any]]) -> None:
+        """Write store rows inside the write transaction ``db`` (``_follow``)."""
+        if rows:
+            _write_rows(db, self._db.kind, rows, fresh=False)
 
     def add_logs(
         self,
