@@ -153,6 +153,9 @@ class Journal:
         self._ends = isinstance(self._log, ErrorLog)
         self._rules = check_rules(rules)
         self._instance: Instance | None = None
+        self._instance_id = ""
+        self._pid = -1
+        self._tail = b""  # the begin line's end, the same for every line of this process: its instance
         # Begin ids: a random half per journal, a counter for the other (a uuid4 per stream read the
         # system's random source every time).
         self._id_prefix = secrets.token_hex(8)
@@ -166,24 +169,27 @@ class Journal:
         if self._log is None or not format_of(self._rules, request.method, url.path, url.params):
             return {}
         instance = self._instance
-        if instance is None or instance.pid != os.getpid():
+        pid = os.getpid()
+        if instance is None or self._pid != pid:
             instance = self._instance = this_instance()
+            self._pid = pid
             self._id_prefix = secrets.token_hex(8)  # a forked worker: ids of its own
+            self._instance_id = instance.id
+            self._tail = b',"instance":' + _line(instance.to_json())[:-1] + b"}\n"
         begin_id = f"begin_{self._id_prefix}{next(self._counter):016x}"
-        line = {
+        head = {
             "schema": BEGIN_SCHEMA,
             "begin_id": begin_id,
             "request_id": ids.get("request_id"),
             "route": ids.get("route"),
             "account": ids.get("account"),
             "started_at": _iso(time.time()),
-            "instance": instance.to_json(),
         }
         try:
-            self._log.append_line(_line(line))
+            self._log.append_line(_line(head)[:-2] + self._tail)  # the head without its "}\n"
         except OSError:
             return {}
-        return {BEGIN_KEY: begin_id, INSTANCE_KEY: instance.id}
+        return {BEGIN_KEY: begin_id, INSTANCE_KEY: self._instance_id}
 
     def end(self, begun: Mapping[str, str]) -> None:
         if self._log is None or not self._ends or BEGIN_KEY not in begun:
