@@ -299,14 +299,14 @@ def _sink_cpu(url: str, records: int, prefix: str = "sink") -> float:
 @contextlib.contextmanager
 def _counting_only(*tables: str) -> Iterator[None]:
     """The store's writes keep only these tables of counts (what keeping the others costs, by difference)."""
-    from streamfsm.store import _store
+    from streamfsm.store import _counts
 
-    kept = _store.COUNTS
-    _store.COUNTS = {table: kept[table] for table in tables}  # type: ignore[misc]
+    kept = _counts.COUNTS
+    _counts.COUNTS = {table: kept[table] for table in tables}  # type: ignore[misc]
     try:
         yield
     finally:
-        _store.COUNTS = kept  # type: ignore[misc]
+        _counts.COUNTS = kept  # type: ignore[misc]
 
 
 def _counts_cpu(url: str, records: int, rounds: int = 3) -> tuple[float, float]:

@@ -62,5 +62,9 @@ of its response (``ids.provider_request_id``, from the provider's ``x-request-id
 
 from __future__ import annotations
 
-from ._store import *  # noqa: F403 (the package's names are _store's, listed once there)
-from ._store import __all__ as __all__
+from ._follow import INTERVAL_S, LogIndexer, catch_up
+from ._sink import StoreSink
+from ._store import *  # noqa: F403 (the store's names are listed once there)
+from ._store import __all__ as _store_names
+
+__all__ = [*_store_names, "INTERVAL_S", "LogIndexer", "StoreSink", "catch_up"]

@@ -18,13 +18,11 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from ..runtime import RunRecord, log_files, read_records
 from ._backends import RECONNECT_MAX_S, StoreUnavailable, Writer
-
-if TYPE_CHECKING:
-    from ._store import Store
+from ._store import Store, _row
 
 __all__ = ["INTERVAL_S", "LogIndexer", "catch_up"]
 
@@ -116,8 +114,6 @@ def _rows(data: bytes, skipped: Callable[[object], None]) -> Iterator[tuple[Any,
     """The store's rows of the records of whole lines ``data``. A line that is one record is parsed once and
     kept as the log has it (not written as JSON again); any other line is read as ``read_records`` reads it,
     which reports what it skips."""
-    from ._store import _row
-
     for line in data.splitlines(keepends=True):
         if line.startswith(_JOURNAL):  # a relay's begin and end lines: no runs
             continue
@@ -152,8 +148,6 @@ class LogIndexer:
     def __init__(
         self, url: str, logs: Sequence[str | os.PathLike[str]], *, interval: float = INTERVAL_S
     ) -> None:
-        from ._store import Store
-
         self._store = Store.open(url)
         self._logs = [Path(log) for log in logs]
         self._interval = interval
