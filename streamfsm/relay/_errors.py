@@ -40,7 +40,7 @@ from ..store import (
     catch_up,
     safe_label,
 )
-from ._journal import interrupted
+from ._journal import JournalReader
 
 __all__ = [
     "BY",
@@ -244,6 +244,7 @@ class ErrorsData:
         keep: bool = True,
     ) -> None:
         self.journal = journal
+        self._journal = JournalReader(journal) if journal is not None else None
         self._logs = list(logs)
         self._audit = audit
         self._folder: str | None = None
@@ -274,7 +275,8 @@ class ErrorsData:
         self._catch_up = logs if self._folder is not None and not follow else ()  # the error log, at a view
         if self.store is not None:
             if follow:
-                self.indexer = LogIndexer(url, logs)
+                after = self._journal.advance if self._journal is not None else None
+                self.indexer = LogIndexer(url, logs, after_pass=after)
             else:
                 self.sink = StoreSink(url)
 
@@ -348,7 +350,7 @@ class ErrorsData:
 
     def report(self, query: PageQuery, now: datetime | None = None) -> dict[str, Any]:
         report = self._answer(lambda store, source: page_report(store, query, source, now))
-        cut = interrupted(self.journal) if self.journal is not None else []
+        cut = self._journal.interrupted() if self._journal is not None else []
         report["interrupted"] = [item.to_json() for item in cut]
         skipped = self._skipped.count + (self._fallback[1].count if self._fallback else 0)
         skipped += self.indexer.skipped if self.indexer is not None else 0

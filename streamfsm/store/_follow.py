@@ -139,18 +139,25 @@ def _forget(db: Writer, *, log: str, kept: Sequence[tuple[int, int]]) -> None:
 class LogIndexer:
     """Keeps the store at ``url`` current from JSON-lines ``logs``: a thread of its own (with a connection of
     its own, so that queries never wait on it) indexes what they gained every ``interval`` seconds, one
-    transaction per ``CHUNK`` of a log with the position read up to. The logs stay the truth: a record reaches
-    them first, and a store whose indexer died (a crash, ``kill -9``) catches up from the positions it holds
-    when it is followed again. While the store cannot be used the indexer waits and tries again (backing off
-    up to ``RECONNECT_MAX_S``). ``flush(timeout)`` waits for a pass that started after it was called;
-    ``close()`` stops the thread."""
+    transaction per ``CHUNK`` of a log with the position read up to. The logs stay the truth: a record
+    reaches them first, and a store whose indexer died (a crash, ``kill -9``) catches up from the
+    positions it holds when it is followed again. While the store cannot be used the indexer waits and
+    tries again (backing off up to ``RECONNECT_MAX_S``). ``after_pass``: called in that thread after each
+    pass. ``flush(timeout)`` waits for a pass that started after it was called; ``close()`` stops the
+    thread."""
 
     def __init__(
-        self, url: str, logs: Sequence[str | os.PathLike[str]], *, interval: float = INTERVAL_S
+        self,
+        url: str,
+        logs: Sequence[str | os.PathLike[str]],
+        *,
+        interval: float = INTERVAL_S,
+        after_pass: Callable[[], object] | None = None,
     ) -> None:
         self._store = Store.open(url)
         self._logs = [Path(log) for log in logs]
         self._interval = interval
+        self._after_pass = after_pass
         self._skipped = _Skipped()
         self._wake = threading.Condition()
         self._asked = 0  # passes asked for (flush), and passes done: a flush waits for one started after it
@@ -199,6 +206,11 @@ class LogIndexer:
             _log.warning("cannot read the logs to index them (%s)", type(exc).__qualname__)
             return RECONNECT_MAX_S
         self.behind = False
+        if self._after_pass is not None:
+            try:
+                self._after_pass()
+            except Exception as exc:  # the caller's: reported, the indexing goes on
+                _log.warning("after indexing the logs: %s", type(exc).__qualname__)
         with self._wake:
             self._done = max(self._done, asked)
             self._wake.notify_all()
