@@ -54,13 +54,22 @@ class _Skipped:
         self.count += 1
 
 
-def catch_up(store: Store, logs: Sequence[str | os.PathLike[str]], skipped: Callable[[object], None]) -> int:
+def catch_up(
+    store: Store,
+    logs: Sequence[str | os.PathLike[str]],
+    skipped: Callable[[object], None],
+    known: dict[tuple[str, int, int], int] | None = None,
+) -> int:
     """Index in ``store`` what ``logs`` (with their rotated files, oldest first) gained since the positions
-    the store holds; ``skipped`` is called for each line that could not be read. How many records."""
+    the store holds; ``skipped`` is called for each line that could not be read. How many records.
+    ``known``: the positions this caller last read up to (kept between calls): a file whose size is its
+    known position costs no transaction (another process may have read on from it: the store's position
+    is the truth whenever the file grew)."""
     count = 0
     for log in logs:
         name = os.fspath(log)
         kept: list[tuple[int, int]] = []
+        before = {key[1:] for key in known if key[0] == name} if known is not None else None
         for file in log_files(name):
             try:
                 handle = file.open("rb")
@@ -70,13 +79,22 @@ def catch_up(store: Store, logs: Sequence[str | os.PathLike[str]], skipped: Call
                 info = os.fstat(handle.fileno())
                 key = (info.st_dev, info.st_ino)
                 kept.append(key)
+                if known is not None and known.get((name, *key)) == info.st_size:
+                    continue  # nothing new since this caller's last look
                 chunk = functools.partial(_chunk, store, log=name, key=key, handle=handle, skipped=skipped)
                 while True:
-                    read, more = store._db.write(chunk)
+                    read, more, position = store._db.write(chunk)
                     count += read
                     if not more:
                         break
-        store._db.write(functools.partial(_forget, log=name, kept=kept))
+                if known is not None:
+                    known[name, key[0], key[1]] = position
+        if before is None or before != set(kept):  # a file came or went: forget those gone
+            store._db.write(functools.partial(_forget, log=name, kept=kept))
+            if known is not None:
+                for gone in before or set():
+                    if gone not in kept:
+                        known.pop((name, *gone), None)
     return count
 
 
@@ -88,9 +106,9 @@ def _chunk(
     key: tuple[int, int],
     handle: Any,
     skipped: Callable[[object], None],
-) -> tuple[int, bool]:
+) -> tuple[int, bool, int]:
     """One transaction: the records after the file's position (at most ``CHUNK`` bytes), and the position
-    moved past them. (records indexed, whether there may be more)."""
+    moved past them. (records indexed, whether there may be more, the position now)."""
     if store.kind == "postgresql":
         db.execute(_TURNS)
     found = db.fetch(_SEEN, [log, *key])
@@ -103,11 +121,11 @@ def _chunk(
     if not end and len(data) == CHUNK:  # no run record is that long: skipped
         end = len(data)
     if not end:
-        return 0, False  # nothing, or a line still being written
+        return 0, False, offset  # nothing, or a line still being written
     rows = list(_rows(data[:end], skipped))
     store._write_in(db, rows)
     db.execute(_MOVE, [log, *key, offset + end])
-    return len(rows), len(data) == CHUNK
+    return len(rows), len(data) == CHUNK, offset + end
 
 
 def _rows(data: bytes, skipped: Callable[[object], None]) -> Iterator[tuple[Any, ...]]:
@@ -158,6 +176,7 @@ class LogIndexer:
         self._logs = [Path(log) for log in logs]
         self._interval = interval
         self._after_pass = after_pass
+        self._known: dict[tuple[str, int, int], int] = {}
         self._skipped = _Skipped()
         self._wake = threading.Condition()
         self._asked = 0  # passes asked for (flush), and passes done: a flush waits for one started after it
@@ -198,7 +217,7 @@ class LogIndexer:
         with self._wake:
             asked = self._asked
         try:
-            catch_up(self._store, self._logs, self._skipped)
+            catch_up(self._store, self._logs, self._skipped, self._known)
         except StoreUnavailable as exc:
             _log.warning("%s; indexing the logs again later", exc)
             return RECONNECT_MAX_S
