@@ -25,6 +25,16 @@ Rows, wall time per query (median of ``--repeat``), target at most 300 ms at eve
 At the smallest size, when it is at most 10k, the commands are also timed over a JSON-lines audit log of as
 many runs (today's path), the baseline.
 
+``default setup`` (no ``--store``: the relay's own SQLite file beside its audit log, kept current from the
+log by ``LogIndexer``): CPU per run of indexing what the audit log gained (the indexer's pass over real
+audit lines), against the two ways before it in the same run: ``StoreSink`` (``--store``: each record as it
+ends) and the page's own indexing at a view (``Store.add_logs`` over the log, what every view did with what
+the log gained). Then the first view after N runs (the largest size): the relay's errors page (its default
+view, ``ErrorsData.report``) over a store the indexer kept current through N runs, the log having gained the
+last quarter second's runs (``APPENDED``) since its last pass; against the first view of the default setup
+before, which indexed every run at that view: the page's own indexing per run (measured over
+``default_records`` runs) times N, plus the same view's queries (an estimate: at 1M it takes minutes).
+
 ``keeping the index``: CPU per record of ``StoreSink`` (the call and its writer thread), as a ratio of one
 ``open_stream`` run's own CPU (the section-1 OpenAI payload over an in-memory transport); and of that, what
 keeping the hourly counts per route and per account costs (the sink with them against the sink without).
@@ -54,6 +64,8 @@ SECTION = "store: the run index at scale (SQLite and PostgreSQL)"
 TARGET_MS = 300.0
 SIZES = (10_000, 100_000, 1_000_000)
 LOG_BASELINE_MAX = 10_000
+APPENDED = 250
+"""Runs a busy relay's audit log gains between two passes of its indexer (1,000 runs a second)."""
 NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
 SPAN = timedelta(days=30)
 ROUTES = tuple(f"/v1/route-{i}" for i in range(10))
@@ -109,8 +121,9 @@ def synthetic_rows(count: int, seed: int = 0) -> Iterator[tuple[Any, ...]]:
         )
 
 
-def _audit_log(path: Path, count: int) -> None:
-    """The same runs as ``synthetic_rows`` (without the provider/route variety), as an audit log."""
+def _audit_log(path: Path, count: int, prefix: str = "run") -> None:
+    """The same runs as ``synthetic_rows`` (without the provider/route variety), as an audit log (run ids
+    ``<prefix>-<i>``)."""
     templates = _templates()
     rng = random.Random(0)
     completed = [t for t in templates if t["outcome"]["class"] == "completed"]
@@ -119,7 +132,7 @@ def _audit_log(path: Path, count: int) -> None:
     with open(path, "w", encoding="utf-8") as f:
         for i in range(count):
             data = rng.choice(failed) if rng.random() < 0.2 else rng.choice(completed)
-            data = {**data, "ids": {**data["ids"], "run_id": f"run-{i:08d}"}}
+            data = {**data, "ids": {**data["ids"], "run_id": f"{prefix}-{i:08d}"}}
             data["ids"]["context"] = {"request_id": f"req-{i:08d}", "route": rng.choice(ROUTES)}
             data["started_at"] = (start + step * i).isoformat(timespec="milliseconds")
             f.write(json.dumps(data, separators=(",", ":")) + "\n")
@@ -275,14 +288,14 @@ def _sink_cpu(url: str, records: int, prefix: str = "sink") -> float:
 @contextlib.contextmanager
 def _counting_only(*tables: str) -> Iterator[None]:
     """The store's writes keep only these tables of counts (what keeping the others costs, by difference)."""
-    from streamfsm.store import _store
+    from streamfsm.store import _counts
 
-    kept = _store.COUNTS
-    _store.COUNTS = {table: kept[table] for table in tables}  # type: ignore[misc]
+    kept = _counts.COUNTS
+    _counts.COUNTS = {table: kept[table] for table in tables}  # type: ignore[misc]
     try:
         yield
     finally:
-        _store.COUNTS = kept  # type: ignore[misc]
+        _counts.COUNTS = kept  # type: ignore[misc]
 
 
 def _counts_cpu(url: str, records: int, rounds: int = 3) -> tuple[float, float]:
@@ -294,6 +307,83 @@ def _counts_cpu(url: str, records: int, rounds: int = 3) -> tuple[float, float]:
         with _counting_only("hourly"):
             signature_only.append(_sink_cpu(url, records, f"hourly-{i}"))
     return statistics.median(every), statistics.median(signature_only)
+
+
+def _indexing_cpu(folder: Path, records: int) -> dict[str, float]:
+    """CPU seconds per run of three ways of indexing ``records`` runs of an audit log: the indexer's pass
+    (``catch_up``), the page's own indexing at a view before it (``add_logs``), and ``StoreSink``."""
+    from streamfsm.store import Store, catch_up
+
+    log = folder / "indexed.jsonl"
+    _audit_log(log, records, prefix="indexed")
+    out = {}
+    for name in ("indexer", "view"):
+        path = folder / f"indexed-{name}.db"
+        with Store.open(str(path)) as store:
+            started = time.process_time()
+            if name == "indexer":
+                catch_up(store, [log], lambda problem: None)
+            else:
+                store.add_logs([log])
+            out[name] = (time.process_time() - started) / records
+            if store.count() != records:
+                raise RuntimeError(f"{name}: {store.count()} runs indexed of {records}")
+    out["sink"] = _sink_cpu(f"sqlite:///{folder / 'indexed-sink.db'}", records)
+    return out
+
+
+def _first_view(folder: Path, count: int, repeat: int, per_run_before: float) -> list[Row]:
+    """The default setup's first view of the errors page after ``count`` runs, now and (estimated) before."""
+    from streamfsm.relay import PageQuery
+    from streamfsm.relay._errors import ErrorsData, default_store
+    from streamfsm.runtime import AuditLog, read_records
+    from streamfsm.store import Store, catch_up
+
+    audit = folder / "relay-audit.jsonl"
+    _audit_log(audit, APPENDED * (repeat + 2), prefix="relayed")
+    lines = audit.read_bytes().splitlines(keepends=True)
+    audit.write_bytes(b"".join(lines[:APPENDED]))
+    path = default_store(audit)
+    _fill(str(path), count)  # the runs the indexer kept indexed (the first ones read from the log too)
+    with Store.open(str(path)) as store:
+        catch_up(store, [audit], lambda problem: None)
+    view = PageQuery(until=NOW.isoformat())
+    data = ErrorsData(None, [str(audit)], journal=str(audit), audit=str(audit))
+    samples = []
+    try:
+        assert data.indexer is not None
+        assert data.indexer.flush(600)
+        log = AuditLog(audit, max_bytes=None)
+        for i in range(1, repeat + 2):  # the first round warms the caches, as _wall_ms does
+            for record in read_records(io.BytesIO(b"".join(lines[APPENDED * i : APPENDED * (i + 1)]))):
+                log(record)
+            started = time.perf_counter()
+            report = data.report(view)
+            samples.append((time.perf_counter() - started) * 1000)
+        assert data.store is not None
+        indexed = data.store.count()
+        queries = _wall_ms(lambda: data.report(view), repeat)
+    finally:
+        data.close()
+    if indexed != count + APPENDED * (repeat + 2):
+        raise RuntimeError(f"the first view found {indexed} runs indexed")
+    if report["runs"] <= 0:
+        raise RuntimeError("the first view found no run in its window")
+    now = statistics.median(samples[1:])
+    before = per_run_before * count * 1000 + queries
+    return [
+        Row(
+            SECTION,
+            f"sqlite {count:,}: default setup, first view of the errors page",
+            now,
+            "ms",
+            baseline=before,
+            baseline_name=f"the default setup before: every run indexed at the first view (estimated:"
+            f" {per_run_before * 1e6:.0f} us a run x {count:,} + the view's queries)",
+            note=f"the log gained {APPENDED} runs since the indexer's last pass; target: at most"
+            f" {TARGET_MS:.0f} ms (the queries alone: {queries:.0f} ms)",
+        )
+    ]
 
 
 @contextlib.contextmanager
@@ -314,10 +404,30 @@ def measure(
     repeat: int = 5,
     postgres: str | None = None,
     sink_records: int = 2000,
+    default_records: int = 5000,
 ) -> list[Row]:
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         folder = Path(tmp)
+        if "sqlite" in backends:
+            ways = _indexing_cpu(folder, default_records)
+            note = f"{default_records:,} runs of an audit log"
+            for way, name in (
+                ("sink", "StoreSink (--store, before and now)"),
+                ("view", "at a view (before)"),
+            ):
+                rows.append(
+                    Row(
+                        SECTION,
+                        f"sqlite: default setup, indexing CPU per run, the indexer against {name}",
+                        ways["indexer"] * 1e6,
+                        "us",
+                        baseline=ways[way] * 1e6,
+                        baseline_name=f"indexing {name}",
+                        note=note,
+                    )
+                )
+            rows += _first_view(folder, max(sizes), repeat, ways["view"])
         urls = {}
         if "sqlite" in backends:
             urls["sqlite"] = f"sqlite:///{folder / 'runs.db'}"
@@ -370,11 +480,23 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--postgres", metavar="URL", help="an existing server (default: a throwaway one)")
     parser.add_argument("--repeat", type=int, default=5, help="timings per query (median)")
+    parser.add_argument(
+        "--default-records",
+        type=int,
+        default=5000,
+        help="audit log runs the indexing costs are measured over",
+    )
     args = parser.parse_args(argv)
     sizes = (10_000,) if args.quick else tuple(args.sizes)
     if min(sizes) < 1 or args.repeat < 1:
         parser.error("--sizes and --repeat must be positive")
-    rows = measure(sizes, tuple(args.backends), repeat=args.repeat, postgres=args.postgres)
+    rows = measure(
+        sizes,
+        tuple(args.backends),
+        repeat=args.repeat,
+        postgres=args.postgres,
+        default_records=args.default_records,
+    )
     print_table(SECTION, rows)
     return 0 if all(row.met is not False for row in rows) else 1
 

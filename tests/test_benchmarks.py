@@ -280,11 +280,15 @@ def test_logs_section_counts_every_record_of_every_writer() -> None:
 def test_store_rows_at_a_tiny_size() -> None:
     from benchmarks import store
 
-    rows = store.measure((300,), ("sqlite",), repeat=1, sink_records=20)
+    rows = store.measure((300,), ("sqlite",), repeat=1, sink_records=20, default_records=30)
     _whole(rows)
     names = {r.name for r in rows}
     assert "sqlite 300: errors page: groups, all runs" in names
     assert "sqlite: keeping the index, CPU per record" in names
+    # the default setup: its indexing against the two ways before it, its first view against the old one
+    first = next(r for r in rows if r.name == "sqlite 300: default setup, first view of the errors page")
+    assert first.baseline is not None and first.baseline > 0
+    assert sum("default setup, indexing CPU per run" in name for name in names) == 2
     assert all(r.value > 0 for r in rows), "a query did no work"
     # the commands over a log are the baseline at the smallest size
     assert {r.name for r in rows if r.baseline is not None} >= {

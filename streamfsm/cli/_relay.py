@@ -4,7 +4,8 @@
 Several workers: ``--workers N`` starts N uvicorn worker processes, each building the relay from the
 settings this command puts in the environment (``STREAMFSM_RELAY_*``; the admin token stays in the variable
 ``--admin-token-env`` names). The error and audit logs are safe for several processes; the errors page
-queries a run store, so give ``--store`` with more than one worker (else each has a private one). The
+queries a run store: with an audit log the workers share the file beside it (each follows the logs, taking
+turns), without one give ``--store`` with more than one worker (else each has a private one). The
 metrics of all workers are summed through prometheus_client's multiprocess mode.
 """
 
@@ -72,6 +73,7 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
         "header_timeout": args.header_timeout,
         "max_client_connections": args.max_client_connections,
         "store": args.store,
+        "keep_store": args.keep_store,
         "body_timeout": args.body_timeout,
         "body_min_rate": args.body_min_rate,
         "body_rate_grace": args.body_rate_grace,
@@ -150,6 +152,7 @@ def build_relay(settings: dict[str, Any]) -> Any:
             error_log=settings.get("error_log"),
             audit_log=settings.get("audit_log"),
             store=settings.get("store"),
+            keep_store=settings.get("keep_store", True),
             admin_token=token,
             public_url=settings.get("public_url"),
             forward_client_address=bool(settings.get("forward_client_address")),
@@ -473,6 +476,14 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--store",
         metavar="URL",
         help="index every run in this store, which the errors page reads: sqlite:///PATH or"
-        " postgresql://... (default: a private store per process; see streamfsm store)",
+        " postgresql://... (default: a SQLite file beside the audit log, AUDIT_LOG.runs.db, kept current"
+        " from the logs; without an audit log a private store per process; see streamfsm store)",
+    )
+    relay.add_argument(
+        "--keep-store",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="without --store: keep the relay's own store beside the audit log when it stops, so that the"
+        " next start catches up from where it stopped (default); --no-keep-store removes it",
     )
     relay.set_defaults(run=_relay)

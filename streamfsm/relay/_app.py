@@ -104,8 +104,11 @@ class RelayConfig:
     the upstream HTTP client's connect / read / write / pool timeouts (the runs' watchdogs apply too).
     ``max_connections``: upstream connections open at once (None: unbounded). ``rules``: more paths that
     carry a streaming LLM format (``streamfsm.tap.Rule``). ``store``: a run store URL (``streamfsm.store``)
-    the relay indexes every run in and the errors page queries; None: a private SQLite store of this process
-    (in a temporary folder), which starts with the error and audit logs' records. ``max_concurrent``:
+    the relay indexes every run in and the errors page queries; None: the relay's own SQLite store, with an
+    audit log a file beside it (``audit.jsonl.runs.db``) kept current from the logs off the request path
+    (it catches up from where it stopped after a restart or a crash), without one a private store of this
+    process in a temporary folder. ``keep_store``: keep that file when the relay shuts down (the default;
+    False removes it, and the next start indexes the whole audit log again). ``max_concurrent``:
     requests relayed at once (503 with ``Retry-After`` beyond). ``body_budget_bytes``: the request bodies
     held at once, all requests together (a request without room waits up to 5 s for it, then gets 503 with
     ``Retry-After``). ``body_min_rate``: the slowest a request body may arrive, in bytes a second on average
@@ -137,6 +140,7 @@ class RelayConfig:
     max_connections: int | None = None
     rules: tuple[Rule, ...] = ()
     store: str | None = field(default=None, repr=False)  # a PostgreSQL URL may carry a password
+    keep_store: bool = True
     max_concurrent: int = 1000
     body_budget_bytes: int = 256 << 20
     body_min_rate: int = 1024
@@ -204,7 +208,9 @@ class Relay:
             sinks.append(AuditLog(config.audit_log))
         logs = [path for path in (config.error_log, config.audit_log) if path is not None]
         journal = config.audit_log or config.error_log
-        self.errors = ErrorsData(config.store, logs, journal=journal, audit=config.audit_log)
+        self.errors = ErrorsData(
+            config.store, logs, journal=journal, audit=config.audit_log, keep=config.keep_store
+        )
         if self.errors.sink is not None:
             sinks.append(self.errors.sink)
         self.metrics = relay_metrics()

@@ -4,15 +4,13 @@ rates and trends over a window, filtered; runs of a group, paged; a run by run i
 ``PageQuery`` is the page's URL query (``?by=route&since=6h&model=gpt-4o``): parsed strictly (a value the
 page cannot honour is an error, never silently ignored) and written back for every link, so that a view is
 shareable as its URL. ``ErrorsData`` answers it from a store: the relay's ``--store`` (shared by its workers
-and, on PostgreSQL, by relays on several hosts), or, without one, a private SQLite store of this process
-that starts with the records already in its error and audit logs and indexes every run after: from the
-audit log when there is one (what each view finds appended since the last, so that no stream pays for an
-index nobody may read), else through a ``StoreSink``.
+and, on PostgreSQL, by relays on several hosts), or, without one, the relay's own SQLite store: with an audit
+log a file beside it that a thread keeps current from the logs (``streamfsm.store.LogIndexer``), else a
+private store of this process fed through a ``StoreSink``.
 """
 
 from __future__ import annotations
 
-import io
 import logging
 import math
 import os
@@ -22,18 +20,40 @@ import tempfile
 import threading
 import urllib.parse
 import weakref
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
 from ..classify import CLASS_MEANING, FailureClass
-from ..runtime import SIGNATURE, RunRecord, iso, log_files, read_records
-from ..store import Earlier, Filters, Store, StoreDamaged, StoreSink, StoreUnavailable, safe_label
-from ._journal import interrupted
+from ..runtime import SIGNATURE, RunRecord, iso
+from ..store import (
+    Earlier,
+    Filters,
+    LogIndexer,
+    Store,
+    StoreDamaged,
+    StoreSink,
+    StoreUnavailable,
+    catch_up,
+    safe_label,
+)
+from ._journal import JournalReader
 
-__all__ = ["BY", "FILTERS", "SORTS", "ErrorsData", "PageQuery", "page_report", "page_runs", "parse_window"]
+__all__ = [
+    "BY",
+    "FILTERS",
+    "SORTS",
+    "STORE_SUFFIX",
+    "ErrorsData",
+    "PageQuery",
+    "default_store",
+    "page_report",
+    "page_runs",
+    "parse_window",
+]
 
 BY: Final[Mapping[str, tuple[str, ...]]] = {
     "signature": SIGNATURE,
@@ -64,8 +84,9 @@ GROUP_LIMIT: Final = 100
 _MAX_VALUE: Final = 200
 _WINDOW_RE: Final = re.compile(r"(\d{1,5})([mhd])")
 _UNITS: Final = {"m": 60, "h": 3600, "d": 86400}
-_READ: Final = 4 << 20  # bytes of a log read at a time
-_BATCH: Final = 2000  # records indexed per transaction
+STORE_SUFFIX: Final = ".runs.db"
+"""The relay's own store is its audit log's name with this after it (``audit.jsonl.runs.db``)."""
+_VIEW_WAIT_S: Final = 1.0  # a view waits this long at most for the runs that ended just before it
 UNREACHABLE: Final = "the store is unreachable; showing the {log}"
 DAMAGED: Final = "the store is damaged; showing the {log}"
 _T = TypeVar("_T")
@@ -201,14 +222,17 @@ def group_filters(names: Sequence[str], key: Mapping[str, Any]) -> dict[str, str
 
 
 class ErrorsData:
-    """The errors page's queries, over the store at ``url``, or without one over a private SQLite store (in
-    a temporary folder, removed with this object) that first indexes the records of ``logs`` and then every
-    run of this process. ``sink``: the relay's sink that indexes each run into the store, or None when a
-    view reads the runs from the logs instead (a private store and ``audit``, the audit log among ``logs``:
-    it holds every run). ``journal``: the log holding the relay's begin lines, whose streams a relay's
-    death cut the page lists too. When the store at ``url`` cannot be reached or is damaged, every view
-    answers from ``logs`` (a private store following them) and its source says so; ``close()`` removes the
-    private stores."""
+    """The errors page's queries, over the store at ``url``, or without one over the relay's own SQLite
+    store. With an audit log among ``logs`` (``audit``: it holds every run) that store is a file beside it
+    (``default_store``), kept current from the logs by a ``LogIndexer`` off the request path (so that no
+    stream waits on it, and the first view after a million runs costs what any other does); it catches up
+    from where it stopped after a restart or a crash, and ``keep=False`` removes it at ``close()``. Without
+    an audit log it is a private store in a temporary folder, removed with this object, that indexes the
+    error log's records at each view and every run of this process through ``sink``. ``sink``: the relay's
+    sink that indexes each run into the store (None when the store follows the logs). ``journal``: the log
+    holding the relay's begin lines, whose streams a relay's death cut the page lists too. When the store at
+    ``url`` cannot be reached or is damaged, every view answers from ``logs`` (a private store following
+    them) and its source says so; ``close()`` removes the private stores."""
 
     def __init__(
         self,
@@ -217,17 +241,29 @@ class ErrorsData:
         journal: str | None = None,
         *,
         audit: str | None = None,
+        keep: bool = True,
     ) -> None:
         self.journal = journal
+        self._journal = JournalReader(journal) if journal is not None else None
         self._logs = list(logs)
         self._audit = audit
         self._folder: str | None = None
         self._removals: list[weakref.finalize[Any, Any]] = []
-        self._fallback: tuple[Store, _Follower] | None = None
+        self._fallback: tuple[Store, _Skipped] | None = None
         self._lock = threading.Lock()
         self.sink: StoreSink | None = None
+        self.indexer: LogIndexer | None = None
         self._damaged = False
-        if url is None:
+        self._skipped = _Skipped()
+        own = url is None
+        follow = own and audit is not None and audit in logs
+        if follow:
+            assert audit is not None
+            path = self._own_store(default_store(audit))
+            url = str(path)
+            if not keep and self._folder is None:
+                self._removals.append(weakref.finalize(self, _remove_store, path))
+        elif url is None:
             self._folder = self._private_folder()
             url = str(Path(self._folder) / "runs.db")
         try:
@@ -235,12 +271,30 @@ class ErrorsData:
         except StoreDamaged as exc:  # the page answers from the logs; a rebuild makes the store again
             log.warning("%s; the errors page shows the logs", exc)
             self.store, self._damaged = None, True
-        self.source = safe_label(url) if self._folder is None else "this relay's runs"
-        self._follow = _Follower(logs if self._folder is not None else ())
-        # A view reads what the audit log gained since the last: no stream pays for the index.
-        following = self._folder is not None and audit is not None and audit in logs
-        if not following and self.store is not None:
-            self.sink = StoreSink(url)
+        self.source = "this relay's runs" if own else safe_label(url)
+        self._catch_up = logs if self._folder is not None and not follow else ()  # the error log, at a view
+        if self.store is not None:
+            if follow:
+                after = self._journal.advance if self._journal is not None else None
+                self.indexer = LogIndexer(url, logs, after_pass=after)
+            else:
+                self.sink = StoreSink(url)
+
+    def _own_store(self, path: Path) -> Path:
+        """The store file beside the audit log, made ready to open: its folder made (the log's first line
+        makes it too); a damaged one removed (an index of the logs, made again from them); one that cannot
+        be made there replaced by a private one."""
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            Store.open(str(path)).close()
+        except StoreDamaged as exc:
+            log.warning("%s; indexing the logs into it afresh", exc)
+            _remove_store(path)
+        except (OSError, StoreUnavailable) as exc:
+            log.warning("cannot keep the store beside the audit log (%s); keeping a private one", exc)
+            self._folder = self._private_folder()
+            return Path(self._folder) / "runs.db"
+        return path
 
     def _private_folder(self) -> str:
         folder = tempfile.mkdtemp(prefix="streamfsm-relay-store-")
@@ -248,9 +302,12 @@ class ErrorsData:
         return folder
 
     def close(self) -> None:
-        """Remove the private stores (this relay's own, and one that stood in for an unreachable store)."""
+        """Stop indexing; remove the private stores (this relay's own in a temporary folder or, not kept,
+        beside the audit log; one that stood in for an unreachable store)."""
         if self.sink is not None:
             self.sink.close(1.0)
+        if self.indexer is not None:
+            self.indexer.close(5.0)
         for store in (self.store, self._fallback[0] if self._fallback else None):
             if store is not None:
                 store.close()
@@ -258,13 +315,17 @@ class ErrorsData:
             remove()  # a finalizer runs once: not again at exit
 
     def _ready(self) -> None:
-        """Before a query of a private store: index what the logs gained since the last (all of it first)."""
+        """Before a query: the runs that ended just before this view indexed (a private store's error log
+        read since the last view; the indexer's or the sink's backlog waited for, a moment at most)."""
         if self.store is None:
             raise StoreDamaged(self.source)
-        with self._lock:
-            _index(self.store, self._follow)
+        if self._catch_up:
+            with self._lock:
+                _index(self.store, self._catch_up, self._skipped)
+        if self.indexer is not None:
+            self.indexer.flush(_VIEW_WAIT_S)
         if self.sink is not None and not self.sink.unreachable:
-            self.sink.flush(1.0)  # the runs that ended just before this view
+            self.sink.flush(_VIEW_WAIT_S)
 
     def _answer(self, ask: Callable[[Store, str], _T]) -> _T:
         """``ask`` of the store; of the logs (a private store following them) when the store is unreachable
@@ -280,18 +341,19 @@ class ErrorsData:
                 if self._fallback is None:
                     log.warning("%s; the errors page shows the logs", exc)
                     folder = self._private_folder()
-                    self._fallback = Store.open(str(Path(folder) / "runs.db")), _Follower(self._logs)
-                store, follow = self._fallback
-                _index(store, follow)
+                    self._fallback = Store.open(str(Path(folder) / "runs.db")), _Skipped()
+                store, skipped = self._fallback
+                _index(store, self._logs, skipped)
             shown = "audit log" if self._audit in self._logs else "error log" if self._logs else "logs (none)"
             damaged = self._damaged or isinstance(exc, StoreDamaged)
             return ask(store, (DAMAGED if damaged else UNREACHABLE).format(log=shown))
 
     def report(self, query: PageQuery, now: datetime | None = None) -> dict[str, Any]:
         report = self._answer(lambda store, source: page_report(store, query, source, now))
-        cut = interrupted(self.journal) if self.journal is not None else []
+        cut = self._journal.interrupted() if self._journal is not None else []
         report["interrupted"] = [item.to_json() for item in cut]
-        skipped = self._follow.skipped + (self._fallback[1].skipped if self._fallback else 0)
+        skipped = self._skipped.count + (self._fallback[1].count if self._fallback else 0)
+        skipped += self.indexer.skipped if self.indexer is not None else 0
         if skipped:
             report["unreadable_lines"] = skipped  # of the logs the page read, skipped
         return report
@@ -320,62 +382,36 @@ def _search(store: Store, text: str) -> list[RunRecord]:
     return store.find_runs(text)
 
 
-def _index(store: Store, follow: _Follower) -> None:
-    """Index in ``store`` what ``follow``'s logs gained since the last look; a damaged line is skipped,
-    counted and reported."""
-    skipped = follow.skipped
-    batch: list[RunRecord] = []
-    for record in follow.new_records():
-        batch.append(record)
-        if len(batch) >= _BATCH:
-            store.add(batch)
-            batch.clear()
-    store.add(batch)
-    if follow.skipped > skipped:
-        log.warning("the errors page skipped %d unreadable log lines", follow.skipped - skipped)
+def _index(store: Store, logs: Sequence[str], skipped: _Skipped) -> None:
+    """Index in ``store`` what ``logs`` gained since the last look; a damaged line is skipped, counted and
+    reported."""
+    before = skipped.count
+    catch_up(store, logs, skipped)
+    if skipped.count > before:
+        log.warning("the errors page skipped %d unreadable log lines", skipped.count - before)
 
 
-class _Follower:
-    """The records appended to JSON-lines logs (and their rotated files) since the last look: each file is
-    known by its inode (rotation renames, so a file keeps its inode as it moves to ``path.1`` and on), with
-    the offset read up to (a whole line's end: a line being written is read the next time)."""
+class _Skipped:
+    """Lines of the logs that could not be read (torn, not JSON), counted for the page
+    (``unreadable_lines``)."""
 
-    def __init__(self, logs: Sequence[str]) -> None:
-        self._logs = [Path(path) for path in logs]
-        self._read: dict[tuple[int, int], int] = {}  # (device, inode) -> offset read up to
-        self.skipped = 0  # lines that could not be read (torn, not JSON), since the start
+    def __init__(self) -> None:
+        self.count = 0
 
-    def _skip(self, problem: object) -> None:
-        """A damaged line is skipped, and the page's report counts it (``unreadable_lines``)."""
-        self.skipped += 1
+    def __call__(self, problem: object) -> None:
+        self.count += 1
 
-    def new_records(self) -> Iterator[RunRecord]:
-        seen: dict[tuple[int, int], int] = {}
-        for log in self._logs:
-            for file in log_files(log):
-                try:
-                    handle = file.open("rb")
-                except OSError:  # rotated away since the listing: its lines are in the file it became
-                    continue
-                with handle:
-                    info = os.fstat(handle.fileno())
-                    key = (info.st_dev, info.st_ino)
-                    offset = self._read.get(key, 0)
-                    if info.st_size < offset:  # not the file read before (an inode used again)
-                        offset = 0
-                    handle.seek(offset)
-                    while True:
-                        data = handle.read(_READ)
-                        end = data.rfind(b"\n") + 1
-                        if not end and len(data) == _READ:  # no run record is that long: skipped
-                            end = len(data)
-                        if not end:
-                            break  # nothing, or a line still being written
-                        offset += end
-                        yield from read_records(io.BytesIO(data[:end]), on_problem=self._skip)
-                        handle.seek(offset)
-                    seen[key] = offset
-        self._read = seen  # files gone (rotated out) are forgotten
+
+def default_store(audit: str | os.PathLike[str]) -> Path:
+    """The relay's own store without ``--store``: a SQLite file beside its audit log."""
+    path = Path(audit)
+    return path.with_name(path.name + STORE_SUFFIX)
+
+
+def _remove_store(path: Path) -> None:
+    for name in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        with suppress(FileNotFoundError):
+            name.unlink()
 
 
 def page_report(store: Store, query: PageQuery, source: str, now: datetime | None = None) -> dict[str, Any]:

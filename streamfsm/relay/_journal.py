@@ -26,6 +26,7 @@ import os
 import re
 import secrets
 import socket
+import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import suppress
@@ -41,7 +42,7 @@ from ..runtime import AuditLog, ErrorLog, JsonlSink, log_files
 from ..tap import Rule
 from ..tap._rules import check_rules, format_of
 
-__all__ = ["BEGIN_SCHEMA", "END_SCHEMA", "Instance", "Interrupted", "Journal", "interrupted"]
+__all__ = ["BEGIN_SCHEMA", "END_SCHEMA", "Instance", "Interrupted", "Journal", "JournalReader", "interrupted"]
 
 BEGIN_SCHEMA: Final = "streamfsm.begin/1"
 END_SCHEMA: Final = "streamfsm.end/1"
@@ -153,6 +154,9 @@ class Journal:
         self._ends = isinstance(self._log, ErrorLog)
         self._rules = check_rules(rules)
         self._instance: Instance | None = None
+        self._instance_id = ""
+        self._pid = -1
+        self._tail = b""  # the begin line's end, the same for every line of this process: its instance
         # Begin ids: a random half per journal, a counter for the other (a uuid4 per stream read the
         # system's random source every time).
         self._id_prefix = secrets.token_hex(8)
@@ -166,24 +170,27 @@ class Journal:
         if self._log is None or not format_of(self._rules, request.method, url.path, url.params):
             return {}
         instance = self._instance
-        if instance is None or instance.pid != os.getpid():
+        pid = os.getpid()
+        if instance is None or self._pid != pid:
             instance = self._instance = this_instance()
+            self._pid = pid
             self._id_prefix = secrets.token_hex(8)  # a forked worker: ids of its own
+            self._instance_id = instance.id
+            self._tail = b',"instance":' + _line(instance.to_json())[:-1] + b"}\n"
         begin_id = f"begin_{self._id_prefix}{next(self._counter):016x}"
-        line = {
+        head = {
             "schema": BEGIN_SCHEMA,
             "begin_id": begin_id,
             "request_id": ids.get("request_id"),
             "route": ids.get("route"),
             "account": ids.get("account"),
             "started_at": _iso(time.time()),
-            "instance": instance.to_json(),
         }
         try:
-            self._log.append_line(_line(line))
+            self._log.append_line(_line(head)[:-2] + self._tail)  # the head without its "}\n"
         except OSError:
             return {}
-        return {BEGIN_KEY: begin_id, INSTANCE_KEY: instance.id}
+        return {BEGIN_KEY: begin_id, INSTANCE_KEY: self._instance_id}
 
     def end(self, begun: Mapping[str, str]) -> None:
         if self._log is None or not self._ends or BEGIN_KEY not in begun:
@@ -230,6 +237,12 @@ def interrupted(path: str | Path, *, rotated: bool = True) -> list[Interrupted]:
 def unpaired(items: Iterable[Mapping[str, Any]]) -> list[Interrupted]:
     """``interrupted`` over parsed lines (begin, end and run records in log order)."""
     begins: dict[str, Interrupted] = {}
+    _pair(begins, items)
+    return _dead(begins)
+
+
+def _pair(begins: dict[str, Interrupted], items: Iterable[Mapping[str, Any]]) -> None:
+    """Add the begins among ``items`` to ``begins``; drop those an end or a record pairs."""
     for item in items:
         schema = item.get("schema")
         if schema == BEGIN_SCHEMA:
@@ -242,6 +255,10 @@ def unpaired(items: Iterable[Mapping[str, Any]]) -> list[Interrupted]:
             context = (item.get("ids") or {}).get("context") or {}
             if isinstance(context, Mapping):
                 begins.pop(str(context.get(BEGIN_KEY)), None)
+
+
+def _dead(begins: Mapping[str, Interrupted]) -> list[Interrupted]:
+    """The begins whose relay is known dead (the last ``_SHOWN``)."""
     alive: dict[str, bool | None] = {}
     out = []
     for begin in begins.values():
@@ -277,20 +294,74 @@ def _lines(path: Path, rotated: bool) -> Iterator[Mapping[str, Any]]:
         except OSError:
             continue
         with handle:
-            for raw in handle:
-                if len(raw) > _MAX_LINE:
-                    continue
-                if _JOURNAL_LINE.search(raw) is None:
-                    paired = _PAIRED.search(raw)
-                    if paired is not None:
-                        yield {"ids": {"context": {BEGIN_KEY: paired.group(1).decode()}}}
-                    continue
+            yield from _items(handle)
+
+
+def _items(lines: Iterable[bytes]) -> Iterator[Mapping[str, Any]]:
+    for raw in lines:
+        if len(raw) > _MAX_LINE:
+            continue
+        if _JOURNAL_LINE.search(raw) is None:
+            paired = _PAIRED.search(raw)
+            if paired is not None:
+                yield {"ids": {"context": {BEGIN_KEY: paired.group(1).decode()}}}
+            continue
+        try:
+            item = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(item, dict):
+            yield item
+
+
+class JournalReader:
+    """``interrupted`` of one journal log, read as it grows: each call reads only what the log (and its
+    rotated files, each known by its inode) gained since the last, up to a whole line's end, and keeps the
+    begins not yet paired. A relay's journal is its audit log, which holds every run: read whole at each
+    view of the errors page, it would cost that view seconds after a million runs. ``advance()`` reads on
+    (the relay's store indexer calls it after each pass, off the request path)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self._path = Path(path)
+        self._read: dict[tuple[int, int], int] = {}  # (device, inode) -> offset read up to
+        self._begins: dict[str, Interrupted] = {}
+        self._lock = threading.Lock()
+
+    def advance(self) -> None:
+        with self._lock:
+            seen: dict[tuple[int, int], int] = {}
+            for file in log_files(self._path):
                 try:
-                    item = json.loads(raw)
-                except ValueError:
+                    handle = file.open("rb")
+                except OSError:
                     continue
-                if isinstance(item, dict):
-                    yield item
+                with handle:
+                    info = os.fstat(handle.fileno())
+                    key = (info.st_dev, info.st_ino)
+                    offset = self._read.get(key, 0)
+                    if info.st_size < offset:  # not the file read before (an inode used again)
+                        offset = 0
+                    handle.seek(offset)
+                    while True:
+                        data = handle.read(_READ)
+                        end = data.rfind(b"\n") + 1
+                        if not end and len(data) == _READ:  # no line is that long: skipped
+                            end = len(data)
+                        if not end:
+                            break
+                        offset += end
+                        _pair(self._begins, _items(data[:end].splitlines(keepends=True)))
+                        handle.seek(offset)
+                    seen[key] = offset
+            self._read = seen
+
+    def interrupted(self) -> list[Interrupted]:
+        self.advance()
+        with self._lock:
+            return _dead(self._begins)
+
+
+_READ: Final = 4 << 20
 
 
 _JOURNAL_LINE: Final = re.compile(rb'^\{"schema":"streamfsm\.(?:begin|end)/1"')

@@ -51,6 +51,7 @@ import os
 import sys
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterable
 from contextlib import suppress
@@ -495,6 +496,9 @@ def _lock_within(fd: int, seconds: float) -> bool:
     return True
 
 
+RECHECK_S: Final = 1.0
+"""How long a ``JsonlSink`` writes to its open descriptor before it checks that ``path`` still names that
+file (a rotation is seen at once by the writer whose line fills the file, by the others within this)."""
 _MAX_ROTATIONS: Final = 4  # fresh files a line is offered before it goes to a full one
 _MAX_WRITES: Final = 16  # writes of one line whose file other processes keep unlinking
 
@@ -508,10 +512,27 @@ class JsonlSink:
     place. Missing parent folders are created.
 
     Each line is written inline, in one ``O_APPEND`` write, without waiting for any other writer (see the
-    module's docstring). Called directly, it raises ``OSError`` when the file cannot be written.
+    module's docstring), to a descriptor kept open between lines (opened again when the file was rotated
+    or unlinked, by this process or another, or ``path`` names another file: checked at least every
+    ``RECHECK_S``). Called directly, it raises ``OSError`` when the file cannot be written.
     """
 
-    __slots__ = ("_lock_path", "backups", "fsync", "max_bytes", "only_failures", "path")
+    __slots__ = (
+        "__weakref__",
+        "_checked",
+        "_closer",
+        "_end",
+        "_fd",
+        "_ino",
+        "_lock",
+        "_lock_path",
+        "_pid",
+        "backups",
+        "fsync",
+        "max_bytes",
+        "only_failures",
+        "path",
+    )
 
     def __init__(
         self,
@@ -532,6 +553,13 @@ class JsonlSink:
         self.fsync = fsync
         self.max_bytes = max_bytes
         self.backups = backups
+        self._lock = threading.Lock()  # one line at a time per process: the descriptor is shared
+        self._fd = -1
+        self._ino = 0
+        self._end = -1  # where this process's last line ended in the open file (its last byte a newline)
+        self._checked = 0.0
+        self._pid = os.getpid()
+        self._closer: weakref.finalize[Any, Any] | None = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({str(self.path)!r})"
@@ -558,17 +586,52 @@ class JsonlSink:
 
     # -- internals -------------------------------------------------------------------------------------
 
+    def close(self) -> None:
+        """Close the descriptor kept open (the next line opens the file again)."""
+        with self._lock:
+            self._drop()
+
     def _append(self, line: bytes) -> None:
-        for attempt in range(_MAX_WRITES):
-            fd = self._open()
-            try:
+        if self._pid != os.getpid():  # a forked child: its own lock (the parent may hold one) and file
+            self._pid, self._lock, self._fd, self._closer = os.getpid(), threading.Lock(), -1, None
+        with self._lock:
+            for attempt in range(_MAX_WRITES):
+                fd = self._current()
                 # A file that other writers keep filling is written to whatever its size after a few tries,
                 # and a line written to a file unlinked meanwhile is in no file: it is written again.
-                if self._write(fd, line, may_rotate=attempt < _MAX_ROTATIONS) and os.fstat(fd).st_nlink:
-                    return
-            finally:
-                os.close(fd)
-        raise OSError(errno.EIO, "the run log was unlinked under every write")
+                if self._write(fd, line, may_rotate=attempt < _MAX_ROTATIONS):
+                    after = os.fstat(fd)
+                    if after.st_nlink:
+                        self._end = after.st_size if after.st_size == self._end else -1
+                        return
+                self._drop()
+            raise OSError(errno.EIO, "the run log was unlinked under every write")
+
+    def _current(self) -> int:
+        """The open descriptor of ``path``: opened again when there is none or, every ``RECHECK_S``, when
+        ``path`` now names another file (moved aside by a rotation elsewhere, or by the operator)."""
+        fd = self._fd
+        if fd >= 0:
+            now = time.monotonic()
+            if now - self._checked < RECHECK_S:
+                return fd
+            self._checked = now
+            try:
+                if os.stat(self.path).st_ino == self._ino:
+                    return fd
+            except FileNotFoundError:
+                pass
+            self._drop()
+        fd = self._open()
+        self._fd, self._ino, self._end = fd, os.fstat(fd).st_ino, -1
+        self._checked = time.monotonic()
+        self._closer = weakref.finalize(self, os.close, fd)
+        return fd
+
+    def _drop(self) -> None:
+        closer, self._closer, self._fd = self._closer, None, -1
+        if closer is not None:
+            closer()
 
     def _write(self, fd: int, line: bytes, *, may_rotate: bool) -> bool:
         """Write ``line`` to ``fd``; False, writing nothing, when ``fd`` was full and ``path`` is now a
@@ -578,9 +641,10 @@ class JsonlSink:
         full = self.max_bytes is not None and size > 0 and size + len(line) > self.max_bytes
         if full and may_rotate and self._rotate_if_current(info.st_ino):
             return False
-        if size > 0 and _last_byte(fd, size) != b"\n":
+        if size > 0 and size != self._end and _last_byte(fd, size) != b"\n":
             line = b"\n" + line  # a crash left a torn line: keep it on its own line
         _write_all(fd, line)
+        self._end = size + len(line)  # this line's end, if no other writer's came between
         if self.fsync:
             os.fsync(fd)
         return True

@@ -16,7 +16,10 @@ window read for its whole hours. Two databases, one schema and the same queries:
 Feeding it: ``StoreSink(url)`` in ``StreamConfig.sinks`` (or ``streamfsm relay --store URL``) indexes each
 record as it is written, from a thread of its own (the event loop only queues it), keeping what waits
 through an outage of the database (it reconnects with backoff) and writing a refused batch row by row; or
-``Store.add_logs`` / ``streamfsm store rebuild`` from the logs. A database that cannot be used now (down, a
+``Store.add_logs`` / ``streamfsm store rebuild`` from the logs; or ``LogIndexer(url, logs)``, a thread that
+keeps the store current from the logs themselves (what they gained, with how far each file was read, in one
+transaction per batch: after a crash it catches up from there; the relay's default, a file beside its
+audit log). A database that cannot be used now (down, a
 statement past its timeout, a damaged SQLite file) is ``StoreUnavailable`` (``StoreDamaged``).
 Retention: ``Store.prune(before)``, ``StoreSink(retention=)``, ``streamfsm store prune --older-than 30d``.
 
@@ -59,5 +62,9 @@ of its response (``ids.provider_request_id``, from the provider's ``x-request-id
 
 from __future__ import annotations
 
-from ._store import *  # noqa: F403 (the package's names are _store's, listed once there)
-from ._store import __all__ as __all__
+from ._follow import INTERVAL_S, LogIndexer, catch_up
+from ._sink import StoreSink
+from ._store import *  # noqa: F403 (the store's names are listed once there)
+from ._store import __all__ as _store_names
+
+__all__ = [*_store_names, "INTERVAL_S", "LogIndexer", "StoreSink", "catch_up"]

@@ -153,6 +153,11 @@ def _schema(seq: str, blob: str) -> list[str]:
             f"CREATE TABLE IF NOT EXISTS {table} (hour BIGINT NOT NULL, {text}failed SMALLINT NOT NULL,"
             f" n BIGINT NOT NULL, PRIMARY KEY ({', '.join(_counts_key(columns))}))"
         )
+    # How far a store has indexed each file of a log it follows (``_follow``), moved with the rows it read.
+    statements.append(
+        "CREATE TABLE IF NOT EXISTS log_positions (log TEXT NOT NULL, dev BIGINT NOT NULL,"
+        " ino BIGINT NOT NULL, read_to BIGINT NOT NULL, PRIMARY KEY (log, dev, ino))"
+    )
     statements += [f"CREATE INDEX IF NOT EXISTS {name} ON runs ({cols})" for name, cols in _INDEXES]
     statements += [f"DROP INDEX IF EXISTS {name}" for name in _REPLACED]
     return statements

@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from contextlib import ExitStack, suppress
 from pathlib import Path
@@ -27,6 +28,7 @@ from streamfsm.relay._journal import (
     BEGIN_SCHEMA,
     END_SCHEMA,
     Instance,
+    JournalReader,
     interrupted,
     this_instance,
     unpaired,
@@ -212,6 +214,38 @@ def test_the_begins_left_open_by_a_dead_relay_are_exactly_those_listed(
 ) -> None:
     lines, expected = journal
     assert {item.request_id for item in unpaired(lines)} == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(journals(), st.lists(st.integers(0, 400), max_size=6), st.sampled_from([2_000, None]))
+def test_a_journal_read_as_it_grows_lists_what_a_whole_read_lists(
+    journal: tuple[list[dict[str, Any]], set[str]], cuts: list[int], max_bytes: int | None
+) -> None:
+    """The errors page reads its journal (the audit log) as it grows, not whole at each view: after every
+    step, across rotations and a line still being written, the same streams as a read of the whole log."""
+    from streamfsm.runtime import AuditLog
+
+    lines, _ = journal
+    data = b"".join(json.dumps(line, separators=(",", ":")).encode() + b"\n" for line in lines)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "audit.jsonl"
+        log = AuditLog(path, max_bytes=max_bytes, backups=1000)
+        reader = JournalReader(path)
+        whole = data.splitlines(keepends=True)
+        done = 0
+        for cut in [*sorted(cuts), len(data)]:
+            while done < len(whole) and sum(map(len, whole[: done + 1])) <= cut:
+                log.append_line(whole[done])
+                done += 1
+            if done < len(whole):  # the next line, half written
+                with open(path, "ab") as handle:
+                    handle.write(whole[done][: len(whole[done]) // 2])
+                assert reader.interrupted() == interrupted(path)
+                with open(path, "rb+") as handle:  # the writer finishes it
+                    handle.seek(0, 2)
+                    handle.write(whole[done][len(whole[done]) // 2 :])
+                done += 1
+            assert reader.interrupted() == interrupted(path)
 
 
 def test_a_log_file_pairs_records_without_parsing_them(tmp_path: Path) -> None:

@@ -227,7 +227,7 @@ def test_a_server_that_stops_answering_is_cut_by_the_client(
 def test_only_what_never_went_upstream_is_dropped_first(
     close: str, limit: str | None, disposable: bool
 ) -> None:
-    from streamfsm.store._store import _refusal
+    from streamfsm.store._sink import _refusal
 
     data = with_ids(completed(), "r").to_dict()
     data["relay"] = {"close": close, "limit": limit}
