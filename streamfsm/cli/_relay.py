@@ -222,7 +222,10 @@ def _relay(args: argparse.Namespace) -> int:
     try:
         if args.workers > 1:
             _share_keys(settings)
-            os.environ[_ENV] = json.dumps(settings)
+            # The workers share the store beside the audit log: the first to stop must not remove it from
+            # under the others, so this process removes it once they all have stopped.
+            removed = settings.get("audit_log") if not settings.get("keep_store", True) else None
+            os.environ[_ENV] = json.dumps({**settings, "keep_store": True})
             shared = _metrics_across_workers()
             try:
                 app = "streamfsm.cli._relay:app_from_env"
@@ -230,6 +233,10 @@ def _relay(args: argparse.Namespace) -> int:
             finally:
                 if shared is not None:
                     shutil.rmtree(shared, ignore_errors=True)
+                if removed and not settings.get("store"):
+                    from ..relay import default_store, remove_store
+
+                    remove_store(default_store(removed))
         else:
             from ..relay._app import settle_collector
 

@@ -17,7 +17,7 @@ Serving it from the command line needs the ``relay`` extra (uvicorn): ``pip inst
 """
 
 from ._app import Relay, RelayConfig
-from ._errors import ErrorsData, PageQuery
+from ._errors import ErrorsData, PageQuery, default_store, remove_store
 from ._net import is_loopback
 from ._page import Links, errors_page, machine_svg, report_document, run_page, runs_page
 
@@ -27,9 +27,11 @@ __all__ = [
     "PageQuery",
     "Relay",
     "RelayConfig",
+    "default_store",
     "errors_page",
     "is_loopback",
     "machine_svg",
+    "remove_store",
     "report_document",
     "run_page",
     "runs_page",

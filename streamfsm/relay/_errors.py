@@ -53,6 +53,7 @@ __all__ = [
     "page_report",
     "page_runs",
     "parse_window",
+    "remove_store",
 ]
 
 BY: Final[Mapping[str, tuple[str, ...]]] = {
@@ -262,7 +263,7 @@ class ErrorsData:
             path = self._own_store(default_store(audit))
             url = str(path)
             if not keep and self._folder is None:
-                self._removals.append(weakref.finalize(self, _remove_store, path))
+                self._removals.append(weakref.finalize(self, remove_store, path))
         elif url is None:
             self._folder = self._private_folder()
             url = str(Path(self._folder) / "runs.db")
@@ -289,7 +290,7 @@ class ErrorsData:
             Store.open(str(path)).close()
         except StoreDamaged as exc:
             log.warning("%s; indexing the logs into it afresh", exc)
-            _remove_store(path)
+            remove_store(path)
         except (OSError, StoreUnavailable) as exc:
             log.warning("cannot keep the store beside the audit log (%s); keeping a private one", exc)
             self._folder = self._private_folder()
@@ -408,7 +409,8 @@ def default_store(audit: str | os.PathLike[str]) -> Path:
     return path.with_name(path.name + STORE_SUFFIX)
 
 
-def _remove_store(path: Path) -> None:
+def remove_store(path: Path) -> None:
+    """Remove a SQLite store and its write-ahead files."""
     for name in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
         with suppress(FileNotFoundError):
             name.unlink()

@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import select
+import signal
 import socket
 import stat
 import time
@@ -441,3 +442,39 @@ def test_a_sign_in_holds_on_every_worker(tmp_path: Path, monkeypatch: pytest.Mon
             for _ in range(12)
         }
     assert answers == {200}
+
+
+def test_workers_share_the_store_beside_the_audit_log_until_all_have_stopped(tmp_path: Path) -> None:
+    """With --no-keep-store the file beside the audit log goes when the relay stops, not when its first
+    worker does (the others still index into it)."""
+    from streamfsm.relay import default_store
+
+    audit = tmp_path / "audit.jsonl"
+    args = ("--workers", "2", "--audit-log", str(audit), "--no-keep-store")
+    with relay_process(NOWHERE, tmp_path, *args) as relay:
+        deadline = time.monotonic() + WATCHDOG_S
+        while not default_store(audit).exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert default_store(audit).exists()
+        workers = _children(relay.process.pid)
+        assert len(workers) >= 2
+        os.kill(workers[0], signal.SIGTERM)  # one worker stops; the other goes on indexing
+        while _alive(workers[0]) and time.monotonic() < deadline + WATCHDOG_S:
+            time.sleep(0.05)
+        assert not _alive(workers[0])
+        assert default_store(audit).exists()
+    assert not default_store(audit).exists()
+
+
+def _children(pid: int) -> list[int]:
+    """The worker processes uvicorn spawned (not multiprocessing's resource tracker)."""
+    found = [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    return [child for child in found if b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes()]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
