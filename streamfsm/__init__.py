@@ -10,7 +10,6 @@ import importlib
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ._http_logs import redact_http_logs
 from .classify import (
     AbortSource,
     Action,
@@ -25,6 +24,7 @@ from .classify import (
     TransportKind,
     Verdict,
     diagnose,
+    redact_http_logs,
 )
 from .machine import Activity, Commitment, IllegalTransition, State, StreamMachine, Trigger
 

@@ -108,7 +108,7 @@ _MERMAID_EDGE: Final = re.compile(r"^\s*(\w+) --> (\w+): (.+)$")
 _MERMAID_STATE: Final = re.compile(r'^\s*state "([^"]*)" as (\w+)$')
 
 
-def _mermaid(name: str, states: type[enum.Enum], build: Callable[..., Any], initial: str) -> str:
+def mermaid_source(name: str, states: type[enum.Enum], build: Callable[..., Any], initial: str) -> str:
     raw = _graph_source(build, name, "mermaid")
     order = _order(states)
     nodes: list[str] = []
@@ -152,7 +152,7 @@ def _quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _dot(name: str, states: type[enum.Enum], build: Callable[..., Any], initial: str) -> str:
+def dot_source(name: str, states: type[enum.Enum], build: Callable[..., Any], initial: str) -> str:
     _require_graphviz()
     raw = _graph_source(build, name, "graphviz")
     order = _order(states)
@@ -301,14 +301,14 @@ def _trigger_kind(trigger: Trigger) -> str:
 def _render(*, dot: bool) -> dict[str, str]:
     activity_initial, commitment_initial = INITIAL_STATE.activity.value, INITIAL_STATE.commitment.value
     files = {
-        "activity.mmd": _mermaid("activity", Activity, activity_machine, activity_initial),
-        "commitment.mmd": _mermaid("commitment", Commitment, commitment_machine, commitment_initial),
+        "activity.mmd": mermaid_source("activity", Activity, activity_machine, activity_initial),
+        "commitment.mmd": mermaid_source("commitment", Commitment, commitment_machine, commitment_initial),
         "classification.md": _classification(),
     }
     files["README.md"] = _readme(files["activity.mmd"], files["commitment.mmd"])
     if dot:
-        files["activity.dot"] = _dot("activity", Activity, activity_machine, activity_initial)
-        files["commitment.dot"] = _dot("commitment", Commitment, commitment_machine, commitment_initial)
+        files["activity.dot"] = dot_source("activity", Activity, activity_machine, activity_initial)
+        files["commitment.dot"] = dot_source("commitment", Commitment, commitment_machine, commitment_initial)
     return dict(sorted(files.items()))
 
 

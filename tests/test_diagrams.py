@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from streamfsm import _diagrams, cli
-from streamfsm._diagrams import ANY_FAILURE, FILES, DiagramError, stale_diagrams, write_diagrams
+from streamfsm import cli, diagrams
 from streamfsm.classify import diagnose
+from streamfsm.diagrams import ANY_FAILURE, FILES, DiagramError, stale_diagrams, write_diagrams
 from streamfsm.machine import FAILURE_TRIGGERS, REACHABLE_STATES, Activity, Commitment, Trigger
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -136,7 +136,7 @@ def test_missing_graphviz_fails_clearly(monkeypatch: pytest.MonkeyPatch, tmp_pat
     assert not (tmp_path / "new").exists()
     stale = stale_diagrams(tmp_path)
     assert stale == [
-        f"{name} (cannot check: {_diagrams._GRAPHVIZ_MISSING})" for name in ("activity.dot", "commitment.dot")
+        f"{name} (cannot check: {diagrams._GRAPHVIZ_MISSING})" for name in ("activity.dot", "commitment.dot")
     ]
     assert cli.main(["diagram", "--out", str(tmp_path / "new")]) == 2
 

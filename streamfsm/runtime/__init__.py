@@ -3,6 +3,8 @@
 Besides the public API it exports what the rooms above it (tap, relay, store, cli, testing) drive a run and
 read records with; they import from here, never from a private module."""
 
+from typing import TYPE_CHECKING, Any
+
 from ..wire import (
     CONTINUE_INSTRUCTION,
     ConsumerEvent,
@@ -63,6 +65,9 @@ from ._urls import check_base_url
 from ._watchdog import loop_time, plain_scope_class, running_trio
 from ._whole import WholeBody
 
+if TYPE_CHECKING:
+    from ._otel import OtelLogSink, OtelSink
+
 __all__ = [
     "BREAKERS",
     "CONTINUE_INSTRUCTION",
@@ -101,6 +106,8 @@ __all__ = [
     "NoRoute",
     "Offer",
     "OnProblem",
+    "OtelLogSink",
+    "OtelSink",
     "Partial",
     "ProtocolViolation",
     "ProviderErrorEvent",
@@ -166,3 +173,12 @@ __all__ = [
     "started",
     "wrap",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # OpenTelemetry (the ``otel`` extra) loads only when its sinks are asked for: ``streamfsm.otel``.
+    if name in ("OtelLogSink", "OtelSink"):
+        from . import _otel
+
+        return getattr(_otel, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
