@@ -135,9 +135,9 @@ def test_the_room_checks_see_an_import(tmp_path: Path) -> None:
     (package / "tap").mkdir(parents=True)
     probe = package / "tap" / "_probe.py"
     probe.write_text(
-        "def f():\n    from ..runtime._stream import Run\n    from ..wire import Adapter\n    import httpx\n"
+        "def f():\n    from ..runtime._inside import Run\n    from ..wire import Adapter\n    import httpx\n"
     )
-    assert _private_reaches(probe, package) == ["streamfsm/tap/_probe.py:2 imports streamfsm.runtime._stream"]
+    assert _private_reaches(probe, package) == ["streamfsm/tap/_probe.py:2 imports streamfsm.runtime._inside"]
     assert _rooms_imported(probe, package) == {"runtime", "wire"}
     assert ("!httpx", 4) in _imports(probe, package)
 
@@ -145,27 +145,27 @@ def test_the_room_checks_see_an_import(tmp_path: Path) -> None:
 def test_the_seal_sees_each_kind_of_reach(tmp_path: Path) -> None:
     package = tmp_path / "streamfsm"
     (package / "relay").mkdir(parents=True)
-    (package / "runtime" / "drivers").mkdir(parents=True)
+    (package / "runtime" / "folder").mkdir(parents=True)
     relay = package / "relay" / "_app.py"
     relay.write_text(
-        "from ..tap._run import TapRun\n"  # another room's private module
+        "from ..tap._inside import TapRun\n"  # another room's private module
         "from .. import _diagrams\n"  # the root's private module, imported by name
-        "from ..runtime.drivers import http\n"  # inside a sealed room, though public by name
+        "from ..runtime.folder import http\n"  # inside a sealed room, though public by name
         "from ..testing.strategies import formats\n"  # a public module: allowed
         "from ._keys import key_file\n"  # its own room: allowed
         "from ..tap import TapRun\n"  # a room's face: allowed
     )
     assert _private_reaches(relay, package) == [
-        "streamfsm/relay/_app.py:1 imports streamfsm.tap._run",
+        "streamfsm/relay/_app.py:1 imports streamfsm.tap._inside",
         "streamfsm/relay/_app.py:2 imports streamfsm._diagrams",
-        "streamfsm/relay/_app.py:3 imports streamfsm.runtime.drivers",
+        "streamfsm/relay/_app.py:3 imports streamfsm.runtime.folder",
     ]
     # Inside a room its folders reach each other freely; the root's modules are a room of their own.
-    driver = package / "runtime" / "drivers" / "_http.py"
-    driver.write_text("from .._core import RunCore\nfrom ...classify._taxonomy import Facts\n")
+    driver = package / "runtime" / "folder" / "_http.py"
+    driver.write_text("from .._inside import RunCore\nfrom ...classify._inside import Facts\n")
     assert _private_reaches(driver, package) == [
-        "streamfsm/runtime/drivers/_http.py:2 imports streamfsm.classify._taxonomy"
+        "streamfsm/runtime/folder/_http.py:2 imports streamfsm.classify._inside"
     ]
     root = package / "otel.py"
-    root.write_text("from .runtime._otel import OtelSink\nfrom ._docsite import svg\n")
-    assert _private_reaches(root, package) == ["streamfsm/otel.py:1 imports streamfsm.runtime._otel"]
+    root.write_text("from .runtime._inside import OtelSink\nfrom ._docsite import svg\n")
+    assert _private_reaches(root, package) == ["streamfsm/otel.py:1 imports streamfsm.runtime._inside"]
