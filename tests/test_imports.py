@@ -96,7 +96,7 @@ def _room_of(path: Path, package: Path = ROOT / "streamfsm") -> str:
 
 
 def _private_reaches(path: Path, package: Path = ROOT / "streamfsm") -> list[str]:
-    """Each import in ``path`` of another room's insides (``runtime._stream``, ``_diagrams`` from a room)."""
+    """Each import in ``path`` of another room's insides (``runtime._x`` from the tap)."""
     room = _room_of(path, package)
     reaches = []
     for name, line in _imports(path, package):
