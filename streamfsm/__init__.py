@@ -135,7 +135,9 @@ _RUNTIME_NAMES = frozenset(
 _TAP_NAMES = frozenset({"async_http_client", "context", "failure_of", "http_client"})
 # The rooms a bare ``import streamfsm`` reaches on first use (``streamfsm.tap.async_transport(...)``), as
 # ``import streamfsm.tap`` would: loaded then, so that the import stays light.
-_SUBPACKAGES = frozenset({"cli", "frameworks", "otel", "relay", "runtime", "store", "tap", "testing", "wire"})
+_SUBPACKAGES = frozenset(
+    {"cli", "diagrams", "frameworks", "otel", "relay", "runtime", "store", "tap", "testing", "wire"}
+)
 
 
 def __getattr__(name: str) -> Any:

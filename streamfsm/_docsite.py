@@ -687,6 +687,7 @@ def _reference(module: str, intro: str) -> str:
 def pages() -> dict[str, str]:
     """Every generated file of the site, by its path under ``docs/``."""
     files = {f"machine/{name}.svg": svg(source) for name, source in _dot_sources().items()}
+    files["guides/rooms.svg"] = svg(diagrams.rooms_dot())  # the layout guide's picture
     files["machine/index.md"] = _machine_index()
     files.update({f"machine/{a.value}.md": _state_page(a) for a in Activity})
     files["machine/invariants.md"] = _invariants()

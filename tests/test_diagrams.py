@@ -151,3 +151,28 @@ def test_stale_check_names_missing_and_changed_files(
     assert stale_diagrams(tmp_path) == ["activity.mmd", "classification.md"]
     assert cli.main(["diagram", "--check", "--out", str(tmp_path)]) == 1
     assert "stale: " in capsys.readouterr().err
+
+
+def test_the_rooms_picture_is_read_from_the_imports(tmp_path: Path) -> None:
+    # cli imports machine directly and through classify: only the two arrows the path needs are drawn.
+    package = tmp_path / "streamfsm"
+    for room, text in {
+        "machine": "",
+        "classify": "from ..machine import State\n",
+        "cli": "from ..classify import diagnose\ndef f():\n    from streamfsm.machine._x import X\n",
+    }.items():
+        (package / room).mkdir(parents=True)
+        (package / room / "__init__.py").write_text(text)
+    edges = diagrams._room_imports(package)
+    assert edges["cli"] == {"classify", "machine"}
+    assert diagrams._reduced(edges) == [("classify", "cli"), ("machine", "classify")]
+    assert '"machine" -> "classify";' in diagrams.rooms_dot(package)
+    assert '"machine" -> "cli";' not in diagrams.rooms_dot(package)
+
+
+def test_every_arrow_of_the_rooms_runs_one_way() -> None:
+    order = list(diagrams.ROOMS)
+    arrows = diagrams._reduced(diagrams._room_imports(ROOT / "streamfsm"))
+    assert arrows, "no arrows: the picture would say nothing"
+    assert all(order.index(a) < order.index(b) for a, b in arrows), arrows
+    assert {room for arrow in arrows for room in arrow} == set(order)
