@@ -10,7 +10,6 @@ import importlib
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ._http_logs import redact_http_logs
 from .classify import (
     AbortSource,
     Action,
@@ -25,6 +24,7 @@ from .classify import (
     TransportKind,
     Verdict,
     diagnose,
+    redact_http_logs,
 )
 from .machine import Activity, Commitment, IllegalTransition, State, StreamMachine, Trigger
 
@@ -135,7 +135,9 @@ _RUNTIME_NAMES = frozenset(
 _TAP_NAMES = frozenset({"async_http_client", "context", "failure_of", "http_client"})
 # The rooms a bare ``import streamfsm`` reaches on first use (``streamfsm.tap.async_transport(...)``), as
 # ``import streamfsm.tap`` would: loaded then, so that the import stays light.
-_SUBPACKAGES = frozenset({"cli", "frameworks", "otel", "relay", "runtime", "store", "tap", "testing", "wire"})
+_SUBPACKAGES = frozenset(
+    {"cli", "diagrams", "frameworks", "otel", "relay", "runtime", "store", "tap", "testing", "wire"}
+)
 
 
 def __getattr__(name: str) -> Any:

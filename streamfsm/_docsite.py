@@ -20,27 +20,32 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from streamfsm import _diagrams
-from streamfsm.classify import FINISHED_SAYS, Facts, FailureClass, FinishCause, diagnose, what_happened
-from streamfsm.classify._provider import (
+from streamfsm import diagrams
+from streamfsm.classify import (
     CANCELLED,
     CONCURRENCY_WORDS,
     EVIDENCE,
+    FINISHED_SAYS,
     GENERIC_WORDS,
     LIMIT_WORDS,
     LONG_WINDOW,
     LONG_WINDOW_WORDS,
+    LONGEST_AUTOMATIC_WAIT_S,
     MONEY_PHRASES,
     MONEY_WORDS,
     MUST_CHANGE_WORDS,
     RESOURCE_PHRASES,
     SHORT_WINDOW,
     SHORT_WINDOW_WORDS,
+    TITLE_BY_CLASS,
     TRANSIENT_WORDS,
+    Facts,
+    FailureClass,
+    FinishCause,
     WordRule,
+    diagnose,
+    what_happened,
 )
-from streamfsm.classify._summaries import _TITLE_BY_CLASS
-from streamfsm.classify._taxonomy import LONGEST_AUTOMATIC_WAIT_S
 from streamfsm.machine import (
     ACTIVITY_TRANSITIONS,
     FAILURE_TRIGGERS,
@@ -52,8 +57,7 @@ from streamfsm.machine import (
     activity_machine,
     commitment_machine,
 )
-from streamfsm.testing import catalog
-from streamfsm.testing._script import (
+from streamfsm.testing import (
     End,
     Fin,
     Headers,
@@ -69,6 +73,7 @@ from streamfsm.testing._script import (
     Step,
     Upgrade,
     WsClose,
+    catalog,
 )
 from streamfsm.wire import FORMATS, Decision, Format
 
@@ -197,10 +202,10 @@ def svg(dot_source: str) -> str:
 def _dot_sources() -> dict[str, str]:
     return {
         "activity": _for_the_page(
-            _diagrams._dot("activity", Activity, activity_machine, INITIAL_STATE.activity.value)
+            diagrams.dot_source("activity", Activity, activity_machine, INITIAL_STATE.activity.value)
         ),
         "commitment": _for_the_page(
-            _diagrams._dot("commitment", Commitment, commitment_machine, INITIAL_STATE.commitment.value)
+            diagrams.dot_source("commitment", Commitment, commitment_machine, INITIAL_STATE.commitment.value)
         ),
     }
 
@@ -225,7 +230,7 @@ def _for_the_page(source: str) -> str:
         start, source_state, target, label = match.groups()
         if source_state == target:
             return ""
-        if label == _diagrams.ANY_FAILURE and target == Activity.FAILED.value:
+        if label == diagrams.ANY_FAILURE and target == Activity.FAILED.value:
             return f'{start}style=dashed color="#b91c1c" arrowsize=0.6]\n'
         return f'{start}label="{label.replace(" | ", _DOT_NEWLINE)}"]\n'
 
@@ -267,7 +272,7 @@ def _machine_index() -> str:
         "",
         "| state | meaning |",
         "|---|---|",
-        *(f"| {_state_link(a)} | {_diagrams.ACTIVITY_MEANING[a]} |" for a in Activity),
+        *(f"| {_state_link(a)} | {diagrams.ACTIVITY_MEANING[a]} |" for a in Activity),
         "",
         f"A dashed red arrow stands for each of the {len(_FAILURES)} failure edges"
         f" ({_trigger_list(_FAILURES)}), which lead from every non-terminal state to `failed`. Triggers that"
@@ -278,7 +283,7 @@ def _machine_index() -> str:
         "",
         "![The commitment region: none, visible, side_effect](commitment.svg){ .diagram }",
         "",
-        *_diagrams.commitment_and_trigger_tables(),
+        *diagrams.commitment_and_trigger_tables(),
         "See also [the invariants](invariants.md) and [the failure taxonomy](../taxonomy.md).",
         "",
     ]
@@ -293,7 +298,7 @@ def _state_page(activity: Activity) -> str:
         *_WIDE,
         f"# `{activity.value}`",
         "",
-        f"{_diagrams.ACTIVITY_MEANING[activity].capitalize()}.",
+        f"{diagrams.ACTIVITY_MEANING[activity].capitalize()}.",
         "",
     ]
     if activity is INITIAL_STATE.activity:
@@ -312,7 +317,7 @@ def _state_page(activity: Activity) -> str:
         key=lambda s: list(Commitment).index(s.commitment),
     )
     lines += ["", "## Commitment here", ""]
-    lines += [f"- `{s.commitment.value}`: {_diagrams.COMMITMENT_MEANING[s.commitment]}" for s in states]
+    lines += [f"- `{s.commitment.value}`: {diagrams.COMMITMENT_MEANING[s.commitment]}" for s in states]
     lines += ["", "## How a failure here is classified", ""]
     if activity.is_terminal:
         lines.append("A terminal state: no edge leaves it, so nothing fails in it.")
@@ -337,7 +342,7 @@ def _state_page(activity: Activity) -> str:
             anchor = d.summary_key.replace(".", "-")
             lines.append(
                 f"| `{edge.value}` | [`{d.summary_key}`](../taxonomy.md#{anchor}) | {d.verdict.value}"
-                f" | {d.action.value} | {_diagrams._cell(d.title)} |"
+                f" | {d.action.value} | {diagrams._cell(d.title)} |"
             )
     return "\n".join(lines) + "\n"
 
@@ -453,7 +458,7 @@ def _words(klass: FailureClass, cause: str) -> tuple[str, str]:
     if klass is FailureClass.COMPLETED:
         return FINISHED_SAYS.get(cause, FINISHED_SAYS["finished"])
     what = what_happened(klass, cause)
-    return _TITLE_BY_CLASS.get(klass, what), what
+    return TITLE_BY_CLASS.get(klass, what), what
 
 
 def _taxonomy() -> str:
@@ -693,6 +698,7 @@ def _reference(module: str, intro: str) -> str:
 def pages() -> dict[str, str]:
     """Every generated file of the site, by its path under ``docs/``."""
     files = {f"machine/{name}.svg": svg(source) for name, source in _dot_sources().items()}
+    files["guides/rooms.svg"] = svg(diagrams.rooms_dot())  # the layout guide's picture
     files["machine/index.md"] = _machine_index()
     files.update({f"machine/{a.value}.md": _state_page(a) for a in Activity})
     files["machine/invariants.md"] = _invariants()
@@ -741,7 +747,7 @@ def on_files(files: Files, *, config: MkDocsConfig) -> Files:
 
     try:
         generated = pages()
-    except (DocsError, _diagrams.DiagramError) as exc:
+    except (DocsError, diagrams.DiagramError) as exc:
         # mkdocs prints a PluginError as one line (what to do); any other exception as a traceback
         raise PluginError(str(exc)) from None
     for path, content in generated.items():

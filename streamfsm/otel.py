@@ -3,6 +3,6 @@
 Kept out of ``streamfsm`` and ``streamfsm.runtime`` so that importing them never loads OpenTelemetry.
 """
 
-from .runtime._otel import OtelLogSink, OtelSink
+from .runtime import OtelLogSink, OtelSink
 
 __all__ = ["OtelLogSink", "OtelSink"]

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from streamfsm import _diagrams, cli
-from streamfsm._diagrams import ANY_FAILURE, FILES, DiagramError, stale_diagrams, write_diagrams
+from streamfsm import cli, diagrams
 from streamfsm.classify import diagnose
+from streamfsm.diagrams import ANY_FAILURE, FILES, DiagramError, stale_diagrams, write_diagrams
 from streamfsm.machine import FAILURE_TRIGGERS, REACHABLE_STATES, Activity, Commitment, Trigger
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -136,7 +136,7 @@ def test_missing_graphviz_fails_clearly(monkeypatch: pytest.MonkeyPatch, tmp_pat
     assert not (tmp_path / "new").exists()
     stale = stale_diagrams(tmp_path)
     assert stale == [
-        f"{name} (cannot check: {_diagrams._GRAPHVIZ_MISSING})" for name in ("activity.dot", "commitment.dot")
+        f"{name} (cannot check: {diagrams._GRAPHVIZ_MISSING})" for name in ("activity.dot", "commitment.dot")
     ]
     assert cli.main(["diagram", "--out", str(tmp_path / "new")]) == 2
 
@@ -151,3 +151,28 @@ def test_stale_check_names_missing_and_changed_files(
     assert stale_diagrams(tmp_path) == ["activity.mmd", "classification.md"]
     assert cli.main(["diagram", "--check", "--out", str(tmp_path)]) == 1
     assert "stale: " in capsys.readouterr().err
+
+
+def test_the_rooms_picture_is_read_from_the_imports(tmp_path: Path) -> None:
+    # cli imports machine directly and through classify: only the two arrows the path needs are drawn.
+    package = tmp_path / "streamfsm"
+    for room, text in {
+        "machine": "",
+        "classify": "from ..machine import State\n",
+        "cli": "from ..classify import diagnose\ndef f():\n    from streamfsm.machine._x import X\n",
+    }.items():
+        (package / room).mkdir(parents=True)
+        (package / room / "__init__.py").write_text(text)
+    edges = diagrams._room_imports(package)
+    assert edges["cli"] == {"classify", "machine"}
+    assert diagrams._reduced(edges) == [("classify", "cli"), ("machine", "classify")]
+    assert '"machine" -> "classify";' in diagrams.rooms_dot(package)
+    assert '"machine" -> "cli";' not in diagrams.rooms_dot(package)
+
+
+def test_every_arrow_of_the_rooms_runs_one_way() -> None:
+    order = list(diagrams.ROOMS)
+    arrows = diagrams._reduced(diagrams._room_imports(ROOT / "streamfsm"))
+    assert arrows, "no arrows: the picture would say nothing"
+    assert all(order.index(a) < order.index(b) for a, b in arrows), arrows
+    assert {room for arrow in arrows for room in arrow} == set(order)

@@ -1,10 +1,44 @@
 """Pure classification: exception chains and provider errors become facts; (state, edge, facts) becomes a
 diagnosis with a verdict and plain words. No IO here, and nothing imports ``httpx`` or ``anyio``."""
 
-from ._diagnose import diagnose, diagnose_finished, failure_class
-from ._finish import NOT_WHOLE, finish_cause, finish_error, is_whole
-from ._summaries import CLASS_MEANING, FINISHED_SAYS, PROVIDER_SAID, WHAT_HAPPENED, what_happened
+from ._diagnose import MAX_EVIDENCE, UNPARSEABLE_ARGUMENTS, diagnose, diagnose_finished, failure_class
+from ._finish import NOT_WHOLE, finish_cause, finish_error, is_whole, shown_reason
+from ._http_logs import HTTP_LOGGERS, escape_controls, guard_relay_logs, redact_http_logs
+from ._provider import (
+    CANCELLED,
+    CONCURRENCY_WORDS,
+    EVIDENCE,
+    GENERIC_WORDS,
+    LIMIT_WORDS,
+    LONG_WINDOW,
+    LONG_WINDOW_WORDS,
+    MONEY_PHRASES,
+    MONEY_WORDS,
+    MUST_CHANGE_WORDS,
+    RESOURCE_PHRASES,
+    SHORT_WINDOW,
+    SHORT_WINDOW_WORDS,
+    TRANSIENT_WORDS,
+    WordRule,
+    provider_error_from_document,
+    provider_error_from_event,
+    provider_error_from_http,
+    provider_error_from_sdk,
+)
+from ._redact import MASK, redact_headers, redact_text, redact_url
+from ._summaries import (
+    CLASS_MEANING,
+    FINISHED_SAYS,
+    PROVIDER_SAID,
+    TITLE_BY_CLASS,
+    VERDICT_LEAD,
+    WHAT_HAPPENED,
+    what_happened,
+)
 from ._taxonomy import (
+    ENDPOINT_AT_ROOT,
+    JSON_COMPLETION,
+    LONGEST_AUTOMATIC_WAIT_S,
     AbortSource,
     Action,
     Confidence,
@@ -19,12 +53,36 @@ from ._taxonomy import (
     TransportKind,
     Verdict,
 )
+from ._transport import transport_facts
 
 __all__ = [
+    "CANCELLED",
     "CLASS_MEANING",
+    "CONCURRENCY_WORDS",
+    "ENDPOINT_AT_ROOT",
+    "EVIDENCE",
     "FINISHED_SAYS",
+    "GENERIC_WORDS",
+    "HTTP_LOGGERS",
+    "JSON_COMPLETION",
+    "LIMIT_WORDS",
+    "LONGEST_AUTOMATIC_WAIT_S",
+    "LONG_WINDOW",
+    "LONG_WINDOW_WORDS",
+    "MASK",
+    "MAX_EVIDENCE",
+    "MONEY_PHRASES",
+    "MONEY_WORDS",
+    "MUST_CHANGE_WORDS",
     "NOT_WHOLE",
     "PROVIDER_SAID",
+    "RESOURCE_PHRASES",
+    "SHORT_WINDOW",
+    "SHORT_WINDOW_WORDS",
+    "TITLE_BY_CLASS",
+    "TRANSIENT_WORDS",
+    "UNPARSEABLE_ARGUMENTS",
+    "VERDICT_LEAD",
     "WHAT_HAPPENED",
     "AbortSource",
     "Action",
@@ -39,11 +97,24 @@ __all__ = [
     "TransportFacts",
     "TransportKind",
     "Verdict",
+    "WordRule",
     "diagnose",
     "diagnose_finished",
+    "escape_controls",
     "failure_class",
     "finish_cause",
     "finish_error",
+    "guard_relay_logs",
     "is_whole",
+    "provider_error_from_document",
+    "provider_error_from_event",
+    "provider_error_from_http",
+    "provider_error_from_sdk",
+    "redact_headers",
+    "redact_http_logs",
+    "redact_text",
+    "redact_url",
+    "shown_reason",
+    "transport_facts",
     "what_happened",
 ]

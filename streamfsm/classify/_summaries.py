@@ -190,7 +190,7 @@ def what_happened(klass: FailureClass, cause: str) -> str:
     return (PROVIDER_SAID if klass is FailureClass.PROVIDER_ERROR else WHAT_HAPPENED)[cause]
 
 
-_TITLE_BY_CLASS: Final = {
+TITLE_BY_CLASS: Final = {
     FailureClass.COMPLETED: "The response finished",
     FailureClass.EARLY_STREAM: "The stream broke before any output",
     FailureClass.MID_GENERATION: "The stream broke partway through the answer",
@@ -209,7 +209,7 @@ _WHERE: Final = {
     Activity.TOOL_EXECUTING: "while {tool} was running",
 }
 
-_VERDICT_LEAD: Final = {
+VERDICT_LEAD: Final = {
     Verdict.SAFE_AUTO_RETRY: "Retrying is safe",
     Verdict.USER_CONFIRMED_RETRY: "Retry only with confirmation",
     Verdict.NO_RETRY: "Do not retry automatically",
@@ -268,10 +268,10 @@ def summarize(
         title, detail = FINISHED_SAYS.get(cause, FINISHED_SAYS["finished"])
         if cause != "unrecognised":
             return title, detail
-        return f"{title} ({shown_reason(finish_raw)})", f"{detail} {_VERDICT_LEAD[verdict]}: {reason}."
+        return f"{title} ({shown_reason(finish_raw)})", f"{detail} {VERDICT_LEAD[verdict]}: {reason}."
     what = what_happened(klass, cause)
     tool = _tool(facts)
-    title = _TITLE_BY_CLASS.get(klass, what)
+    title = TITLE_BY_CLASS.get(klass, what)
     if klass is FailureClass.TOOL_INPUT_INTERRUPTED and cause in UNFINISHED_CAUSES:
         title = f"The response ended before the model finished the call to {tool}"
     elif klass is FailureClass.TOOL_INPUT_INTERRUPTED and tool != "a tool":
@@ -292,5 +292,5 @@ def summarize(
     tool_sentence = _tool_sentence(state, facts)
     if tool_sentence:
         parts.append(tool_sentence)
-    parts.append(f"{_VERDICT_LEAD[verdict]}: {reason}.")
+    parts.append(f"{VERDICT_LEAD[verdict]}: {reason}.")
     return title, " ".join(parts)

@@ -14,7 +14,7 @@ _SIGPIPE_EXIT = 141  # what a shell reports for a tool that SIGPIPE ended: 128 +
 
 
 def _diagram(args: argparse.Namespace) -> int:
-    from .._diagrams import DiagramError, stale_diagrams, write_diagrams
+    from ..diagrams import DiagramError, stale_diagrams, write_diagrams
 
     out = Path(args.out)
     if args.check:

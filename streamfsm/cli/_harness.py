@@ -43,14 +43,13 @@ class UsageError(Exception):
 
 def select(names: Sequence[str] | None, formats: Sequence[str] | None) -> list[Any]:
     """The catalog scenarios matching any of ``names`` (exact names or shell patterns) and ``formats``."""
-    from ..testing import catalog
-    from ..testing._recovery_scenarios import recovery_catalog
+    from ..testing import catalog, recovery_catalog
 
     scenarios = catalog(formats or None)
     if not names:
         return scenarios
     chosen = [s for s in scenarios if any(fnmatch.fnmatchcase(s.name, pattern) for pattern in names)]
-    from ..testing._route_scenarios import route_catalog
+    from ..testing import route_catalog
 
     known = [s.name for s in scenarios] + [s.name for s in recovery_catalog(formats=formats)]
     known += [s.name for s in route_catalog()]
@@ -154,9 +153,9 @@ def select_routes(
     names: Sequence[str] | None, formats: Sequence[str] | None, vias: Sequence[str]
 ) -> list[Any]:
     """The route scenarios to play: with the runtime path (the default), in their format, by name."""
-    from ..testing._route_scenarios import FORMAT, route_catalog
+    from ..testing import ROUTE_FORMAT, route_catalog
 
-    if "runtime" not in vias or (formats and FORMAT not in formats):
+    if "runtime" not in vias or (formats and ROUTE_FORMAT not in formats):
         return []
     return route_catalog(names)
 
@@ -184,7 +183,7 @@ def route_section(
     """The route scenarios as a table (a column per leg), then each leg's rescues, right stops and conduct
     violations, the legs that could not play and why, and every conduct violation; fitted to ``width``
     (a table wider than it becomes a line per scenario)."""
-    from ..testing._route_scenarios import tally
+    from ..testing import tally
 
     names = list(dict.fromkeys(o.name for o in outcomes))
     cells = {(o.name, o.via): _cell(o) for o in outcomes}
@@ -288,10 +287,20 @@ def _playable(scenarios: list[Any]) -> list[Any]:
 
 
 async def _harness(args: argparse.Namespace) -> int:
-    from ..testing import SDK_FORMATS, plan, run_catalog, sdk_available
-    from ..testing._harness import TAP_PREFIX
-    from ..testing._recovery_scenarios import recovery_catalog, run_recovery
-    from ..testing._route_scenarios import RELAY, RETRYING, TAP, playable, run_routes
+    from ..testing import (
+        RELAY,
+        RETRYING,
+        SDK_FORMATS,
+        TAP,
+        TAP_PREFIX,
+        plan,
+        playable,
+        recovery_catalog,
+        run_catalog,
+        run_recovery,
+        run_routes,
+        sdk_available,
+    )
 
     scenarios = _playable(select(args.scenario, args.format))
     # Recovery chains (resume, continue) and route scenarios run with the runtime path, after the catalog.

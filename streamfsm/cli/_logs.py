@@ -234,10 +234,10 @@ def _run_title(record: Mapping[str, Any]) -> str:
 def run_diagram_mermaid(record: Mapping[str, Any]) -> str:
     """The activity machine as Mermaid (the same drawing as ``diagrams/activity.mmd``), with the states this
     run passed through highlighted and the state it failed from marked."""
-    from .._diagrams import _mermaid
+    from ..diagrams import mermaid_source
     from ..machine import INITIAL_STATE, Activity, activity_machine
 
-    base = _mermaid("activity", Activity, activity_machine, INITIAL_STATE.activity.value)
+    base = mermaid_source("activity", Activity, activity_machine, INITIAL_STATE.activity.value)
     lines = [
         f"title: {_run_title(record)}" if line == "title: activity" else line for line in base.splitlines()
     ]
@@ -268,10 +268,10 @@ _DOT_EDGE: Final = re.compile(r"^\t(\w+) -> (\w+) \[(.*)\]$")
 
 def run_diagram_dot(record: Mapping[str, Any]) -> str:
     """The same highlighted drawing as Graphviz DOT. Needs the ``graphviz`` package (DiagramError)."""
-    from .._diagrams import _dot
+    from ..diagrams import dot_source
     from ..machine import INITIAL_STATE, Activity, activity_machine
 
-    base = _dot("activity", Activity, activity_machine, INITIAL_STATE.activity.value)
+    base = dot_source("activity", Activity, activity_machine, INITIAL_STATE.activity.value)
     path = run_path(record)
     steps = _legal_steps(path)
     failed_from = _failed_from(record)
@@ -293,7 +293,7 @@ def run_diagram_dot(record: Mapping[str, Any]) -> str:
 
 def _svg(record: Mapping[str, Any]) -> tuple[bytes | None, str]:
     """(SVG, "") or (None, why not)."""
-    from .._diagrams import DiagramError
+    from ..diagrams import DiagramError
 
     try:
         import graphviz
@@ -761,7 +761,7 @@ def _print_report(
 
 def _interrupted(args: argparse.Namespace, since: datetime | None = None) -> list[Any]:
     """The streams a relay's death cut, from the begin lines of a relay's log (none from standard input)."""
-    from ..relay._journal import interrupted
+    from ..relay import interrupted
 
     if args.file is None or args.file == "-":  # a store, or standard input
         return []

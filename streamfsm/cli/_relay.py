@@ -99,7 +99,7 @@ def _secret(settings: dict[str, Any], name: str, what: str) -> str | None:
 def _guard_connections(settings: dict[str, Any]) -> str:
     """Set the header timeout and the connection limit, quiet the accept errors of this process; the
     protocol's import path, for uvicorn."""
-    from ..relay._server import GuardedH11Protocol, QuietAcceptErrors
+    from ..relay import GuardedH11Protocol, QuietAcceptErrors
 
     GuardedH11Protocol.configure(
         header_timeout=settings.get("header_timeout"), max_connections=settings.get("max_client_connections")
@@ -110,8 +110,7 @@ def _guard_connections(settings: dict[str, Any]) -> str:
 
 def build_relay(settings: dict[str, Any]) -> Any:
     """The relay from the command's settings (raises ValueError for a bad one)."""
-    from ..relay import Relay, RelayConfig
-    from ..relay._app import IDLE_TIMEOUT_S
+    from ..relay import IDLE_TIMEOUT_S, Relay, RelayConfig
     from ..runtime import StreamConfig
 
     token = _secret(settings, "admin_token_env", "the admin token")
@@ -139,7 +138,7 @@ def build_relay(settings: dict[str, Any]) -> Any:
         if settings.get(name) is not None:
             options[name] = settings[name]
     if settings.get("routes"):
-        from ..relay._table import RouteTable
+        from ..relay import RouteTable
 
         options["routes"] = RouteTable.load(settings["routes"])
     options["account_key"] = _secret(settings, "account_key_env", "the account key")
@@ -163,7 +162,7 @@ def build_relay(settings: dict[str, Any]) -> Any:
 
 def app_from_env() -> Any:
     """The uvicorn factory of each worker process (``--workers``)."""
-    from ..relay._app import settle_collector
+    from ..relay import settle_collector
 
     settings = json.loads(os.environ[_ENV])
     _guard_connections(settings)
@@ -238,7 +237,7 @@ def _relay(args: argparse.Namespace) -> int:
 
                     remove_store(default_store(removed))
         else:
-            from ..relay._app import settle_collector
+            from ..relay import settle_collector
 
             settle_collector()  # this process serves the relay
             uvicorn.run(relay, **options)
@@ -257,7 +256,7 @@ def _share_keys(settings: dict[str, Any]) -> None:
     every worker, and ends when the relay does)."""
     import secrets
 
-    from ..relay._keys import key_file
+    from ..relay import key_file
 
     logs = (settings.get("audit_log"), settings.get("error_log"))
     if not settings.get("account_key_env") and key_file(*logs, store=settings.get("store")) is None:
@@ -306,8 +305,7 @@ def report_html_from_store(store: Any, filters: Any, source: str, out: str, inte
     from ``filters.since`` (the earliest run when None) until now."""
     from datetime import datetime, timedelta, timezone
 
-    from ..relay import PageQuery, report_document
-    from ..relay._errors import page_report
+    from ..relay import PageQuery, page_report, report_document
 
     now = datetime.now(timezone.utc)
     since = filters.since if filters.since is not None else store.earliest()

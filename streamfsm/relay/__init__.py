@@ -16,23 +16,48 @@ lists the streams a relay's death cut; ``/admin/metrics`` serves Prometheus metr
 Serving it from the command line needs the ``relay`` extra (uvicorn): ``pip install 'streamfsm[relay]'``.
 """
 
-from ._app import Relay, RelayConfig
-from ._errors import ErrorsData, PageQuery, default_store, remove_store
+from typing import TYPE_CHECKING, Any
+
+from ._app import IDLE_TIMEOUT_S, Relay, RelayConfig, settle_collector
+from ._errors import ErrorsData, PageQuery, default_store, page_report, remove_store
+from ._journal import interrupted
+from ._keys import key_file
 from ._net import is_loopback
 from ._page import Links, errors_page, machine_svg, report_document, run_page, runs_page
+from ._table import RouteTable
+
+if TYPE_CHECKING:
+    from ._server import GuardedH11Protocol, QuietAcceptErrors
 
 __all__ = [
+    "IDLE_TIMEOUT_S",
     "ErrorsData",
+    "GuardedH11Protocol",
     "Links",
     "PageQuery",
+    "QuietAcceptErrors",
     "Relay",
     "RelayConfig",
+    "RouteTable",
     "default_store",
     "errors_page",
+    "interrupted",
     "is_loopback",
+    "key_file",
     "machine_svg",
+    "page_report",
     "remove_store",
     "report_document",
     "run_page",
     "runs_page",
+    "settle_collector",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The server's pieces subclass uvicorn's (the ``relay`` extra): loaded only by who serves.
+    if name in ("GuardedH11Protocol", "QuietAcceptErrors"):
+        from . import _server
+
+        return getattr(_server, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -39,13 +39,9 @@ import anyio.to_thread
 import httpx
 import sniffio
 
-from .._http_logs import guard_relay_logs, redact_http_logs
-from ..classify._redact import redact_text
+from ..classify import guard_relay_logs, redact_http_logs, redact_text
 from ..runtime import AuditLog, ErrorLog, Ids, RelayClose, StreamConfig
-from ..tap import Rule, async_transport, context
-from ..tap._context import relaying
-from ..tap._rules import check_rules, format_of, llm_request
-from ..tap._run import TapRun
+from ..tap import Rule, TapRun, async_transport, check_rules, context, format_of, llm_request, relaying
 from ._admin import Admin
 from ._downstream import (
     HOP_BY_HOP,

@@ -18,8 +18,7 @@ import httpx
 
 from ..classify import AbortSource
 from ..runtime import Finish, RelayClose
-from ..tap import failure_of, run_of
-from ..tap._run import TapRun
+from ..tap import TapRun, failure_of, run_of
 from ..wire import FORMATS
 from ._limits import Held
 

@@ -40,9 +40,7 @@ from ..runtime import (
     Usage,
     after_failure,
 )
-from ..tap import run_of
-from ..tap._context import attempt, current_ids
-from ..tap._run import TapRun
+from ..tap import TapRun, attempt, current_ids, run_of
 from ._downstream import SHUTDOWN, Downstream, answer
 from ._limits import BodyChunks
 from ._table import RouteTable, TableRoute

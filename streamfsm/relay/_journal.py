@@ -39,8 +39,7 @@ from typing import Any, Final
 import httpx
 
 from ..runtime import AuditLog, ErrorLog, JsonlSink, log_files
-from ..tap import Rule
-from ..tap._rules import check_rules, format_of
+from ..tap import Rule, check_rules, format_of
 
 __all__ = ["BEGIN_SCHEMA", "END_SCHEMA", "Instance", "Interrupted", "Journal", "JournalReader", "interrupted"]
 

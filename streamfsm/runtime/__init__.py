@@ -65,6 +65,9 @@ from ._urls import check_base_url
 from ._watchdog import loop_time, plain_scope_class, running_trio
 from ._whole import WholeBody
 
+if TYPE_CHECKING:
+    from ._otel import OtelLogSink, OtelSink
+
 __all__ = [
     "BREAKERS",
     "CONTINUE_INSTRUCTION",
@@ -103,6 +106,8 @@ __all__ = [
     "NoRoute",
     "Offer",
     "OnProblem",
+    "OtelLogSink",
+    "OtelSink",
     "Partial",
     "ProtocolViolation",
     "ProviderErrorEvent",
@@ -184,4 +189,9 @@ def __getattr__(name: str) -> Any:
         from .drivers import websocket
 
         return getattr(websocket, name)
+    # OpenTelemetry (the ``otel`` extra) loads only when its sinks are asked for: ``streamfsm.otel``.
+    if name in ("OtelLogSink", "OtelSink"):
+        from . import _otel
+
+        return getattr(_otel, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

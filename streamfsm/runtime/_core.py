@@ -25,8 +25,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, NoReturn, Protocol, TypeVar
 
-from ..classify import AbortSource, Diagnosis, diagnose_finished, finish_cause
-from ..classify._taxonomy import FinishCause
+from ..classify import AbortSource, Diagnosis, FinishCause, diagnose_finished, finish_cause
 from ..machine import PROVIDER_PROGRESS, Activity, IllegalTransition, State, StreamMachine, Trigger
 from ..wire import (
     CONSUMER_EVENT_TYPES,

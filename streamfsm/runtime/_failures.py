@@ -11,12 +11,21 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 from urllib.parse import urlsplit
 
-from ..classify import AbortSource, Diagnosis, Facts, TransportFacts, diagnose, finish_cause
-from ..classify._diagnose import UNPARSEABLE_ARGUMENTS
-from ..classify._finish import shown_reason
-from ..classify._provider import provider_error_from_http
-from ..classify._taxonomy import ENDPOINT_AT_ROOT, ProviderError, TransportKind
-from ..classify._transport import transport_facts
+from ..classify import (
+    ENDPOINT_AT_ROOT,
+    UNPARSEABLE_ARGUMENTS,
+    AbortSource,
+    Diagnosis,
+    Facts,
+    ProviderError,
+    TransportFacts,
+    TransportKind,
+    diagnose,
+    finish_cause,
+    provider_error_from_http,
+    shown_reason,
+    transport_facts,
+)
 from ..machine import StreamMachine, Trigger
 from ..wire import Finish, ProtocolViolation, StreamEvent, whole_answers_of
 from ._cycles import release_traceback_cycles

@@ -78,7 +78,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from .. import __version__
-from ..classify._redact import MASK, redact_text
+from ..classify import MASK, redact_text
 from ..wire import FORMATS
 from ._breaker import BREAKERS, Breakers, BreakerState
 from ._labels import BoundedLabel

@@ -18,8 +18,7 @@ from datetime import datetime, timezone
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
-from ..classify import Diagnosis, FailureClass, TransportFacts
-from ..classify._redact import redact_headers, redact_text, redact_url
+from ..classify import Diagnosis, FailureClass, TransportFacts, redact_headers, redact_text, redact_url
 from ..machine import State, Trigger
 from ..wire import DONE_MISSING, UNREAD_CONTENT, Adapter
 from ._config import MAX_ATTEMPT_LINKS, Ids, StreamConfig

@@ -15,10 +15,15 @@ import random
 from dataclasses import KW_ONLY, dataclass
 from typing import Final, NamedTuple
 
-from ..classify import AbortSource, Action, Diagnosis, Verdict
-from ..classify._diagnose import MAX_EVIDENCE
-from ..classify._summaries import _VERDICT_LEAD
-from ..classify._taxonomy import LONGEST_AUTOMATIC_WAIT_S
+from ..classify import (
+    LONGEST_AUTOMATIC_WAIT_S,
+    MAX_EVIDENCE,
+    VERDICT_LEAD,
+    AbortSource,
+    Action,
+    Diagnosis,
+    Verdict,
+)
 from ..wire import ContinueRefusal, ContinueStyle, ResumeRefusal
 from ._config import MAX_ATTEMPT_LINKS
 from ._recovery import ContinuePlan, Recovery, RecoveryPlan, ResumePlan
@@ -129,8 +134,8 @@ class Decision(NamedTuple):
 def _reported(diagnosis: Diagnosis, reason: str, action: Action, marker: str) -> Diagnosis:
     """The machine said safe, the executor cannot stand behind it: the same facts, reported as needing
     confirmation with the executor's reason."""
-    old = f"{_VERDICT_LEAD[diagnosis.verdict]}: {diagnosis.reason}."
-    new = f"{_VERDICT_LEAD[Verdict.USER_CONFIRMED_RETRY]}: {reason}."
+    old = f"{VERDICT_LEAD[diagnosis.verdict]}: {diagnosis.reason}."
+    new = f"{VERDICT_LEAD[Verdict.USER_CONFIRMED_RETRY]}: {reason}."
     detail = diagnosis.detail
     detail = detail[: -len(old)] + new if detail.endswith(old) else f"{detail} {new}"
     return dataclasses.replace(

@@ -82,11 +82,16 @@ from typing import Any, Final, overload
 
 import anyio
 
-from ..classify import AbortSource
-from ..classify._provider import provider_error_from_event, provider_error_from_sdk
-from ..classify._redact import redact_text, redact_url
-from ..classify._taxonomy import ProviderError, TransportKind
-from ..classify._transport import transport_facts
+from ..classify import (
+    AbortSource,
+    ProviderError,
+    TransportKind,
+    provider_error_from_event,
+    provider_error_from_sdk,
+    redact_text,
+    redact_url,
+    transport_facts,
+)
 from ..machine import Trigger
 from ..wire import (
     FORMATS,

@@ -33,10 +33,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
 import anyio
 import httpx
 
-from ..classify import AbortSource, Diagnosis
-from ..classify._provider import provider_error_from_http
-from ..classify._taxonomy import TransportKind
-from ..classify._transport import transport_facts
+from ..classify import AbortSource, Diagnosis, TransportKind, provider_error_from_http, transport_facts
 from ..machine import State, Trigger
 from ..wire import (
     Adapter,

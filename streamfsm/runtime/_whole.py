@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-from ..classify._provider import provider_error_from_document
+from ..classify import provider_error_from_document
 from ..wire import (
     MALFORMED_JSON,
     UNEXPECTED_SHAPE,

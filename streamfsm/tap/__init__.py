@@ -17,21 +17,29 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..runtime import StreamConfig
-from ._context import context
+from ._context import attempt, context, current_ids, relaying
 from ._notes import failure_of, run_of
-from ._rules import DEFAULT_RULES, Rule
+from ._rules import DEFAULT_RULES, Rule, check_rules, format_of, llm_request
+from ._run import TapRun
 from ._transport import LIBRARIES, library
 
 __all__ = [
     "DEFAULT_RULES",
     "LIBRARIES",
     "Rule",
+    "TapRun",
     "async_http_client",
     "async_transport",
+    "attempt",
+    "check_rules",
     "context",
+    "current_ids",
     "default_library",
     "failure_of",
+    "format_of",
     "http_client",
+    "llm_request",
+    "relaying",
     "run_of",
     "transport",
 ]

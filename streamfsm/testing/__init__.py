@@ -25,6 +25,7 @@ from ._harness import (
     RAW_TRANSPORT_STRINGS,
     SCENARIO_HEADER,
     SDK_FORMATS,
+    TAP_PREFIX,
     Outcome,
     ScenarioRouter,
     SdkUnavailable,
@@ -38,6 +39,8 @@ from ._harness import (
     sdk_client,
 )
 from ._prefill import PREFILL_REFUSAL, RefusesPrefill, ends_with_assistant
+from ._recovery_scenarios import recovery_catalog, run_recovery
+from ._route_scenarios import FORMAT as ROUTE_FORMAT
 from ._route_scenarios import (
     ONE_ROUTE,
     RELAY,
@@ -46,10 +49,12 @@ from ._route_scenarios import (
     Provider,
     RouteOutcome,
     RouteScenario,
+    playable,
     relay_leg,
     relay_table,
     route_catalog,
     run_routes,
+    tally,
 )
 from ._scenarios import WATCHDOG_S, catalog, find, names
 from ._script import (
@@ -115,9 +120,11 @@ __all__ = [
     "REASONING_TOKENS",
     "RELAY",
     "RETRYING",
+    "ROUTE_FORMAT",
     "SCENARIO_HEADER",
     "SDK_FORMATS",
     "TAP",
+    "TAP_PREFIX",
     "WATCHDOG_S",
     "WIRE_FORMATS",
     "Agent",
@@ -167,17 +174,21 @@ __all__ = [
     "names",
     "peak_in_flight",
     "plan",
+    "playable",
+    "recovery_catalog",
     "refusal_body",
     "refusal_stream",
     "relay_leg",
     "relay_table",
     "route_catalog",
     "run_catalog",
+    "run_recovery",
     "run_routes",
     "run_scenario",
     "scenario_url",
     "sdk_available",
     "sdk_client",
+    "tally",
     "text_stream",
     "tool_call_stream",
     "unused_port",

@@ -264,7 +264,7 @@ def test_log_lines_carry_no_raw_control_character(edges: Any) -> None:
 @settings(max_examples=100, deadline=None)
 @given(st.text())
 def test_escaped_text_is_printable_and_printable_text_is_kept(text: str) -> None:
-    from streamfsm._http_logs import escape_controls
+    from streamfsm.classify import escape_controls
 
     escaped = escape_controls(text)
     assert escaped.isprintable()

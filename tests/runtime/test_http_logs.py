@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 import streamfsm
-from streamfsm._http_logs import _FILTER, HTTP_LOGGERS
+from streamfsm.classify._http_logs import _FILTER, HTTP_LOGGERS
 from streamfsm.testing import End, FaultServer, Headers, Send
 
 pytestmark = pytest.mark.anyio

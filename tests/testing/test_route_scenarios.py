@@ -16,7 +16,7 @@ import anyio
 import httpx
 import pytest
 
-from streamfsm import ContinueStyle, Recovery
+from streamfsm import ContinueStyle, Recovery, testing
 from streamfsm.cli import main
 from streamfsm.testing import (
     ONE_ROUTE,
@@ -278,8 +278,9 @@ def test_a_route_scenario_the_gated_leg_gets_wrong_exits_1(
     (policy,) = [s for s in routes._scenarios() if s.name == "content-policy"]
     wrong = dataclasses.replace(policy, answer=routes.ANSWER, stop=None, code=None)  # no: it must stop
     monkeypatch.setattr(routes, "_scenarios", lambda: [wrong])
-    monkeypatch.setattr(routes, "TAP", dataclasses.replace(TAP, unavailable=lambda: "left out here"))
-    monkeypatch.setattr(routes, "RELAY", dataclasses.replace(RELAY, unavailable=lambda: "left out here"))
+    # The harness reads the legs from the kit's face, streamfsm.testing
+    monkeypatch.setattr(testing, "TAP", dataclasses.replace(TAP, unavailable=lambda: "left out here"))
+    monkeypatch.setattr(testing, "RELAY", dataclasses.replace(RELAY, unavailable=lambda: "left out here"))
     assert harness("--scenario", "routes/*") == 1
     out = capsys.readouterr().out
     assert "routes/content-policy  ✗ lost" in out

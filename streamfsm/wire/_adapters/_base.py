@@ -27,10 +27,15 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any, ClassVar, Final
 
-from ...classify._diagnose import UNPARSEABLE_ARGUMENTS
-from ...classify._finish import finish_cause, finish_error
-from ...classify._provider import provider_error_from_document, provider_error_from_event
-from ...classify._taxonomy import JSON_COMPLETION, FinishCause
+from ...classify import (
+    JSON_COMPLETION,
+    UNPARSEABLE_ARGUMENTS,
+    FinishCause,
+    finish_cause,
+    finish_error,
+    provider_error_from_document,
+    provider_error_from_event,
+)
 from .._events import (
     Finish,
     FinishReason,

@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
-from ...classify._finish import is_whole
+from ...classify import is_whole
 from .._definitions import Decision, Definitions, informational, not_understood, read
 from .._events import (
     FinishReason,

@@ -49,9 +49,15 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 from urllib.parse import quote
 
-from ...classify import FinishCause, ProviderError, ProviderErrorKind
-from ...classify._diagnose import UNPARSEABLE_ARGUMENTS
-from ...classify._finish import NOT_WHOLE, finish_error, is_whole
+from ...classify import (
+    NOT_WHOLE,
+    UNPARSEABLE_ARGUMENTS,
+    FinishCause,
+    ProviderError,
+    ProviderErrorKind,
+    finish_error,
+    is_whole,
+)
 from .._definitions import Decision
 from .._events import (
     FinishReason,

@@ -48,7 +48,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
-from ...classify._finish import finish_error, is_whole
+from ...classify import finish_error, is_whole
 from .._definitions import Definitions, Table, informational, read
 from .._events import (
     FinishReason,

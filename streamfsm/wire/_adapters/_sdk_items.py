@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from ...classify._finish import finish_error
+from ...classify import finish_error
 from .._events import Metadata, ProtocolViolation, StreamEvent
 from ._anthropic import _PING, AnthropicAdapter
 from ._base import (

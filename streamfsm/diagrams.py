@@ -48,6 +48,8 @@ FILES: Final = (
     "classification.md",
     "commitment.dot",
     "commitment.mmd",
+    "rooms.dot",
+    "rooms.mmd",
 )
 _DOT_FILES: Final = ("activity.dot", "commitment.dot")
 _GRAPHVIZ_MISSING: Final = "DOT output needs the graphviz Python package: pip install 'streamfsm[diagrams]'"
@@ -108,7 +110,7 @@ _MERMAID_EDGE: Final = re.compile(r"^\s*(\w+) --> (\w+): (.+)$")
 _MERMAID_STATE: Final = re.compile(r'^\s*state "([^"]*)" as (\w+)$')
 
 
-def _mermaid(name: str, states: type[enum.Enum], build: Callable[..., Any], initial: str) -> str:
+def mermaid_source(name: str, states: type[enum.Enum], build: Callable[..., Any], initial: str) -> str:
     raw = _graph_source(build, name, "mermaid")
     order = _order(states)
     nodes: list[str] = []
@@ -152,7 +154,7 @@ def _quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _dot(name: str, states: type[enum.Enum], build: Callable[..., Any], initial: str) -> str:
+def dot_source(name: str, states: type[enum.Enum], build: Callable[..., Any], initial: str) -> str:
     _require_graphviz()
     raw = _graph_source(build, name, "graphviz")
     order = _order(states)
@@ -295,20 +297,142 @@ def _trigger_kind(trigger: Trigger) -> str:
     return "failure" if trigger.is_failure else "progress"
 
 
+# The rooms: the package's folders and the imports between them, read from the code
+
+ROOMS: Final = {
+    "machine": "the state machine: two regions, triggers, states",
+    "classify": "a failure becomes facts, a diagnosis and words",
+    "wire": "bytes become events: framings, adapters, the format registry",
+    "runtime": "a run: its core, the drivers, retry, records",
+    "tap": "runs inside an SDK's own HTTP client",
+    "store": "the run index: SQLite or PostgreSQL",
+    "relay": "the pass-through proxy",
+    "frameworks": "agent frameworks' hooks",
+    "testing": "the fault provider, scripts and the catalog",
+    "cli": "the streamfsm command",
+}
+"""The rooms in the order imports flow; the package root (``streamfsm``: its face, ``otel``, these diagrams)
+imports from them all and is left out of the picture."""
+
+
+def _room_imports(package: Path) -> dict[str, set[str]]:
+    """Each room and the rooms its modules import, inside functions and under TYPE_CHECKING too."""
+    import ast
+
+    edges: dict[str, set[str]] = {room: set() for room in ROOMS}
+    for path in sorted(package.rglob("*.py")):
+        parts = path.relative_to(package).parts
+        room = parts[0]
+        if room not in edges:
+            continue
+        here = ["streamfsm", *parts[:-1]]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = here[: len(here) - node.level + 1] if node.level else []
+                names = [".".join([*base, *([node.module] if node.module else [])])]
+                names += [f"{names[0]}.{alias.name}" for alias in node.names]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            for name in names:
+                first = name.split(".")[1] if name.startswith("streamfsm.") else None
+                if first in ROOMS and first != room:
+                    edges[room].add(first)
+    return edges
+
+
+def _reduced(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """(imported, importer) for each import that no path through other rooms already implies."""
+
+    def reaches(start: str, goal: str, skip: tuple[str, str]) -> bool:
+        seen, todo = set(), [start]
+        while todo:
+            room = todo.pop()
+            for nxt in edges[room]:
+                if (room, nxt) == skip or nxt in seen:
+                    continue
+                if nxt == goal:
+                    return True
+                seen.add(nxt)
+                todo.append(nxt)
+        return False
+
+    return sorted(
+        (imported, room)
+        for room, targets in edges.items()
+        for imported in targets
+        if not reaches(room, imported, (room, imported))
+    )
+
+
+def _runtime_folders(package: Path) -> list[str]:
+    runtime = package / "runtime"
+    return sorted(p.parent.name for p in runtime.glob("*/__init__.py"))
+
+
+def rooms_dot(package: Path = Path(__file__).parent) -> str:
+    """The rooms as Graphviz DOT: an arrow from a room to each room that imports it directly, where no path
+    through other rooms already says so; the runtime's folders inside it."""
+    lines = [
+        "digraph rooms {",
+        "  rankdir=TB;",
+        '  node [shape=box, style="rounded", fontname="Helvetica", fontsize=11];',
+        '  edge [color="#555555"];',
+    ]
+    folders = _runtime_folders(package)
+    for room, role in ROOMS.items():
+        label = f"{room}\\n{role}"
+        if room == "runtime" and folders:
+            lines += [
+                "  subgraph cluster_runtime {",
+                '    label="runtime/"; fontname="Helvetica"; fontsize=11; style="rounded,dashed";',
+                f'    runtime [label="{label}"];',
+                *(f'    "runtime/{f}" [label="{f}/", shape=folder];' for f in folders),
+                "  }",
+            ]
+        else:
+            lines.append(f'  "{room}" [label="{label}"];')
+    lines += [f'  "{a}" -> "{b}";' for a, b in _reduced(_room_imports(package))]
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def rooms_mermaid(package: Path = Path(__file__).parent) -> str:
+    """The same picture in Mermaid, which a code host draws."""
+    lines = ["---", "title: rooms", "---", "flowchart TB"]
+    folders = _runtime_folders(package)
+    for room, role in ROOMS.items():
+        node = f'  {room}["{room}<br/><small>{role}</small>"]'
+        if room == "runtime" and folders:
+            lines += [
+                '  subgraph runtime_folder["runtime/"]',
+                "  " + node,
+                *(f"    runtime_{f}[/{f}/]" for f in folders),
+                "  end",
+            ]
+        else:
+            lines.append(node)
+    lines += [f"  {a} --> {b}" for a, b in _reduced(_room_imports(package))]
+    return "\n".join(lines) + "\n"
+
+
 # Public
 
 
 def _render(*, dot: bool) -> dict[str, str]:
     activity_initial, commitment_initial = INITIAL_STATE.activity.value, INITIAL_STATE.commitment.value
     files = {
-        "activity.mmd": _mermaid("activity", Activity, activity_machine, activity_initial),
-        "commitment.mmd": _mermaid("commitment", Commitment, commitment_machine, commitment_initial),
+        "activity.mmd": mermaid_source("activity", Activity, activity_machine, activity_initial),
+        "commitment.mmd": mermaid_source("commitment", Commitment, commitment_machine, commitment_initial),
         "classification.md": _classification(),
+        "rooms.dot": rooms_dot(),
+        "rooms.mmd": rooms_mermaid(),
     }
     files["README.md"] = _readme(files["activity.mmd"], files["commitment.mmd"])
     if dot:
-        files["activity.dot"] = _dot("activity", Activity, activity_machine, activity_initial)
-        files["commitment.dot"] = _dot("commitment", Commitment, commitment_machine, commitment_initial)
+        files["activity.dot"] = dot_source("activity", Activity, activity_machine, activity_initial)
+        files["commitment.dot"] = dot_source("commitment", Commitment, commitment_machine, commitment_initial)
     return dict(sorted(files.items()))
 
 

@@ -18,7 +18,7 @@ import logging
 import re
 from typing import Final
 
-from .classify._redact import MASK, redact_headers, redact_text, redact_url
+from ._redact import MASK, redact_headers, redact_text, redact_url
 
 __all__ = ["HTTP_LOGGERS", "escape_controls", "guard_relay_logs", "redact_http_logs"]
 
