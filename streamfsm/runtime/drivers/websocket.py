@@ -56,9 +56,7 @@ from urllib.parse import urlsplit
 import anyio
 import anyio.abc
 
-from ...classify._provider import provider_error_from_http
-from ...classify._taxonomy import TransportKind
-from ...classify._transport import transport_facts
+from ...classify import TransportKind, provider_error_from_http, transport_facts
 from ...machine import Trigger
 from ...wire import Adapter, SSEEvent, StreamEvent, adapter_for, format_named
 from .._config import Ids, StreamConfig
