@@ -32,7 +32,7 @@ from ..wire import (
 )
 from ._breaker import BREAKERS, Breaker, Breakers, BreakerState, Transition
 from ._config import MAX_ATTEMPT_LINKS, AttemptLink, Ids, RouteTag, StreamConfig
-from ._core import RunCore, SseWire, Wire
+from ._core import DEADLINE, END, STOP, ReadEnd, RunCore, SseWire, Wire
 from ._decoding import as_bytes, content_decoder
 from ._delivery import Partial, RetryingEvent, ToolResult
 from ._errors import NoRoute, StreamError, StreamFailed
@@ -58,7 +58,7 @@ from ._sinks import (
     sink_failures,
 )
 from ._stream import HttpRun, Run, ToolScope, open_stream
-from ._sync_reads import Interrupted, ThreadReads, socket_of
+from ._sync_reads import ThreadReads, socket_of
 from ._urls import check_base_url
 from ._watchdog import loop_time, plain_scope_class, running_trio
 from ._whole import WholeBody
@@ -66,9 +66,12 @@ from ._whole import WholeBody
 __all__ = [
     "BREAKERS",
     "CONTINUE_INSTRUCTION",
+    "DEADLINE",
+    "END",
     "MAX_ATTEMPT_LINKS",
     "SCHEMA",
     "SIGNATURE",
+    "STOP",
     "AttemptLink",
     "AuditLog",
     "BackgroundSink",
@@ -91,7 +94,6 @@ __all__ = [
     "Hop",
     "HttpRun",
     "Ids",
-    "Interrupted",
     "JsonlSink",
     "Keepalive",
     "LogProblem",
@@ -104,6 +106,7 @@ __all__ = [
     "Partial",
     "ProtocolViolation",
     "ProviderErrorEvent",
+    "ReadEnd",
     "ReasoningDelta",
     "Recovery",
     "RelayClose",

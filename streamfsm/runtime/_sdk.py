@@ -110,7 +110,7 @@ from ._core import RunCore, Wire
 from ._errors import StreamFailed
 from ._record import request_shape
 from ._stream import Run, body_chunks, sync_body_chunks
-from ._sync_reads import Interrupted, ThreadReads, socket_of
+from ._sync_reads import ThreadReads, socket_of
 from ._watchdog import loop_time
 
 __all__ = ["SDK_PROVIDERS", "SdkRun", "SyncSdkRun", "wrap"]
@@ -401,6 +401,7 @@ class _SdkBase(Run):
         self._given = provider
         self._helper_events = helper_events
         self._reads_body = False  # whether the run reads the SSE body itself, or the SDK's items
+        self._core.read_fault = _read_fault
         known = provider or flavour
         if known is not None:
             self._use(known)
@@ -409,7 +410,7 @@ class _SdkBase(Run):
 
     def _use(self, provider: str) -> None:
         self._format = provider
-        self._core.provider = self._rec.provider = provider
+        self._core.use_format(provider)
 
     # -- the opened stream --------------------------------------------------------------------------------
 
@@ -437,7 +438,7 @@ class _SdkBase(Run):
             self._use(flavour or "anthropic")
         self._sdk_stream = outer
         self._response = self._reads.response = response = getattr(stream, "response", None)
-        self._rec.request_sent = True
+        self._core.request_left()
         self._response_facts(response)
         core = self._core
         wire: Wire
@@ -455,29 +456,33 @@ class _SdkBase(Run):
         return chunks
 
     def _response_facts(self, response: Any) -> None:
-        rec = self._rec
-        rec.sdk_retries = sdk_retries_of(response)
+        core = self._core
         status = getattr(response, "status_code", None)
         headers = getattr(response, "headers", None)
-        if type(status) is int and isinstance(headers, Mapping):
-            rec.response_headers(status, headers)
+        known = type(status) is int and isinstance(headers, Mapping)
+        core.source_facts(
+            sdk_retries=sdk_retries_of(response),
+            status=status if known else None,
+            headers=headers if known else None,
+        )
         try:
             request = response.request
             url = str(request.url)
             content = request.content
         except Exception:  # no request on this response, or a streamed request body
             return
-        rec.url = redact_url(url)
+        core.source_facts(url=redact_url(url))
         if isinstance(content, (bytes, bytearray)) and 0 < len(content) <= _MAX_REQUEST_BODY:
             try:
                 body = json.loads(content)
             except (ValueError, RecursionError):
                 return
             if isinstance(body, dict):
-                rec.request = request_shape(body)
                 model = body.get("model")
-                if isinstance(model, str) and model:
-                    rec.model = redact_text(model, limit=128)
+                core.source_facts(
+                    request=request_shape(body),
+                    model=redact_text(model, limit=128) if isinstance(model, str) and model else None,
+                )
 
     # -- faults -------------------------------------------------------------------------------------------
 
@@ -491,7 +496,7 @@ class _SdkBase(Run):
             response = getattr(exc, "response", None)
             if response is not None:
                 self._response_facts(response)
-            self._rec.request_sent = True
+            core.request_left()
             facts = core.http_error_facts(provider or _UNKNOWN_PROVIDER_ERROR)
             return core.fail(Trigger.HTTP_ERROR, facts, exc)
         transport = transport_facts(exc, headers_received=False)
@@ -499,23 +504,24 @@ class _SdkBase(Run):
             return None
         return core.fault(exc)
 
-    def _read_failed(self, exc: Exception) -> StreamFailed:
-        core = self._core
-        family = _sdk_error(exc)
-        provider = provider_error_from_sdk(exc)
-        if provider is not None or family == "provider":
-            # openai raises in-band error data as a bare APIError; anthropic raises `event: error` as an
-            # APIStatusError with status 200: the body decides, never the 200.
-            facts = core.facts(provider=provider or _UNKNOWN_PROVIDER_ERROR)
-            return core.fail(Trigger.PROVIDER_ERROR_EVENT, facts, exc)
-        if isinstance(exc, json.JSONDecodeError):
-            return core.fail(Trigger.PROTOCOL_VIOLATION, core.facts(detail=MALFORMED_JSON), exc)
-        damaged = event_stream_violation(exc)  # botocore read a damaged AWS event-stream message
-        if damaged is not None:
-            return core.fail(Trigger.PROTOCOL_VIOLATION, core.facts(detail=damaged), exc)
-        if family == "shape" or any(n == ("pydantic_core", "ValidationError") for n in _names(exc)):
-            return core.fail(Trigger.PROTOCOL_VIOLATION, core.facts(detail=UNEXPECTED_SHAPE), exc)
-        return core.fault(exc)
+
+def _read_fault(core: RunCore, exc: Exception) -> StreamFailed:
+    """How an SDK run reads the fault its read raised (``RunCore.read_fault``): its exceptions by class."""
+    family = _sdk_error(exc)
+    provider = provider_error_from_sdk(exc)
+    if provider is not None or family == "provider":
+        # openai raises in-band error data as a bare APIError; anthropic raises `event: error` as an
+        # APIStatusError with status 200: the body decides, never the 200.
+        facts = core.facts(provider=provider or _UNKNOWN_PROVIDER_ERROR)
+        return core.fail(Trigger.PROVIDER_ERROR_EVENT, facts, exc)
+    if isinstance(exc, json.JSONDecodeError):
+        return core.fail(Trigger.PROTOCOL_VIOLATION, core.facts(detail=MALFORMED_JSON), exc)
+    damaged = event_stream_violation(exc)  # botocore read a damaged AWS event-stream message
+    if damaged is not None:
+        return core.fail(Trigger.PROTOCOL_VIOLATION, core.facts(detail=damaged), exc)
+    if family == "shape" or any(n == ("pydantic_core", "ValidationError") for n in _names(exc)):
+        return core.fail(Trigger.PROTOCOL_VIOLATION, core.facts(detail=UNEXPECTED_SHAPE), exc)
+    return core.fault(exc)
 
 
 class _ItemWire:
@@ -533,22 +539,20 @@ class _ItemWire:
 
     def _translate(self, flavour: str) -> None:
         translator = self.translator = _TRANSLATORS[flavour]()
-        rec = self._core.rec
-        rec.delta_keys = translator.delta_keys
-        rec.adapter = translator  # its anomalies are the record's wire evidence, as on the wire
+        self._core.read_with(translator)  # its anomalies are the record's wire evidence, as on the wire
         self.feed = translator.feed_item
 
     def _first_item(self, item: Any) -> list[StreamEvent]:
         flavour = _flavour_of_item(item)
         if flavour is None or (self._sdk is not None and not _sdk_matches(flavour, self._sdk)):
             raise ProtocolViolation(UNEXPECTED_EVENT, 0)
-        self._core.provider = self._core.rec.provider = flavour
+        self._core.use_format(flavour)
         self._translate(flavour)
         return self.feed(item)
 
     def frames(self, item: Any) -> list[Any]:
         if self._response is not None:
-            self._core.rec.bytes_received = getattr(self._response, "num_bytes_downloaded", 0)
+            self._core.bytes_read(getattr(self._response, "num_bytes_downloaded", 0))
         return [item]  # an SDK item is one frame
 
     def end(self) -> list[StreamEvent]:
@@ -591,7 +595,7 @@ class SdkRun(_SdkBase):
                 raise self._connect_failed(exc) or exc  # noqa: B904  # chained from exc by the core
         self._reads.scope = None
         if scope.cancelled_caught:
-            self._rec.request_sent = True  # unknown; the request may well have left: say it may be delivered
+            self._core.request_left()  # unknown; the request may well have left: say it may be delivered
             raise self._core.timed_out(edge)
         return stream
 
@@ -801,7 +805,7 @@ class SyncSdkRun(_SdkBase):
         finally:
             self._opening = None
         if not finished:
-            self._rec.request_sent = True  # unknown; the request may well have left: say it may be delivered
+            self._core.request_left()  # unknown; the request may well have left: say it may be delivered
             raise self._core.timed_out(edge)
         error = attempt.take_error()
         if error is not None:
@@ -826,16 +830,7 @@ class SyncSdkRun(_SdkBase):
                 self._seal()
                 raise StopIteration
             self._ready_to_read("with")
-            try:
-                item = self._reads.next(self._iterator)
-            except StopIteration:
-                self._took(core.end())
-                continue
-            except Interrupted as stop:
-                raise core.timed_out(stop.edge) from None
-            except Exception as exc:
-                raise self._read_failed(exc)  # noqa: B904  # chained from exc by the core
-            self._took(core.feed(item))
+            self._took(core.took(self._reads.read(self._iterator)))
         return pending.popleft()
 
     def abort(self, reason: str | None = None, *, source: AbortSource | str = AbortSource.USER) -> None:

@@ -54,11 +54,11 @@ from ..wire import (
     resume_url,
 )
 from ._config import AttemptLink, Ids, StreamConfig
-from ._core import RunCore
+from ._core import END, RunCore
 from ._decoding import decoded_chunks, sync_decoded_chunks
 from ._errors import StreamFailed
 from ._reads import LoopReads
-from ._record import Recorder, RunRecord
+from ._record import RunRecord
 from ._recovery import RESUMABLE_EDGES, ContinuePlan, ResumePlan
 from ._sinks import deliver
 from ._urls import check_base_url
@@ -110,7 +110,6 @@ class Run:
             provider=provider, model=model, body=body, url=url, config=config, ids=ids, delta_keys=delta_keys
         )
         self.config, self.ids, self.run_id, self.trace_id = core.config, core.ids, core.run_id, core.trace_id
-        self._rec: Recorder = core.rec  # the facts a source knows (status, ids, request shape) go here
         self._reads = self._reader()
         # The source, set by the subclass's _connect: the next chunk (raises StopAsyncIteration at the clean
         # end; a StopIteration on a sync source).
@@ -131,7 +130,8 @@ class Run:
         """The chain's earlier attempts, as they stand while this one goes on (a rival raced beside it ended
         after it opened): its record lists them."""
         ids = dataclasses.replace(self.ids, attempts=attempts)
-        self.ids = self._core.ids = self._core.rec.ids = ids
+        self.ids = ids
+        self._core.relinked(ids)
 
     def _reader(self) -> Any:
         return LoopReads(self._core)
@@ -139,10 +139,6 @@ class Run:
     async def _connect(self) -> None:
         """Start the request; on success the core has taken the headers."""
         raise NotImplementedError
-
-    def _read_failed(self, exc: Exception) -> StreamFailed:
-        """A read raised: by default a transport fault after the headers."""
-        return self._core.fault(exc)
 
     async def _close_source(self) -> None:
         return None
@@ -155,12 +151,12 @@ class Run:
 
     @property
     def delta_keys(self) -> Mapping[str, int]:
-        return self._rec.delta_keys
+        return self._core.rec.delta_keys
 
     @property
     def sdk_retries(self) -> int:
         """Requests the SDK made and retried before this run's own (``wrap()``; 0 for ``open_stream``)."""
-        return self._rec.sdk_retries
+        return self._core.rec.sdk_retries
 
     @property
     def state(self) -> State:
@@ -291,23 +287,23 @@ class Run:
                 self._seal()
                 raise StopAsyncIteration
             self._ready_to_read("async with")
-            # Wait for the next chunk (None: the clean end of the source) in a cancel scope that the loop's
-            # watchdog cancels when the earliest deadline passes, and abort() at once; a fault there fails
-            # the run. Inline, not a coroutine: this is paid once per network read.
+            # Wait for the next chunk in a cancel scope that the loop's watchdog cancels when the earliest
+            # deadline passes, and abort() at once; how the read ended goes through the core's read door.
+            # Inline, not a coroutine: this is paid once per network read.
             reads = self._reads
-            chunk: Any = None
+            got: Any = None
             with reads.scope_for_read() as scope:
                 try:
-                    chunk = await self._next_chunk()
+                    got = await self._next_chunk()
                 except StopAsyncIteration:
-                    pass
+                    got = END
                 except Exception as exc:
-                    raise self._read_failed(exc)  # noqa: B904  # chained from exc by the core
+                    got = exc
                 finally:
                     reads.ended()
-            if scope.cancelled_caught:
-                raise core.timed_out(reads.edge)
-            self._took(core.feed(chunk) if chunk is not None else core.end())
+            events = core.took(reads.outcome(scope, got))
+            got = None  # a fault: the failure raised from this frame does not hold it twice
+            self._took(events)
         return pending.popleft()
 
     def _took(self, events: list[ConsumerEvent]) -> None:
@@ -436,11 +432,11 @@ class HttpRun(Run):
         self._owns_client = client is None
         self._connected = False
         if isinstance(plan, ContinuePlan):
-            self._rec.recovery = plan.record(self._sent_as)
+            self._core.recovery(plan.record(self._sent_as))
         elif plan is not None:
-            self._rec.recovery = plan.record()
+            self._core.recovery(plan.record())
         if self._resume is not None:
-            self._rec.response_id(self._resume.response_id)
+            self._core.response_known(self._resume.response_id)
 
     async def _trace(self, name: str, info: Mapping[str, Any]) -> None:
         if not name.endswith(".complete"):
@@ -449,12 +445,11 @@ class HttpRun(Run):
             self._connected = True
             self._core.lifecycle("connected")
         elif "send_request_body" in name:
-            self._rec.request_sent = True
+            self._core.request_left()
             self._core.lifecycle("request_written")
 
     async def _connect(self) -> None:
         config = self.config
-        rec = self._rec
         core = self._core
         if self._client is None:
             # Made before the clock starts: its first making imports the transport (httpcore, trio with it,
@@ -505,27 +500,21 @@ class HttpRun(Run):
             error = provider_error_from_http(response.status_code, response.headers, body)
             if self._resume is not None and 400 <= response.status_code < 500 and response.status_code != 429:
                 self.resume_refusal, basis = refusal_of(response.status_code, body)
-                rec.recovery = {
-                    **self._resume.record(),
-                    "refused": self.resume_refusal.value,
-                    "refused_by": basis,
-                }
+                core.recovery(
+                    {**self._resume.record(), "refused": self.resume_refusal.value, "refused_by": basis}
+                )
             if self._sent_as == ContinueStyle.PREFILL.value and prefill_refused(response.status_code, body):
                 # The model takes no prefill (Anthropic's current ones): the executor goes on by instruction.
                 self.continue_refusal = refusal = ContinueRefusal.PREFILL_UNSUPPORTED
-                rec.recovery = {**(rec.recovery or {}), "refused": refusal.value}
+                core.recovery({**(core.recovery_facts or {}), "refused": refusal.value})
                 marker = f"continue_refused={refusal.value}"
                 error = dataclasses.replace(error, markers=(marker, *error.markers))
             raise core.http_error(error)
         self._next_chunk = body_chunks(response).__anext__
         core.headers(status, response.headers, core.stream_wire(self._adapter))
         if self._resume is not None:  # the stream goes on where it stopped: so does the machine
-            for trigger in self._resume.priming():
-                core.machine.send(trigger)
-            core.lifecycle("resumed")
             call = self._adapter._call  # the call whose arguments were streaming when the stream broke
-            if call is not None:
-                core.ledger.resumed_in(call.call_id, call.name)
+            core.resumed(self._resume.priming(), None if call is None else (call.call_id, call.name))
 
     def resume_plan(self) -> ResumePlan | None:
         """How to re-attach to this run's stream after its failure, when the provider allows it: a background

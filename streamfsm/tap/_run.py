@@ -17,6 +17,7 @@ import anyio
 from ..classify import AbortSource, Diagnosis
 from ..machine import State, Trigger
 from ..runtime import (
+    END,
     ConsumerEvent,
     Ids,
     LoopReads,
@@ -74,7 +75,7 @@ class TapRun:
         self._adapter = adapter
         # What the request asked for, where a bounded look could tell; the response decides (``connected``).
         self.asks_stream = asks_stream
-        core.rec.request["streaming"] = asks_stream
+        core.asks_stream(asks_stream)
         self._events: deque[ConsumerEvent] | None = None  # nobody reads our events (the SDK reads the bytes)
         self._ended = False
         self._due = False
@@ -170,25 +171,23 @@ class TapRun:
     def timed_out(self, edge: Trigger) -> StreamFailed:
         """A watchdog fired (before the headers: the request may well have left)."""
         if not self.core.streaming:
-            self.core.rec.request_sent = True
+            self.core.request_left()
         return self._settle(self.core.timed_out(edge))
 
     def connected(self, status: int, headers: Mapping[str, str], decoder: Any = None) -> None:
         """The headers arrived. ``decoder``: the library's own content decoder of an encoded body (the SDK
         decodes its copy of the bytes; the run decodes the same bytes the same way)."""
         core = self.core
-        rec = core.rec
-        rec.request_sent = True
+        core.request_left()
         if not 200 <= status < 300:
             core.headers(status, headers)  # an HTTP error: its body is read, bounded, until its end
             return
         # The response says whether the call streams: an event stream does, and so does the answer to a
         # request that asked for one (a JSON document there is the stream's failure, as it always was).
         content_type = str(headers.get("content-type", ""))
-        rec.request["streaming"] = self.streams = self.asks_stream is True or self._format.is_stream(
-            content_type
-        )
-        wire: Wire = core.stream_wire(self._adapter) if self.streams else WholeBody(self._adapter, rec)
+        self.streams = self.asks_stream is True or self._format.is_stream(content_type)
+        core.asks_stream(self.streams)
+        wire: Wire = core.stream_wire(self._adapter) if self.streams else WholeBody(self._adapter, core.rec)
         if decoder is not None:
             wire = _Decoded(wire, decoder)
         core.headers(status, headers, wire)
@@ -201,8 +200,13 @@ class TapRun:
 
     def chunk(self, chunk: bytes | None) -> StreamFailed | None:
         """The SDK read ``chunk`` (None: the body ended cleanly); the run's failure if this ended it."""
+        return self.took(END if chunk is None else chunk)
+
+    def took(self, outcome: Any) -> StreamFailed | None:
+        """How a watched read ended, through the core's read door (``RunCore.took``); the run's failure if
+        this ended it."""
         core = self.core
-        events = core.feed(chunk) if chunk is not None else core.end()
+        events = core.took(outcome)
         if self._events is not None:
             self._events.extend(events)
         if core.timing.look_by is not None:
@@ -223,7 +227,7 @@ class TapRun:
         cancelled = exc is not None and self._cancelled(exc)
         if request is None and cancelled and self._cancel_means is not None:
             request = self._cancel_means[:2]
-            core.rec.relay_close = self._cancel_means[2]
+            core.relay_closed(self._cancel_means[2])
         if request is not None and (exc is None or cancelled):
             source, reason = request  # abort() came first (between reads, or it cancelled the reader)
             failure = core.fail(Trigger.LOCAL_ABORT, core.abort_facts(source, reason))
@@ -271,7 +275,7 @@ class TapRun:
     def relay_closed(self, close: RelayClose) -> None:
         """The relay's own word on how the stream closed where the outcome cannot say it: a finished run
         whose terminal event never reached the client, the relay shutting down."""
-        self.core.rec.relay_close = close
+        self.core.relay_closed(close)
 
     def refused(
         self, reason: str, limit: str, nbytes: int = 0, close: RelayClose = RelayClose.OVERLOADED
@@ -281,13 +285,11 @@ class TapRun:
         ``nbytes``: the answer's body the client took): the run ends now as the relay's own abort, with the
         close kind and the limit named in the ``relay`` section, and its record goes to the sinks."""
         core = self.core
-        rec = core.rec
         core.relayed(None, nbytes)
         if nbytes:
-            rec.relayed_end()
-        assert rec.relay is not None
-        rec.relay["limit"] = limit
-        rec.relay_close = close
+            core.relayed_end()
+        core.relay_limit(limit)
+        core.relay_closed(close)
         self.failure = core.fail(Trigger.LOCAL_ABORT, core.abort_facts(AbortSource.APP, reason))
         self.end()
 
@@ -298,10 +300,9 @@ class TapRun:
         core = self.core
         core.relayed(None, nbytes)
         if nbytes:
-            core.rec.relayed_end()
-        assert core.rec.relay is not None
-        core.rec.relay["limit"] = limit
-        core.rec.relay_close = RelayClose.REFUSED
+            core.relayed_end()
+        core.relay_limit(limit)
+        core.relay_closed(RelayClose.REFUSED)
         self.abort(reason, source=AbortSource.APP)
 
     def hold(self) -> None:
@@ -318,11 +319,11 @@ class TapRun:
     def relayed_error(self, source: str, nbytes: int = 0) -> None:
         """An in-band error event reached the client: the upstream's own (``"upstream"``, passed on in the
         chunk that carried it) or the relay's (``"relay"``, ``nbytes`` of it)."""
-        self.core.rec.relayed_error(source, nbytes)
+        self.core.relayed_error(source, nbytes)
 
     def relayed_end(self) -> None:
         """The response's clean end reached the client (the last chunk of its framing was written)."""
-        self.core.rec.relayed_end()
+        self.core.relayed_end()
 
     def relayed_bytes(self, nbytes: int) -> None:
         """A relay wrote ``nbytes`` downstream that carried no consumer event of their own (the rest of a
@@ -333,8 +334,7 @@ class TapRun:
     @property
     def terminal_relayed(self) -> bool:
         """Whether a relay reported the terminal event written downstream."""
-        relay = self.core.rec.relay
-        return relay is not None and bool(relay["terminal_sent"])
+        return self.core.terminal_relayed
 
     def ended_without_terminal(self) -> bool:
         return self.failure is not None and self.failure.record["outcome"]["edge"] == _EOF_EDGE
