@@ -36,6 +36,7 @@ from ._core import DEADLINE, END, STOP, ReadEnd, RunCore, SseWire, Wire
 from ._decoding import as_bytes, content_decoder
 from ._delivery import Partial, RetryingEvent, ToolResult
 from ._errors import NoRoute, StreamError, StreamFailed
+from ._handle import RunHandle
 from ._labels import BoundedLabel
 from ._logs import LogProblem, OnProblem, log_files, read_records
 from ._reads import LoopReads
@@ -62,6 +63,7 @@ from ._sync_reads import ThreadReads, socket_of
 from ._urls import check_base_url
 from ._watchdog import loop_time, plain_scope_class, running_trio
 from ._whole import WholeBody
+from .drivers.sync_http import SyncHttpRun, open_sync_stream
 
 __all__ = [
     "BREAKERS",
@@ -122,6 +124,7 @@ __all__ = [
     "Routing",
     "Run",
     "RunCore",
+    "RunHandle",
     "RunRecord",
     "SdkRun",
     "SseWire",
@@ -129,6 +132,7 @@ __all__ = [
     "StreamError",
     "StreamEvent",
     "StreamFailed",
+    "SyncHttpRun",
     "SyncSdkRun",
     "TextDelta",
     "ThreadReads",
@@ -158,6 +162,7 @@ __all__ = [
     "log_files",
     "loop_time",
     "open_stream",
+    "open_sync_stream",
     "plain_scope_class",
     "read_records",
     "recent_records",

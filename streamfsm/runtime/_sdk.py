@@ -77,12 +77,10 @@ import time
 import typing
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
-from types import TracebackType
 from typing import Any, Final, overload
 
 import anyio
 
-from ..classify import AbortSource
 from ..classify._provider import provider_error_from_event, provider_error_from_sdk
 from ..classify._redact import redact_text, redact_url
 from ..classify._taxonomy import ProviderError, TransportKind
@@ -94,7 +92,6 @@ from ..wire import (
     NO_FINISH_REASON,
     UNEXPECTED_EVENT,
     UNEXPECTED_SHAPE,
-    ConsumerEvent,
     ProtocolViolation,
     SdkAnthropic,
     SdkBedrockConverse,
@@ -108,9 +105,11 @@ from ..wire import (
 from ._config import Ids, StreamConfig
 from ._core import RunCore, Wire
 from ._errors import StreamFailed
+from ._handle import ConsumerRun
 from ._record import request_shape
-from ._stream import Run, body_chunks, sync_body_chunks
-from ._sync_reads import ThreadReads, socket_of
+from ._stream import Run, _no_chunks, body_chunks, sync_body_chunks
+from ._sync_reads import socket_of
+from ._sync_run import SyncRun
 from ._watchdog import loop_time
 
 __all__ = ["SDK_PROVIDERS", "SdkRun", "SyncSdkRun", "wrap"]
@@ -364,7 +363,7 @@ _UNKNOWN_PROVIDER_ERROR: Final[ProviderError] = provider_error_from_event({"erro
 # -- the shared part ------------------------------------------------------------------------------------
 
 
-class _SdkBase(Run):
+class _SdkBase(ConsumerRun):
     """What the async and the sync SDK runs share: the source's description, its translator, its facts, and
     how its exceptions are classified."""
 
@@ -384,15 +383,11 @@ class _SdkBase(Run):
         provider = _check_provider(provider)
         if provider is not None:
             _check_match(provider, sdk, flavour)
-        super().__init__(
-            provider=provider or flavour or sdk or "sdk",
-            model=None,
-            body={},
-            url="",
-            delta_keys={},
-            config=config,
-            ids=ids,
+        core = RunCore(
+            provider=provider or flavour or sdk or "sdk", model=None, body={}, url="", config=config, ids=ids
         )
+        self._hold(core, self._reader(core))
+        self._response: Any = None  # the SDK stream's HTTP response, once there is one
         self._sdk_stream = stream
         self._opener = opener
         self._closer = closer
@@ -568,8 +563,12 @@ class _ItemWire:
 # -- async --------------------------------------------------------------------------------------------------
 
 
-class SdkRun(_SdkBase):
+class SdkRun(_SdkBase, Run):
     """A run over an async SDK stream (or the awaitable that opens one). Make one with ``wrap()``."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._next_chunk: Callable[[], Awaitable[Any]] = _no_chunks
 
     async def __aenter__(self) -> SdkRun:
         await super().__aenter__()
@@ -694,71 +693,29 @@ class _OpenAttempt:
             return self._finished
 
 
-class SyncSdkRun(_SdkBase):
+class SyncSdkRun(_SdkBase, SyncRun):
     """A run over a sync SDK stream: ``with wrap(stream) as run: for event in run: ...``.
 
     The same interface as the async run, minus what needs an event loop (``async with``): ``with
     run.tool(call_id):``, ``tool_started`` / ``tool_finished`` and ``abort`` (also from another thread) work
     as there."""
 
-    _reads: ThreadReads
-
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._opening: _OpenAttempt | None = None  # set while a manager's __enter__ runs on its helper
 
-    def _reader(self) -> ThreadReads:
-        return ThreadReads(self._core)
+    def _close_sync(self) -> None:
+        stream = self._sdk_stream
+        if stream is not None:
+            if self._closer is not None:  # an entered MessageStreamManager
+                self._closer(None, None, None)
+            elif callable(getattr(stream, "close", None)):
+                stream.close()
 
-    def _end_locally(self, exc: BaseException | None) -> None:
-        self._core.local_end(exc)  # no event loop here: nothing is a cancellation
-
-    # -- lifecycle --------------------------------------------------------------------------------------
-
-    def __enter__(self) -> SyncSdkRun:
-        if self._entered:
-            raise RuntimeError("a run can be entered only once; open a new stream for a new attempt")
-        self._entered = True
-        try:
-            if self._core.abort_request is not None:  # aborted before it started: send nothing
-                raise self._core.timed_out(Trigger.LOCAL_ABORT)
-            self._connect_sync()
-        except BaseException as exc:
-            if not self._core.done:
-                self._end_locally(exc)
-            self._cleanup_sync()
-            raise
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        try:
-            if not self._core.done:
-                self._end_locally(exc)
-            self._seal()
-        finally:
-            self._cleanup_sync()
-
-    async def __aenter__(self) -> SyncSdkRun:
-        raise TypeError("this run wraps a sync SDK stream: use `with` and `for`, not `async with`")
-
-    def __aiter__(self) -> SyncSdkRun:
-        raise TypeError("this run wraps a sync SDK stream: iterate it with `for`")
-
-    def _cleanup_sync(self) -> None:
-        try:
-            stream = self._sdk_stream
-            if stream is not None:
-                if self._closer is not None:  # an entered MessageStreamManager
-                    self._closer(None, None, None)
-                elif callable(getattr(stream, "close", None)):
-                    stream.close()
-        except Exception as exc:  # the class only: a message may quote data
-            _log.warning("closing the SDK stream failed (%s)", type(exc).__name__)
-        finally:
-            self._reads.forget()
-            self._emit()
+    def _wake(self) -> None:
+        opening = self._opening
+        if opening is not None:
+            opening.wake()
 
     # -- connecting -------------------------------------------------------------------------------------
 
@@ -814,32 +771,6 @@ class SyncSdkRun(_SdkBase):
             finally:
                 del error  # this frame is in its traceback: a cycle
         return attempt.stream
-
-    # -- streaming --------------------------------------------------------------------------------------
-
-    def __iter__(self) -> SyncSdkRun:
-        return self
-
-    def __next__(self) -> ConsumerEvent:
-        pending = self._pending
-        core = self._core
-        while not pending:
-            if core.done:
-                if self._deferred is not None:
-                    raise self._take_deferred()
-                self._seal()
-                raise StopIteration
-            self._ready_to_read("with")
-            self._took(core.took(self._reads.read(self._iterator)))
-        return pending.popleft()
-
-    def abort(self, reason: str | None = None, *, source: AbortSource | str = AbortSource.USER) -> None:
-        """Stop the stream now, also from another thread; the run fails as ``local_abort``."""
-        if self._core.abort(reason, source):
-            opening = self._opening
-            if opening is not None:
-                opening.wake()
-            self._reads.interrupt()
 
 
 def _botocore_socket(stream: object) -> Any:

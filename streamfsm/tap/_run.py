@@ -14,21 +14,19 @@ from typing import Any, Final
 
 import anyio
 
-from ..classify import AbortSource, Diagnosis
-from ..machine import State, Trigger
+from ..classify import AbortSource
+from ..machine import Trigger
 from ..runtime import (
     END,
     ConsumerEvent,
     Ids,
     LoopReads,
     RelayClose,
-    Result,
     RunCore,
-    RunRecord,
+    RunHandle,
     StreamConfig,
     StreamFailed,
     ThreadReads,
-    ToolScope,
     WholeBody,
     Wire,
     as_bytes,
@@ -40,12 +38,10 @@ from ._notes import Witness, detached
 _EOF_EDGE: Final = Trigger.EOF_WITHOUT_TERMINAL.value
 
 
-class TapRun:
+class TapRun(RunHandle):
     """One LLM call watched by the tap, streaming or one whole JSON answer: a driver of one ``RunCore``
     (``core``), whose reads (``reads``) the transport brackets; async reads: the loop's watchdog cancels a
     read's scope when its deadline passes."""
-
-    reads: LoopReads | ThreadReads
 
     def __init__(
         self,
@@ -69,8 +65,8 @@ class TapRun:
             ids=ids,
             delta_keys=adapter.delta_keys,
         )
-        self.config, self.ids, self.run_id, self.trace_id = core.config, core.ids, core.run_id, core.trace_id
-        self.reads = self._reader()
+        self._hold(core, self._reader(core))
+        self.reads: LoopReads | ThreadReads = self._reads
         adapter.lean()  # the SDK reads the text from its own copy of the bytes; the run needs the kinds
         self._adapter = adapter
         # What the request asked for, where a bounded look could tell; the response decides (``connected``).
@@ -86,79 +82,20 @@ class TapRun:
         self.streams: bool | None = None  # once a 2xx response said it
         self._witness = Witness()  # for failure_of, when a framework raises an exception of its own
 
-    def _reader(self) -> LoopReads | ThreadReads:
-        return LoopReads(self.core)
+    def _reader(self, core: RunCore) -> LoopReads | ThreadReads:
+        return LoopReads(core)
 
-    # -- what a caller reads, as on any run -------------------------------------------------------------
-
-    @property
-    def provider(self) -> str:
-        return self.core.provider
+    # -- what a caller reads, as on any run: the handle's (``RunHandle``) ----------------------------------
 
     @property
     def done(self) -> bool:
         return self.core.done
-
-    @property
-    def state(self) -> State:
-        return self.core.state
-
-    @property
-    def history(self) -> tuple[Trigger, ...]:
-        return self.core.history
-
-    @property
-    def record(self) -> RunRecord | None:
-        return self.core.record
-
-    @property
-    def diagnosis(self) -> Diagnosis | None:
-        return self.core.diagnosis
-
-    @property
-    def finished(self) -> bool:
-        return self.core.finished
-
-    @property
-    def delta_keys(self) -> Mapping[str, int]:
-        return self.core.rec.delta_keys
-
-    @property
-    def sdk_retries(self) -> int:
-        return self.core.rec.sdk_retries
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.provider} {self.core.state} run_id={self.run_id}>"
 
     def collect(self) -> TapRun:
         """As ``Run.collect``: the text is kept, so the deltas carry it again (see ``Adapter.lean``)."""
         self._adapter.lean(False)
         self.core.collect()
         return self
-
-    def result(self) -> Result:
-        return self.core.result()
-
-    # -- the agent's facts, as on any run ----------------------------------------------------------------
-
-    def abort(self, reason: str | None = None, *, source: AbortSource | str = AbortSource.USER) -> None:
-        """Stop the stream now (also from another thread, on a sync run): the read in progress ends, and the
-        next one fails as this abort."""
-        if self.core.abort(reason, source):
-            self.reads.interrupt()
-
-    def tool_started(self, call_id: str, effect: str = "effectful") -> None:
-        self.reads.tool_started(call_id, effect)
-
-    def tool_finished(self, call_id: str, ok: bool = True) -> None:
-        self.reads.tool_finished(call_id, ok)
-
-    def tool(self, call_id: str, effect: str = "effectful") -> ToolScope:
-        return ToolScope(self, call_id, effect)
-
-    def relayed(self, event: ConsumerEvent | str, nbytes: int = 0, *, terminal: bool | None = None) -> None:
-        """As ``Run.relayed``: a relay reports what it wrote downstream."""
-        self.core.relayed(event, nbytes, terminal)
 
     # -- what the transport reports -------------------------------------------------------------------
 
@@ -390,8 +327,8 @@ class SyncTapRun(TapRun):
 
     reads: ThreadReads
 
-    def _reader(self) -> ThreadReads:
-        return ThreadReads(self.core)
+    def _reader(self, core: RunCore) -> ThreadReads:
+        return ThreadReads(core)
 
     def _cancelled(self, exc: BaseException) -> bool:
         return False  # no event loop here: nothing is a cancellation
