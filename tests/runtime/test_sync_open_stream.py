@@ -17,7 +17,7 @@ import pytest
 
 import streamfsm
 from streamfsm.runtime import Ids, StreamConfig, StreamFailed
-from streamfsm.testing import FaultServerThread, catalog
+from streamfsm.testing import End, FaultServerThread, Headers, Send, Status, catalog, text_stream
 from streamfsm.testing._harness import BODIES, ScenarioRouter, _AgentError, _outcome, _Role, run_scenario
 from streamfsm.testing._script import unused_port
 from streamfsm.wire import adapter_for
@@ -120,3 +120,36 @@ def test_a_sync_run_refuses_async_use_and_abort_from_another_thread_ends_a_stall
     timer.join(5)
     assert failed.value.diagnosis.edge.value == "local_abort"
     assert run.record is not None and run.record["abort"]["reason"] == "enough"
+
+
+def test_the_sync_retrying_form_retries_sync_open_stream_runs() -> None:
+    sse = (("content-type", "text/event-stream"),)
+    answer = (Headers(200, sse), *(Send(frame) for frame in text_stream("openai-chat", ["Hel", "lo"])), End())
+    scripts = [
+        (Status(503, (("content-type", "application/json"),), b'{"error": {"message": "busy"}}'),),
+        answer,
+    ]
+    served: list[Any] = []
+
+    def router(request: Any) -> Any:
+        served.append(request)
+        return scripts[min(len(served), len(scripts)) - 1]
+
+    records: list[Any] = []
+    with FaultServerThread(router) as server:
+
+        def open_attempt(ids: Ids) -> Any:
+            return streamfsm.open_sync_stream(
+                "openai-chat",
+                base_url=server.base_url,
+                json=BODIES["openai-chat"],
+                config=StreamConfig(sinks=(records.append,)),
+                ids=ids,
+            )
+
+        policy = streamfsm.RetryPolicy(3, 30, initial_delay_s=0.01, max_delay_s=0.02)
+        with streamfsm.retrying(policy, open_attempt) as run:
+            text = "".join(event.text for event in run if isinstance(event, streamfsm.TextDelta))
+    assert text == "Hello" and len(served) == 2
+    assert [record["outcome"]["edge"] for record in records] == ["http_error", None]
+    assert records[1]["ids"]["previous_run_id"] == records[0]["ids"]["run_id"]
