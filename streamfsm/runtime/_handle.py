@@ -37,12 +37,13 @@ class RunHandle:
     _core: RunCore
     _reads: Any  # LoopReads | ThreadReads
 
-    def _reader(self, core: RunCore) -> Any:
-        """The driver's watched reads (``LoopReads``, ``ThreadReads``) of ``core``."""
+    def _reader(self) -> Any:
+        """The driver's watched reads (``LoopReads``, ``ThreadReads``) of its core (``_core``)."""
         raise NotImplementedError
 
-    def _hold(self, core: RunCore, reads: Any) -> None:
-        self._core, self._reads = core, reads
+    def _hold(self, core: RunCore) -> None:
+        self._core = core
+        self._reads = self._reader()
         self.config, self.ids, self.run_id, self.trace_id = core.config, core.ids, core.run_id, core.trace_id
 
     # -- what the caller reads --------------------------------------------------------------------------
@@ -135,8 +136,8 @@ class ConsumerRun(RunHandle):
     _deferred: StreamFailed | None
     _entered: bool
 
-    def _hold(self, core: RunCore, reads: Any) -> None:
-        super()._hold(core, reads)
+    def _hold(self, core: RunCore) -> None:
+        super()._hold(core)
         self._pending = deque()
         self._entered = False
         self._deferred = None

@@ -386,7 +386,7 @@ class _SdkBase(ConsumerRun):
         core = RunCore(
             provider=provider or flavour or sdk or "sdk", model=None, body={}, url="", config=config, ids=ids
         )
-        self._hold(core, self._reader(core))
+        self._hold(core)
         self._response: Any = None  # the SDK stream's HTTP response, once there is one
         self._sdk_stream = stream
         self._opener = opener

@@ -106,7 +106,7 @@ class Run(ConsumerRun):
         core = RunCore(
             provider=provider, model=model, body=body, url=url, config=config, ids=ids, delta_keys=delta_keys
         )
-        self._hold(core, self._reader(core))
+        self._hold(core)
         # The source, set by the subclass's _connect: the next chunk (raises StopAsyncIteration at the clean
         # end; a StopIteration on a sync source).
         self._next_chunk: Callable[[], Awaitable[Any]] = _no_chunks
@@ -119,8 +119,8 @@ class Run(ConsumerRun):
         self.ids = ids
         self._core.relinked(ids)
 
-    def _reader(self, core: RunCore) -> Any:
-        return LoopReads(core)
+    def _reader(self) -> Any:
+        return LoopReads(self._core)
 
     async def _connect(self) -> None:
         """Start the request; on success the core has taken the headers."""

@@ -16,7 +16,6 @@ from typing import Any, Final, TypeVar
 from ..classify import AbortSource
 from ..machine import Trigger
 from ..wire import ConsumerEvent
-from ._core import RunCore
 from ._handle import ConsumerRun
 from ._sync_reads import ThreadReads
 
@@ -33,8 +32,8 @@ class SyncRun(ConsumerRun):
     _block = "with"
     _iterator: Iterator[Any]
 
-    def _reader(self, core: RunCore) -> ThreadReads:
-        return ThreadReads(core)
+    def _reader(self) -> ThreadReads:
+        return ThreadReads(self._core)
 
     def _connect_sync(self) -> None:
         raise NotImplementedError

@@ -65,7 +65,7 @@ class TapRun(RunHandle):
             ids=ids,
             delta_keys=adapter.delta_keys,
         )
-        self._hold(core, self._reader(core))
+        self._hold(core)
         self.reads: LoopReads | ThreadReads = self._reads
         adapter.lean()  # the SDK reads the text from its own copy of the bytes; the run needs the kinds
         self._adapter = adapter
@@ -82,8 +82,8 @@ class TapRun(RunHandle):
         self.streams: bool | None = None  # once a 2xx response said it
         self._witness = Witness()  # for failure_of, when a framework raises an exception of its own
 
-    def _reader(self, core: RunCore) -> LoopReads | ThreadReads:
-        return LoopReads(core)
+    def _reader(self) -> LoopReads | ThreadReads:
+        return LoopReads(self.core)
 
     # -- what a caller reads, as on any run: the handle's (``RunHandle``) ----------------------------------
 
@@ -327,8 +327,8 @@ class SyncTapRun(TapRun):
 
     reads: ThreadReads
 
-    def _reader(self, core: RunCore) -> ThreadReads:
-        return ThreadReads(core)
+    def _reader(self) -> ThreadReads:
+        return ThreadReads(self.core)
 
     def _cancelled(self, exc: BaseException) -> bool:
         return False  # no event loop here: nothing is a cancellation

@@ -332,7 +332,8 @@ class _StreamBase:
         as it came (a failure the bytes do not show fails the next read), the clean end (``strict_eof``
         fails a stream that ended without its terminal event), the library's own ``ReadTimeout`` for a
         watchdog or ``abort()``, and the read's own fault, each carrying the run's failure."""
-        failure = run.took(got)
+        # A chunk through chunk(), the tap's per-chunk step (the benchmarks take its layers apart there).
+        failure = run.chunk(got) if got.__class__ is bytes else run.took(got)
         if got.__class__ is bytes:
             if failure is not None:
                 self._chunk_failed(failure)

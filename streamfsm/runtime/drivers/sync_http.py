@@ -75,7 +75,7 @@ class SyncHttpRun(SyncRun):
             ids=ids,
             delta_keys=adapter.delta_keys,
         )
-        self._hold(core, self._reader(core))
+        self._hold(core)
         self._adapter = adapter
         self._url, self._body = url, body
         self._headers = dict(headers or {})
