@@ -700,6 +700,8 @@ class SyncSdkRun(_SdkBase, SyncRun):
     run.tool(call_id):``, ``tool_started`` / ``tool_finished`` and ``abort`` (also from another thread) work
     as there."""
 
+    _what = "this run wraps a sync SDK stream"
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._opening: _OpenAttempt | None = None  # set while a manager's __enter__ runs on its helper

@@ -71,11 +71,16 @@ class SyncRun(ConsumerRun):
         finally:
             self._cleanup_sync()
 
+    _what = "this run is a sync one"  # what the refusal of async use says the run is
+
     async def __aenter__(self) -> Any:
-        raise TypeError("this run is a sync one: use `with` and `for`, not `async with`")
+        raise TypeError(f"{self._what}: use `with` and `for`, not `async with`")
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        return None  # never entered: __aenter__ refused
 
     def __aiter__(self) -> Any:
-        raise TypeError("this run is a sync one: iterate it with `for`")
+        raise TypeError(f"{self._what}: iterate it with `for`")
 
     def _cleanup_sync(self) -> None:
         try:
