@@ -104,8 +104,8 @@ class Responses:
             delta_keys=adapter.delta_keys,
         )
         core.begin()
-        core.rec.request_sent = True
-        core.rec.response_headers(101, self.headers)
+        core.request_left()
+        core.source_facts(status=101, headers=self.headers)
         core.headers(None, self.headers, MessageWire(adapter, core.rec))
 
     def relayed(self, text: str) -> None:

@@ -34,10 +34,11 @@ from ..wire import (
 )
 from ._breaker import BREAKERS, Breaker, Breakers, BreakerState, Transition
 from ._config import MAX_ATTEMPT_LINKS, AttemptLink, Ids, RouteTag, StreamConfig
-from ._core import RunCore, SseWire, Wire
+from ._core import DEADLINE, END, STOP, ReadEnd, RunCore, SseWire, Wire
 from ._decoding import as_bytes, content_decoder
 from ._delivery import Partial, RetryingEvent, ToolResult
 from ._errors import NoRoute, StreamError, StreamFailed
+from ._handle import RunHandle
 from ._labels import BoundedLabel
 from ._logs import LogProblem, OnProblem, log_files, read_records
 from ._reads import LoopReads
@@ -60,10 +61,11 @@ from ._sinks import (
     sink_failures,
 )
 from ._stream import HttpRun, Run, ToolScope, open_stream
-from ._sync_reads import Interrupted, ThreadReads, socket_of
+from ._sync_reads import ThreadReads, socket_of
 from ._urls import check_base_url
 from ._watchdog import loop_time, plain_scope_class, running_trio
 from ._whole import WholeBody
+from .drivers.sync_http import SyncHttpRun, open_sync_stream
 
 if TYPE_CHECKING:
     from ._otel import OtelLogSink, OtelSink
@@ -71,9 +73,12 @@ if TYPE_CHECKING:
 __all__ = [
     "BREAKERS",
     "CONTINUE_INSTRUCTION",
+    "DEADLINE",
+    "END",
     "MAX_ATTEMPT_LINKS",
     "SCHEMA",
     "SIGNATURE",
+    "STOP",
     "AttemptLink",
     "AuditLog",
     "BackgroundSink",
@@ -96,7 +101,6 @@ __all__ = [
     "Hop",
     "HttpRun",
     "Ids",
-    "Interrupted",
     "JsonlSink",
     "Keepalive",
     "LogProblem",
@@ -111,6 +115,7 @@ __all__ = [
     "Partial",
     "ProtocolViolation",
     "ProviderErrorEvent",
+    "ReadEnd",
     "ReasoningDelta",
     "Recovery",
     "RelayClose",
@@ -126,6 +131,7 @@ __all__ = [
     "Routing",
     "Run",
     "RunCore",
+    "RunHandle",
     "RunRecord",
     "SdkRun",
     "SseWire",
@@ -133,6 +139,7 @@ __all__ = [
     "StreamError",
     "StreamEvent",
     "StreamFailed",
+    "SyncHttpRun",
     "SyncSdkRun",
     "TextDelta",
     "ThreadReads",
@@ -162,6 +169,7 @@ __all__ = [
     "log_files",
     "loop_time",
     "open_stream",
+    "open_sync_stream",
     "plain_scope_class",
     "read_records",
     "recent_records",

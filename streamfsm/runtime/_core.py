@@ -7,6 +7,16 @@
     events = core.end()                           # the body's clean end
     core.fault(exc) / core.timed_out(edge) / core.local_end(exc, cancelled=...)   # how else it ends
 
+    events = core.took(outcome)                   # or: how a read ended, whatever it was (the read door)
+
+The read door: a driver's watched read ends as one *outcome*: the chunk it read (bytes, or an SDK's item), or
+one of the preallocated ``END`` (the body's clean end), ``DEADLINE`` (a watchdog ended the read; its edge is
+``timing.edge``), ``STOP`` (``abort()`` came between reads or ended the read), or the ``Exception`` the read
+raised (a fault, classified by ``read_fault``). ``took`` decides what each means in one place (a deadline
+with an abort requested is the abort; a fault once an HTTP error's body is read is that error; a fault
+after the end changes nothing) and returns the events, leaving the failure in ``failure`` (``take_failure``).
+Nothing is allocated to say how a read ended.
+
 As h11's ``Connection`` is to HTTP: no sockets, no tasks, no event loop, and the clock is injected (a callable
 returning monotonic seconds). The drivers (``HttpRun``, the SDK runs, the tap's runs; async and sync) read,
 write and time, and hand what happened to one core. A method that ends the run returns its ``StreamFailed``
@@ -55,7 +65,7 @@ from ._failures import ErrorBody, RunFailures
 from ._ledger import Ledger
 from ._record import Recorder, RunRecord
 
-__all__ = ["RunCore", "SseWire", "Wire"]
+__all__ = ["DEADLINE", "END", "STOP", "ReadEnd", "RunCore", "SseWire", "Wire"]
 
 _CONSUMER_TYPES: Final = frozenset(CONSUMER_EVENT_TYPES)
 
@@ -64,6 +74,23 @@ _C = TypeVar("_C", bound="RunCore")
 
 def deadline_after(start: float, timeout: float | None) -> float:
     return math.inf if timeout is None else start + timeout
+
+
+class ReadEnd:
+    """How a read ended without a chunk: one of the preallocated ``END``, ``DEADLINE``, ``STOP``."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<read {self.name}>"
+
+
+END: Final = ReadEnd("end")  # the body ended cleanly
+DEADLINE: Final = ReadEnd("deadline")  # a watchdog ended the read (its edge: ``ReadClock.edge``)
+STOP: Final = ReadEnd("stop")  # abort() ended the read, or came before it
 
 
 class Wire(Protocol):
@@ -137,6 +164,7 @@ class ReadClock:
         "_read_started",
         "config",
         "due_at",
+        "edge",
         "fired_at",
         "look_by",
         "now",
@@ -155,6 +183,7 @@ class ReadClock:
         self.reading = False
         self.read_ended_at = rec.start  # the time of every event the chunk read last carries
         self.fired_at: float | None = None  # when a watchdog found the waiting read past its deadline
+        self.edge = Trigger.TOTAL_TIMEOUT  # the edge of the deadline the waiting read is (was) watched by
         self.due_at: float | None = None  # when a deadline was first found passed, until progress
         self.look_by: float | None = None  # the idle clock restarted: no read's deadline comes before this
         self.total_deadline = deadline_after(rec.start, config.total_timeout)
@@ -284,6 +313,9 @@ class RunCore(RunFailures):
         # run whose result() nobody asked for pays nothing for it.
         self._on_event: Mapping[type, Callable[[RunCore, Any], None]] = _ON_EVENT
         self.timing = ReadClock(config, rec, clock)  # the watchdogs' arithmetic; a driver arms timers
+        # How a read's fault is read: a transport fault by default; an SDK's driver reads its exceptions.
+        # A function of the core, not a driver's bound method: the core holds no driver (no cycle).
+        self.read_fault: Callable[[RunCore, Exception], StreamFailed] = RunCore.fault
 
     def bound_first_token(self, seconds: float) -> None:
         """A route's deadline for the first token, set before the run starts: the headers come within
@@ -431,6 +463,26 @@ class RunCore(RunFailures):
             self._kept_failure(failure)
         return out
 
+    def took(self, outcome: Any) -> list[ConsumerEvent]:
+        """The read door: how a watched read ended (see the module docstring), and the events it carried;
+        the failure it ended the run with is kept in ``failure``."""
+        if outcome.__class__ is bytes:
+            return self.feed(outcome)
+        if outcome.__class__ is ReadEnd:
+            if outcome is END:
+                return self.end()
+            out = self._out = []
+            if not self.done:
+                edge = Trigger.LOCAL_ABORT if outcome is STOP else self.timing.edge
+                self._kept_failure(self.timed_out(edge))
+            return out
+        if isinstance(outcome, Exception):
+            out = self._out = []
+            if not self.done:
+                self._kept_failure(self.read_fault(self, outcome))
+            return out
+        return self.feed(outcome)
+
     def timed_out(self, edge: Trigger) -> StreamFailed:
         """A watchdog's deadline passed (at ``timing.fired_at`` when set), or the read was interrupted: with
         an ``abort()`` requested, the run fails as that abort."""
@@ -502,6 +554,99 @@ class RunCore(RunFailures):
             self.rec.relayed(
                 event.trigger.value, nbytes, isinstance(event, Finish) if terminal is None else terminal
             )
+
+    # -- what a driver knows of its source: the only ways a driver writes the record ---------------------
+
+    def request_left(self) -> None:
+        """The request was written (or may have been: a deadline before the headers, an SDK's own send)."""
+        self.rec.request_sent = True
+
+    def use_format(self, provider: str) -> None:
+        """The source's format, once known (an SDK stream says it late, maybe by its first item)."""
+        self.provider = self.rec.provider = provider
+
+    def read_with(self, reader: Any) -> None:
+        """A translator of the source's own items reads the run: its counts and anomalies are the record's."""
+        self.rec.delta_keys = reader.delta_keys
+        self.rec.adapter = reader
+
+    def bytes_read(self, nbytes: int) -> None:
+        """What the source's own reader counted of the body (an SDK's ``num_bytes_downloaded``)."""
+        self.rec.bytes_received = nbytes
+
+    def source_facts(
+        self,
+        *,
+        status: int | None = None,
+        headers: Mapping[str, str] | None = None,
+        url: str | None = None,
+        request: dict[str, Any] | None = None,
+        model: str | None = None,
+        sdk_retries: int | None = None,
+    ) -> None:
+        """What a source that sent the request itself (an SDK) says of it: each fact given, redacted."""
+        rec = self.rec
+        if sdk_retries is not None:
+            rec.sdk_retries = sdk_retries
+        if status is not None and headers is not None:
+            rec.response_headers(status, headers)
+        if url is not None:
+            rec.url = url
+        if request is not None:
+            rec.request = request
+        if model is not None:
+            rec.model = model
+
+    def asks_stream(self, streaming: bool | None) -> None:
+        """Whether the request asked for a stream (None: unknown), until the response says."""
+        self.rec.request["streaming"] = streaming
+
+    def recovery(self, facts: dict[str, Any] | None) -> None:
+        """This attempt's recovery (a continuation, a resume) and what the provider said of it."""
+        self.rec.recovery = facts
+
+    @property
+    def recovery_facts(self) -> dict[str, Any] | None:
+        return self.rec.recovery
+
+    def response_known(self, response_id: str) -> None:
+        """The provider's id of the response this run reads (a resume knows it before the first byte)."""
+        self.rec.response_id(response_id)
+
+    def resumed(self, priming: Iterable[Trigger], call: tuple[str, str] | None) -> None:
+        """The stream goes on where an earlier attempt's stopped: the machine walks to its state again, and
+        the call whose arguments were streaming is open again."""
+        for trigger in priming:
+            self.machine.send(trigger)
+        self.lifecycle("resumed")
+        if call is not None:
+            self.ledger.resumed_in(*call)
+
+    def relinked(self, ids: Ids) -> None:
+        """The chain's earlier attempts, as they stand now (see ``Run.relink``)."""
+        self.ids = self.rec.ids = ids
+
+    # -- a relay's own words on the run (``streamfsm.relay`` through the tap's run) ----------------------
+
+    def relay_closed(self, close: Any) -> None:
+        self.rec.relay_close = close
+
+    def relay_limit(self, limit: str) -> None:
+        """The relay's own bound that ended the run (its ``relay`` section names it)."""
+        relay = self.rec.relay
+        assert relay is not None, "relayed() before relay_limit()"
+        relay["limit"] = limit
+
+    def relayed_error(self, source: str, nbytes: int = 0) -> None:
+        self.rec.relayed_error(source, nbytes)
+
+    def relayed_end(self) -> None:
+        self.rec.relayed_end()
+
+    @property
+    def terminal_relayed(self) -> bool:
+        relay = self.rec.relay
+        return relay is not None and bool(relay["terminal_sent"])
 
     # -- inside: each step that ends the run raises its StreamFailed, caught at the public boundary ---------
 

@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 
 from ..machine import Trigger
-from ._core import RunCore
+from ._core import DEADLINE, RunCore
 from ._watchdog import (
     ARRIVAL_LOOK_S,
     ARRIVAL_LOOKS,
@@ -37,8 +37,8 @@ __all__ = ["LoopReads"]
 
 
 class LoopReads:
-    """One async run's reads: ``scope()`` begins one (wait in the scope it returns), ``ended()`` ends it;
-    ``edge`` is the edge of the watchdog that cancelled it."""
+    """One async run's reads: ``scope_for_read()`` begins one (wait in the scope it returns), ``ended()`` ends
+    it; ``outcome`` says how it ended, for the core's read door (``RunCore.took``)."""
 
     __slots__ = (
         "_arrival_looks",
@@ -46,7 +46,6 @@ class LoopReads:
         "_entry",
         "_timing",
         "_watchdog",
-        "edge",
         "response",
         "scope",
         "scope_class",
@@ -57,7 +56,6 @@ class LoopReads:
         self._core, self._timing = core, core.timing
         self.scope: anyio.CancelScope | None = None  # the waiting read's
         self.scope_class: Callable[[], anyio.CancelScope] = anyio.CancelScope
-        self.edge = Trigger.TOTAL_TIMEOUT  # the edge of the watchdog that ended the waiting read
         self._arrival_looks = 0  # looks at what arrived since a deadline was found passed (see _watchdog)
         self.socket: Any = None  # the HTTP/1.1 connection's socket, where the driver knows it
         self.response: Any = None  # else the response, whose socket may be found
@@ -79,6 +77,14 @@ class LoopReads:
         """The read returned (or raised): its events carry this time."""
         self.scope = None
         self._timing.read_ended()
+
+    def outcome(self, scope: anyio.CancelScope, got: Any) -> Any:
+        """How the read in ``scope`` ended, for ``RunCore.took``: ``got`` (the chunk, ``END`` or the fault it
+        raised) unless the watchdog or ``abort()`` cancelled it (``DEADLINE``; with an abort requested the
+        core makes that the abort). A read that raised as it was cancelled was cancelled."""
+        if scope.cancelled_caught or (scope.cancel_called and isinstance(got, Exception)):
+            return DEADLINE
+        return got
 
     def interrupt(self) -> None:
         """``abort()``: end the waiting read now."""
@@ -109,7 +115,8 @@ class LoopReads:
         scope = self.scope
         if scope is not None and scope.cancel_called:
             return  # the watchdog (or abort) already ended this read: keep the edge it fired
-        deadline, self.edge = self._timing.read_deadline()
+        timing = self._timing
+        deadline, timing.edge = timing.read_deadline()
         self._watch(deadline)
 
     def forget(self) -> None:
@@ -134,9 +141,9 @@ class LoopReads:
         if deadline > now:
             self._watch(deadline)
         elif self.scope is None:
-            self.edge, timing.fired_at = edge, now
+            timing.edge, timing.fired_at = edge, now
         elif self._arrival_looked(now, edge):
-            self.edge, timing.fired_at = edge, timing.due_at
+            timing.edge, timing.fired_at = edge, timing.due_at
             self.scope.cancel()
 
     def _arrival_looked(self, now: float, edge: Trigger) -> bool:

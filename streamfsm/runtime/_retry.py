@@ -118,6 +118,7 @@ from ._chain import Chain, LinkDecision, link
 from ._config import AttemptLink, Ids, RouteTag
 from ._delivery import DEFAULT_MAX_HELD_EVENTS, Delivery, Partial, RetryingEvent, ToolResult
 from ._errors import NoRoute, StreamFailed
+from ._handle import ConsumerRun
 from ._race import LOST, first_to_answer, read
 from ._record import RunRecord
 from ._recovery import Continuations, ContinuePlan, Offer, Recovery, RecoveryPlan, ResumePlan, offer
@@ -210,13 +211,13 @@ async def _opened(open_attempt: OpenAttempt, ids: Ids, plan: RecoveryPlan | None
     """The attempt ``open_attempt`` opened, checked: a run, built with ``ids``, by open_stream for a plan."""
     opened = open_attempt(ids)
     run = await opened if inspect.isawaitable(opened) else opened
-    if not isinstance(run, Run):
+    if not isinstance(run, ConsumerRun):  # a Run, or for the sync form a sync run (wrap, open_sync_stream)
         raise TypeError(f"open_attempt must return a run (open_stream, wrap), not {type(run).__name__}")
     if run.ids.trace_id != ids.trace_id or run.ids.attempt != ids.attempt:
         raise TypeError("open_attempt must build the run with the Ids it is given (ids=ids)")
     if plan is not None and not isinstance(run, HttpRun):
         raise TypeError("to resume or continue a stream, open_attempt must build its runs with open_stream")
-    return run
+    return run  # a sync run has the members the sync form drives
 
 
 def _check(

@@ -77,13 +77,11 @@ import time
 import typing
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
-from types import TracebackType
 from typing import Any, Final, overload
 
 import anyio
 
 from ..classify import (
-    AbortSource,
     ProviderError,
     TransportKind,
     provider_error_from_event,
@@ -100,7 +98,6 @@ from ..wire import (
     NO_FINISH_REASON,
     UNEXPECTED_EVENT,
     UNEXPECTED_SHAPE,
-    ConsumerEvent,
     ProtocolViolation,
     SdkOpenAIChat,
     SdkSide,
@@ -112,9 +109,11 @@ from ..wire import (
 from ._config import Ids, StreamConfig
 from ._core import RunCore, Wire
 from ._errors import StreamFailed
+from ._handle import ConsumerRun
 from ._record import request_shape
-from ._stream import Run, body_chunks, sync_body_chunks
-from ._sync_reads import Interrupted, ThreadReads, socket_of
+from ._stream import Run, _no_chunks, body_chunks, sync_body_chunks
+from ._sync_reads import socket_of
+from ._sync_run import SyncRun
 from ._watchdog import loop_time
 
 __all__ = ["SDK_PROVIDERS", "SdkRun", "SyncSdkRun", "wrap"]
@@ -362,7 +361,7 @@ _UNKNOWN_PROVIDER_ERROR: Final[ProviderError] = provider_error_from_event({"erro
 # -- the shared part ------------------------------------------------------------------------------------
 
 
-class _SdkBase(Run):
+class _SdkBase(ConsumerRun):
     """What the async and the sync SDK runs share: the source's description, its translator, its facts, and
     how its exceptions are classified."""
 
@@ -382,15 +381,11 @@ class _SdkBase(Run):
         provider = _check_provider(provider)
         if provider is not None:
             _check_match(provider, sdk, flavour)
-        super().__init__(
-            provider=provider or flavour or sdk or "sdk",
-            model=None,
-            body={},
-            url="",
-            delta_keys={},
-            config=config,
-            ids=ids,
+        core = RunCore(
+            provider=provider or flavour or sdk or "sdk", model=None, body={}, url="", config=config, ids=ids
         )
+        self._hold(core)
+        self._response: Any = None  # the SDK stream's HTTP response, once there is one
         self._sdk_stream = stream
         self._opener = opener
         self._closer = closer
@@ -399,6 +394,7 @@ class _SdkBase(Run):
         self._given = provider
         self._helper_events = helper_events
         self._reads_body = False  # whether the run reads the SSE body itself, or the SDK's items
+        self._core.read_fault = _read_fault
         known = provider or flavour
         if known is not None:
             self._use(known)
@@ -407,7 +403,7 @@ class _SdkBase(Run):
 
     def _use(self, provider: str) -> None:
         self._format = provider
-        self._core.provider = self._rec.provider = provider
+        self._core.use_format(provider)
 
     # -- the opened stream --------------------------------------------------------------------------------
 
@@ -436,7 +432,7 @@ class _SdkBase(Run):
             self._use(flavour)
         self._sdk_stream = outer
         self._response = self._reads.response = response = getattr(stream, "response", None)
-        self._rec.request_sent = True
+        self._core.request_left()
         self._response_facts(response)
         core = self._core
         wire: Wire
@@ -454,29 +450,33 @@ class _SdkBase(Run):
         return chunks
 
     def _response_facts(self, response: Any) -> None:
-        rec = self._rec
-        rec.sdk_retries = sdk_retries_of(response)
+        core = self._core
         status = getattr(response, "status_code", None)
         headers = getattr(response, "headers", None)
-        if type(status) is int and isinstance(headers, Mapping):
-            rec.response_headers(status, headers)
+        known = type(status) is int and isinstance(headers, Mapping)
+        core.source_facts(
+            sdk_retries=sdk_retries_of(response),
+            status=status if known else None,
+            headers=headers if known else None,
+        )
         try:
             request = response.request
             url = str(request.url)
             content = request.content
         except Exception:  # no request on this response, or a streamed request body
             return
-        rec.url = redact_url(url)
+        core.source_facts(url=redact_url(url))
         if isinstance(content, (bytes, bytearray)) and 0 < len(content) <= _MAX_REQUEST_BODY:
             try:
                 body = json.loads(content)
             except (ValueError, RecursionError):
                 return
             if isinstance(body, dict):
-                rec.request = request_shape(body)
                 model = body.get("model")
-                if isinstance(model, str) and model:
-                    rec.model = redact_text(model, limit=128)
+                core.source_facts(
+                    request=request_shape(body),
+                    model=redact_text(model, limit=128) if isinstance(model, str) and model else None,
+                )
 
     # -- faults -------------------------------------------------------------------------------------------
 
@@ -490,7 +490,7 @@ class _SdkBase(Run):
             response = getattr(exc, "response", None)
             if response is not None:
                 self._response_facts(response)
-            self._rec.request_sent = True
+            core.request_left()
             facts = core.http_error_facts(provider or _UNKNOWN_PROVIDER_ERROR)
             return core.fail(Trigger.HTTP_ERROR, facts, exc)
         transport = transport_facts(exc, headers_received=False)
@@ -498,23 +498,24 @@ class _SdkBase(Run):
             return None
         return core.fault(exc)
 
-    def _read_failed(self, exc: Exception) -> StreamFailed:
-        core = self._core
-        family = _sdk_error(exc)
-        provider = provider_error_from_sdk(exc)
-        if provider is not None or family == "provider":
-            # openai raises in-band error data as a bare APIError; anthropic raises `event: error` as an
-            # APIStatusError with status 200: the body decides, never the 200.
-            facts = core.facts(provider=provider or _UNKNOWN_PROVIDER_ERROR)
-            return core.fail(Trigger.PROVIDER_ERROR_EVENT, facts, exc)
-        if isinstance(exc, json.JSONDecodeError):
-            return core.fail(Trigger.PROTOCOL_VIOLATION, core.facts(detail=MALFORMED_JSON), exc)
-        damaged = event_stream_violation(exc)  # botocore read a damaged AWS event-stream message
-        if damaged is not None:
-            return core.fail(Trigger.PROTOCOL_VIOLATION, core.facts(detail=damaged), exc)
-        if family == "shape" or any(n == ("pydantic_core", "ValidationError") for n in _names(exc)):
-            return core.fail(Trigger.PROTOCOL_VIOLATION, core.facts(detail=UNEXPECTED_SHAPE), exc)
-        return core.fault(exc)
+
+def _read_fault(core: RunCore, exc: Exception) -> StreamFailed:
+    """How an SDK run reads the fault its read raised (``RunCore.read_fault``): its exceptions by class."""
+    family = _sdk_error(exc)
+    provider = provider_error_from_sdk(exc)
+    if provider is not None or family == "provider":
+        # openai raises in-band error data as a bare APIError; anthropic raises `event: error` as an
+        # APIStatusError with status 200: the body decides, never the 200.
+        facts = core.facts(provider=provider or _UNKNOWN_PROVIDER_ERROR)
+        return core.fail(Trigger.PROVIDER_ERROR_EVENT, facts, exc)
+    if isinstance(exc, json.JSONDecodeError):
+        return core.fail(Trigger.PROTOCOL_VIOLATION, core.facts(detail=MALFORMED_JSON), exc)
+    damaged = event_stream_violation(exc)  # botocore read a damaged AWS event-stream message
+    if damaged is not None:
+        return core.fail(Trigger.PROTOCOL_VIOLATION, core.facts(detail=damaged), exc)
+    if family == "shape" or any(n == ("pydantic_core", "ValidationError") for n in _names(exc)):
+        return core.fail(Trigger.PROTOCOL_VIOLATION, core.facts(detail=UNEXPECTED_SHAPE), exc)
+    return core.fault(exc)
 
 
 class _ItemWire:
@@ -532,22 +533,20 @@ class _ItemWire:
 
     def _translate(self, flavour: str) -> None:
         translator = self.translator = _TRANSLATORS[flavour]()
-        rec = self._core.rec
-        rec.delta_keys = translator.delta_keys
-        rec.adapter = translator  # its anomalies are the record's wire evidence, as on the wire
+        self._core.read_with(translator)  # its anomalies are the record's wire evidence, as on the wire
         self.feed = translator.feed_item
 
     def _first_item(self, item: Any) -> list[StreamEvent]:
         flavour = _flavour_of_item(item)
         if flavour is None or (self._sdk is not None and not _sdk_matches(flavour, self._sdk)):
             raise ProtocolViolation(UNEXPECTED_EVENT, 0)
-        self._core.provider = self._core.rec.provider = flavour
+        self._core.use_format(flavour)
         self._translate(flavour)
         return self.feed(item)
 
     def frames(self, item: Any) -> list[Any]:
         if self._response is not None:
-            self._core.rec.bytes_received = getattr(self._response, "num_bytes_downloaded", 0)
+            self._core.bytes_read(getattr(self._response, "num_bytes_downloaded", 0))
         return [item]  # an SDK item is one frame
 
     def end(self) -> list[StreamEvent]:
@@ -563,8 +562,12 @@ class _ItemWire:
 # -- async --------------------------------------------------------------------------------------------------
 
 
-class SdkRun(_SdkBase):
+class SdkRun(_SdkBase, Run):
     """A run over an async SDK stream (or the awaitable that opens one). Make one with ``wrap()``."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._next_chunk: Callable[[], Awaitable[Any]] = _no_chunks
 
     async def __aenter__(self) -> SdkRun:
         await super().__aenter__()
@@ -590,7 +593,7 @@ class SdkRun(_SdkBase):
                 raise self._connect_failed(exc) or exc  # noqa: B904  # chained from exc by the core
         self._reads.scope = None
         if scope.cancelled_caught:
-            self._rec.request_sent = True  # unknown; the request may well have left: say it may be delivered
+            self._core.request_left()  # unknown; the request may well have left: say it may be delivered
             raise self._core.timed_out(edge)
         return stream
 
@@ -689,71 +692,31 @@ class _OpenAttempt:
             return self._finished
 
 
-class SyncSdkRun(_SdkBase):
+class SyncSdkRun(_SdkBase, SyncRun):
     """A run over a sync SDK stream: ``with wrap(stream) as run: for event in run: ...``.
 
     The same interface as the async run, minus what needs an event loop (``async with``): ``with
     run.tool(call_id):``, ``tool_started`` / ``tool_finished`` and ``abort`` (also from another thread) work
     as there."""
 
-    _reads: ThreadReads
+    _what = "this run wraps a sync SDK stream"
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._opening: _OpenAttempt | None = None  # set while a manager's __enter__ runs on its helper
 
-    def _reader(self) -> ThreadReads:
-        return ThreadReads(self._core)
+    def _close_sync(self) -> None:
+        stream = self._sdk_stream
+        if stream is not None:
+            if self._closer is not None:  # an entered MessageStreamManager
+                self._closer(None, None, None)
+            elif callable(getattr(stream, "close", None)):
+                stream.close()
 
-    def _end_locally(self, exc: BaseException | None) -> None:
-        self._core.local_end(exc)  # no event loop here: nothing is a cancellation
-
-    # -- lifecycle --------------------------------------------------------------------------------------
-
-    def __enter__(self) -> SyncSdkRun:
-        if self._entered:
-            raise RuntimeError("a run can be entered only once; open a new stream for a new attempt")
-        self._entered = True
-        try:
-            if self._core.abort_request is not None:  # aborted before it started: send nothing
-                raise self._core.timed_out(Trigger.LOCAL_ABORT)
-            self._connect_sync()
-        except BaseException as exc:
-            if not self._core.done:
-                self._end_locally(exc)
-            self._cleanup_sync()
-            raise
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        try:
-            if not self._core.done:
-                self._end_locally(exc)
-            self._seal()
-        finally:
-            self._cleanup_sync()
-
-    async def __aenter__(self) -> SyncSdkRun:
-        raise TypeError("this run wraps a sync SDK stream: use `with` and `for`, not `async with`")
-
-    def __aiter__(self) -> SyncSdkRun:
-        raise TypeError("this run wraps a sync SDK stream: iterate it with `for`")
-
-    def _cleanup_sync(self) -> None:
-        try:
-            stream = self._sdk_stream
-            if stream is not None:
-                if self._closer is not None:  # an entered MessageStreamManager
-                    self._closer(None, None, None)
-                elif callable(getattr(stream, "close", None)):
-                    stream.close()
-        except Exception as exc:  # the class only: a message may quote data
-            _log.warning("closing the SDK stream failed (%s)", type(exc).__name__)
-        finally:
-            self._reads.forget()
-            self._emit()
+    def _wake(self) -> None:
+        opening = self._opening
+        if opening is not None:
+            opening.wake()
 
     # -- connecting -------------------------------------------------------------------------------------
 
@@ -800,7 +763,7 @@ class SyncSdkRun(_SdkBase):
         finally:
             self._opening = None
         if not finished:
-            self._rec.request_sent = True  # unknown; the request may well have left: say it may be delivered
+            self._core.request_left()  # unknown; the request may well have left: say it may be delivered
             raise self._core.timed_out(edge)
         error = attempt.take_error()
         if error is not None:
@@ -809,41 +772,6 @@ class SyncSdkRun(_SdkBase):
             finally:
                 del error  # this frame is in its traceback: a cycle
         return attempt.stream
-
-    # -- streaming --------------------------------------------------------------------------------------
-
-    def __iter__(self) -> SyncSdkRun:
-        return self
-
-    def __next__(self) -> ConsumerEvent:
-        pending = self._pending
-        core = self._core
-        while not pending:
-            if core.done:
-                if self._deferred is not None:
-                    raise self._take_deferred()
-                self._seal()
-                raise StopIteration
-            self._ready_to_read("with")
-            try:
-                item = self._reads.next(self._iterator)
-            except StopIteration:
-                self._took(core.end())
-                continue
-            except Interrupted as stop:
-                raise core.timed_out(stop.edge) from None
-            except Exception as exc:
-                raise self._read_failed(exc)  # noqa: B904  # chained from exc by the core
-            self._took(core.feed(item))
-        return pending.popleft()
-
-    def abort(self, reason: str | None = None, *, source: AbortSource | str = AbortSource.USER) -> None:
-        """Stop the stream now, also from another thread; the run fails as ``local_abort``."""
-        if self._core.abort(reason, source):
-            opening = self._opening
-            if opening is not None:
-                opening.wake()
-            self._reads.interrupt()
 
 
 def _botocore_socket(stream: object) -> Any:

@@ -25,7 +25,6 @@ import dataclasses
 import functools
 import logging
 import ssl
-from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
@@ -33,8 +32,8 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
 import anyio
 import httpx
 
-from ..classify import AbortSource, Diagnosis, TransportKind, provider_error_from_http, transport_facts
-from ..machine import State, Trigger
+from ..classify import TransportKind, provider_error_from_http, transport_facts
+from ..machine import Trigger
 from ..wire import (
     Adapter,
     ConsumerEvent,
@@ -48,13 +47,12 @@ from ..wire import (
     prefill_refused,
 )
 from ._config import AttemptLink, Ids, StreamConfig
-from ._core import RunCore
+from ._core import END, RunCore
 from ._decoding import decoded_chunks, sync_decoded_chunks
-from ._errors import StreamFailed
+from ._handle import ConsumerRun
+from ._handle import ToolScope as ToolScope  # where the retry and the package import it from
 from ._reads import LoopReads
-from ._record import Recorder, RunRecord
 from ._recovery import RESUMABLE_EDGES, ContinuePlan, ResumePlan
-from ._sinks import deliver
 from ._urls import check_base_url
 from ._watchdog import loop_time, plain_scope_class
 
@@ -81,7 +79,7 @@ def _default_tls() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-class Run:
+class Run(ConsumerRun):
     """One LLM stream. Use as ``async with``; iterate it for normalised events.
 
     The agent reports its own facts here: ``tool_started`` / ``tool_finished`` (or ``async with
@@ -103,32 +101,21 @@ class Run:
         config: StreamConfig | None,
         ids: Ids | Mapping[str, Any] | None,
     ) -> None:
-        core = self._core = RunCore(
+        core = RunCore(
             provider=provider, model=model, body=body, url=url, config=config, ids=ids, delta_keys=delta_keys
         )
-        self.config, self.ids, self.run_id, self.trace_id = core.config, core.ids, core.run_id, core.trace_id
-        self._rec: Recorder = core.rec  # the facts a source knows (status, ids, request shape) go here
-        self._reads = self._reader()
+        self._hold(core)
         # The source, set by the subclass's _connect: the next chunk (raises StopAsyncIteration at the clean
         # end; a StopIteration on a sync source).
         self._next_chunk: Callable[[], Awaitable[Any]] = _no_chunks
         self._response: Any = None  # the HTTP response whose body is read, once there is one
-        self._pending: deque[ConsumerEvent] = deque()
-        self._entered = False
-        self._deferred: StreamFailed | None = None
-
-    def bound_first_token(self, seconds: float) -> None:
-        """A route's deadline for the first token (see `Route.first_token_s`): before the run is entered."""
-        if self._entered:
-            raise RuntimeError("a run's first-token deadline is set before it is entered")
-        self._core.bound_first_token(seconds)
-        self.config = self._core.config
 
     def relink(self, attempts: tuple[AttemptLink, ...]) -> None:
         """The chain's earlier attempts, as they stand while this one goes on (a rival raced beside it ended
         after it opened): its record lists them."""
         ids = dataclasses.replace(self.ids, attempts=attempts)
-        self.ids = self._core.ids = self._core.rec.ids = ids
+        self.ids = ids
+        self._core.relinked(ids)
 
     def _reader(self) -> Any:
         return LoopReads(self._core)
@@ -137,70 +124,8 @@ class Run:
         """Start the request; on success the core has taken the headers."""
         raise NotImplementedError
 
-    def _read_failed(self, exc: Exception) -> StreamFailed:
-        """A read raised: by default a transport fault after the headers."""
-        return self._core.fault(exc)
-
     async def _close_source(self) -> None:
         return None
-
-    # -- what the caller reads --------------------------------------------------------------------------
-
-    @property
-    def provider(self) -> str:
-        return self._core.provider
-
-    @property
-    def delta_keys(self) -> Mapping[str, int]:
-        return self._rec.delta_keys
-
-    @property
-    def sdk_retries(self) -> int:
-        """Requests the SDK made and retried before this run's own (``wrap()``; 0 for ``open_stream``)."""
-        return self._rec.sdk_retries
-
-    @property
-    def state(self) -> State:
-        return self._core.state
-
-    @property
-    def history(self) -> tuple[Trigger, ...]:
-        return self._core.history
-
-    @property
-    def record(self) -> RunRecord | None:
-        """The run record, once the run has ended (finished or failed)."""
-        return self._core.record
-
-    @property
-    def diagnosis(self) -> Diagnosis | None:
-        return self._core.diagnosis
-
-    @property
-    def finished(self) -> bool:
-        return self._core.finished
-
-    @property
-    def streaming(self) -> bool:
-        """The headers arrived: the body is being read."""
-        return self._core.streaming
-
-    _streaming = streaming  # the retry executor's name for it
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.provider} {self._core.state} run_id={self.run_id}>"
-
-    def collect(self: _R) -> _R:
-        """Keep the text and reasoning for `result()`; call it before the first event (``for event in
-        run.collect():``). Returns the run. Without it the per-event path keeps nothing."""
-        self._core.collect()
-        return self
-
-    def result(self) -> Result:
-        """What the run produced, once it has ended: text, reasoning and refusal (kept since `collect()`),
-        the complete tool calls, the final usage and the finish reason (None if the run failed before one).
-        The caller's own data: never recorded, logged or shown in a repr."""
-        return self._core.result()
 
     # -- lifecycle --------------------------------------------------------------------------------------
 
@@ -235,11 +160,6 @@ class Run:
         cancelled = exc is not None and isinstance(exc, anyio.get_cancelled_exc_class())
         self._core.local_end(exc, cancelled=cancelled)
 
-    def _seal(self) -> None:
-        self._core.seal()
-        # A failure still held back will not be raised now (the consumer left); its frames hold this run.
-        self._deferred = None
-
     async def _cleanup(self, drain: bool = False) -> None:
         self._reads.forget()
         try:
@@ -268,11 +188,6 @@ class Run:
             except Exception:  # StopAsyncIteration at the end; a fault only costs the connection
                 pass
 
-    def _emit(self) -> None:
-        record = self._core.record
-        if record is not None:
-            deliver(self.config.sinks, record)  # never raises; logs the run, then each sink in order
-
     # -- streaming --------------------------------------------------------------------------------------
 
     def __aiter__(self) -> Run:
@@ -282,88 +197,26 @@ class Run:
         pending = self._pending
         core = self._core
         while not pending:
-            if core.done:
-                if self._deferred is not None:
-                    raise self._take_deferred()
-                self._seal()
+            if self._over():
                 raise StopAsyncIteration
-            self._ready_to_read("async with")
-            # Wait for the next chunk (None: the clean end of the source) in a cancel scope that the loop's
-            # watchdog cancels when the earliest deadline passes, and abort() at once; a fault there fails
-            # the run. Inline, not a coroutine: this is paid once per network read.
+            # Wait for the next chunk in a cancel scope that the loop's watchdog cancels when the earliest
+            # deadline passes, and abort() at once; how the read ended goes through the core's read door.
+            # Inline, not a coroutine: this is paid once per network read.
             reads = self._reads
-            chunk: Any = None
+            got: Any = None
             with reads.scope_for_read() as scope:
                 try:
-                    chunk = await self._next_chunk()
+                    got = await self._next_chunk()
                 except StopAsyncIteration:
-                    pass
+                    got = END
                 except Exception as exc:
-                    raise self._read_failed(exc)  # noqa: B904  # chained from exc by the core
+                    got = exc
                 finally:
                     reads.ended()
-            if scope.cancelled_caught:
-                raise core.timed_out(reads.edge)
-            self._took(core.feed(chunk) if chunk is not None else core.end())
+            events = core.took(reads.outcome(scope, got))
+            got = None  # a fault: the failure raised from this frame does not hold it twice
+            self._took(events)
         return pending.popleft()
-
-    def _took(self, events: list[ConsumerEvent]) -> None:
-        """What the core made of a chunk: its events to give, and the run's failure after them."""
-        self._pending.extend(events)
-        core = self._core
-        if core.timing.look_by is not None:
-            self._reads.looked()
-        if core.failure is not None:
-            if not self._pending:
-                raise self._take_failure()
-            self._deferred = core.take_failure()  # events that came before the fault are delivered first
-
-    def _take_failure(self) -> StreamFailed:
-        # Raised from a call, never from a local: the raising frame would hold it, and it that frame.
-        failure = self._core.take_failure()
-        assert failure is not None
-        return failure
-
-    def _take_deferred(self) -> StreamFailed:
-        # Raised from a call, never from a local: the raising frame would hold it, and it that frame.
-        failure, self._deferred = self._deferred, None
-        assert failure is not None
-        return failure
-
-    def _ready_to_read(self, block: str) -> None:
-        """Shared by the async and the sync iteration: only inside the run's block, and not after abort()."""
-        if not self._core.streaming:
-            raise RuntimeError(f"iterate a run inside its `{block}` block")
-        if self._core.abort_request is not None:
-            raise self._core.timed_out(Trigger.LOCAL_ABORT)
-
-    # -- the agent's facts ------------------------------------------------------------------------------
-
-    def abort(self, reason: str | None = None, *, source: AbortSource | str = AbortSource.USER) -> None:
-        """Stop the stream now; the run fails as ``local_abort`` with this source and reason."""
-        if self._core.abort(reason, source):
-            self._reads.interrupt()
-
-    def tool_started(self, call_id: str, effect: str = "effectful") -> None:
-        """The agent started running a complete tool call. ``effect``: "effectful" or "read_only"."""
-        self._reads.tool_started(call_id, effect)
-
-    def tool_finished(self, call_id: str, ok: bool = True) -> None:
-        self._reads.tool_finished(call_id, ok)
-
-    def relayed(self, event: ConsumerEvent | str, nbytes: int = 0, *, terminal: bool | None = None) -> None:
-        """A proxy reports what it wrote downstream: the event (or a wire event name) and the bytes written.
-
-        The record then carries a ``relay`` section (events, chunks and bytes written, the last event sent,
-        whether the terminal event was sent) with the close kind of the run: ``client_abort``,
-        ``client_write_failed``, ``upstream_error``, ``upstream_timeout``, ``upstream_unreachable`` or
-        ``upstream_premature_close`` (``RelayClose``).
-        """
-        self._core.relayed(event, nbytes, terminal)
-
-    def tool(self, call_id: str, effect: str = "effectful") -> ToolScope:
-        """``async with run.tool(call_id):`` (or ``with``, on a sync run) brackets one tool execution."""
-        return ToolScope(self, call_id, effect)
 
 
 def _result(
@@ -434,11 +287,11 @@ class HttpRun(Run):
         self._owns_client = client is None
         self._connected = False
         if isinstance(plan, ContinuePlan):
-            self._rec.recovery = plan.record(self._sent_as)
+            self._core.recovery(plan.record(self._sent_as))
         elif plan is not None:
-            self._rec.recovery = plan.record()
+            self._core.recovery(plan.record())
         if self._resume is not None:
-            self._rec.response_id(self._resume.response_id)
+            self._core.response_known(self._resume.response_id)
 
     async def _trace(self, name: str, info: Mapping[str, Any]) -> None:
         if not name.endswith(".complete"):
@@ -447,12 +300,11 @@ class HttpRun(Run):
             self._connected = True
             self._core.lifecycle("connected")
         elif "send_request_body" in name:
-            self._rec.request_sent = True
+            self._core.request_left()
             self._core.lifecycle("request_written")
 
     async def _connect(self) -> None:
         config = self.config
-        rec = self._rec
         core = self._core
         if self._client is None:
             # Made before the clock starts: its first making imports the transport (httpcore, trio with it,
@@ -509,27 +361,21 @@ class HttpRun(Run):
                 and response.status_code != 429
             ):
                 self.resume_refusal, basis = resumes.refusal_of(response.status_code, body)
-                rec.recovery = {
-                    **self._resume.record(),
-                    "refused": self.resume_refusal.value,
-                    "refused_by": basis,
-                }
+                core.recovery(
+                    {**self._resume.record(), "refused": self.resume_refusal.value, "refused_by": basis}
+                )
             if self._sent_as == ContinueStyle.PREFILL.value and prefill_refused(response.status_code, body):
                 # The model takes no prefill (Anthropic's current ones): the executor goes on by instruction.
                 self.continue_refusal = refusal = ContinueRefusal.PREFILL_UNSUPPORTED
-                rec.recovery = {**(rec.recovery or {}), "refused": refusal.value}
+                core.recovery({**(core.recovery_facts or {}), "refused": refusal.value})
                 marker = f"continue_refused={refusal.value}"
                 error = dataclasses.replace(error, markers=(marker, *error.markers))
             raise core.http_error(error)
         self._next_chunk = body_chunks(response).__anext__
         core.headers(status, response.headers, core.stream_wire(self._adapter))
         if self._resume is not None:  # the stream goes on where it stopped: so does the machine
-            for trigger in self._resume.priming():
-                core.machine.send(trigger)
-            core.lifecycle("resumed")
             call = self._adapter._call  # the call whose arguments were streaming when the stream broke
-            if call is not None:
-                core.ledger.resumed_in(call.call_id, call.name)
+            core.resumed(self._resume.priming(), None if call is None else (call.call_id, call.name))
 
     def resume_plan(self) -> ResumePlan | None:
         """How to re-attach to this run's stream after its failure, when the provider allows it: a background
@@ -603,32 +449,6 @@ def sync_body_chunks(response: Any) -> Iterator[bytes]:
     if _unencoded(response):
         return iter(response.stream)
     return sync_decoded_chunks(response)
-
-
-class ToolScope:
-    """One tool execution, bracketed: ``with`` or ``async with`` (the agent's tool may be either): started on
-    entry, finished on exit (``ok`` unless the block raised)."""
-
-    __slots__ = ("_call_id", "_effect", "_run")
-
-    def __init__(self, run: Any, call_id: str, effect: str) -> None:
-        self._run, self._call_id, self._effect = run, call_id, effect
-
-    def __enter__(self) -> None:
-        self._run.tool_started(self._call_id, self._effect)
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self._run.tool_finished(self._call_id, ok=exc_type is None)
-
-    async def __aenter__(self) -> None:
-        self.__enter__()
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.__exit__(exc_type, exc, tb)
 
 
 def open_stream(

@@ -18,22 +18,13 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
-from ..machine import Trigger
-from ._core import RunCore
+from ._core import DEADLINE, END, RunCore
 from ._cycles import release_traceback_cycles
 from ._watchdog import ARRIVAL_LOOK_S, ARRIVAL_LOOKS, MAX_ARRIVAL_LOOKS, readable, socket_of
 
-__all__ = ["Interrupted", "ReadWatchdog", "ThreadReads", "socket_of"]
+__all__ = ["ReadWatchdog", "ThreadReads", "socket_of"]
 
 _WATCHDOG_JOIN_S: Final = 1.0
-
-
-class Interrupted(Exception):
-    """A sync read stopped by the run's watchdog thread (or ``abort()``); never escapes a run."""
-
-    def __init__(self, edge: Trigger) -> None:
-        super().__init__(edge.value)
-        self.edge = edge
 
 
 class ReadWatchdog:
@@ -136,22 +127,22 @@ class ReadWatchdog:
 
 
 class ThreadReads:
-    """One sync run's reads: each ``next`` waits under the run's earliest deadline, watched by the run's
+    """One sync run's reads: each ``read`` waits under the run's earliest deadline, watched by the run's
     ``ReadWatchdog`` thread. The driver sets ``socket`` (``socket_of`` its response) once it has one, or
     ``response`` (closed instead, without an HTTP/1.1 socket to shut)."""
 
-    __slots__ = ("__weakref__", "_core", "_timing", "edge", "response", "socket", "watchdog")
+    __slots__ = ("__weakref__", "_core", "_timing", "response", "socket", "watchdog")
 
     def __init__(self, core: RunCore) -> None:
         self._core, self._timing = core, core.timing
-        self.edge = Trigger.TOTAL_TIMEOUT  # the edge of the deadline the waiting read is watched by
         self.socket: Any = None
         self.response: Any = None
         self.watchdog = ReadWatchdog(self._interrupt_read, self._socket_readable)
 
-    def next(self, iterator: Iterator[Any]) -> Any:
-        """``next(iterator)`` under the earliest deadline: checked first, then watched by the thread. Raises
-        ``Interrupted`` when the watchdog (or ``abort()``) ended it."""
+    def read(self, iterator: Iterator[Any]) -> Any:
+        """``next(iterator)`` under the earliest deadline, checked first, then watched by the thread: how it
+        ended, for the core's read door (``RunCore.took``): the item, ``END``, the fault it raised, or
+        ``DEADLINE`` when the watchdog (or ``abort()``) ended it (its edge: ``timing.edge``)."""
         core, timing = self._core, self._timing
         watchdog = self.watchdog
         # tool_started/tool_finished (maybe on another thread) move the deadline under the watchdog's lock:
@@ -159,29 +150,30 @@ class ThreadReads:
         with watchdog.lock:
             now = timing.now()
             timing.read_began(now)
-            deadline, self.edge = timing.read_deadline(now)
+            deadline, timing.edge = timing.read_deadline(now)
             # A read already due is armed all the same: the thread first looks at what has arrived.
             due = core.abort_request is not None or watchdog.fired
             if not due:
                 watchdog.arm(deadline)
+        got: Any
         try:
             if due or watchdog.fired:  # fired: abort() came just after arm()
-                raise Interrupted(self.edge)
-            value = next(iterator)
-        except Interrupted:
-            raise
+                return DEADLINE
+            got = next(iterator)
+        except StopIteration:
+            got = END
         except BaseException as exc:
             if watchdog.fired:  # the read failed because we shut it down: the flag says so, not the message
                 release_traceback_cycles(exc)  # still the context of what we raise: see _cycles
-                raise Interrupted(self.edge) from None
-            raise
+                return DEADLINE
+            if not isinstance(exc, Exception):
+                raise
+            return exc  # from the handler: no local of this frame (in the fault's traceback) holds it
         finally:
             with watchdog.lock:
                 watchdog.disarm()
                 timing.read_ended()
-        if watchdog.fired:
-            raise Interrupted(self.edge)
-        return value
+        return DEADLINE if watchdog.fired else got
 
     def interrupt(self) -> None:
         """``abort()``, also from another thread: the read in progress is interrupted."""
@@ -203,7 +195,8 @@ class ThreadReads:
     def rearm(self) -> None:
         if self.watchdog.fired:
             return  # the watchdog (or abort) already ended this read: keep the edge it fired
-        deadline, self.edge = self._timing.read_deadline()
+        timing = self._timing
+        deadline, timing.edge = timing.read_deadline()
         self.watchdog.move(deadline)
 
     def looked(self) -> None:

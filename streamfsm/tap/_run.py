@@ -14,20 +14,19 @@ from typing import Any, Final
 
 import anyio
 
-from ..classify import AbortSource, Diagnosis
-from ..machine import State, Trigger
+from ..classify import AbortSource
+from ..machine import Trigger
 from ..runtime import (
+    END,
     ConsumerEvent,
     Ids,
     LoopReads,
     RelayClose,
-    Result,
     RunCore,
-    RunRecord,
+    RunHandle,
     StreamConfig,
     StreamFailed,
     ThreadReads,
-    ToolScope,
     WholeBody,
     Wire,
     as_bytes,
@@ -39,12 +38,10 @@ from ._notes import Witness, detached
 _EOF_EDGE: Final = Trigger.EOF_WITHOUT_TERMINAL.value
 
 
-class TapRun:
+class TapRun(RunHandle):
     """One LLM call watched by the tap, streaming or one whole JSON answer: a driver of one ``RunCore``
     (``core``), whose reads (``reads``) the transport brackets; async reads: the loop's watchdog cancels a
     read's scope when its deadline passes."""
-
-    reads: LoopReads | ThreadReads
 
     def __init__(
         self,
@@ -68,13 +65,13 @@ class TapRun:
             ids=ids,
             delta_keys=adapter.delta_keys,
         )
-        self.config, self.ids, self.run_id, self.trace_id = core.config, core.ids, core.run_id, core.trace_id
-        self.reads = self._reader()
+        self._hold(core)
+        self.reads: LoopReads | ThreadReads = self._reads
         adapter.lean()  # the SDK reads the text from its own copy of the bytes; the run needs the kinds
         self._adapter = adapter
         # What the request asked for, where a bounded look could tell; the response decides (``connected``).
         self.asks_stream = asks_stream
-        core.rec.request["streaming"] = asks_stream
+        core.asks_stream(asks_stream)
         self._events: deque[ConsumerEvent] | None = None  # nobody reads our events (the SDK reads the bytes)
         self._ended = False
         self._due = False
@@ -88,76 +85,17 @@ class TapRun:
     def _reader(self) -> LoopReads | ThreadReads:
         return LoopReads(self.core)
 
-    # -- what a caller reads, as on any run -------------------------------------------------------------
-
-    @property
-    def provider(self) -> str:
-        return self.core.provider
+    # -- what a caller reads, as on any run: the handle's (``RunHandle``) ----------------------------------
 
     @property
     def done(self) -> bool:
         return self.core.done
-
-    @property
-    def state(self) -> State:
-        return self.core.state
-
-    @property
-    def history(self) -> tuple[Trigger, ...]:
-        return self.core.history
-
-    @property
-    def record(self) -> RunRecord | None:
-        return self.core.record
-
-    @property
-    def diagnosis(self) -> Diagnosis | None:
-        return self.core.diagnosis
-
-    @property
-    def finished(self) -> bool:
-        return self.core.finished
-
-    @property
-    def delta_keys(self) -> Mapping[str, int]:
-        return self.core.rec.delta_keys
-
-    @property
-    def sdk_retries(self) -> int:
-        return self.core.rec.sdk_retries
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.provider} {self.core.state} run_id={self.run_id}>"
 
     def collect(self) -> TapRun:
         """As ``Run.collect``: the text is kept, so the deltas carry it again (see ``Adapter.lean``)."""
         self._adapter.lean(False)
         self.core.collect()
         return self
-
-    def result(self) -> Result:
-        return self.core.result()
-
-    # -- the agent's facts, as on any run ----------------------------------------------------------------
-
-    def abort(self, reason: str | None = None, *, source: AbortSource | str = AbortSource.USER) -> None:
-        """Stop the stream now (also from another thread, on a sync run): the read in progress ends, and the
-        next one fails as this abort."""
-        if self.core.abort(reason, source):
-            self.reads.interrupt()
-
-    def tool_started(self, call_id: str, effect: str = "effectful") -> None:
-        self.reads.tool_started(call_id, effect)
-
-    def tool_finished(self, call_id: str, ok: bool = True) -> None:
-        self.reads.tool_finished(call_id, ok)
-
-    def tool(self, call_id: str, effect: str = "effectful") -> ToolScope:
-        return ToolScope(self, call_id, effect)
-
-    def relayed(self, event: ConsumerEvent | str, nbytes: int = 0, *, terminal: bool | None = None) -> None:
-        """As ``Run.relayed``: a relay reports what it wrote downstream."""
-        self.core.relayed(event, nbytes, terminal)
 
     # -- what the transport reports -------------------------------------------------------------------
 
@@ -170,25 +108,23 @@ class TapRun:
     def timed_out(self, edge: Trigger) -> StreamFailed:
         """A watchdog fired (before the headers: the request may well have left)."""
         if not self.core.streaming:
-            self.core.rec.request_sent = True
+            self.core.request_left()
         return self._settle(self.core.timed_out(edge))
 
     def connected(self, status: int, headers: Mapping[str, str], decoder: Any = None) -> None:
         """The headers arrived. ``decoder``: the library's own content decoder of an encoded body (the SDK
         decodes its copy of the bytes; the run decodes the same bytes the same way)."""
         core = self.core
-        rec = core.rec
-        rec.request_sent = True
+        core.request_left()
         if not 200 <= status < 300:
             core.headers(status, headers)  # an HTTP error: its body is read, bounded, until its end
             return
         # The response says whether the call streams: an event stream does, and so does the answer to a
         # request that asked for one (a JSON document there is the stream's failure, as it always was).
         content_type = str(headers.get("content-type", ""))
-        rec.request["streaming"] = self.streams = self.asks_stream is True or self._format.is_stream(
-            content_type
-        )
-        wire: Wire = core.stream_wire(self._adapter) if self.streams else WholeBody(self._adapter, rec)
+        self.streams = self.asks_stream is True or self._format.is_stream(content_type)
+        core.asks_stream(self.streams)
+        wire: Wire = core.stream_wire(self._adapter) if self.streams else WholeBody(self._adapter, core.rec)
         if decoder is not None:
             wire = _Decoded(wire, decoder)
         core.headers(status, headers, wire)
@@ -201,8 +137,13 @@ class TapRun:
 
     def chunk(self, chunk: bytes | None) -> StreamFailed | None:
         """The SDK read ``chunk`` (None: the body ended cleanly); the run's failure if this ended it."""
+        return self.took(END if chunk is None else chunk)
+
+    def took(self, outcome: Any) -> StreamFailed | None:
+        """How a watched read ended, through the core's read door (``RunCore.took``); the run's failure if
+        this ended it."""
         core = self.core
-        events = core.feed(chunk) if chunk is not None else core.end()
+        events = core.took(outcome)
         if self._events is not None:
             self._events.extend(events)
         if core.timing.look_by is not None:
@@ -223,7 +164,7 @@ class TapRun:
         cancelled = exc is not None and self._cancelled(exc)
         if request is None and cancelled and self._cancel_means is not None:
             request = self._cancel_means[:2]
-            core.rec.relay_close = self._cancel_means[2]
+            core.relay_closed(self._cancel_means[2])
         if request is not None and (exc is None or cancelled):
             source, reason = request  # abort() came first (between reads, or it cancelled the reader)
             failure = core.fail(Trigger.LOCAL_ABORT, core.abort_facts(source, reason))
@@ -271,7 +212,7 @@ class TapRun:
     def relay_closed(self, close: RelayClose) -> None:
         """The relay's own word on how the stream closed where the outcome cannot say it: a finished run
         whose terminal event never reached the client, the relay shutting down."""
-        self.core.rec.relay_close = close
+        self.core.relay_closed(close)
 
     def refused(
         self, reason: str, limit: str, nbytes: int = 0, close: RelayClose = RelayClose.OVERLOADED
@@ -281,13 +222,11 @@ class TapRun:
         ``nbytes``: the answer's body the client took): the run ends now as the relay's own abort, with the
         close kind and the limit named in the ``relay`` section, and its record goes to the sinks."""
         core = self.core
-        rec = core.rec
         core.relayed(None, nbytes)
         if nbytes:
-            rec.relayed_end()
-        assert rec.relay is not None
-        rec.relay["limit"] = limit
-        rec.relay_close = close
+            core.relayed_end()
+        core.relay_limit(limit)
+        core.relay_closed(close)
         self.failure = core.fail(Trigger.LOCAL_ABORT, core.abort_facts(AbortSource.APP, reason))
         self.end()
 
@@ -298,10 +237,9 @@ class TapRun:
         core = self.core
         core.relayed(None, nbytes)
         if nbytes:
-            core.rec.relayed_end()
-        assert core.rec.relay is not None
-        core.rec.relay["limit"] = limit
-        core.rec.relay_close = RelayClose.REFUSED
+            core.relayed_end()
+        core.relay_limit(limit)
+        core.relay_closed(RelayClose.REFUSED)
         self.abort(reason, source=AbortSource.APP)
 
     def hold(self) -> None:
@@ -318,11 +256,11 @@ class TapRun:
     def relayed_error(self, source: str, nbytes: int = 0) -> None:
         """An in-band error event reached the client: the upstream's own (``"upstream"``, passed on in the
         chunk that carried it) or the relay's (``"relay"``, ``nbytes`` of it)."""
-        self.core.rec.relayed_error(source, nbytes)
+        self.core.relayed_error(source, nbytes)
 
     def relayed_end(self) -> None:
         """The response's clean end reached the client (the last chunk of its framing was written)."""
-        self.core.rec.relayed_end()
+        self.core.relayed_end()
 
     def relayed_bytes(self, nbytes: int) -> None:
         """A relay wrote ``nbytes`` downstream that carried no consumer event of their own (the rest of a
@@ -333,8 +271,7 @@ class TapRun:
     @property
     def terminal_relayed(self) -> bool:
         """Whether a relay reported the terminal event written downstream."""
-        relay = self.core.rec.relay
-        return relay is not None and bool(relay["terminal_sent"])
+        return self.core.terminal_relayed
 
     def ended_without_terminal(self) -> bool:
         return self.failure is not None and self.failure.record["outcome"]["edge"] == _EOF_EDGE

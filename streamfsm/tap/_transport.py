@@ -49,10 +49,11 @@ import anyio
 
 from ..machine import Trigger
 from ..runtime import (
+    END,
     MAX_ATTEMPT_LINKS,
+    STOP,
     AttemptLink,
     Ids,
-    Interrupted,
     LoopReads,
     StreamConfig,
     StreamFailed,
@@ -326,13 +327,31 @@ class _StreamBase:
             attach(exc, failure)
         self._end()
 
-    def _took_end(self, run: TapRun) -> None:
-        """A watched read found the clean end (where ``strict_eof`` fails a stream that ended without its
-        terminal event)."""
-        ended = run.chunk(None)
+    def _handed_on(self, run: TapRun, got: Any, stop: type[Exception]) -> bytes:
+        """How a watched read ended, through the run's read door, handed on to the SDK as bytes: the chunk
+        as it came (a failure the bytes do not show fails the next read), the clean end (``strict_eof``
+        fails a stream that ended without its terminal event), the library's own ``ReadTimeout`` for a
+        watchdog or ``abort()``, and the read's own fault, each carrying the run's failure."""
+        # A chunk through chunk(), the tap's per-chunk step (the benchmarks take its layers apart there).
+        failure = run.chunk(got) if got.__class__ is bytes else run.took(got)
+        if got.__class__ is bytes:
+            if failure is not None:
+                self._chunk_failed(failure)
+            return got
+        if got is END:
+            self._end()
+            if failure is not None and self._strict_eof and run.ended_without_terminal():
+                raise self._tap._cut(failure, self._request)
+            raise stop
+        if isinstance(got, Exception):
+            self._failed(got, failure)
+            try:
+                raise got
+            finally:  # see __anext__
+                got = None
+        assert failure is not None  # DEADLINE, STOP: the run is over
         self._end()
-        if ended is not None and self._strict_eof and run.ended_without_terminal():
-            raise self._tap._cut(ended, self._request)
+        raise self._tap._timeout(failure, self._request)
 
     # A read whose run is over (or that reads an error body): the bytes pass through; the run, if still
     # reading an error body, takes them.
@@ -410,43 +429,30 @@ class _AsyncTapStream(_StreamBase):
         if run is None or run.done or run.core.error_read is not None:  # over, or reading an error body
             return await self._passed(run)
         if run.core.abort_request is not None:  # abort() between reads: the next read fails as one it ended
-            failure = run.timed_out(Trigger.LOCAL_ABORT)
-            self._end()
-            raise self._tap._timeout(failure, self._request)
+            return self._handed_on(run, STOP, StopAsyncIteration)
         reads = run.reads
         assert isinstance(reads, LoopReads)
         scope = reads.scope_for_read()
-        chunk: bytes | None = None
+        got: Any = None
         try:
             with scope:
                 try:
-                    chunk = await self._next()
+                    got = await self._next()
                 except StopAsyncIteration:
-                    pass
+                    got = END
                 except Exception as exc:
-                    if scope.cancel_called:  # our watchdog (the read failed as it was cancelled)
-                        failure = run.timed_out(reads.edge)
-                        self._end()
-                        raise self._tap._timeout(failure, self._request) from exc
-                    self._failed(exc, run.read_failed(exc))
-                    raise
+                    got = exc
                 finally:
                     reads.ended()
         except BaseException as exc:
             if self._run is not None:  # cancelled from outside, or the application is going away
                 self._failed(exc, run.failure if run.done else run.stopped(exc))
             raise
-        if scope.cancelled_caught:
-            failure = run.timed_out(reads.edge)
-            self._end()
-            raise self._tap._timeout(failure, self._request)
-        if chunk is None:
-            self._took_end(run)
-            raise StopAsyncIteration
-        broke = run.chunk(chunk)
-        if broke is not None:
-            self._chunk_failed(broke)
-        return chunk
+        outcome = reads.outcome(scope, got)
+        try:
+            return self._handed_on(run, outcome, StopAsyncIteration)
+        finally:  # a fault raised through this frame: its traceback holds the frame, which must not hold it
+            got = outcome = None
 
     async def _passed(self, run: TapRun | None) -> bytes:
         """The run is over (or reads an error body, unwatched): the bytes pass through."""
@@ -594,28 +600,15 @@ class _SyncTapStream(_StreamBase):
         if run is None or run.done or run.core.error_read is not None:  # over, or reading an error body
             return self._passed(run)
         assert isinstance(run, SyncTapRun)
-        chunk: bytes | None = None
         try:
-            chunk = run.reads.next(self._next)
-        except StopIteration:
-            pass
-        except Interrupted as stop:
-            failure = run.timed_out(stop.edge)
-            self._end()
-            raise self._tap._timeout(failure, self._request) from None
-        except Exception as exc:
-            self._failed(exc, run.read_failed(exc))
-            raise
-        except BaseException as exc:
+            got = run.reads.read(self._next)
+        except BaseException as exc:  # the application is going away
             self._failed(exc, run.stopped(exc))
             raise
-        if chunk is None:
-            self._took_end(run)
-            raise StopIteration
-        broke = run.chunk(chunk)
-        if broke is not None:
-            self._chunk_failed(broke)
-        return chunk
+        try:
+            return self._handed_on(run, got, StopIteration)
+        finally:  # a fault raised through this frame: its traceback holds the frame, which must not hold it
+            got = None
 
     def _passed(self, run: TapRun | None) -> bytes:
         try:

@@ -20,7 +20,17 @@ from hypothesis import strategies as st
 
 from streamfsm.classify import AbortSource
 from streamfsm.machine import INITIAL_STATE, StreamMachine, Trigger
-from streamfsm.runtime import ConsumerEvent, Finish, RunCore, StreamConfig, StreamFailed
+from streamfsm.runtime import (
+    DEADLINE,
+    END,
+    STOP,
+    ConsumerEvent,
+    Finish,
+    ReadEnd,
+    RunCore,
+    StreamConfig,
+    StreamFailed,
+)
 from streamfsm.testing import End, Fin, Headers, Rst, Send, Stall, Status, catalog, error_event, text_stream
 from streamfsm.wire import adapter_for
 
@@ -232,3 +242,99 @@ def test_the_bodies_are_many_and_varied() -> None:
     outcomes = {play(body, []).core.finished for body in bodies}
     assert outcomes == {True, False}
     assert any(body.status >= 400 for body in bodies)
+
+
+# -- the read door: a driver hands the core how each read ended, nothing else --------------------------------
+
+
+def _outcome(core: RunCore, kind: str, arg: Any) -> Any:
+    """The interruption as the read that met it would end: what a watched read returns."""
+    if kind == "fault":
+        return arg
+    if kind == "timed_out":
+        core.timing.edge = arg
+        return DEADLINE
+    if kind == "abort":
+        core.abort("stop", arg)  # abort() interrupts the read (DEADLINE) or comes before it (STOP)
+        return STOP if arg is AbortSource.USER else DEADLINE
+    return None  # a local end is no read's: the driver's block ended
+
+
+def play_through_the_door(
+    body: Body, cuts: Sequence[int], interruption: tuple[str, Any] | None = None, at: int = 0
+) -> Played:
+    """``play``, with every read handed to the core as its outcome (``RunCore.took``)."""
+    clock = FakeClock()
+    core = RunCore(
+        provider=body.fmt,
+        model="m",
+        body={"model": "m", "stream": True},
+        url="http://127.0.0.1/v1/chat/completions",
+        config=StreamConfig(history_size=10_000, sinks=()),
+        clock=clock,
+    )
+    played = Played([], core, [], [])
+
+    def took(index: int, outcome: Any) -> None:
+        events = core.took(outcome)
+        if core.done and not played.terminal_at:
+            played.terminal_at.append(index)
+        elif played.terminal_at:
+            assert not events, f"events after the terminal one: {events}"
+        played.events.extend(events)
+        taken = core.take_failure()
+        if taken is not None:
+            played.failures.append(taken)
+
+    def interrupt(index: int) -> None:
+        assert interruption is not None
+        outcome = _outcome(core, *interruption)
+        if outcome is None:
+            played.failures.append(_interrupt(core, *interruption))  # type: ignore[arg-type]
+            played.terminal_at.append(index)
+        else:
+            took(index, outcome)
+
+    core.begin()
+    core.headers(body.status, dict(body.headers), core.stream_wire(adapter_for(body.fmt)))
+    pieces = _pieces(body.data, cuts)
+    for index, piece in enumerate(pieces):
+        if interruption is not None and index == at and not core.done:
+            interrupt(index)
+        clock.now += 0.01
+        took(index, piece)
+    if interruption is not None and at >= len(pieces) and not core.done:
+        interrupt(len(pieces))
+    took(len(pieces) + 1, END)
+    return played
+
+
+@settings(max_examples=300, deadline=None)
+@given(body=bodies, cuts=cuts, interruption=st.none() | interruptions, at=st.integers(0, 50))
+def test_the_read_door_ends_a_run_once_and_says_what_the_direct_calls_say(
+    body: Body, cuts: list[int], interruption: tuple[str, Any] | None, at: int
+) -> None:
+    if len(body.data):
+        cuts = [cut % (len(body.data) + 1) for cut in cuts]
+    through_the_door = play_through_the_door(body, cuts, interruption, at)
+    _check_one_end(through_the_door)
+    direct = play(body, cuts, interruption, at, ticks=(0.005,))
+    assert _said(through_the_door) == _said(direct)
+
+
+def test_a_read_outcome_costs_no_allocation() -> None:
+    # The three ends are preallocated singletons: a read says how it ended without making anything.
+    assert len({id(END), id(DEADLINE), id(STOP)}) == 3
+    assert all(type(end) is ReadEnd for end in (END, DEADLINE, STOP))
+    assert not hasattr(END, "__dict__")
+
+
+def test_a_fault_after_an_http_error_status_is_that_error() -> None:
+    core = RunCore(provider="openai-chat", model="m", body={}, url="http://127.0.0.1/v1/chat/completions")
+    core.begin()
+    core.headers(429, {"retry-after": "2"})
+    assert core.took(b'{"error": {"message": "slow down"}}') == []
+    assert core.took(httpx.ReadError("reset")) == []
+    failure = core.take_failure()
+    assert failure is not None and failure.diagnosis.edge is Trigger.HTTP_ERROR
+    assert core.took(END) == [] and core.take_failure() is None  # nothing after the end

@@ -416,7 +416,7 @@ class WebSocketRun(Run):
                     core.lifecycle("connected")
                     await connection.handshake()
                 await connection.send_text(self._message)
-                self._rec.request_sent = True
+                core.request_left()
                 core.lifecycle("request_written")
             except WebSocketRefused as refused:
                 reads.scope = None
@@ -428,12 +428,12 @@ class WebSocketRun(Run):
         reads.scope = None
         if scope.cancelled_caught:
             raise core.timed_out(edge)
-        wire = self._wire = MessageWire(self._adapter, self._rec)
+        wire = self._wire = MessageWire(self._adapter, core.rec)
         # Not a method of the run: the run holding its own bound method would be a reference cycle.
         self._next_chunk = Messages(connection, wire).next
         # The stream is the connection's: its 101 stands for every response's headers (status None: the
         # core takes no 101 for an error status).
-        self._rec.response_headers(101, connection.upgrade_headers)
+        core.source_facts(status=101, headers=connection.upgrade_headers)
         core.headers(None, connection.upgrade_headers, wire)
 
     async def _close_source(self) -> None:
