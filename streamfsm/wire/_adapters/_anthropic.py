@@ -248,7 +248,7 @@ _INFORMATIONAL: Final = frozenset(
 _PING: Final = Keepalive("ping")
 _MAX_BLOCKS: Final = 4096
 # A text delta's text follows this in a compact event; a stream whose text deltas keep missing their template
-# is read the long way after this many templates.
+# is read the long way after this many templates that read nothing (each block's text has one of its own).
 _TEXT_MARKER: Final = '"text_delta","text":'
 _MAX_TEMPLATES: Final = 3
 _BLOCK_DELTA: Final = "content_block_delta"
@@ -273,14 +273,15 @@ class AnthropicAdapter(Adapter):
     )
     default_headers = MappingProxyType({"accept": "text/event-stream", "anthropic-version": "2023-06-01"})
 
-    __slots__ = ("_blocks", "_cached", "_input", "_template", "_templates")
+    __slots__ = ("_blocks", "_cached", "_hit", "_input", "_template", "_templates")
 
     def __init__(self) -> None:
         super().__init__()
         # The stream's common event (a text delta) as bytes apart from its text, once one was read whole:
         # later ones are read by their text alone (``TextTemplate``).
         self._template: TextTemplate | None = None
-        self._templates = 0
+        self._templates = 0  # templates that read no event
+        self._hit = False  # the template in use read an event
         self._blocks: set[int] | None = set()  # indices of the blocks that started (None: too many to follow)
         self._input: int | None = None
         self._cached: int | None = None
@@ -296,6 +297,7 @@ class AnthropicAdapter(Adapter):
         if template is not None and event.event == _BLOCK_DELTA:
             text = template.text(data)
             if text is not None:
+                self._hit = True
                 return self._templated(text)
         payload = self.load(data, index)
         kind = payload.get("type")
@@ -407,7 +409,9 @@ class AnthropicAdapter(Adapter):
         if type(delta) is dict and delta.get("type") == "text_delta":
             text = delta.get("text")
             if text and type(text) is str:
-                self._templates += 1
+                if not self._hit:
+                    self._templates += 1
+                self._hit = False
                 self._template = TextTemplate.of(data, payload, _TEXT_MARKER, _delta_of, "text")
 
     def _templated(self, text: str) -> list[StreamEvent]:
