@@ -28,6 +28,14 @@ that tree) runs as a third contender in the same rounds, the order rotating; ext
 relay with it. Both relay processes settle the cyclic collector as ``streamfsm relay`` does
 (``settle_collector``), and the streamfsm relay waits for a connection as long as the plain one.
 
+Three contenders, always: the plain relay, a minimal diagnosing relay (``minimal_app``: the plain relay, and
+every chunk split into SSE lines, every event's JSON parsed with ``json.loads``, the id, model, finish reason
+and ``[DONE]`` noted, one record line per stream appended to a file), and the streamfsm relay; rows give
+each one's CPU per event against the plain relay's and streamfsm's against the minimal one's. Beside the
+CPU, what a client sees: the added time to first byte (p50 of the streams in a round, from the request
+sent to the first body chunk, streamfsm's less the plain relay's) and the p99 gap between a stream's body
+chunks (the provider sends them ``interval_ms`` apart), medians of the rounds.
+
 The plain relay (``plain_app``) does what any pass-through proxy must: read the body, forward the request
 with the hop-by-hop headers dropped, stream ``aiter_raw()`` chunks back. The streamfsm relay adds the run
 (the tap), the downstream accounting, the client-disconnect listener, the write deadline and the audit log.
@@ -55,6 +63,7 @@ SHARD = 50
 TARGET = 1.3
 MAX_BASELINE_SPREAD = 1.5  # the baseline's slowest round over its fastest: past it, a ratio says nothing
 _TICK = os.sysconf("SC_CLK_TCK")
+CONTENDERS = ("plain", "minimal", "streamfsm")
 
 
 # -- the contenders (each in a relay process) -------------------------------------------------------------
@@ -97,6 +106,78 @@ def plain_app(upstream: str) -> Any:
     return app
 
 
+def minimal_app(upstream: str, audit: str) -> Any:
+    """The least a diagnosing relay must do, with the standard library: the plain relay, and each chunk split
+    into SSE lines (a partial line kept for the next chunk), each event's JSON parsed with ``json.loads``,
+    the id, model, finish reason and ``[DONE]`` noted, and one record line per stream appended to a file
+    kept open. What streamfsm's relay adds beyond this is the cost of its machine's truth."""
+    import httpx
+
+    hop = {b"connection", b"keep-alive", b"te", b"trailer", b"transfer-encoding", b"upgrade", b"host"}
+    hop |= {b"content-length", b"proxy-authorization", b"proxy-connection"}
+    from streamfsm.relay._pool import ShardedPool
+
+    pool = ShardedPool(max_connections=None, max_keepalive_connections=100)
+    client = httpx.AsyncClient(base_url=upstream, timeout=600, transport=pool, trust_env=False)
+    log = open(audit, "a", encoding="utf-8")  # noqa: SIM115 - held for the process's life
+    loads, dumps = json.loads, json.dumps
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        headers = [(k, v) for k, v in scope["headers"] if k.lower() not in hop]
+        request = httpx.Request(
+            scope["method"], upstream + scope["raw_path"].decode(), headers=headers, content=body
+        )
+        started = time.time()
+        response = await client.send(request, stream=True)
+        seen: dict[str, Any] = {"id": None, "model": None, "finish_reason": None, "done": False}
+        events = errors = 0
+        rest = b""
+        try:
+            out = [(k, v) for k, v in response.headers.raw if k.lower() not in hop]
+            await send({"type": "http.response.start", "status": response.status_code, "headers": out})
+            async for chunk in response.aiter_raw():
+                lines = (rest + chunk).split(b"\n")
+                rest = lines.pop()
+                for line in lines:
+                    if not line.startswith(b"data:"):
+                        continue
+                    data = line[5:].strip()
+                    if data == b"[DONE]":
+                        seen["done"] = True
+                        continue
+                    events += 1
+                    try:
+                        payload = loads(data)
+                    except ValueError:
+                        errors += 1
+                        continue
+                    if seen["id"] is None and type(payload) is dict:
+                        seen["id"], seen["model"] = payload.get("id"), payload.get("model")
+                    choices = payload.get("choices") if type(payload) is dict else None
+                    if choices and type(choices[0]) is dict:
+                        finish = choices[0].get("finish_reason")
+                        if finish is not None:
+                            seen["finish_reason"] = finish
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            await response.aclose()
+            record = {"status": response.status_code, "events": events, "malformed": errors, **seen}
+            record["started"], record["ended"] = started, time.time()
+            log.write(dumps(record) + "\n")
+            log.flush()
+
+    return app
+
+
 def streamfsm_app(upstream: str, audit: str) -> Any:
     from streamfsm.relay import Relay, RelayConfig
     from streamfsm.relay._app import IDLE_TIMEOUT_S
@@ -122,7 +203,12 @@ def serve(kind: str, upstream: str, audit: str, shards: int | None = None) -> No
     from ._provider import raise_fd_limit
 
     raise_fd_limit(1 << 16)
-    app = plain_app(upstream) if kind == "plain" else streamfsm_app(upstream, audit)
+    if kind == "plain":
+        app = plain_app(upstream)
+    elif kind == "minimal":
+        app = minimal_app(upstream, audit)
+    else:
+        app = streamfsm_app(upstream, audit)
     # The collector as `streamfsm relay` settles it, for both contenders alike (without it, at 1,000 streams
     # at once, its passes cost the streamfsm relay about 0.4 ms a stream and the plain one about 0.25 ms).
     from streamfsm.relay._app import settle_collector
@@ -181,17 +267,28 @@ async def _load(base_url: str, streams: int, deltas: int, steps: int, interval_m
     ]
     done = events = 0
     ramp = 1.0
+    first_bytes: list[float] = []  # s from the request sent to its first body chunk, per stream
+    gaps: list[float] = []  # s between a stream's body chunks (the provider sends them interval_ms apart)
+    clock = time.perf_counter
 
     async def one(i: int) -> None:
         nonlocal done, events
         await anyio.sleep(i / streams * ramp)
         client = clients[i // SHARD]
         data = b""
+        sent = clock()
+        last = 0.0
         try:
             async with client.stream(
                 "POST", url, content=body, headers={"content-type": "application/json"}
             ) as r:
                 async for chunk in r.aiter_raw():
+                    now = clock()
+                    if data:
+                        gaps.append(now - last)
+                    else:
+                        first_bytes.append(now - sent)
+                    last = now
                     data += chunk
         except httpx.HTTPError:
             return
@@ -207,7 +304,20 @@ async def _load(base_url: str, streams: int, deltas: int, steps: int, interval_m
     wall = time.perf_counter() - start
     for client in clients:
         await client.aclose()
-    return {"completed": done, "events": events, "wall_s": wall}
+    return {
+        "completed": done,
+        "events": events,
+        "wall_s": wall,
+        "ttfb_p50_ms": _quantile(first_bytes, 0.5) * 1e3,
+        "gap_p99_ms": _quantile(gaps, 0.99) * 1e3,
+    }
+
+
+def _quantile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 @contextmanager
@@ -269,15 +379,17 @@ def measure(
     checkout whose streamfsm relay runs as a third contender in the same rounds (``before``: rows compare
     this tree's relay with it)."""
     raise_fd_limit(1 << 16)
-    kinds: tuple[str, ...] = ("plain", "streamfsm") + (("before",) if against is not None else ())
+    kinds: tuple[str, ...] = CONTENDERS + (("before",) if against is not None else ())
     runs: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kinds}
     shorts: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kinds}  # the fit's second point
     with provider() as url, tempfile.TemporaryDirectory() as folder, ExitStack() as stack:
         audit = Path(folder) / "audit.jsonl"
         relays = {
-            kind: stack.enter_context(relay_process(kind, url, str(audit), shards))
-            for kind in ("plain", "streamfsm")
+            kind: stack.enter_context(relay_process(kind, url, str(Path(folder) / f"{kind}.jsonl"), shards))
+            for kind in CONTENDERS
+            if kind != "streamfsm"
         }
+        relays["streamfsm"] = stack.enter_context(relay_process("streamfsm", url, str(audit), shards))
         if against is not None:
             before = str(Path(folder) / "before.jsonl")
             relays["before"] = stack.enter_context(relay_process("streamfsm", url, before, shards, against))
@@ -301,10 +413,11 @@ def measure(
     problems = []
     if short_done["plain"] != short_done["streamfsm"]:
         problems.append(f"short rounds: completed {short_done['streamfsm']} against {short_done['plain']}")
-    if completed["plain"] != completed["streamfsm"]:
-        problems.append(
-            f"completed {completed['streamfsm']} streams against the baseline's {completed['plain']}"
-        )
+    for kind in ("minimal", "streamfsm"):
+        if completed["plain"] != completed[kind]:
+            problems.append(
+                f"{kind}: completed {completed[kind]} streams against the baseline's {completed['plain']}"
+            )
     spread = max(per["plain"]) / max(min(per["plain"]), 1e-9)
     if spread > MAX_BASELINE_SPREAD:
         problems.append(
@@ -312,8 +425,10 @@ def measure(
         )
     note = (
         f"min / median / max over {rounds} rounds: streamfsm {_spread(per['streamfsm'])} us, "
-        f"plain {_spread(per['plain'])} us"
+        f"minimal {_spread(per['minimal'])} us, plain {_spread(per['plain'])} us"
     )
+    ttfb = {k: statistics.median(r["ttfb_p50_ms"] for r in runs[k]) for k in kinds}
+    gap = {k: statistics.median(r["gap_p99_ms"] for r in runs[k]) for k in kinds}
     if problems:
         note = f"ratio INVALID (target {TARGET}x): " + "; ".join(problems) + ". " + note
     extra = {"rounds": runs, "short_rounds": shorts, "streams": streams, "deltas": deltas}
@@ -321,6 +436,7 @@ def measure(
     fit_note = f"two-point fit over {short_deltas} and {deltas} deltas per stream, medians of {rounds} rounds"
     added = (fit["streamfsm"][0] - fit["plain"][0], fit["streamfsm"][1] - fit["plain"][1])
     total = streams * rounds * 2  # the long and the short rounds
+    minimal = (fit["minimal"][0] - fit["plain"][0], fit["minimal"][1] - fit["plain"][1])
     rows = [
         Row(
             SECTION,
@@ -332,6 +448,46 @@ def measure(
             None if problems else TARGET,
             note=note,
             extra=extra,
+        ),
+        Row(
+            SECTION,
+            "CPU per relayed event (median), minimal diagnosing relay",
+            statistics.median(per["minimal"]),
+            "us",
+            None if problems else statistics.median(per["plain"]),
+            "plain httpx relay",
+            note=f"SSE lines split, every event's JSON parsed (json), one record line a stream: "
+            f"{_spread(per['minimal'])} us",
+        ),
+        Row(
+            SECTION,
+            "CPU per relayed event (median), streamfsm over the minimal relay",
+            statistics.median(per["streamfsm"]),
+            "us",
+            None if problems else statistics.median(per["minimal"]),
+            "minimal diagnosing relay",
+            note="what the machine's truth costs past the least a diagnosing relay does",
+        ),
+        Row(
+            SECTION,
+            "added time to first byte, p50 (median of rounds)",
+            ttfb["streamfsm"] - ttfb["plain"],
+            "ms",
+            note=f"p50 from the request sent to the first body chunk: plain {ttfb['plain']:.2f} ms, "
+            f"minimal {ttfb['minimal']:.2f} ms (+{ttfb['minimal'] - ttfb['plain']:.2f}), "
+            f"streamfsm {ttfb['streamfsm']:.2f} ms",
+            extra={"ttfb_p50_ms": ttfb},
+        ),
+        Row(
+            SECTION,
+            "inter-event gap, p99 (median of rounds)",
+            gap["streamfsm"],
+            "ms",
+            gap["plain"],
+            "plain httpx relay",
+            note=f"p99 between a stream's body chunks (sent {interval_ms} ms apart): plain "
+            f"{gap['plain']:.1f} ms, minimal {gap['minimal']:.1f} ms, streamfsm {gap['streamfsm']:.1f} ms",
+            extra={"gap_p99_ms": gap},
         ),
         Row(
             SECTION,
@@ -371,7 +527,8 @@ def measure(
             "us",
             None if problems else fit["plain"][1],
             "plain httpx relay",
-            note=f"{fit_note}; added by streamfsm {added[1]:.1f} us per event",
+            note=f"{fit_note}; added by streamfsm {added[1]:.1f} us per event (by the minimal relay "
+            f"{minimal[1]:.1f} us, and {minimal[0]:,.0f} us per stream)",
             extra={"added_us": added[1], "plain_us": fit["plain"][1]},
         ),
     ]
@@ -422,7 +579,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--against", type=Path, metavar="TREE", help="another checkout's relay as a third contender"
     )
-    parser.add_argument("--serve", choices=("plain", "streamfsm"), help=argparse.SUPPRESS)
+    parser.add_argument("--serve", choices=CONTENDERS, help=argparse.SUPPRESS)
     parser.add_argument("--upstream", help=argparse.SUPPRESS)
     parser.add_argument("--audit", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

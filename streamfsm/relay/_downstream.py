@@ -185,7 +185,7 @@ class Downstream:
                         raise TimeoutError
                     writes.deadline = math.inf
                     if run is not None:
-                        if events and any(isinstance(event, Finish) for event in events):
+                        if events and isinstance(events[-1], Finish):  # nothing follows the terminal
                             # The server writes into a connection it may already know is gone (uvicorn:
                             # silently): let a disconnect it saw reach us before the terminal counts as
                             # delivered.
@@ -395,10 +395,7 @@ class Downstream:
 def _report(run: TapRun, events: Any, nbytes: int) -> None:
     """``nbytes`` of the chunk just written, with the consumer events it carried."""
     if events:
-        first = True
-        while events:
-            run.relayed(events.popleft(), nbytes if first else 0)
-            first = False
+        run.core.relayed_chunk(events, nbytes)  # as run.relayed() for each, the bytes with the first
     else:
         run.relayed_bytes(nbytes)
 

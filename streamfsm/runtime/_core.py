@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, NoReturn, Protocol, TypeVar
 
@@ -554,6 +555,15 @@ class RunCore(RunFailures):
             self.rec.relayed(
                 event.trigger.value, nbytes, isinstance(event, Finish) if terminal is None else terminal
             )
+
+    def relayed_chunk(self, events: deque[ConsumerEvent], nbytes: int) -> None:
+        """``relayed(event, ...)`` for each of ``events`` in turn, the chunk's ``nbytes`` with the first, in
+        one call (a relay's written chunk carries about ten); ``events`` is drained."""
+        count = len(events)
+        last = events[-1]
+        terminal = isinstance(last, Finish)  # nothing is applied after the terminal event
+        events.clear()
+        self.rec.relayed_events(count, last.trigger._value_, nbytes, terminal)
 
     # -- what a driver knows of its source: the only ways a driver writes the record ---------------------
 

@@ -400,6 +400,20 @@ class Recorder:
             relay["last_event_sent"] = kind
             relay["terminal_sent"] = relay["terminal_sent"] or terminal
 
+    def relayed_events(self, count: int, last: str, nbytes: int, terminal: bool) -> None:
+        """``relayed`` for ``count`` events written in one chunk of ``nbytes`` (the last of kind ``last``;
+        ``terminal``: one of them was the terminal event), in one call."""
+        if self.relay is None:
+            self.relayed(None, 0, False)
+        relay = self.relay
+        assert relay is not None
+        relay["chunks_written"] += nbytes > 0
+        relay["bytes_written"] += nbytes
+        relay["events_sent"] += count
+        relay["last_event_sent"] = last
+        if terminal:
+            relay["terminal_sent"] = True
+
     def relayed_error(self, source: str, nbytes: int) -> None:
         """An in-band error event reached the client: the upstream's own (``source`` "upstream", its bytes
         counted with its chunk) or the proxy's (``"relay"``, ``nbytes`` of it)."""

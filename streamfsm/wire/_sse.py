@@ -248,33 +248,32 @@ class SSEDecoder:
     def _process(self, lines: list[bytes]) -> list[SSEEvent]:
         events: list[SSEEvent] = []
         data = self._data
+        # The block's fields as locals, written back once: an attribute store per line costs more than the
+        # line's own work on the hot path.
+        name, retry, block_open = self._event, self._retry, self._block_open
         for line in lines:
             if not line:
                 if data:
                     raw = data[0] if len(data) == 1 else b"\n".join(data)
-                    text = raw.decode("utf-8", "replace")  # _decode, inlined: once per event
-                    name = self._event
                     events.append(
                         SSEEvent(
-                            text,
+                            raw.decode("utf-8", "replace"),  # _decode, inlined: once per event
                             (_NAMES.get(name) or _decode(name)) if name else "message",
                             self.last_event_id,
-                            self._retry,
+                            retry,
                         )
                     )
                     data.clear()
                     self.events_seen += 1
-                self._event = b""
-                self._retry = None
-                self._block_open = False
+                name, retry, block_open = b"", None, False
                 continue
             if line.startswith(b"data:"):  # the hot path
                 data.append(line[6:] if line[5:6] == b" " else line[5:])
-                self._block_open = True
+                block_open = True
                 continue
             if line.startswith(b"event:"):  # the other line of most events (anthropic, responses)
-                self._event = line[7:] if line[6:7] == b" " else line[6:]
-                self._block_open = True
+                name = line[7:] if line[6:7] == b" " else line[6:]
+                block_open = True
                 continue
             colon = line.find(b":")
             if colon == 0:
@@ -282,25 +281,26 @@ class SSEDecoder:
                 events.append(SSEEvent(_decode(remark), "", "", None, True))
                 continue
             if colon < 0:
-                name, value = line, b""
+                field, value = line, b""
             else:
-                name = line[:colon]
+                field = line[:colon]
                 value = line[colon + 2 :] if line[colon + 1 : colon + 2] == b" " else line[colon + 1 :]
-            self._block_open = True
-            if name == b"event":
-                self._event = value
-            elif name == b"id":
+            block_open = True
+            if field == b"event":
+                name = value
+            elif field == b"id":
                 if b"\0" not in value:
                     self.last_event_id = _decode(value)
-            elif name == b"retry":
+            elif field == b"retry":
                 if value and value.isdigit():
-                    self._retry = self.retry = int(value)
-            elif name == b"data":
+                    retry = self.retry = int(value)
+            elif field == b"data":
                 data.append(value)
-            elif name == b"error":
+            elif field == b"error":
                 # Not an SSE field: llama.cpp's server (2025 builds) sent mid-stream failures on it. The spec
                 # says ignore it, which would turn an error into silence: it is an event named "error".
                 data.append(value)
-                self._event = b"error"
+                name = b"error"
             # any other field is ignored (spec)
+        self._event, self._retry, self._block_open = name, retry, block_open
         return events

@@ -64,6 +64,7 @@ from ._base import (
     Adapter,
     Frames,
     OpenCall,
+    TextTemplate,
     add,
     as_count,
     as_dict,
@@ -246,6 +247,11 @@ _INFORMATIONAL: Final = frozenset(
 )
 _PING: Final = Keepalive("ping")
 _MAX_BLOCKS: Final = 4096
+# A text delta's text follows this in a compact event; a stream whose text deltas keep missing their template
+# is read the long way after this many templates that read nothing (each block's text has one of its own).
+_TEXT_MARKER: Final = '"text_delta","text":'
+_MAX_TEMPLATES: Final = 3
+_BLOCK_DELTA: Final = "content_block_delta"
 _META: Final = metadata_constants(
     "content_block_start",
     "content_block_delta",
@@ -267,10 +273,15 @@ class AnthropicAdapter(Adapter):
     )
     default_headers = MappingProxyType({"accept": "text/event-stream", "anthropic-version": "2023-06-01"})
 
-    __slots__ = ("_blocks", "_cached", "_input")
+    __slots__ = ("_blocks", "_cached", "_hit", "_input", "_template", "_templates")
 
     def __init__(self) -> None:
         super().__init__()
+        # The stream's common event (a text delta) as bytes apart from its text, once one was read whole:
+        # later ones are read by their text alone (``TextTemplate``).
+        self._template: TextTemplate | None = None
+        self._templates = 0  # templates that read no event
+        self._hit = False  # the template in use read an event
         self._blocks: set[int] | None = set()  # indices of the blocks that started (None: too many to follow)
         self._input: int | None = None
         self._cached: int | None = None
@@ -282,6 +293,12 @@ class AnthropicAdapter(Adapter):
         return (f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"), out
 
     def _on_data(self, event: SSEEvent, data: str, index: int) -> list[StreamEvent]:
+        template = self._template
+        if template is not None and event.event == _BLOCK_DELTA:
+            text = template.text(data)
+            if text is not None:
+                self._hit = True
+                return self._templated(text)
         payload = self.load(data, index)
         kind = payload.get("type")
         if event.event == "error" and kind != "error":
@@ -297,7 +314,10 @@ class AnthropicAdapter(Adapter):
             self.note("event_name_mismatch")
         handler = _HANDLERS.get(kind)
         if handler is not None:
-            return handler(self, payload, index)
+            out = handler(self, payload, index)
+            if kind == _BLOCK_DELTA and event.event == kind and self._templates < _MAX_TEMPLATES:
+                self._remember(data, payload)
+            return out
         if kind == "message":
             raise ProtocolViolation(UNEXPECTED_EVENT, index)  # neither a type nor an event name
         marker = error_marker(payload, None)
@@ -380,6 +400,33 @@ class AnthropicAdapter(Adapter):
             self.unread(f"block.{kind}" if isinstance(kind, str) else "block.untyped")
         if not out:
             out.append(_META["content_block_start"])
+        return out
+
+    def _remember(self, data: str, payload: dict[str, Any]) -> None:
+        """A text delta read whole (its block known, so it stays known): its template. ``_on_text`` reads
+        the delta's text alone, so the template need only prove that the text is what changes."""
+        delta = payload.get("delta")
+        if type(delta) is dict and delta.get("type") == "text_delta":
+            text = delta.get("text")
+            if text and type(text) is str:
+                if not self._hit:
+                    self._templates += 1
+                self._hit = False
+                self._template = TextTemplate.of(data, payload, _TEXT_MARKER, _delta_of, "text")
+
+    def _templated(self, text: str) -> list[StreamEvent]:
+        """An event that is the template with another text: what ``_on_block_delta`` makes of such an event
+        (its kind counted, the open call closed before text), without the parse."""
+        keys = self.delta_keys
+        if "text_delta" in keys:
+            keys["text_delta"] += 1
+        else:
+            self.count_key("text_delta")
+        if self._call is None:
+            return [self.text_delta(text)]
+        out: list[StreamEvent] = []
+        self.close_call(out)
+        out.append(self.text_delta(text))
         return out
 
     def _check_block(self, payload: dict[str, Any], index: int) -> None:
@@ -481,6 +528,11 @@ class AnthropicAdapter(Adapter):
 
     def _on_error(self, payload: dict[str, Any], index: int) -> list[StreamEvent]:
         return self.error(payload)
+
+
+def _delta_of(payload: dict[str, Any]) -> dict[str, Any]:
+    delta: dict[str, Any] = payload["delta"]
+    return delta
 
 
 _DeltaHandler = Callable[[AnthropicAdapter, dict[str, Any], dict[str, Any], int], list[StreamEvent]]

@@ -96,6 +96,66 @@ MAX_RAW_CHARS: Final = 256  # a provider's raw finish reason, kept (bounded) unt
 _scan_once: Final[Callable[[str, int], tuple[Any, int]]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
+class TextTemplate:
+    """A stream's common event, its bytes apart from one string: ``prefix`` + a JSON string + ``suffix``.
+
+    Providers send every text delta of a stream as the same document with only the text changed (the id,
+    model, fingerprint and the rest repeat byte for byte). Once one such event was parsed whole and read as
+    a text delta alone, ``text(data)`` reads a later event with the same prefix and suffix by scanning only
+    its string: JSON's grammar is context-free, so a document that is the template with one string token
+    replaced parses to the same object with that one value replaced, and ``json.loads`` would say nothing
+    else about it. The string itself is read by the standard library's own scanner (escapes, lone
+    surrogates, control characters alike). Anything else (another prefix or suffix, another token, an empty
+    text) is None: the caller reads the event the long way.
+    """
+
+    __slots__ = ("prefix", "start", "suffix")
+
+    def __init__(self, prefix: str, suffix: str) -> None:
+        self.prefix, self.start, self.suffix = prefix, len(prefix), suffix
+
+    @classmethod
+    def of(
+        cls, data: str, payload: dict[str, Any], marker: str, path: Callable[[Any], dict[str, Any]], key: str
+    ) -> TextTemplate | None:
+        """The template of ``data`` (parsed as ``payload``), whose text is ``path(payload)[key]`` and whose
+        string token follows the last ``marker`` in it; None unless substituting that token is proven to
+        change that value and nothing else (probed with another string, the object compared whole)."""
+        at = data.rfind(marker)
+        if at < 0:
+            return None
+        start = at + len(marker)
+        try:
+            text, end = _scan_once(data, start)
+            original = path(payload)[key]
+            if type(text) is not str or text != original or data[start] != '"':
+                return None
+            probe = "a" if original != "a" else "b"
+            probed = json.loads(data[:start] + '"' + probe + '"' + data[end:])
+            holder = path(probed)
+            if holder.get(key) != probe:
+                return None
+            holder[key] = original
+            if probed != payload:
+                return None
+        except (StopIteration, ValueError, RecursionError, LookupError, TypeError, AttributeError):
+            return None
+        return cls(data[:start], data[end:])
+
+    def text(self, data: str) -> str | None:
+        """The text of an event that is this template with another string, or None."""
+        if not data.startswith(self.prefix):
+            return None
+        try:
+            text, end = _scan_once(data, self.start)
+        except (StopIteration, ValueError, RecursionError):
+            return None
+        suffix = self.suffix
+        if type(text) is not str or not text or end + len(suffix) != len(data) or not data.endswith(suffix):
+            return None
+        return text
+
+
 def as_str(value: object) -> str | None:
     return value if isinstance(value, str) else None
 

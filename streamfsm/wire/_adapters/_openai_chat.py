@@ -70,6 +70,7 @@ from ._base import (
     Adapter,
     Frames,
     OpenCall,
+    TextTemplate,
     as_arguments,
     as_count,
     as_dict,
@@ -81,6 +82,10 @@ from ._base import (
 
 _CHUNK: Final = Metadata("chat.completion.chunk")
 _MAX_CHOICES: Final = 128
+# The text of a content delta follows this in a compact chunk; a stream whose content deltas keep missing
+# their template (a field that changes per chunk) is read the long way after this many templates.
+_CONTENT_MARKER: Final = '"delta":{"content":'
+_MAX_TEMPLATES: Final = 3
 _FINISH: Final = {
     "stop": FinishReason.STOP,
     "length": FinishReason.LENGTH,
@@ -204,6 +209,11 @@ _CHOICE_KEYS: Final = frozenset(k[len("choice.") :] for k, d in EVENTS.items() i
 _REASONING_DETAILS: Final = {"reasoning.text": "text", "reasoning.summary": "summary"}
 
 
+def _first_delta(payload: dict[str, Any]) -> dict[str, Any]:
+    delta: dict[str, Any] = payload["choices"][0]["delta"]
+    return delta
+
+
 def chat_usage(usage: Mapping[str, Any]) -> Usage:
     completion = as_dict(usage.get("completion_tokens_details")) or {}
     prompt = as_dict(usage.get("prompt_tokens_details")) or {}
@@ -229,11 +239,15 @@ class OpenAIChatAdapter(Adapter):
         }
     )
 
-    __slots__ = ("_closed", "_started", "_unfinished")
+    __slots__ = ("_closed", "_started", "_template", "_templates", "_unfinished")
 
     def __init__(self) -> None:
         super().__init__()
         self._started = False
+        # The stream's common chunk (one content delta and nothing else) as bytes apart from its text, once
+        # one was read whole: later ones are read by their text alone (``TextTemplate``).
+        self._template: TextTemplate | None = None
+        self._templates = 0
         self._closed: dict[int, str] = {}  # index -> call id of calls already complete
         # choice indices seen without their finish_reason yet (None: too many to follow)
         self._unfinished: set[int] | None = set()
@@ -249,6 +263,11 @@ class OpenAIChatAdapter(Adapter):
         return f"{base_url.rstrip('/')}/chat/completions", out
 
     def _on_data(self, event: SSEEvent, data: str, index: int) -> list[StreamEvent]:
+        template = self._template
+        if template is not None and event.event == "message":
+            text = template.text(data)
+            if text is not None:
+                return self._templated(text)
         if data == "[DONE]" or (data[-1] != "}" and data.strip() == "[DONE]"):
             return self._done()
         payload = self.load(data, index)
@@ -263,6 +282,7 @@ class OpenAIChatAdapter(Adapter):
             self._started = True
             self.seen(payload.get("id"), payload.get("model"))
             out.append(Metadata("chat.completion.chunk", self.response_id, self.model))
+        common = False  # choice 0's delta was one piece of answer text and nothing else
         choices = payload.get("choices")
         if choices:
             if not isinstance(choices, list):
@@ -287,7 +307,7 @@ class OpenAIChatAdapter(Adapter):
                 if delta:
                     if type(delta) is not dict:
                         raise ProtocolViolation(UNEXPECTED_SHAPE, index)
-                    self._delta(delta, out, index)
+                    common = self._delta(delta, out, index)
                 if not _CHOICE_KEYS.issuperset(choice):
                     self.choice_extras(choice)
                 if type(choice.get("usage")) is dict:
@@ -297,11 +317,44 @@ class OpenAIChatAdapter(Adapter):
         usage = payload.get("usage")
         if type(usage) is dict:
             out.append(chat_usage(usage))
+        elif common and self._templates < _MAX_TEMPLATES and type(choices) is list and len(choices) == 1:
+            self._remember(event, data, payload, choices[0])
         if not out:
             out.append(_CHUNK)
         return out
 
-    def _delta(self, delta: dict[str, Any], out: list[StreamEvent], index: int) -> None:
+    def _remember(self, event: SSEEvent, data: str, payload: dict[str, Any], choice: dict[str, Any]) -> None:
+        """A chunk read whole as one content delta alone: its template, when every other field of it is one
+        that ``_templated`` may take as read (no finish, no usage, no field beside the delta unread)."""
+        if (
+            event.event == "message"
+            and not isinstance(choice.get("finish_reason"), str)
+            and type(choice.get("usage")) is not dict
+            and _CHOICE_KEYS.issuperset(choice)
+        ):
+            self._templates += 1
+            self._template = TextTemplate.of(data, payload, _CONTENT_MARKER, _first_delta, "content")
+
+    def _templated(self, text: str) -> list[StreamEvent]:
+        """A chunk that is the template with another text: what ``_on_data`` makes of such a chunk (the
+        delta's key counted, choice 0 followed, the open calls closed before text), without the parse."""
+        keys = self.delta_keys
+        if "content" in keys:
+            keys["content"] += 1
+        else:
+            self.count_key("content")
+        unfinished = self._unfinished
+        if unfinished is not None and 0 not in unfinished:
+            self._follow(0, False)
+        if self._call is not None:
+            out: list[StreamEvent] = []
+            self.close_calls(out)
+            out.append(self.text_delta(text))
+            return out
+        return [self.text_delta(text)]
+
+    def _delta(self, delta: dict[str, Any], out: list[StreamEvent], index: int) -> bool:
+        """Read choice 0's delta into ``out``; True when it was one piece of answer text and nothing else."""
         keys = self.delta_keys
         unknown = False
         for key, value in delta.items():
@@ -318,7 +371,7 @@ class OpenAIChatAdapter(Adapter):
                 if self._call is not None:
                     self.close_calls(out)
                 out.append(self.text_delta(content))
-                return
+                return True
         if unknown:
             self.note(UNREAD_CONTENT)  # a field this adapter does not read; its name is in delta_keys
         reasoning = delta.get("reasoning_content") or delta.get("reasoning")
@@ -364,6 +417,7 @@ class OpenAIChatAdapter(Adapter):
                 if type(fragment) is not dict:
                     raise ProtocolViolation(UNEXPECTED_SHAPE, index)
                 self._fragment(fragment, out, index)
+        return False
 
     def choice_extras(self, choice: Mapping[str, Any]) -> None:
         """Choice fields beside the delta that this adapter does not read (a legacy ``text``, a whole
