@@ -29,7 +29,7 @@ STALL_TARGET_MS = 50.0
 
 
 def _writer(path: str, worker: int, count: int, max_bytes: int, start: Any) -> None:
-    from streamfsm.runtime._sinks import AuditLog
+    from streamfsm.runtime.records._sinks import AuditLog
     from tests.support.logs import SCENARIOS, with_ids
 
     sink = AuditLog(path, max_bytes=max_bytes, backups=10_000)
@@ -44,7 +44,7 @@ def _loop_stall(path: Path, count: int, max_bytes: int) -> float:
     """Deliver ``count`` records from a task on an event loop; the loop's longest stall, in ms."""
     import anyio
 
-    from streamfsm.runtime._sinks import AuditLog, deliver
+    from streamfsm.runtime.records._sinks import AuditLog, deliver
     from tests.support.logs import SCENARIOS, with_ids
 
     sink = AuditLog(path, max_bytes=max_bytes, backups=10_000)
@@ -79,7 +79,7 @@ def _count(path: Path) -> tuple[int, Counter[str]]:
     """Lines that do not parse (torn), and run ids seen, over the log and its backups."""
     import json
 
-    from streamfsm.runtime._logs import log_files
+    from streamfsm.runtime.records._logs import log_files
 
     torn, ids = 0, Counter[str]()
     for file in log_files(path):

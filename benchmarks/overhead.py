@@ -196,7 +196,7 @@ def _contenders(payload: Payload, chunking: str, backend: str) -> dict[str, Cont
 async def _scope_cost(repeat: int) -> dict[str, float]:
     """CPU per read of a checkpoint: bare, in the plain cancel scope each read of a run waits in (the loop's
     watchdog cancels it), and in a scope with a deadline (a loop timer armed and disarmed per read)."""
-    from streamfsm.runtime._watchdog import plain_scope_class
+    from streamfsm.runtime.drivers._watchdog import plain_scope_class
 
     n = 20_000
     checkpoint = anyio.lowlevel.checkpoint

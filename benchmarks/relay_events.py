@@ -112,7 +112,7 @@ def stream_of(layer: str, body: list[bytes]) -> Callable[[], object]:
         return adapter
     if layer == "core":
         from streamfsm.runtime import StreamConfig
-        from streamfsm.runtime._core import RunCore
+        from streamfsm.runtime.core._run_core import RunCore
 
         config = StreamConfig(sinks=())
         fmt = format_named("openai-chat")

@@ -33,8 +33,8 @@ from httpx_sse._decoders import SSEDecoder as HttpxSSEEventDecoder
 from httpx_sse._decoders import SSELineDecoder
 
 from streamfsm.testing import build
-from streamfsm.wire import PROVIDERS, adapter_for
-from streamfsm.wire._sse import SSEDecoder, SSEEvent
+from streamfsm.wire import FORMAT_NAMES, adapter_for
+from streamfsm.wire._sse import Frame, SSEDecoder
 
 WORDS = ("the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while", "tokens", "arrive")
 
@@ -97,18 +97,18 @@ def median_s(fn: Callable[[], object], repeat: int) -> float:
     return statistics.median(timeit.repeat(fn, number=1, repeat=repeat))
 
 
-def adapter_events(fmt: str, deltas: int, rng: random.Random) -> list[SSEEvent]:
+def adapter_events(fmt: str, deltas: int, rng: random.Random) -> list[Frame]:
     texts = [" " + rng.choice(WORDS) for _ in range(deltas)]
     parts = [("reasoning", t) for t in texts[: deltas // 10]] + [("text", t) for t in texts]
     parts.append(("tool", "get_weather", json.dumps({"city": "Paris", "days": list(range(40))})))
     decoder = SSEDecoder()
-    out: list[SSEEvent] = []
+    out: list[Frame] = []
     for frame in build(fmt, parts):  # type: ignore[arg-type]
         out += decoder.feed(frame)
     return out
 
 
-def run_adapter(fmt: str, events: list[SSEEvent]) -> int:
+def run_adapter(fmt: str, events: list[Frame]) -> int:
     feed = adapter_for(fmt).feed
     count = 0
     for event in events:
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"  ratio httpx-sse / ours: {theirs / ours:.2f}x   (decoders only: {theirs_bare / ours:.2f}x)")
 
     print("adapters (adapter.feed per SSE event, mostly text deltas):")
-    for fmt in PROVIDERS:
+    for fmt in FORMAT_NAMES:
         events = adapter_events(fmt, 5_000, rng)
         seconds = median_s(lambda fmt=fmt, events=events: run_adapter(fmt, events), args.repeat)  # type: ignore[misc]
         datas = [e.data for e in events if e.data.startswith("{")]

@@ -131,7 +131,7 @@ def _port(text: str) -> int:
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from ..testing import SCENARIO_HEADER
-    from ..wire import PROVIDERS
+    from ..wire import FORMAT_NAMES
 
     command = commands.add_parser(
         "fault-server",
@@ -155,7 +155,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     command.add_argument(
         "--format",
         action="append",
-        choices=PROVIDERS,
+        choices=FORMAT_NAMES,
         help="serve only this format's scenarios (repeatable; default: all)",
     )
     command.add_argument(

@@ -397,7 +397,7 @@ def run_harness(args: argparse.Namespace) -> int:
 
 
 def add_commands(commands: Any) -> None:
-    from ..wire import PROVIDERS  # every format of the registry has catalog scenarios
+    from ..wire import FORMAT_NAMES  # every format of the registry has catalog scenarios
 
     harness = commands.add_parser(
         "harness",
@@ -423,7 +423,7 @@ def add_commands(commands: Any) -> None:
         help="only this scenario (a name or a shell pattern such as 'anthropic/*'); repeatable",
     )
     harness.add_argument(
-        "--format", action="append", choices=PROVIDERS, help="only this wire format; repeatable"
+        "--format", action="append", choices=FORMAT_NAMES, help="only this wire format; repeatable"
     )
     harness.add_argument(
         "--json", metavar="PATH", help="write every run record as JSON lines to PATH ('-': stdout)"

@@ -17,7 +17,8 @@ runs prometheus_client's multiprocess mode (``PROMETHEUS_MULTIPROC_DIR``, a fres
 operator set one), so that a scrape of any worker answers the sum over all of them; the in-flight gauge
 sums the live processes. Without it, a scrape would see one worker at random.
 
-``model`` is bounded (``runtime._labels``: the first 20 names each process sees, then ``other``; ``none``
+``model`` is bounded (``runtime.records._labels``: the first 20 names each process sees, then ``other``;
+``none``
 without one). The labels every run-fed metric carries are ``RUN_LABELS``, set in ``run_labels``: one place.
 """
 

@@ -29,7 +29,7 @@ from typing import Any, Final
 import httpx
 
 from ..runtime import BREAKERS, Breakers, Ids, RetryPolicy, Route
-from ..wire import FORMATS, PROVIDERS
+from ..wire import FORMAT_NAMES, FORMATS
 
 __all__ = ["ANY_MODEL", "RouteTable", "TableRoute"]
 
@@ -255,8 +255,8 @@ def _route(name: str, spec: object, env: Mapping[str, str], fail: Any) -> TableR
         why = f"must be an http:// or https:// URL without credentials, a query or a fragment, not {shown}"
         raise fail(f"{where}.upstream", why, name)
     fmt = spec.get("format")
-    if fmt is not None and fmt not in PROVIDERS:
-        raise fail(f"{where}.format", f"must be one of {', '.join(PROVIDERS)}, not {fmt!r}", name)
+    if fmt is not None and fmt not in FORMAT_NAMES:
+        raise fail(f"{where}.format", f"must be one of {', '.join(FORMAT_NAMES)}, not {fmt!r}", name)
     model = spec.get("model")
     if model is not None and (not isinstance(model, str) or not model):
         raise fail(f"{where}.model", f"must be a model name, not {model!r}", name)

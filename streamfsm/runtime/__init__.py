@@ -1,8 +1,11 @@
-"""All I/O: the streaming client, the tap's and the relay's runs, watchdogs, sinks, the run record.
+"""A run: ``core/`` tracks one call without I/O; ``drivers/`` connect, read and time and feed the core;
+``retry/`` runs a logical stream as a chain of attempts; ``records/`` keeps, sinks and reads back the
+run records.
 
 Besides the public API it exports what the rooms above it (tap, relay, store, cli, testing) drive a run and
 read records with; they import from here, never from a private module."""
 
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from ..wire import (
@@ -32,24 +35,24 @@ from ..wire import (
     Usage,
     continuation_body,
 )
-from ._breaker import BREAKERS, Breaker, Breakers, BreakerState, Transition
-from ._config import MAX_ATTEMPT_LINKS, AttemptLink, Ids, RouteTag, StreamConfig
-from ._core import DEADLINE, END, STOP, ReadEnd, RunCore, SseWire, Wire
-from ._decoding import as_bytes, content_decoder
-from ._delivery import Partial, RetryingEvent, ToolResult
-from ._errors import NoRoute, StreamError, StreamFailed
-from ._handle import RunHandle
-from ._labels import BoundedLabel
-from ._logs import LogProblem, OnProblem, log_files, read_records
-from ._reads import LoopReads
-from ._record import SCHEMA, RelayClose, RunRecord
-from ._recovery import Offer, Recovery
-from ._report import SIGNATURE, Group, field_value, group_failures, iso, request_id, started
-from ._retry import RetryingRun, retrying
-from ._retry_policy import DecisionKind, Failed, RetryPolicy, after_failure
-from ._routes import Help, Hop, Need, Route, Routing, helps, hop
-from ._sdk import SdkRun, SyncSdkRun, wrap
-from ._sinks import (
+from .core._config import MAX_ATTEMPT_LINKS, AttemptLink, Ids, RouteTag, StreamConfig
+from .core._errors import NoRoute, StreamError, StreamFailed
+from .core._run_core import DEADLINE, END, STOP, ReadEnd, RunCore, StreamWire, Wire
+from .core._urls import check_base_url
+from .core._whole import WholeBody
+from .drivers._decoding import as_bytes, content_decoder
+from .drivers._handle import RunHandle
+from .drivers._reads import LoopReads
+from .drivers._sdk import SdkRun, SyncSdkRun, wrap
+from .drivers._stream import HttpRun, Run, ToolScope, open_stream
+from .drivers._sync_reads import ThreadReads, socket_of
+from .drivers._watchdog import loop_time, plain_scope_class, running_trio
+from .drivers.sync_http import SyncHttpRun, open_sync_stream
+from .records._labels import BoundedLabel
+from .records._logs import LogProblem, OnProblem, log_files, read_records
+from .records._record import SCHEMA, RelayClose, RunRecord
+from .records._report import SIGNATURE, Group, field_value, group_failures, iso, request_id, started
+from .records._sinks import (
     AuditLog,
     BackgroundSink,
     Backlog,
@@ -60,15 +63,15 @@ from ._sinks import (
     recent_records,
     sink_failures,
 )
-from ._stream import HttpRun, Run, ToolScope, open_stream
-from ._sync_reads import ThreadReads, socket_of
-from ._urls import check_base_url
-from ._watchdog import loop_time, plain_scope_class, running_trio
-from ._whole import WholeBody
-from .drivers.sync_http import SyncHttpRun, open_sync_stream
+from .retry._breaker import BREAKERS, Breaker, Breakers, BreakerState, Transition
+from .retry._delivery import Partial, RetryingEvent, ToolResult
+from .retry._recovery import Offer, Recovery
+from .retry._retry import RetryingRun, retrying
+from .retry._retry_policy import DecisionKind, Failed, RetryPolicy, after_failure
+from .retry._routes import Help, Hop, Need, Route, Routing, helps, hop
 
 if TYPE_CHECKING:
-    from ._otel import OtelLogSink, OtelSink
+    from .records._otel import OtelLogSink, OtelSink
 
 __all__ = [
     "BREAKERS",
@@ -134,11 +137,11 @@ __all__ = [
     "RunHandle",
     "RunRecord",
     "SdkRun",
-    "SseWire",
     "StreamConfig",
     "StreamError",
     "StreamEvent",
     "StreamFailed",
+    "StreamWire",
     "SyncHttpRun",
     "SyncSdkRun",
     "TextDelta",
@@ -193,13 +196,19 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
+    if name in _RENAMED:  # an old name, kept for code written against it
+        warnings.warn(f"{__name__}.{name} is now {_RENAMED[name]}", DeprecationWarning, stacklevel=2)
+        return globals()[_RENAMED[name]]
     if name in _WEBSOCKET:
         from .drivers import websocket
 
         return getattr(websocket, name)
     # OpenTelemetry (the ``otel`` extra) loads only when its sinks are asked for: ``streamfsm.otel``.
     if name in ("OtelLogSink", "OtelSink"):
-        from . import _otel
+        from .records import _otel
 
         return getattr(_otel, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+_RENAMED: dict[str, str] = {"SseWire": "StreamWire"}

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from ..wire import ABSENT, FORMATS, PROVIDERS
+from ..wire import ABSENT, FORMAT_NAMES, FORMATS
 
 _MAX_BODY: Final = 1 << 20  # a larger request body is not parsed, only looked at (``_look``)
 
@@ -17,7 +17,7 @@ _MAX_BODY: Final = 1 << 20  # a larger request body is not parsed, only looked a
 @dataclass(frozen=True, slots=True)
 class Rule:
     """Requests whose URL path matches ``pattern`` (a regular expression, searched) carry ``provider``'s
-    format (a registered one, ``streamfsm.wire.PROVIDERS``). A gateway that serves a format under
+    format (a registered one, ``streamfsm.wire.FORMAT_NAMES``). A gateway that serves a format under
     another path adds a rule: ``Rule(r"/llm/v2/chat$", "openai-chat")``."""
 
     pattern: str
@@ -25,8 +25,8 @@ class Rule:
     _compiled: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self.provider not in PROVIDERS:
-            raise ValueError(f"provider must be one of {', '.join(PROVIDERS)}, not {self.provider!r}")
+        if self.provider not in FORMAT_NAMES:
+            raise ValueError(f"provider must be one of {', '.join(FORMAT_NAMES)}, not {self.provider!r}")
         try:
             compiled = re.compile(self.pattern)
         except re.error as exc:

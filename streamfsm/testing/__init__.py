@@ -15,6 +15,7 @@ its ``Format.kit``).
 """
 
 import importlib
+import warnings
 from typing import Any
 
 from ._answers import whole_answer
@@ -84,10 +85,10 @@ from ._script import (
 from ._server import FaultServer, FaultServerError, FaultServerThread, Request, RequestRecord
 from ._wire import (
     CACHED_TOKENS,
-    FORMATS,
     OUTPUT_TOKENS,
     PROMPT_TOKENS,
     REASONING_TOKENS,
+    SSE_FORMATS,
     WIRE_FORMATS,
     build,
     comment,
@@ -102,6 +103,9 @@ from ._wire import (
 
 def __getattr__(name: str) -> Any:
     # The modules with a dependency of their own (Hypothesis, pytest) load on first use, as an import would.
+    if name in _RENAMED:  # an old name, kept for code written against it
+        warnings.warn(f"{__name__}.{name} is now {_RENAMED[name]}", DeprecationWarning, stacklevel=2)
+        return globals()[_RENAMED[name]]
     if name in ("pytest_plugin", "strategies"):
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -111,7 +115,6 @@ __all__ = [
     "BODIES",
     "CACHED_TOKENS",
     "DEFAULT_TIMEOUT_S",
-    "FORMATS",
     "ONE_ROUTE",
     "OUTPUT_TOKENS",
     "PREFILL_REFUSAL",
@@ -123,6 +126,7 @@ __all__ = [
     "ROUTE_FORMAT",
     "SCENARIO_HEADER",
     "SDK_FORMATS",
+    "SSE_FORMATS",
     "TAP",
     "TAP_PREFIX",
     "WATCHDOG_S",
@@ -194,3 +198,6 @@ __all__ = [
     "unused_port",
     "whole_answer",
 ]
+
+
+_RENAMED: dict[str, str] = {"FORMATS": "SSE_FORMATS"}

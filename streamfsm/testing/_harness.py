@@ -389,7 +389,7 @@ def sdk_available(sdk: str) -> str | None:
     if _tap_sdk(sdk) is None:
         if name not in WRAPPED_SDKS:
             return f"wrap() takes no {name} stream: play it through tap:{name}"
-        if importlib.util.find_spec("streamfsm.runtime._sdk") is None:
+        if importlib.util.find_spec("streamfsm.runtime.drivers._sdk") is None:
             return "streamfsm.wrap() is not available in this version"
         return None
     if importlib.util.find_spec("streamfsm.tap") is None:

@@ -43,7 +43,7 @@ def _named(framing: object) -> tuple[Format, ...]:
     return tuple(cast(Format, name) for name, fmt in WIRE.items() if framing in (None, fmt.framing))
 
 
-FORMATS: Final = _named(SSEDecoder)
+SSE_FORMATS: Final = _named(SSEDecoder)
 """Formats streamed as SSE events."""
 NDJSON_FORMATS: Final = _named(NDJSONDecoder)
 """Formats streamed as NDJSON lines, not SSE events: each frame is one line (``\\n`` included)."""
@@ -616,7 +616,7 @@ def error_event(
     prefix of a built stream)."""
     error = kit_of(fmt).error if fmt in WIRE else None
     if error is None:
-        raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+        raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(SSE_FORMATS)}")
     return error(kind, shape, sequence_number)
 
 

@@ -55,7 +55,7 @@ from ..wire import (
 )
 from ._kit import meaning_of
 from ._script import End, Fin, Headers, Rst, Scenario, Send, Step
-from ._wire import FORMATS, Format, build
+from ._wire import SSE_FORMATS, Format, build
 
 __all__ = [
     "ALL_TRIGGERS",
@@ -385,7 +385,7 @@ def oracle(
 
 @st.composite
 def faulty_streams(
-    draw: st.DrawFn, formats: Sequence[str] = FORMATS, faults: Sequence[Fault] = ("fin", "rst", "eof")
+    draw: st.DrawFn, formats: Sequence[str] = SSE_FORMATS, faults: Sequence[Fault] = ("fin", "rst", "eof")
 ) -> FaultyStream:
     """A random stream in a random format, cut at a random point by a random fault (see the module doc)."""
     fmt: Format = draw(st.sampled_from(list(formats)))

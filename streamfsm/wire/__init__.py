@@ -3,6 +3,9 @@
 Imports only ``machine`` and ``classify``; the runtime and everything that uses a run read the wire from here.
 """
 
+import warnings
+from typing import Any
+
 from ._adapters import Adapter
 from ._adapters._base import (
     DONE_MISSING,
@@ -60,8 +63,8 @@ from ._events import (
 from ._eventstream import EventStreamDecoder, encode_message, event_stream_violation, exception_message
 from ._formats import (
     ABSENT,
+    FORMAT_NAMES,
     FORMATS,
-    PROVIDERS,
     Format,
     Framing,
     adapter_for,
@@ -73,7 +76,7 @@ from ._formats import (
 )
 from ._ndjson import NDJSONDecoder
 from ._slots import KitName, Prefill, Probe, Resume, SdkSide
-from ._sse import MAX_LINE_BYTES, SSEDecoder, SSEEvent
+from ._sse import MAX_LINE_BYTES, Frame, SSEDecoder
 
 __all__ = [
     "ABSENT",
@@ -81,13 +84,13 @@ __all__ = [
     "CONTINUE_INSTRUCTION",
     "DONE_MISSING",
     "FORMATS",
+    "FORMAT_NAMES",
     "HELPER_EVENTS",
     "MALFORMED_JSON",
     "MAX_DOCUMENT_BYTES",
     "MAX_LINE_BYTES",
     "NOT_EVENT_STREAM",
     "NO_FINISH_REASON",
-    "PROVIDERS",
     "UNEXPECTED_EVENT",
     "UNEXPECTED_SHAPE",
     "UNREAD_CONTENT",
@@ -104,6 +107,7 @@ __all__ = [
     "Finish",
     "FinishReason",
     "Format",
+    "Frame",
     "Framing",
     "Keepalive",
     "KitName",
@@ -121,7 +125,6 @@ __all__ = [
     "ResumeRefusal",
     "Rewrite",
     "SSEDecoder",
-    "SSEEvent",
     "SdkAnthropic",
     "SdkBedrockConverse",
     "SdkOpenAIChat",
@@ -153,3 +156,13 @@ __all__ = [
     "undecided",
     "whole_answers_of",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _RENAMED:  # an old name, kept for code written against it
+        warnings.warn(f"{__name__}.{name} is now {_RENAMED[name]}", DeprecationWarning, stacklevel=2)
+        return globals()[_RENAMED[name]]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+_RENAMED: dict[str, str] = {"SSEEvent": "Frame", "PROVIDERS": "FORMAT_NAMES"}

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from ._events import ProtocolViolation
-from ._sse import SSEEvent
+from ._sse import Frame
 
 CONTENT_TYPE: Final = "application/vnd.amazon.eventstream"
 EXTRA_HINT: Final = "pip install 'streamfsm[bedrock]'"
@@ -85,14 +85,14 @@ class EventStreamDecoder:
         # (detail, offset) once a message was damaged: the stream is over, and every later call raises again.
         self._broken: tuple[str, int] | None = None
 
-    def feed(self, chunk: bytes) -> list[SSEEvent]:
+    def feed(self, chunk: bytes) -> list[Frame]:
         if self._broken is not None:
             raise ProtocolViolation(*self._broken)
         if not chunk:
             return []
         self.bytes_seen += len(chunk)
         self._buffer.add_data(chunk)
-        frames: list[SSEEvent] = []
+        frames: list[Frame] = []
         parser_error = _botocore().ParserError
         try:
             for message in self._buffer:
@@ -111,7 +111,7 @@ class EventStreamDecoder:
             return self._fail(frames, TOO_LARGE)
         return frames
 
-    def close(self) -> list[SSEEvent]:
+    def close(self) -> list[Frame]:
         """End of stream: bytes of a message that never completed make the body ``truncated``."""
         if self._broken is not None:
             raise ProtocolViolation(*self._broken)
@@ -119,7 +119,7 @@ class EventStreamDecoder:
         self._buffer = _botocore().EventStreamBuffer()
         return []
 
-    def _fail(self, frames: list[SSEEvent], detail: str) -> list[SSEEvent]:
+    def _fail(self, frames: list[Frame], detail: str) -> list[Frame]:
         self._broken = (detail, self._consumed)
         self._buffer = _botocore().EventStreamBuffer()  # keep none of the damaged bytes
         if frames:
@@ -147,20 +147,20 @@ def _detail(exc: BaseException) -> str:
     return BAD_HEADERS  # DuplicateHeader, and any other parser error
 
 
-def _frame(headers: dict[str, Any], payload: bytes, offset: int) -> SSEEvent:
+def _frame(headers: dict[str, Any], payload: bytes, offset: int) -> Frame:
     """One message as the Anthropic frame it carries."""
     kind = headers.get(":message-type")
     if kind == "event":
         event = headers.get(":event-type")
         if event == "chunk":
-            return SSEEvent(_chunk_text(payload, offset))
+            return Frame(_chunk_text(payload, offset))
         # Not in Bedrock's ResponseStream: handed on under its name, for the adapter to note, not dropped.
-        return SSEEvent(payload.decode("utf-8", "replace"), str(event))
+        return Frame(payload.decode("utf-8", "replace"), str(event))
     if kind in ("exception", "error"):
         code = headers.get(":exception-type") or headers.get(":error-code") or "unknown"
         message = headers.get(":error-message") or _message(payload)
         error = {"type": str(code), "message": message} if message is not None else {"type": str(code)}
-        return SSEEvent(json.dumps({"type": "error", "error": error}), "error")
+        return Frame(json.dumps({"type": "error", "error": error}), "error")
     raise ProtocolViolation(BAD_HEADERS, offset)  # no message type: nothing says how to read it
 
 

@@ -57,11 +57,11 @@ from ._eventstream import CONTENT_TYPE as AWS_EVENT_STREAM
 from ._eventstream import EventStreamDecoder, exception_message
 from ._ndjson import NDJSONDecoder
 from ._slots import KitName, Prefill, Probe, Resume, SdkSide
-from ._sse import SSEDecoder, SSEEvent
+from ._sse import Frame, SSEDecoder
 
 __all__ = [
     "FORMATS",
-    "PROVIDERS",
+    "FORMAT_NAMES",
     "Format",
     "Framing",
     "adapter_for",
@@ -74,15 +74,15 @@ __all__ = [
 
 
 class Framing(Protocol):
-    """A streamed body's framing, per body: bytes in, the frames each chunk completed out (``SSEEvent``: a
+    """A streamed body's framing, per body: bytes in, the frames each chunk completed out (``Frame``: a
     frame's ``data`` is what its adapter reads). ``close()`` at the body's end returns what was pending and
     sets ``truncated`` when a frame was torn."""
 
     truncated: bool
 
-    def feed(self, chunk: bytes) -> list[SSEEvent]: ...
+    def feed(self, chunk: bytes) -> list[Frame]: ...
 
-    def close(self) -> list[SSEEvent]: ...
+    def close(self) -> list[Frame]: ...
 
 
 ContinuationRewrite = Callable[[Mapping[str, Any], Continuation, ContinueStyle], dict[str, Any]]
@@ -385,16 +385,16 @@ FORMATS: Final[Mapping[str, Format]] = {
 }
 """Format name → its ``Format``."""
 
-PROVIDERS: Final = tuple(FORMATS)
+FORMAT_NAMES: Final = tuple(FORMATS)
 _ANY_WHOLE: Final = frozenset().union(*(fmt.whole_answers for fmt in FORMATS.values()))
 
 
 def format_named(name: str) -> Format:
-    """The format called ``name`` (one of ``PROVIDERS``)."""
+    """The format called ``name`` (one of ``FORMAT_NAMES``)."""
     try:
         return FORMATS[name]
     except (KeyError, TypeError):
-        valid = ", ".join(repr(name) for name in PROVIDERS)
+        valid = ", ".join(repr(name) for name in FORMAT_NAMES)
         raise ValueError(f"unknown provider format {name!r}; expected one of {valid}") from None
 
 
@@ -405,7 +405,7 @@ def whole_answers_of(name: str | None) -> frozenset[str]:
 
 
 def adapter_for(provider: str) -> Adapter:
-    """A fresh adapter for one stream of ``provider`` (one of ``PROVIDERS``)."""
+    """A fresh adapter for one stream of ``provider`` (one of ``FORMAT_NAMES``)."""
     return format_named(provider).adapter()
 
 

@@ -1,6 +1,6 @@
 """An incremental newline-delimited JSON decoder (NDJSON, JSON Lines), fed raw bytes: Ollama's own API.
 
-Each line is one frame, handed to the format's adapter as an ``SSEEvent`` of that line's text (one frame type
+Each line is one frame, handed to the format's adapter as an ``Frame`` of that line's text (one frame type
 for every framing, so the adapters read any of them the same way); the adapter parses it. A line ends at
 ``\\n``; a ``\\r`` before it is JSON whitespace and left to the parser. A line longer than ``max_line_bytes``
 raises ``ProtocolViolation("line_too_long", offset)`` as the SSE decoder does. At EOF a last line without
@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 
 from ._events import ProtocolViolation
-from ._sse import MAX_LINE_BYTES, SSEEvent
+from ._sse import MAX_LINE_BYTES, Frame
 
 
 class NDJSONDecoder:
@@ -44,7 +44,7 @@ class NDJSONDecoder:
         self._too_long_at: int | None = None  # the offset of a line past the bound: every later call raises
         self._lines_ended = False  # a line end arrived: the body is NDJSON, not one JSON document
 
-    def feed(self, chunk: bytes) -> list[SSEEvent]:
+    def feed(self, chunk: bytes) -> list[Frame]:
         if self._too_long_at is not None:
             raise ProtocolViolation("line_too_long", self._too_long_at)
         if not chunk:
@@ -64,18 +64,18 @@ class NDJSONDecoder:
         self._more_len = len(tail)
         limit = self.max_line_bytes
         start = self.bytes_seen - len(buf)  # the stream offset of buf's first byte
-        frames: list[SSEEvent] = []
+        frames: list[Frame] = []
         for line in lines:
             if len(line) > limit:
                 return self._fail(frames, start)
-            frames.append(SSEEvent(line.decode("utf-8", "replace")))
+            frames.append(Frame(line.decode("utf-8", "replace")))
             start += len(line) + 1
         if len(tail) > limit:
             return self._fail(frames, start)
         self.events_seen += len(frames)
         return frames
 
-    def close(self) -> list[SSEEvent]:
+    def close(self) -> list[Frame]:
         """End of stream: a last line without its line end is no frame; ``truncated`` tells if one was due."""
         if self._too_long_at is not None:
             raise ProtocolViolation("line_too_long", self._too_long_at)
@@ -89,11 +89,11 @@ class NDJSONDecoder:
                 pass
             else:  # a JSON document, not a torn line
                 self.events_seen += 1
-                return [SSEEvent(tail.decode("utf-8", "replace"))]
+                return [Frame(tail.decode("utf-8", "replace"))]
         self.truncated = bool(tail.strip())
         return []
 
-    def _fail(self, frames: list[SSEEvent], offset: int) -> list[SSEEvent]:
+    def _fail(self, frames: list[Frame], offset: int) -> list[Frame]:
         self._more = []
         self._more_len = 0
         self._too_long_at = offset

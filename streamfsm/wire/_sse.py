@@ -22,7 +22,7 @@ MAX_LINE_BYTES: Final = 64 << 20
 """The default bound on one line: a Responses event that carries generated images runs to several MB."""
 
 
-class SSEEvent:
+class Frame:
     """One dispatched event, or a comment line (``comment=True``, ``data`` holds the comment's text).
 
     ``event`` is ``"message"`` when the stream named none; ``id`` is the last event id seen so far (spec:
@@ -46,7 +46,7 @@ class SSEEvent:
         self.comment = comment
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SSEEvent):
+        if not isinstance(other, Frame):
             return NotImplemented
         return (self.data, self.event, self.id, self.retry, self.comment) == (
             other.data,
@@ -61,8 +61,8 @@ class SSEEvent:
     def __repr__(self) -> str:
         # Sizes only: data may be model output.
         if self.comment:
-            return f"SSEEvent(comment, <{len(self.data)} chars>)"
-        return f"SSEEvent({self.event!r}, <{len(self.data)} chars>, id={self.id!r}, retry={self.retry!r})"
+            return f"Frame(comment, <{len(self.data)} chars>)"
+        return f"Frame({self.event!r}, <{len(self.data)} chars>, id={self.id!r}, retry={self.retry!r})"
 
 
 def _completes(data: str) -> bool:
@@ -152,7 +152,7 @@ class SSEDecoder:
         # the exception: a raised exception keeps the frames it passed, and they keep this decoder (a cycle).
         self._too_long_at: int | None = None
 
-    def feed(self, chunk: bytes) -> list[SSEEvent]:
+    def feed(self, chunk: bytes) -> list[Frame]:
         if self._too_long_at is not None:
             raise ProtocolViolation("line_too_long", self._too_long_at)
         if not chunk:
@@ -207,7 +207,7 @@ class SSEDecoder:
                 return self._fail(self._process(lines), self.bytes_seen - len(self._pending))
         return self._process(lines) if lines else []
 
-    def close(self) -> list[SSEEvent]:
+    def close(self) -> list[Frame]:
         """End of stream. An event whose blank line never came is dispatched when its data is whole: a JSON
         value (or ``[DONE]``), whether or not its last line ended: gateways close right after the last field,
         and openai-node dispatches such an event (openai/openai-node#2725) where the spec and the Python SDKs
@@ -218,7 +218,7 @@ class SSEDecoder:
         pending = b"".join((self._pending, *self._more))
         if self._at_start and _BOM.startswith(pending):
             pending = b""  # a lone (partial) BOM is not an event
-        events: list[SSEEvent] = []
+        events: list[Frame] = []
         due = bool(pending) or self._block_open
         if due:
             whole = [e for e in self._process([pending, b""] if pending else [b""]) if not e.comment]
@@ -234,7 +234,7 @@ class SSEDecoder:
         self._block_open = False
         return events
 
-    def _fail(self, events: list[SSEEvent], offset: int) -> list[SSEEvent]:
+    def _fail(self, events: list[Frame], offset: int) -> list[Frame]:
         self._pending = b""
         self._more = []
         self._more_len = 0
@@ -245,8 +245,8 @@ class SSEDecoder:
             return events
         raise ProtocolViolation("line_too_long", offset)
 
-    def _process(self, lines: list[bytes]) -> list[SSEEvent]:
-        events: list[SSEEvent] = []
+    def _process(self, lines: list[bytes]) -> list[Frame]:
+        events: list[Frame] = []
         data = self._data
         # The block's fields as locals, written back once: an attribute store per line costs more than the
         # line's own work on the hot path.
@@ -256,7 +256,7 @@ class SSEDecoder:
                 if data:
                     raw = data[0] if len(data) == 1 else b"\n".join(data)
                     events.append(
-                        SSEEvent(
+                        Frame(
                             raw.decode("utf-8", "replace"),  # _decode, inlined: once per event
                             (_NAMES.get(name) or _decode(name)) if name else "message",
                             self.last_event_id,
@@ -278,7 +278,7 @@ class SSEDecoder:
             colon = line.find(b":")
             if colon == 0:
                 remark = line[2:] if line[1:2] == b" " else line[1:]
-                events.append(SSEEvent(_decode(remark), "", "", None, True))
+                events.append(Frame(_decode(remark), "", "", None, True))
                 continue
             if colon < 0:
                 field, value = line, b""

@@ -1,5 +1,6 @@
 """The recovery guide's fallback routes: its table of where another attempt can help is the code's
-(``streamfsm.runtime._routes``), row for row. (Its example, and what it prints, is test_docs_examples'.)"""
+(``streamfsm.runtime.retry._routes``), row for row. (Its example, and what it prints, is
+test_docs_examples'.)"""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 from streamfsm.classify import FailureClass, ProviderErrorKind
 from streamfsm.runtime import Help, Need, helps
-from streamfsm.runtime._routes import _LOCAL, _PROVIDER, _SILENT_CAUSES, _UNREACHABLE_CAUSES
+from streamfsm.runtime.retry._routes import _LOCAL, _PROVIDER, _SILENT_CAUSES, _UNREACHABLE_CAUSES
 from tests.support.diagnoses import diagnosis
 
 ROOT = Path(__file__).resolve().parents[2]

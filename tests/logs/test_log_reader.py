@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 import streamfsm
-import streamfsm.runtime._logs as logs
-import streamfsm.runtime._record as record_module
+import streamfsm.runtime.records._logs as logs
+import streamfsm.runtime.records._record as record_module
 from streamfsm.runtime import AuditLog, LogProblem, RunRecord, log_files, read_records
-from streamfsm.runtime._logs import LogReadWarning, ProblemKind
+from streamfsm.runtime.records._logs import LogReadWarning, ProblemKind
 from tests.support.logs import (
     SCENARIOS,
     assert_valid,
@@ -282,7 +282,7 @@ def test_what_the_audit_log_writes_the_reader_reads(tmp_path: Path, records: lis
 # -- import hygiene ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("module", ["runtime/_logs.py", "runtime/_sinks.py", "cli/_logs.py"])
+@pytest.mark.parametrize("module", ["runtime/records/_logs.py", "runtime/records/_sinks.py", "cli/_logs.py"])
 def test_log_modules_do_not_import_the_http_stack(module: str) -> None:
     # diagnose/report read files; they must not need httpx or anyio of their own
     tree = ast.parse((Path(streamfsm.__file__).parent / module).read_text(encoding="utf-8"))

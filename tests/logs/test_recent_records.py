@@ -6,7 +6,7 @@ import pytest
 
 import streamfsm
 from streamfsm.runtime import RunRecord, deliver
-from streamfsm.runtime._sinks import RECENT_RECORDS
+from streamfsm.runtime.records._sinks import RECENT_RECORDS
 from streamfsm.testing import End, FaultServerThread, Headers, Send, text_stream
 from tests.support.logs import completed
 

@@ -27,8 +27,8 @@ from streamfsm.runtime import (
     read_records,
     sink_failures,
 )
-from streamfsm.runtime._logs import ProblemKind
-from streamfsm.runtime._sinks import log_run, run_log_level
+from streamfsm.runtime.records._logs import ProblemKind
+from streamfsm.runtime.records._sinks import log_run, run_log_level
 from tests.support.logs import (
     SCENARIOS,
     SECRET,
@@ -409,7 +409,7 @@ def test_one_log_record_per_run_with_a_level_by_outcome(
 def test_a_disabled_logger_costs_one_check(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import streamfsm.runtime._sinks as sinks
+    import streamfsm.runtime.records._sinks as sinks
 
     def no_fields(record: RunRecord) -> dict[str, Any]:
         raise AssertionError("fields built for a disabled logger")

@@ -31,7 +31,7 @@ import streamfsm
 from streamfsm import RunRecord, StreamConfig, StreamFailed
 from streamfsm.otel import OtelLogSink, OtelSink
 from streamfsm.runtime import SCHEMA
-from streamfsm.testing import FORMATS, End, FaultServer, Fin, Headers, Send, Sleep, Step, text_stream
+from streamfsm.testing import SSE_FORMATS, End, FaultServer, Fin, Headers, Send, Sleep, Step, text_stream
 from streamfsm.testing._wire import Format
 from tests.support.runs import BODIES
 
@@ -255,7 +255,7 @@ async def test_a_failed_run_is_an_error_span_with_our_classification(otel: Otel)
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", SSE_FORMATS)
 async def test_a_finished_run_is_an_ok_span_with_usage(otel: Otel, fmt: Format) -> None:
     before = time.time_ns()
     record = await finished_run(fmt, otel.sink)

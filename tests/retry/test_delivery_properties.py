@@ -12,7 +12,7 @@ from typing import Literal
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamfsm.runtime._delivery import Delivery
+from streamfsm.runtime.retry._delivery import Delivery
 from streamfsm.wire import (
     ConsumerEvent,
     Finish,

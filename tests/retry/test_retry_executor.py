@@ -22,7 +22,7 @@ from streamfsm.runtime import (
     ToolInputDelta,
     ToolInputStart,
 )
-from streamfsm.runtime._retry import decide
+from streamfsm.runtime.retry._retry import decide
 from streamfsm.testing import (
     End,
     FaultServer,
@@ -39,8 +39,8 @@ from streamfsm.testing import (
 from tests.support.retry import (
     BUSY,
     FAST,
-    FORMATS,
     JSON,
+    SSE_FORMATS,
     Spies,
     cut_before,
     cut_through,
@@ -122,7 +122,7 @@ def _cut_early(fmt: str, how: str) -> tuple[Any, ...]:
     ("fmt", "how"),
     [
         (fmt, how)
-        for fmt in FORMATS
+        for fmt in SSE_FORMATS
         for how in ("headers", "reasoning", "tool_input")
         if not (how == "tool_input" and fmt == "gemini")  # Gemini sends whole calls: no tool input to cut
     ],
@@ -147,7 +147,7 @@ async def test_a_cut_before_any_output_is_retried_and_the_consumer_sees_one_clea
     assert run.attempts[0].decision == "auto_retry" and run.attempts[0].delay_reason == "backoff"
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", SSE_FORMATS)
 async def test_an_in_band_overload_before_output_is_retried(fmt: str) -> None:
     overloaded = (Headers(), Send(error_event(fmt, "overloaded", sequence_number=0)), End())  # type: ignore[arg-type]
     async with FaultServer(per_attempt([overloaded, ok_script(fmt, "A2")])) as server:
@@ -170,7 +170,7 @@ async def test_a_request_possibly_delivered_is_retried_by_default() -> None:
 # -- never retried automatically -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", SSE_FORMATS)
 async def test_a_cut_after_visible_text_is_not_retried(fmt: str) -> None:
     frames = text_stream(fmt, ["A1 Hello", " A1 world", " A1 again"])  # type: ignore[arg-type]
     scripts = [stream(cut_through(fmt, frames, TextDelta), Fin()), ok_script(fmt, "A2")]
@@ -233,7 +233,7 @@ async def test_a_declined_confirmation_stops() -> None:
     assert info.value.stop_reason == "the retry was not confirmed"
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", SSE_FORMATS)
 async def test_a_cut_after_an_effectful_tool_started_is_not_retried(fmt: str) -> None:
     frames = tool_call_stream(fmt, [("write_file", '{"path": "A1.txt"}')])  # type: ignore[arg-type]
     scripts = [stream(cut_through(fmt, frames, ToolCall), Fin()), ok_script(fmt, "A2")]
@@ -562,7 +562,7 @@ async def test_a_record_that_lists_a_chain_round_trips_through_the_schema() -> N
 def _chained_record_json() -> str:
     link = streamfsm.AttemptLink("r1", 1, "mid_generation.reset", "user_confirmed_retry", "confirmed_retry")
     ids = streamfsm.Ids(trace_id="t", attempt=2, previous_run_id="r1", attempts=(link,))
-    from streamfsm.runtime._record import Recorder
+    from streamfsm.runtime.records._record import Recorder
 
     recorder = Recorder(
         provider="openai-chat",

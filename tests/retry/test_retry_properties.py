@@ -40,7 +40,7 @@ from streamfsm.testing import (
     tool_call_stream,
 )
 from tests.support.retry import (
-    FORMATS,
+    SSE_FORMATS,
     Spies,
     SpyRun,
     cut_before,
@@ -113,7 +113,7 @@ class Case:
 
 cases = st.builds(
     Case,
-    fmt=st.sampled_from(FORMATS),
+    fmt=st.sampled_from(SSE_FORMATS),
     faults=st.lists(st.sampled_from(FAULTS), min_size=1, max_size=5).map(tuple),
     attempts=st.integers(1, 4),
     retry_possibly_delivered=st.booleans(),

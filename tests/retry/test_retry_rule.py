@@ -24,8 +24,8 @@ from streamfsm.classify import (
 )
 from streamfsm.machine import NON_TERMINAL_ACTIVITIES, Activity, Commitment, State, Trigger
 from streamfsm.runtime import DecisionKind, Failed, Recovery, RetryPolicy, after_failure
-from streamfsm.runtime._recovery import ContinuePlan, ResumePlan
-from streamfsm.runtime._retry_policy import MAX_ATTEMPTS, Step, decide
+from streamfsm.runtime.retry._recovery import ContinuePlan, ResumePlan
+from streamfsm.runtime.retry._retry_policy import MAX_ATTEMPTS, Step, decide
 from streamfsm.wire import Continuation, ContinueRefusal, ContinueStyle, OpenAIResponsesAdapter, ResumeRefusal
 from tests.support.fsm_strategies import FAILURES, facts, transport_facts
 

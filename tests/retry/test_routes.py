@@ -29,11 +29,11 @@ from streamfsm.runtime import (
     Need,
     RetryPolicy,
     Routing,
-    _routes,
     after_failure,
     helps,
     hop,
 )
+from streamfsm.runtime.retry import _routes
 from tests.support.diagnoses import diagnosis
 
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

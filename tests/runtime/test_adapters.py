@@ -14,10 +14,10 @@ from streamfsm.classify import ProviderErrorKind
 from streamfsm.machine import Activity, IllegalTransition, StreamMachine, Trigger
 from streamfsm.testing import (
     CACHED_TOKENS,
-    FORMATS,
     OUTPUT_TOKENS,
     PROMPT_TOKENS,
     REASONING_TOKENS,
+    SSE_FORMATS,
     build,
     comment,
     error_event,
@@ -28,18 +28,18 @@ from streamfsm.testing import (
 )
 from streamfsm.testing._wire import MODELS, NDJSON_FORMATS, RESPONSE_IDS
 from streamfsm.wire import (
+    FORMAT_NAMES,
     MAX_LINE_BYTES,
-    PROVIDERS,
     Adapter,
     Finish,
     FinishReason,
+    Frame,
     Keepalive,
     Metadata,
     ProtocolViolation,
     ProviderErrorEvent,
     ReasoningDelta,
     SSEDecoder,
-    SSEEvent,
     StreamEvent,
     TextDelta,
     ToolCall,
@@ -106,11 +106,11 @@ def progress(events: list[StreamEvent]) -> list[StreamEvent]:
     return [e for e in events if not isinstance(e, BOOKKEEPING)]
 
 
-def sse(data: Any, event: str = "message") -> SSEEvent:
-    return SSEEvent(data if isinstance(data, str) else json.dumps(data), event)
+def sse(data: Any, event: str = "message") -> Frame:
+    return Frame(data if isinstance(data, str) else json.dumps(data), event)
 
 
-def feed_all(adapter: Adapter, items: list[SSEEvent]) -> list[StreamEvent]:
+def feed_all(adapter: Adapter, items: list[Frame]) -> list[StreamEvent]:
     out: list[StreamEvent] = []
     for item in items:
         out += adapter.feed(item)
@@ -177,7 +177,7 @@ EXPECTED_TEXT_KEYS = {
 }
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", SSE_FORMATS)
 def test_text_stream_exact_events(fmt: str) -> None:
     adapter, events = run(fmt, text_stream(fmt, ["Hel", "lo"]))  # type: ignore[arg-type]
     assert events == EXPECTED_TEXT[fmt]
@@ -189,7 +189,7 @@ def test_text_stream_exact_events(fmt: str) -> None:
     assert drive(events).state.activity is Activity.FINISHED
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", SSE_FORMATS)
 def test_reasoning_then_text(fmt: str) -> None:
     _, events = run(fmt, text_stream(fmt, ["An", "swer"], reasoning=["Let me ", "think"]))  # type: ignore[arg-type]
     kinds = [type(e) for e in progress(events) if isinstance(e, (TextDelta, ReasoningDelta))]
@@ -255,7 +255,7 @@ WEATHER = '{"city": "Paris", "units": "metric", "days": [1, 2, 3]}'
 CLOCK = '{"tz": "Europe/Paris"}'
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", SSE_FORMATS)
 def test_one_tool_call(fmt: str) -> None:
     adapter, events = run(fmt, tool_call_stream(fmt, [("get_weather", WEATHER)]))  # type: ignore[arg-type]
     calls = [e for e in events if isinstance(e, ToolCall)]
@@ -275,7 +275,7 @@ def test_one_tool_call(fmt: str) -> None:
     assert drive(events).state.activity is Activity.FINISHED
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", SSE_FORMATS)
 def test_parallel_tool_calls_carry_their_own_full_arguments(fmt: str) -> None:
     frames = tool_call_stream(fmt, [("get_weather", WEATHER), ("get_time", CLOCK)], text=["Checking."])  # type: ignore[arg-type]
     adapter, events = run(fmt, frames)
@@ -780,7 +780,7 @@ def test_chat_finish_reason_error_during_tool_arguments_is_a_provider_error_not_
 # -- violations and bookkeeping common to all formats --------------------------------------------------------
 
 
-@pytest.mark.parametrize("fmt", PROVIDERS)
+@pytest.mark.parametrize("fmt", FORMAT_NAMES)
 @pytest.mark.parametrize(
     ("data", "detail"),
     [
@@ -792,30 +792,30 @@ def test_chat_finish_reason_error_during_tool_arguments_is_a_provider_error_not_
 )
 def test_malformed_payloads_are_violations_with_position(fmt: str, data: str, detail: str) -> None:
     adapter = adapter_for(fmt)
-    adapter.feed(SSEEvent("keepalive", comment=True))
-    adapter.feed(SSEEvent("  "))
+    adapter.feed(Frame("keepalive", comment=True))
+    adapter.feed(Frame("  "))
     with pytest.raises(ProtocolViolation) as info:
-        adapter.feed(SSEEvent(data))
+        adapter.feed(Frame(data))
     assert (info.value.detail, info.value.position) == (detail, 2)
 
 
-@pytest.mark.parametrize("fmt", PROVIDERS)
+@pytest.mark.parametrize("fmt", FORMAT_NAMES)
 def test_comments_are_keepalives_and_empty_events_are_not_progress(fmt: str) -> None:
     adapter = adapter_for(fmt)
-    assert adapter.feed(SSEEvent("hi", comment=True)) == [KEEPALIVE_COMMENT]
-    empty = adapter.feed(SSEEvent(""))
+    assert adapter.feed(Frame("hi", comment=True)) == [KEEPALIVE_COMMENT]
+    empty = adapter.feed(Frame(""))
     assert [e.trigger for e in empty] == [Trigger.KEEPALIVE]
 
 
-@pytest.mark.parametrize("fmt", FORMATS)  # the SSE streams: the test kit builds them
+@pytest.mark.parametrize("fmt", SSE_FORMATS)  # the SSE streams: the test kit builds them
 def test_data_after_finish_is_a_violation_but_comments_are_ignored(fmt: str) -> None:
     frames = text_stream(fmt, ["a"])  # type: ignore[arg-type]
     adapter, events = run(fmt, frames)
     assert isinstance(events[-1], Finish)
     count = adapter.events_seen
-    assert adapter.feed(SSEEvent("late", comment=True)) == []
+    assert adapter.feed(Frame("late", comment=True)) == []
     with pytest.raises(ProtocolViolation) as info:
-        adapter.feed(SSEEvent('{"type": "ping"}'))
+        adapter.feed(Frame('{"type": "ping"}'))
     assert (info.value.detail, info.value.position) == ("data_after_terminal", count + 1)
 
 
@@ -906,7 +906,7 @@ _PART = st.one_of(
 
 
 @given(
-    st.sampled_from((*FORMATS, *NDJSON_FORMATS)),
+    st.sampled_from((*SSE_FORMATS, *NDJSON_FORMATS)),
     st.lists(_PART, max_size=8),
     st.booleans(),
     st.booleans(),
@@ -931,7 +931,7 @@ def test_adapters_speak_the_machines_grammar(
     assert all(isinstance(e, EVENT_TYPES) for e in events)
 
 
-@given(st.sampled_from((*FORMATS, *NDJSON_FORMATS)), st.lists(_PART, min_size=1, max_size=6), st.data())
+@given(st.sampled_from((*SSE_FORMATS, *NDJSON_FORMATS)), st.lists(_PART, min_size=1, max_size=6), st.data())
 def test_a_cut_stream_is_never_terminal(fmt: str, parts: list[tuple[str, ...]], data: st.DataObject) -> None:
     frames = build(fmt, parts)  # type: ignore[arg-type]
     cut = data.draw(st.integers(0, len(frames) - 1))
@@ -1019,7 +1019,7 @@ EXTRA_PAYLOADS: list[tuple[str, str, Any]] = [
 def _realistic_payloads() -> list[tuple[str, str, Any]]:
     out = list(EXTRA_PAYLOADS)
     finish = {"openai-chat": "length", "openai-responses": "max_output_tokens", "anthropic": "max_tokens"}
-    for fmt in FORMATS:
+    for fmt in SSE_FORMATS:
         parts = [("reasoning", "r"), ("text", "t"), ("tool", "f", '{"a": 1}'), ("refusal", "no")]
         frames = build(fmt, parts) + build(fmt, parts[:2], finish=finish.get(fmt, "SAFETY"))  # type: ignore[arg-type]
         frames += [error_event(fmt, shape=shape) for shape in ("flat", "nested", "failed")]  # type: ignore[arg-type]
@@ -1049,7 +1049,7 @@ def _mutated(draw: st.DrawFn, value: Any) -> Any:
 
 
 @st.composite
-def _fuzz_items(draw: st.DrawFn, fmt: str) -> list[SSEEvent]:
+def _fuzz_items(draw: st.DrawFn, fmt: str) -> list[Frame]:
     # Pick a wire type first, so a rare one (response.incomplete) is drawn as often as a text delta.
     pool = [(name, payload) for f, name, payload in REALISTIC if f == fmt]
     by_type: dict[str, list[tuple[str, Any]]] = {}
@@ -1061,22 +1061,22 @@ def _fuzz_items(draw: st.DrawFn, fmt: str) -> list[SSEEvent]:
         kind = draw(st.integers(0, 19))
         if kind == 0:
             items.append(
-                SSEEvent(draw(st.text(max_size=20)), draw(st.sampled_from(["message", "error", "ping"])))
+                Frame(draw(st.text(max_size=20)), draw(st.sampled_from(["message", "error", "ping"])))
             )
         elif kind == 1:
-            items.append(SSEEvent(json.dumps(draw(_JSON))))
+            items.append(Frame(json.dumps(draw(_JSON))))
         else:
             name, payload = draw(st.sampled_from(draw(st.sampled_from(groups))))
             mutated = draw(_mutated(payload))
             if isinstance(mutated, dict) and type(mutated.get("sequence_number")) is int:
                 mutated["sequence_number"] = n  # keep Responses streams going past the sequence check
-            items.append(SSEEvent(json.dumps(mutated), name))
+            items.append(Frame(json.dumps(mutated), name))
     return items
 
 
 @settings(max_examples=300)
-@given(st.sampled_from(FORMATS).flatmap(lambda fmt: st.tuples(st.just(fmt), _fuzz_items(fmt))))
-def test_no_input_crashes_an_adapter(case: tuple[str, list[SSEEvent]]) -> None:
+@given(st.sampled_from(SSE_FORMATS).flatmap(lambda fmt: st.tuples(st.just(fmt), _fuzz_items(fmt))))
+def test_no_input_crashes_an_adapter(case: tuple[str, list[Frame]]) -> None:
     fmt, items = case
     adapter = adapter_for(fmt)
     for item in items:
@@ -1091,7 +1091,7 @@ def test_no_input_crashes_an_adapter(case: tuple[str, list[SSEEvent]]) -> None:
     assert all(isinstance(e, EVENT_TYPES) for e in adapter.end())
 
 
-def _outcome(adapter: Adapter, item: SSEEvent, *, end: bool = False) -> list[StreamEvent] | ProtocolViolation:
+def _outcome(adapter: Adapter, item: Frame, *, end: bool = False) -> list[StreamEvent] | ProtocolViolation:
     """What feeding ``item`` gives: the events, or the violation. Any other exception escapes (a crash)."""
     try:
         events = adapter.feed(item)
@@ -1136,7 +1136,7 @@ def _variants(payload: dict[str, Any]) -> list[Any]:
 _DELETE = object()
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", SSE_FORMATS)
 def test_every_field_removed_or_retyped_never_crashes(fmt: str) -> None:
     # Exhaustive where the Hypothesis fuzz is random: each payload of realistic streams, at its place in the
     # stream (so a tool call may be open), with each field deleted or replaced by each odd value.
@@ -1164,9 +1164,7 @@ def test_every_field_removed_or_retyped_never_crashes(fmt: str) -> None:
         adapter = adapter_for(fmt)
         for item in items:
             for variant in _variants(json.loads(item.data)):
-                outcome = _outcome(
-                    copy.deepcopy(adapter), SSEEvent(json.dumps(variant), item.event), end=True
-                )
+                outcome = _outcome(copy.deepcopy(adapter), Frame(json.dumps(variant), item.event), end=True)
                 if isinstance(outcome, ProtocolViolation):
                     assert outcome.detail in VIOLATIONS, (item.data, variant)
                 else:

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 import streamfsm
 from streamfsm import StreamConfig
 from streamfsm.runtime import socket_of
-from streamfsm.runtime._watchdog import readable
+from streamfsm.runtime.drivers._watchdog import readable
 from streamfsm.tap import async_transport, transport
 from streamfsm.testing import End, FaultServer, FaultServerThread, Fin, Headers, Rst, Send, Sleep, text_stream
 from tests.support.runs import BODIES

@@ -21,10 +21,10 @@ from streamfsm.testing import End, FaultServer, Headers, Send, find, frame
 from streamfsm.wire import (
     Adapter,
     Finish,
+    Frame,
     Metadata,
     ProviderErrorEvent,
     ReasoningDelta,
-    SSEEvent,
     StreamEvent,
     TextDelta,
     adapter_for,
@@ -34,15 +34,15 @@ from tests.support.runs import BODIES, consume, validate_record
 UNREAD = "unread_content"
 
 
-def sse(data: Any, event: str = "message") -> SSEEvent:
-    return SSEEvent(json.dumps(data), event)
+def sse(data: Any, event: str = "message") -> Frame:
+    return Frame(json.dumps(data), event)
 
 
-def feed(adapter: Adapter, *items: SSEEvent) -> list[StreamEvent]:
+def feed(adapter: Adapter, *items: Frame) -> list[StreamEvent]:
     return [e for item in items for e in adapter.feed(item)]
 
 
-def chat(delta: dict[str, Any], finish: str | None = None) -> SSEEvent:
+def chat(delta: dict[str, Any], finish: str | None = None) -> Frame:
     return sse({"id": "c", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
 
 
@@ -268,11 +268,11 @@ def test_a_code_and_message_beside_an_answer_or_with_a_success_code_is_not_an_er
 # -- Anthropic, Gemini, Responses --------------------------------------------------------------------------
 
 
-def block_start(index: int, block: dict[str, Any]) -> SSEEvent:
+def block_start(index: int, block: dict[str, Any]) -> Frame:
     return sse({"type": "content_block_start", "index": index, "content_block": block})
 
 
-def block_delta(index: int, delta: dict[str, Any]) -> SSEEvent:
+def block_delta(index: int, delta: dict[str, Any]) -> Frame:
     return sse({"type": "content_block_delta", "index": index, "delta": delta})
 
 
@@ -343,7 +343,7 @@ def test_responses_audio_transcript_is_text_and_an_unknown_delta_is_evidence() -
     assert adapter.anomalies == {"unknown_event": 1, UNREAD: 1}
 
 
-def _responses_part(*deltas: str, whole: str) -> list[SSEEvent]:
+def _responses_part(*deltas: str, whole: str) -> list[Frame]:
     part = {"item_id": "msg_1", "output_index": 0, "content_index": 0}
     events = [sse({"type": "response.output_text.delta", **part, "delta": d}) for d in deltas]
     return [*events, sse({"type": "response.output_text.done", **part, "text": whole})]
@@ -400,7 +400,7 @@ def test_chat_typed_parts_are_read_whole_and_an_unknown_part_is_never_dropped_si
     events: list[StreamEvent] = []
     for chunk in chunks:
         events += adapter.feed(chat({"content": [part for part, _ in chunk]}))
-    events += adapter.feed(chat({}, "stop")) + adapter.feed(SSEEvent("[DONE]"))
+    events += adapter.feed(chat({}, "stop")) + adapter.feed(Frame("[DONE]"))
     expected = "".join(text for chunk in chunks for _, text in chunk if text)
     unknown = [part["type"] for chunk in chunks for part, text in chunk if text is None]
     assert texts(events) == expected
@@ -414,7 +414,7 @@ def test_chat_typed_parts_are_read_whole_and_an_unknown_part_is_never_dropped_si
 _NAMES = st.from_regex(r"x[a-z_]{0,14}", fullmatch=True).filter(lambda n: not n.endswith("_tool_result"))
 
 
-def _carrying(fmt: str, name: str, text: str) -> SSEEvent:
+def _carrying(fmt: str, name: str, text: str) -> Frame:
     """``text`` under a content type or field called ``name`` in ``fmt``'s content carrier."""
     if fmt == "openai-chat":
         return chat({name: text})

@@ -17,10 +17,10 @@ from streamfsm.testing import text_stream, tool_call_stream
 from streamfsm.testing._eventstream import chunk, damaged, exception, from_sse, message
 from streamfsm.wire import (
     Finish,
+    Frame,
     ProtocolViolation,
     ProviderErrorEvent,
     SdkBedrockConverse,
-    SSEEvent,
     StreamEvent,
     ToolCall,
     Usage,
@@ -36,9 +36,9 @@ from streamfsm.wire._eventstream import (
 TEXT = ("Hello", " world")
 
 
-def decode(*chunks: bytes) -> tuple[list[SSEEvent], EventStreamDecoder]:
+def decode(*chunks: bytes) -> tuple[list[Frame], EventStreamDecoder]:
     decoder = EventStreamDecoder()
-    frames: list[SSEEvent] = []
+    frames: list[Frame] = []
     for piece in chunks:
         frames += decoder.feed(piece)
     frames += decoder.close()
@@ -167,7 +167,7 @@ def _split(data: bytes, cuts: list[int]) -> list[bytes]:
 
 def _outcome(chunks: list[bytes]) -> tuple[list[tuple[str, str]], bool, tuple[str, int] | None]:
     decoder = EventStreamDecoder()
-    frames: list[SSEEvent] = []
+    frames: list[Frame] = []
     try:
         for piece in chunks:
             frames += decoder.feed(piece)

@@ -32,7 +32,7 @@ from openai.types.responses import ResponseStreamEvent
 from streamfsm.classify import FINISHED_SAYS, NOT_WHOLE
 from streamfsm.runtime import Ids, StreamConfig
 from streamfsm.tap._run import TapRun
-from streamfsm.testing import FORMATS, build, frame
+from streamfsm.testing import SSE_FORMATS, build, frame
 from streamfsm.wire import (
     Finish,
     ProtocolViolation,
@@ -147,7 +147,7 @@ def pieces(draw: st.DrawFn, size: int) -> list[int]:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.sampled_from(FORMATS), reasons, st.booleans(), st.data())
+@given(st.sampled_from(SSE_FORMATS), reasons, st.booleans(), st.data())
 def test_a_finish_is_whole_only_if_its_format_says_so(
     fmt: str, raw: str, visible: bool, data: st.DataObject
 ) -> None:
@@ -181,7 +181,7 @@ _VENDOR_NAMES = sorted(NOT_WHOLE) + [name.upper() for name in sorted(NOT_WHOLE)]
 
 @settings(max_examples=300, deadline=None)
 @given(
-    st.sampled_from(FORMATS),
+    st.sampled_from(SSE_FORMATS),
     st.sampled_from(_VENDOR_NAMES) | reasons,
     st.sampled_from(["text", "reasoning", "tool"]),
     st.lists(st.integers(1, 2000), max_size=6),
@@ -219,7 +219,7 @@ _ARGS = st.dictionaries(st.sampled_from(["path", "text", "n"]), _TEXT, min_size=
 def tool_streams(draw: st.DrawFn) -> tuple[str, list[tuple[str, ...]], str | None, bool]:
     """A format, parts ending in a tool call (whose arguments may be cut short: the output limit reached
     while the model wrote them), and the raw finish reason (None: the format's own whole-answer end)."""
-    fmt = draw(st.sampled_from(FORMATS))
+    fmt = draw(st.sampled_from(SSE_FORMATS))
     parts: list[tuple[str, ...]] = draw(
         st.lists(
             st.one_of(

@@ -16,7 +16,7 @@ import pytest
 
 from streamfsm import Ids, Run, StreamFailed, open_stream
 from streamfsm.runtime import Breakers, RetryPolicy, Route, TextDelta, retrying
-from streamfsm.runtime._cycles import release_traceback_cycles
+from streamfsm.runtime.core._cycles import release_traceback_cycles
 from streamfsm.testing import (
     End,
     FaultServer,

@@ -7,14 +7,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamfsm.wire import ProtocolViolation, SSEEvent
+from streamfsm.wire import Frame, ProtocolViolation
 from streamfsm.wire._ndjson import NDJSONDecoder
 from tests.support.runs import split_at
 
 
-def decode(*chunks: bytes, max_line_bytes: int = 1 << 20) -> tuple[list[SSEEvent], NDJSONDecoder]:
+def decode(*chunks: bytes, max_line_bytes: int = 1 << 20) -> tuple[list[Frame], NDJSONDecoder]:
     decoder = NDJSONDecoder(max_line_bytes)
-    frames: list[SSEEvent] = []
+    frames: list[Frame] = []
     for chunk in chunks:
         frames += decoder.feed(chunk)
     frames += decoder.close()
@@ -115,9 +115,9 @@ def test_long_line_outcome_is_independent_of_chunking(
 ) -> None:
     data = b"".join(lines) + b"L" * size + (b"\n" if ended else b"")
 
-    def outcome(chunks: list[bytes]) -> tuple[list[SSEEvent], tuple[str, int]]:
+    def outcome(chunks: list[bytes]) -> tuple[list[Frame], tuple[str, int]]:
         decoder = NDJSONDecoder(max_line_bytes=20)
-        frames: list[SSEEvent] = []
+        frames: list[Frame] = []
         with pytest.raises(ProtocolViolation) as info:
             for chunk in chunks:
                 frames += decoder.feed(chunk)

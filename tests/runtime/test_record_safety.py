@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import streamfsm
 from streamfsm import StreamConfig, StreamFailed
 from streamfsm.runtime import TextDelta
-from streamfsm.runtime._record import _redacted_model
+from streamfsm.runtime.records._record import _redacted_model
 from streamfsm.testing import (
     End,
     FaultServer,

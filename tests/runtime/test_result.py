@@ -10,17 +10,17 @@ import pytest
 
 import streamfsm
 from streamfsm import FinishReason, TextDelta, ToolCall
-from streamfsm.runtime._core import _ON_EVENT
+from streamfsm.runtime.core._run_core import _ON_EVENT
 from streamfsm.testing import End, FaultServer, Fin, Headers, Send, text_stream, tool_call_stream
 from streamfsm.testing._wire import NDJSON_FORMATS
-from tests.support.runs import BODIES, FORMATS, cut_before, script
+from tests.support.runs import BODIES, SSE_FORMATS, cut_before, script
 from tests.support.sdk import FMTS, create, serving, sync_serving
 
 pytestmark = pytest.mark.anyio
 BOUND_S = 20.0
 
 
-@pytest.mark.parametrize("fmt", [*FORMATS, *NDJSON_FORMATS])
+@pytest.mark.parametrize("fmt", [*SSE_FORMATS, *NDJSON_FORMATS])
 async def test_a_finished_run_gives_its_text_reasoning_calls_usage_and_finish(fmt: str) -> None:
     frames = tool_call_stream(
         fmt, [("get_weather", '{"city": "Oslo"}')], text=["Let me ", "look."], reasoning=["Hm", "m."]

@@ -32,8 +32,8 @@ from streamfsm.testing import (
 )
 from tests.support.runs import (
     BODIES,
-    FORMATS,
     HTTP_ERRORS,
+    SSE_FORMATS,
     check_failure,
     consume,
     cut_before,
@@ -45,7 +45,7 @@ from tests.support.runs import (
 
 pytestmark = pytest.mark.anyio
 
-fmts = pytest.mark.parametrize("fmt", FORMATS)
+fmts = pytest.mark.parametrize("fmt", SSE_FORMATS)
 
 
 async def fail(fmt: str, steps: tuple[Any, ...], config: StreamConfig | None = None) -> StreamFailed:
@@ -449,7 +449,7 @@ async def test_abort_before_entering_sends_nothing() -> None:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", SSE_FORMATS)
 async def test_a_finished_run_leaves_its_connection_for_the_next_request(fmt: str) -> None:
     # The run stops at the terminal event; the body's end is read after it, so HTTP/1.1 keeps the connection.
     frames = text_stream(fmt, ["Hel", "lo"])

@@ -23,7 +23,7 @@ import pytest
 import streamfsm
 from streamfsm import StreamConfig
 from streamfsm.runtime import AuditLog, BackgroundSink, RunRecord, sink_failures
-from streamfsm.runtime._sinks import Sink
+from streamfsm.runtime.records._sinks import Sink
 from streamfsm.testing import End, FaultServer, Headers, Send, text_stream
 from tests.support.runs import BODIES
 

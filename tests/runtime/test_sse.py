@@ -10,26 +10,26 @@ from httpx_sse import EventSource
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamfsm.wire import ProtocolViolation, SSEDecoder, SSEEvent
+from streamfsm.wire import Frame, ProtocolViolation, SSEDecoder
 from tests.support.runs import split_at
 
 
-def decode(*chunks: bytes, max_line_bytes: int = 1 << 20) -> tuple[list[SSEEvent], SSEDecoder]:
+def decode(*chunks: bytes, max_line_bytes: int = 1 << 20) -> tuple[list[Frame], SSEDecoder]:
     decoder = SSEDecoder(max_line_bytes)
-    events: list[SSEEvent] = []
+    events: list[Frame] = []
     for chunk in chunks:
         events += decoder.feed(chunk)
     events += decoder.close()
     return events, decoder
 
 
-def data_of(events: list[SSEEvent]) -> list[str]:
+def data_of(events: list[Frame]) -> list[str]:
     return [e.data for e in events if not e.comment]
 
 
 def test_one_event() -> None:
     events, decoder = decode(b"data: hello\n\n")
-    assert events == [SSEEvent("hello")]
+    assert events == [Frame("hello")]
     assert events[0].event == "message"
     assert (decoder.events_seen, decoder.bytes_seen, decoder.truncated) == (1, 13, False)
 
@@ -87,7 +87,7 @@ def test_unknown_fields_are_ignored() -> None:
 def test_an_error_line_is_an_event_named_error() -> None:
     # Not an SSE field: llama.cpp's server sent mid-stream failures on it; ignored, an error is silence.
     events, _ = decode(b'error: {"code":400}\n\ndata: [DONE]\n\n')
-    assert events == [SSEEvent('{"code":400}', "error"), SSEEvent("[DONE]")]
+    assert events == [Frame('{"code":400}', "error"), Frame("[DONE]")]
 
 
 def test_comments_surface_in_order_and_do_not_end_a_block() -> None:
@@ -120,8 +120,8 @@ def test_crlf_split_across_chunks_is_one_line_end() -> None:
 
 def test_cr_at_chunk_end_dispatches_without_waiting() -> None:
     decoder = SSEDecoder()
-    assert decoder.feed(b"data: a\r\r") == [SSEEvent("a")]
-    assert decoder.feed(b"\ndata: b\n\n") == [SSEEvent("b")]  # the LF closed the CR before it: not a line
+    assert decoder.feed(b"data: a\r\r") == [Frame("a")]
+    assert decoder.feed(b"\ndata: b\n\n") == [Frame("b")]  # the LF closed the CR before it: not a line
 
 
 def test_bom_is_stripped_at_start_even_when_split() -> None:
@@ -243,9 +243,9 @@ def test_long_line_outcome_is_independent_of_chunking(
 ) -> None:
     data = b"".join(frames) + b"data: " + b"L" * size + b"\n\n"
 
-    def outcome(chunks: list[bytes]) -> tuple[list[SSEEvent], tuple[str, int]]:
+    def outcome(chunks: list[bytes]) -> tuple[list[Frame], tuple[str, int]]:
         decoder = SSEDecoder(max_line_bytes=20)
-        events: list[SSEEvent] = []
+        events: list[Frame] = []
         with pytest.raises(ProtocolViolation) as info:
             for chunk in chunks:
                 events += decoder.feed(chunk)
@@ -272,7 +272,7 @@ def test_agrees_with_httpx_sse_on_data_events(blocks: list[tuple[list[str], str]
     chunks = split_at(data, cuts)
     ours, _ = decode(*chunks)
     response = httpx.Response(200, headers={"content-type": "text/event-stream"}, content=iter(chunks))
-    theirs = [SSEEvent(e.data, e.event or "message", e.id, e.retry) for e in EventSource(response).iter_sse()]
+    theirs = [Frame(e.data, e.event or "message", e.id, e.retry) for e in EventSource(response).iter_sse()]
     assert ours == theirs
 
 

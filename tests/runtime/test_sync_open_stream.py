@@ -26,6 +26,8 @@ from streamfsm.wire import adapter_for
 def _playable(scenario: Any) -> bool:
     if not scenario.streaming or scenario.format not in BODIES or scenario.agent.cancel_on is not None:
         return False
+    if scenario.meta.get("transport") == "websocket":  # a WebSocket's source is async only
+        return False
     try:
         adapter_for(scenario.format)
     except ImportError:

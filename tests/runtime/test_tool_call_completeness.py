@@ -14,7 +14,7 @@ import pytest
 import streamfsm
 from streamfsm import StreamFailed, ToolCall
 from streamfsm.testing import End, FaultServer, Headers, Send, build, frame
-from streamfsm.wire import Finish, FinishReason, SdkOpenAIChat, SSEEvent, ToolInputStart, adapter_for
+from streamfsm.wire import Finish, FinishReason, Frame, SdkOpenAIChat, ToolInputStart, adapter_for
 from tests.support.runs import BODIES, script, validate_record
 from tests.support.sdk import create, serving
 
@@ -82,7 +82,7 @@ def test_the_sdk_item_path_agrees_on_a_chat_call_cut_at_the_output_limit() -> No
     assert isinstance(events[-1], Finish) and events[-1].raw_reason == "length"
 
 
-def _sse(frames: list[bytes]) -> list[SSEEvent]:
+def _sse(frames: list[bytes]) -> list[Frame]:
     from streamfsm.wire import SSEDecoder
 
     decoder = SSEDecoder()
@@ -180,7 +180,7 @@ async def test_wrap_agrees_on_a_call_ended_on_unparseable_arguments_in_the_chunk
 
 def _feed(fmt: str, payloads: list[dict[str, Any]]) -> list[Any]:
     adapter = adapter_for(fmt)
-    return [e for p in payloads for e in adapter.feed(SSEEvent(json.dumps(p), p.get("type", "message")))]
+    return [e for p in payloads for e in adapter.feed(Frame(json.dumps(p), p.get("type", "message")))]
 
 
 def test_one_responses_call_under_an_item_id_and_a_call_id_is_one_call() -> None:
@@ -213,7 +213,7 @@ def test_an_empty_id_or_name_on_a_chat_continuation_continues_the_open_call(empt
     more = {"id": empty, "type": "function", "function": {"name": empty, "arguments": '{"a":'}}
     adapter = adapter_for("openai-chat")
     payloads = [start, {**more, "index": 0}, {**more, "function": {"arguments": "1}"}}]
-    events = [e for p in payloads for e in adapter.feed(SSEEvent(json.dumps(chunk(p))))]
-    events += adapter.feed(SSEEvent(json.dumps(chunk({}, "tool_calls")))) + adapter.feed(SSEEvent("[DONE]"))
+    events = [e for p in payloads for e in adapter.feed(Frame(json.dumps(chunk(p))))]
+    events += adapter.feed(Frame(json.dumps(chunk({}, "tool_calls")))) + adapter.feed(Frame("[DONE]"))
     calls = [e for e in events if isinstance(e, ToolCall)]
     assert [(c.call_id, c.name, c.arguments) for c in calls] == [("call_1", "f", '{"a":1}')]

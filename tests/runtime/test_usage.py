@@ -11,7 +11,7 @@ import streamfsm
 from streamfsm import Usage
 from streamfsm.testing import End, FaultServer, Fin, Headers, Send, text_stream
 from streamfsm.testing._wire import NDJSON_FORMATS
-from tests.support.runs import BODIES, FORMATS, script
+from tests.support.runs import BODIES, SSE_FORMATS, script
 from tests.support.sdk import create, serving
 
 pytestmark = pytest.mark.anyio
@@ -28,7 +28,7 @@ async def _usages(fmt: str, steps: tuple[object, ...]) -> tuple[list[Usage], str
                 return [], run
 
 
-@pytest.mark.parametrize("fmt", [*FORMATS, *NDJSON_FORMATS])
+@pytest.mark.parametrize("fmt", [*SSE_FORMATS, *NDJSON_FORMATS])
 async def test_the_total_is_the_providers_where_it_gives_one(fmt: str) -> None:
     usages, run = await _usages(fmt, (Headers(), *(Send(f) for f in text_stream(fmt, ["Hel", "lo"])), End()))  # type: ignore[arg-type]
     final = run.result().usage

@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 import streamfsm
 from streamfsm import Finish, Run, StreamConfig, StreamFailed, ToolCall, ToolInputStart
 from streamfsm.runtime import LoopReads, plain_scope_class
-from streamfsm.runtime._sync_reads import ReadWatchdog as _SyncWatchdog
-from streamfsm.runtime._watchdog import (
+from streamfsm.runtime.drivers._sync_reads import ReadWatchdog as _SyncWatchdog
+from streamfsm.runtime.drivers._watchdog import (
     ARRIVAL_LOOKS,
     LoopWatchdog,
     TaskScope,

@@ -1,4 +1,5 @@
-"""The whole-body framing of non-streaming calls (``runtime/_whole.py``), as Hypothesis properties over every
+"""The whole-body framing of non-streaming calls (``runtime/core/_whole.py``), as Hypothesis properties over
+every
 format's answer: any cut point of a valid JSON answer, ended cleanly or by a reset, is a failure and hands
 out nothing; the whole answer, however its bytes are split, completes with the right finish and every tool
 call complete. The runs are the tap's (``TapRun``), fed in memory as the tap feeds what the SDK reads."""
@@ -13,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamfsm.runtime import Ids, StreamConfig
-from streamfsm.runtime._whole import ANSWER_TOO_LARGE, MAX_ANSWER_BYTES
+from streamfsm.runtime.core._whole import ANSWER_TOO_LARGE, MAX_ANSWER_BYTES
 from streamfsm.tap._run import TapRun
-from streamfsm.testing import FORMATS, whole_answer
+from streamfsm.testing import SSE_FORMATS, whole_answer
 from streamfsm.wire import TextDelta, ToolCall
 
 _CONFIG = StreamConfig(idle_timeout=None, first_token_timeout=None, total_timeout=None)
@@ -46,7 +47,7 @@ def play(fmt: str, body: bytes, cuts: Sequence[int], fault: str | None) -> tuple
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.sampled_from(FORMATS), texts, tools, st.data())
+@given(st.sampled_from(SSE_FORMATS), texts, tools, st.data())
 def test_any_cut_of_a_valid_answer_is_a_failure_that_hands_out_nothing(
     fmt: str, text: str, calls: list[tuple[str, str]], data: st.DataObject
 ) -> None:
@@ -61,7 +62,7 @@ def test_any_cut_of_a_valid_answer_is_a_failure_that_hands_out_nothing(
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.sampled_from(FORMATS), texts, tools, st.data())
+@given(st.sampled_from(SSE_FORMATS), texts, tools, st.data())
 def test_a_whole_answer_completes_with_its_finish_and_complete_calls(
     fmt: str, text: str, calls: list[tuple[str, str]], data: st.DataObject
 ) -> None:

@@ -15,7 +15,7 @@ import openai
 import pytest
 
 import streamfsm
-from streamfsm.runtime import _retry
+from streamfsm.runtime.retry import _retry
 from streamfsm.testing import FaultServer, Status
 from tests.support.runs import check_failure
 from tests.support.sdk import create, sync_serving

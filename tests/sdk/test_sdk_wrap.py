@@ -25,8 +25,8 @@ import pytest
 import streamfsm
 from streamfsm import StreamConfig, StreamFailed
 from streamfsm.runtime import ReasoningDelta, SdkRun, SyncSdkRun, TextDelta, ToolCall, ToolInputDelta
-from streamfsm.runtime import _sdk as sdk_module
-from streamfsm.runtime import _sync_reads as sync_reads_module
+from streamfsm.runtime.drivers import _sdk as sdk_module
+from streamfsm.runtime.drivers import _sync_reads as sync_reads_module
 from streamfsm.testing import (
     End,
     FaultServer,

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from streamfsm.classify import Facts, diagnose, diagnose_finished
 from streamfsm.machine import StreamMachine, Trigger
 from streamfsm.runtime import AuditLog, ErrorLog, Ids, RunRecord, StreamConfig, read_records, sink_failures
-from streamfsm.runtime._record import Recorder
+from streamfsm.runtime.records._record import Recorder
 from streamfsm.store import Store, StoreSink
 from tests.support.logs import CLOSED_MID_BODY, assert_valid, completed, with_ids
 

@@ -27,7 +27,7 @@ from streamfsm.classify import (
 )
 from streamfsm.machine import StreamMachine, Trigger
 from streamfsm.runtime import Ids, RunRecord, StreamConfig
-from streamfsm.runtime._record import Recorder
+from streamfsm.runtime.records._record import Recorder
 
 SCHEMA_PATH = Path(streamfsm.__file__).parent / "schemas" / "run-1.json"
 VALIDATOR = Draft202012Validator(json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))

@@ -8,14 +8,14 @@ from typing import Any
 from streamfsm import Ids, StreamConfig
 from streamfsm.runtime import ConsumerEvent, HttpRun
 from streamfsm.testing import End, Headers, Request, Send, Status, text_stream
-from tests.support.runs import BODIES, FORMATS, cut_before, cut_through, validate_record
+from tests.support.runs import BODIES, SSE_FORMATS, cut_before, cut_through, validate_record
 
 __all__ = [
     "BODIES",
     "BUSY",
     "FAST",
-    "FORMATS",
     "JSON",
+    "SSE_FORMATS",
     "Spies",
     "SpyRun",
     "cut_before",

@@ -16,7 +16,7 @@ import jsonschema
 
 import streamfsm
 from streamfsm.testing import BODIES as KIT_BODIES
-from streamfsm.testing import FORMATS, Headers, Send
+from streamfsm.testing import SSE_FORMATS, Headers, Send
 from streamfsm.wire import SSEDecoder, StreamEvent, adapter_for
 
 # The kit's request bodies of the formats these tests play over HTTP, with the Anthropic model the records and
@@ -26,9 +26,9 @@ BODIES: dict[str, dict[str, Any]] = {fmt: copy.deepcopy(dict(KIT_BODIES[fmt])) f
 BODIES["anthropic"]["model"] = "claude-sonnet-4-5"
 __all__ = [
     "BODIES",
-    "FORMATS",
     "HTTP_ERRORS",
     "RAW_STRINGS",
+    "SSE_FORMATS",
     "check_failure",
     "consume",
     "cut_before",

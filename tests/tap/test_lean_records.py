@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from streamfsm.runtime import Ids, StreamConfig
 from streamfsm.tap._run import TapRun
-from streamfsm.testing import FORMATS, End, Fin, Headers, Keepalive, Rst, Send, Sleep, build, catalog
+from streamfsm.testing import SSE_FORMATS, End, Fin, Headers, Keepalive, Rst, Send, Sleep, build, catalog
 from streamfsm.testing._wire import NDJSON_FORMATS
 from streamfsm.wire import ReasoningDelta, TextDelta
 
@@ -111,7 +111,7 @@ _PART = st.one_of(
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.sampled_from((*FORMATS, *NDJSON_FORMATS)), st.lists(_PART, min_size=1, max_size=6), st.data())
+@given(st.sampled_from((*SSE_FORMATS, *NDJSON_FORMATS)), st.lists(_PART, min_size=1, max_size=6), st.data())
 def test_random_streams_cut_anywhere_record_the_same_with_and_without_text_events(
     fmt: str, parts: list[tuple[str, ...]], data: st.DataObject
 ) -> None:

@@ -15,7 +15,7 @@ import pytest
 
 import streamfsm
 from streamfsm import StreamConfig
-from streamfsm.runtime import _whole
+from streamfsm.runtime.core import _whole
 from streamfsm.tap import default_library, library
 from streamfsm.testing import (
     End,

@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 
 from streamfsm import AbortSource, FailureClass, Phase, Trigger, Verdict
 from streamfsm.testing import (
-    FORMATS,
     RAW_TRANSPORT_STRINGS,
     SDK_FORMATS,
+    SSE_FORMATS,
     WIRE_FORMATS,
     Agent,
     Fin,
@@ -90,7 +90,7 @@ def test_the_catalog_covers_every_fault_for_every_format() -> None:
         "user-abort",
         "outside-cancellation",
     }
-    for fmt in (*FORMATS, *NDJSON_FORMATS):
+    for fmt in (*SSE_FORMATS, *NDJSON_FORMATS):
         # Ollama sends no keepalives: a stall is silence
         due = (
             everywhere - {s for s in everywhere if "keepalive" in s} if fmt in NDJSON_FORMATS else everywhere
@@ -243,7 +243,7 @@ async def test_seed_a_cut_mid_arguments_after_an_effectful_tool_names_the_call_b
 
 
 @anyio_test
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", SSE_FORMATS)
 async def test_every_tool_call_is_its_own_stored_part(fault_provider: FaultProvider, fmt: str) -> None:
     outcome = await fault_provider.run(f"{fmt}/parallel-tool-calls")
     assert outcome.matched, outcome.mismatch
@@ -262,7 +262,7 @@ async def test_seed_gemini_cut_inside_its_whole_call_leaves_no_tool_behind(
 
 
 @anyio_test
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", SSE_FORMATS)
 async def test_seed_a_user_abort_is_local_abort_with_its_source_never_a_disconnect(
     fault_provider: FaultProvider, fmt: str
 ) -> None:
@@ -300,7 +300,7 @@ async def test_seed_a_user_abort_is_not_a_disconnect_even_when_the_socket_then_b
 
 
 @anyio_test
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", SSE_FORMATS)
 @pytest.mark.parametrize("kind", ["silent", "keepalive"])
 async def test_seed_a_silent_stall_after_output_is_a_watchdog_failure_never_a_success(
     fault_provider: FaultProvider, fmt: str, kind: str

@@ -17,8 +17,8 @@ from streamfsm.wire import (
     HELPER_EVENTS,
     UNREAD_CONTENT,
     Decision,
+    Frame,
     SdkAnthropic,
-    SSEEvent,
     adapter_for,
     undecided,
 )
@@ -153,7 +153,7 @@ def test_a_read_member_has_a_handler_and_a_handler_reads_a_member() -> None:
     assert _anthropic.AnthropicAdapter.whole_answers < set(_anthropic._FINISH)
 
 
-def _frames(block: dict[str, Any], delta: dict[str, Any] | None = None) -> list[SSEEvent]:
+def _frames(block: dict[str, Any], delta: dict[str, Any] | None = None) -> list[Frame]:
     events: list[dict[str, Any]] = [
         {"type": "message_start", "message": {"id": "msg_1", "model": "claude", "content": []}},
         {"type": "content_block_start", "index": 0, "content_block": block},
@@ -165,7 +165,7 @@ def _frames(block: dict[str, Any], delta: dict[str, Any] | None = None) -> list[
         {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 3}},
         {"type": "message_stop"},
     ]
-    return [SSEEvent(json.dumps(event), event=event["type"]) for event in events]
+    return [Frame(json.dumps(event), event=event["type"]) for event in events]
 
 
 def _informational(kinds: str) -> list[str]:
@@ -244,7 +244,7 @@ def test_an_error_event_is_read_whether_its_error_is_an_object_or_a_string(error
     from streamfsm.classify import ProviderErrorKind
     from streamfsm.wire import ProviderErrorEvent
 
-    events = adapter_for("anthropic").feed(SSEEvent(json.dumps({"type": "error", "error": error}), "error"))
+    events = adapter_for("anthropic").feed(Frame(json.dumps({"type": "error", "error": error}), "error"))
     assert [type(e) for e in events] == [ProviderErrorEvent]
     assert events[0].error.kind is ProviderErrorKind.OVERLOADED  # type: ignore[attr-defined]
 

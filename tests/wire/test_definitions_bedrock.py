@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from streamfsm.wire import FORMATS, UNREAD_CONTENT, Decision, SSEEvent, adapter_for, undecided
+from streamfsm.wire import FORMATS, UNREAD_CONTENT, Decision, Frame, adapter_for, undecided
 
 botocore_session = pytest.importorskip(
     "botocore.session", reason="the bedrock extra (botocore) is not installed"
@@ -93,7 +93,7 @@ def test_the_converse_adapter_reads_what_the_table_reads() -> None:
     assert converse.BedrockConverseAdapter.whole_answers < set(converse._FINISH)
 
 
-def _frames(start: dict[str, Any], deltas: list[dict[str, Any]], stop: str = "end_turn") -> list[SSEEvent]:
+def _frames(start: dict[str, Any], deltas: list[dict[str, Any]], stop: str = "end_turn") -> list[Frame]:
     events: list[dict[str, Any]] = [
         {"messageStart": {"role": "assistant"}},
         {"contentBlockStart": {"contentBlockIndex": 0, "start": start}},
@@ -104,7 +104,7 @@ def _frames(start: dict[str, Any], deltas: list[dict[str, Any]], stop: str = "en
         {"messageStop": {"stopReason": stop}},
         {"metadata": {"usage": {"inputTokens": 3, "outputTokens": 2, "cacheReadInputTokens": 5}}},
     ]
-    return [SSEEvent(json.dumps(event)) for event in events]
+    return [Frame(json.dumps(event)) for event in events]
 
 
 def _informational(prefix: str) -> list[str]:
@@ -158,7 +158,7 @@ def test_every_exception_member_is_the_providers_error_however_it_is_framed(name
     from streamfsm.wire import ProviderErrorEvent
 
     body = {"message": "The model stream failed."}
-    unnamed = adapter_for("bedrock-converse").feed(SSEEvent(json.dumps({name: body})))  # {name: body}
-    named = adapter_for("bedrock-converse").feed(SSEEvent(json.dumps(body), name))  # its event type
+    unnamed = adapter_for("bedrock-converse").feed(Frame(json.dumps({name: body})))  # {name: body}
+    named = adapter_for("bedrock-converse").feed(Frame(json.dumps(body), name))  # its event type
     assert [type(e) for e in unnamed] == [type(e) for e in named] == [ProviderErrorEvent]
     assert unnamed[0].error.type == named[0].error.type == name  # type: ignore[attr-defined]

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from streamfsm.wire import FORMATS, UNREAD_CONTENT, Decision, SSEEvent, adapter_for, undecided
+from streamfsm.wire import FORMATS, UNREAD_CONTENT, Decision, Frame, adapter_for, undecided
 from streamfsm.wire._adapters import _ollama
 
 types = pytest.importorskip(
@@ -50,8 +50,8 @@ def test_every_decision_names_its_source_and_the_adapter_follows_the_finishes() 
     assert _ollama.OllamaAdapter.whole_answers < set(_ollama._FINISHES)
 
 
-def _line(**fields: Any) -> SSEEvent:
-    return SSEEvent(json.dumps({"model": "llama3.2", "created_at": "2026-12-01T00:00:00Z", **fields}))
+def _line(**fields: Any) -> Frame:
+    return Frame(json.dumps({"model": "llama3.2", "created_at": "2026-12-01T00:00:00Z", **fields}))
 
 
 @pytest.mark.parametrize("field", sorted(_ollama.EVENTS))

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from streamfsm.wire import Decision, Metadata, SSEEvent, format_named, undecided
+from streamfsm.wire import Decision, Frame, Metadata, format_named, undecided
 from streamfsm.wire._adapters import _openai_chat, _openai_responses
 
 pytest.importorskip("openai")
@@ -132,7 +132,7 @@ def test_every_responses_event_read_has_a_handler_and_every_other_one_none() -> 
 def _feed(kind: str) -> tuple[list[Any], dict[str, int]]:
     adapter = _openai_responses.OpenAIResponsesAdapter()
     payload = {"type": kind, "sequence_number": 1, "item_id": "x", "output_index": 0}
-    return adapter.feed(SSEEvent(json.dumps(payload), kind)), adapter.anomalies
+    return adapter.feed(Frame(json.dumps(payload), kind)), adapter.anomalies
 
 
 def test_a_responses_event_informational_is_bookkeeping() -> None:
@@ -165,7 +165,7 @@ def test_an_output_item_not_understood_is_evidence_never_a_silent_whole_answer()
     for kind in [*not_understood, "some_future_item"]:
         adapter = _openai_responses.OpenAIResponsesAdapter()
         item = {"type": kind, "id": "it_1"}
-        adapter.feed(SSEEvent(json.dumps({"type": "response.output_item.done", "item": item})))
+        adapter.feed(Frame(json.dumps({"type": "response.output_item.done", "item": item})))
         assert adapter.anomalies.get("unread_content") == 1, kind
 
 

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 import streamfsm
-from streamfsm.runtime._sdk import SDK_PROVIDERS
+from streamfsm.runtime.drivers._sdk import SDK_FORMAT_NAMES
 from streamfsm.testing._kit import FormatKit, kit_of
 from streamfsm.testing._wire import EVENT_STREAM_FORMATS, NDJSON_FORMATS, WIRE_FORMATS
-from streamfsm.testing._wire import FORMATS as SSE_FORMATS
+from streamfsm.testing._wire import SSE_FORMATS as SSE_FORMATS
 from streamfsm.wire import (
     FORMATS,
     Finish,
@@ -144,7 +144,7 @@ def test_a_formats_kit_speaks_its_wire(name: str) -> None:
 
 
 def test_what_reads_the_registry_agrees_with_it() -> None:
-    assert tuple(name for name, fmt in FORMATS.items() if fmt.sdk is not None) == SDK_PROVIDERS
+    assert tuple(name for name, fmt in FORMATS.items() if fmt.sdk is not None) == SDK_FORMAT_NAMES
     assert tuple(FORMATS) == WIRE_FORMATS
     assert sorted((*SSE_FORMATS, *NDJSON_FORMATS, *EVENT_STREAM_FORMATS)) == NAMES
     resumable = [name for name, fmt in FORMATS.items() if fmt.resume is not None]

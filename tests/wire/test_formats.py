@@ -10,19 +10,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamfsm.runtime._otel import PROVIDER_NAMES
+from streamfsm.runtime.records._otel import PROVIDER_NAMES
 from streamfsm.tap import DEFAULT_RULES
 from streamfsm.tap._rules import llm_request
-from streamfsm.testing import FORMATS as SCENARIO_FORMATS
+from streamfsm.testing import SSE_FORMATS as SCENARIO_FORMATS
 from streamfsm.testing import whole_answer
 from streamfsm.wire import (
     ABSENT,
+    FORMAT_NAMES,
     FORMATS,
-    PROVIDERS,
     Continuation,
     Finish,
+    Frame,
     ProviderErrorEvent,
-    SSEEvent,
     adapter_for,
     continuation_body,
     format_named,
@@ -44,7 +44,7 @@ def test_the_taps_default_rules_are_the_formats_paths() -> None:
     assert [(rule.pattern, rule.provider) for rule in DEFAULT_RULES] == [
         (path, fmt.name) for fmt in FORMATS.values() for path in fmt.paths
     ]
-    assert tuple(FORMATS) == PROVIDERS
+    assert tuple(FORMATS) == FORMAT_NAMES
 
 
 def test_an_unknown_format_is_refused_in_plain_words() -> None:
@@ -77,7 +77,7 @@ def test_a_whole_answer_is_read_as_its_streams_frames(name: str) -> None:
     assert frames is not None
     adapter = fmt.adapter()
     data = [frame if isinstance(frame, str) else json.dumps(frame) for frame in frames]
-    events = [event for one in data for event in adapter.feed(SSEEvent(one))] + adapter.end()
+    events = [event for one in data for event in adapter.feed(Frame(one))] + adapter.end()
     finishes = [event for event in events if isinstance(event, Finish)]
     assert len(finishes) == 1 and (finishes[0].raw_reason or "").casefold() in fmt.whole_answers
     assert fmt.answer_frames({"not": "an answer"}) is None

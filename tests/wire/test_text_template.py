@@ -14,7 +14,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamfsm.wire import SSEEvent, format_named
+from streamfsm.wire import Frame, format_named
 from streamfsm.wire._adapters import _openai_chat
 from streamfsm.wire._adapters._base import TextTemplate
 
@@ -123,7 +123,7 @@ def _state(adapter: Any) -> tuple[Any, ...]:
 
 def _fed(adapter: Any, data: str) -> Any:
     try:
-        return adapter.feed(SSEEvent(data))
+        return adapter.feed(Frame(data))
     except Exception as exc:  # the violation itself is compared
         return (type(exc).__name__, str(exc))
 
@@ -148,7 +148,7 @@ def test_the_adapter_reads_every_stream_alike_with_and_without_its_templates(
 def test_a_stream_of_text_is_read_by_its_template() -> None:
     adapter = format_named("openai-chat").adapter()
     for text in ["a", "b", "c"]:
-        adapter.feed(SSEEvent(_chunk(json.dumps(text))))
+        adapter.feed(Frame(_chunk(json.dumps(text))))
     assert adapter._template is not None and adapter._templates == 1
     assert adapter._template.text(_chunk('"\\ud800"')) == "\ud800"  # a lone surrogate, as json reads it
     assert adapter.delta_keys == {"content": 3}
@@ -221,7 +221,7 @@ def test_the_anthropic_adapter_reads_every_stream_alike_with_and_without_its_tem
 
 def _fed_named(adapter: Any, name: str, data: str) -> Any:
     try:
-        return adapter.feed(SSEEvent(data, name))
+        return adapter.feed(Frame(data, name))
     except Exception as exc:
         return (type(exc).__name__, str(exc))
 
@@ -229,11 +229,11 @@ def _fed_named(adapter: Any, name: str, data: str) -> Any:
 def test_an_anthropic_stream_of_text_is_read_by_its_template() -> None:
     adapter = format_named("anthropic").adapter()
     adapter.feed(
-        SSEEvent(
+        Frame(
             '{"type":"content_block_start","index":0,"content_block":{"type":"text"}}', "content_block_start"
         )
     )
     for text in ["a", "b", "c"]:
-        adapter.feed(SSEEvent(_A_HEAD % (0, json.dumps(text)), "content_block_delta"))
+        adapter.feed(Frame(_A_HEAD % (0, json.dumps(text)), "content_block_delta"))
     assert adapter._template is not None and adapter._templates == 1
     assert adapter.delta_keys == {"text_delta": 3}

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamfsm.wire import UNREAD_CONTENT, ProtocolViolation, SdkAnthropic, SSEEvent, ToolCall, adapter_for
+from streamfsm.wire import UNREAD_CONTENT, Frame, ProtocolViolation, SdkAnthropic, ToolCall, adapter_for
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=6),
@@ -150,7 +150,7 @@ def test_a_call_is_handed_out_only_complete_and_every_documented_block_is_read(
             if isinstance(adapter, SdkAnthropic):
                 events += adapter.feed_item(construct_type(type_=union, value=event))
             else:
-                events += adapter.feed(SSEEvent(json.dumps(event), event=event["type"]))
+                events += adapter.feed(Frame(json.dumps(event), event=event["type"]))
     except ProtocolViolation as violation:
         detail = violation.detail
         events += violation.before  # what the event that failed carried before the call it ended

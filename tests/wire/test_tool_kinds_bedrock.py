@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 from streamfsm.wire import (
     UNREAD_CONTENT,
+    Frame,
     ProtocolViolation,
     SdkBedrockConverse,
-    SSEEvent,
     ToolCall,
     adapter_for,
 )
@@ -114,7 +114,7 @@ def test_a_call_is_handed_out_only_complete_and_never_at_a_malformed_finish(
             if isinstance(adapter, SdkBedrockConverse):
                 events += adapter.feed_item(event)
             else:
-                events += adapter.feed(SSEEvent(json.dumps(event)))
+                events += adapter.feed(Frame(json.dumps(event)))
     except ProtocolViolation as violation:
         detail = violation.detail
         events += violation.before  # what the event that failed carried before the call it ended

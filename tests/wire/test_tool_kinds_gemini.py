@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamfsm.machine import Activity, StreamMachine, Trigger
-from streamfsm.wire import Finish, ProtocolViolation, SSEEvent, StreamEvent, ToolCall, adapter_for
+from streamfsm.wire import Finish, Frame, ProtocolViolation, StreamEvent, ToolCall, adapter_for
 from streamfsm.wire._adapters._gemini import CODE_EXECUTION, json_path
 
 WHOLE = "STOP"
@@ -150,14 +150,14 @@ def plans(draw: st.DrawFn) -> Plan:
     return plan
 
 
-def _chunk(parts: list[dict[str, Any]], finish: str | None = None, usage: bool = False) -> SSEEvent:
+def _chunk(parts: list[dict[str, Any]], finish: str | None = None, usage: bool = False) -> Frame:
     candidate: dict[str, Any] = {"content": {"parts": parts, "role": "model"}, "index": 0}
     if finish is not None:
         candidate["finishReason"] = finish
     body: dict[str, Any] = {"candidates": [candidate], "responseId": "r1", "modelVersion": "gemini-3-pro"}
     if usage:
         body["usageMetadata"] = {"promptTokenCount": 5, "candidatesTokenCount": 7, "totalTokenCount": 12}
-    return SSEEvent(json.dumps(body), "message")
+    return Frame(json.dumps(body), "message")
 
 
 @dataclass
@@ -264,13 +264,13 @@ def test_json_paths_are_rfc_9535_singular_queries() -> None:
         assert json_path(path) is None, path
 
 
-def _feed(chunks: list[SSEEvent]) -> list[StreamEvent]:
+def _feed(chunks: list[Frame]) -> list[StreamEvent]:
     adapter = adapter_for("gemini")
     events = [event for chunk in chunks for event in adapter.feed(chunk)]
     return events + adapter.end()
 
 
-def _streamed_call(name: str, fragments: list[dict[str, Any]]) -> list[SSEEvent]:
+def _streamed_call(name: str, fragments: list[dict[str, Any]]) -> list[Frame]:
     """Vertex's recorded shape: the name, each fragment in a part of its own, then an empty functionCall."""
     return [
         _chunk([{"functionCall": {"name": name, "willContinue": True}, "thoughtSignature": SIGNATURE}]),

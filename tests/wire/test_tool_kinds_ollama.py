@@ -14,7 +14,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamfsm.wire import UNREAD_CONTENT, ProtocolViolation, SSEEvent, ToolCall, adapter_for
+from streamfsm.wire import UNREAD_CONTENT, Frame, ProtocolViolation, ToolCall, adapter_for
 
 DONE_REASONS = ("stop", "length", "load", "unload", "connection_closed")  # the API reference's
 ARGS = st.dictionaries(st.text(max_size=4), st.integers(-3, 3) | st.text(max_size=4), max_size=3)
@@ -65,7 +65,7 @@ def test_whole_calls_are_handed_out_in_order_up_to_the_first_that_does_not_parse
     events: list[Any] = []
     try:
         for frame in frames:
-            events += adapter.feed(SSEEvent(json.dumps(frame)))
+            events += adapter.feed(Frame(json.dumps(frame)))
     except ProtocolViolation as violation:
         detail = violation.detail
         events += violation.before  # what the event that failed carried before the call it ended

@@ -10,9 +10,10 @@ writes the record or the machine: the core's methods do (``source_facts``, ``use
 ``recovery`` ...). It gives the watched read what a watchdog needs to end a blocked read (``reads.socket``
 or ``reads.response``) and closes what it opened.
 
-A source over a sync library is a ``SyncRun`` (``runtime/_sync_run.py``) that implements
+A source over a sync library is a ``SyncRun`` (``runtime/drivers/_sync_run.py``) that implements
 ``_connect_sync`` (on success the core has taken the headers and ``_iterator`` yields the body) and
-``_close_sync``; an async one is a ``Run`` (``runtime/_stream.py``) that implements ``_connect`` (setting
+``_close_sync``; an async one is a ``Run`` (``runtime/drivers/_stream.py``) that implements ``_connect``
+(setting
 ``_next_chunk``) and ``_close_source``. The handle (``RunHandle``), the events handed to the consumer
 (``ConsumerRun``) and the lifecycle are theirs, not the source's.
 

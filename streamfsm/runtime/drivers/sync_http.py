@@ -21,17 +21,15 @@ from typing import Any, Final
 
 import httpx
 
-from ...classify._provider import provider_error_from_http
-from ...classify._taxonomy import TransportKind
-from ...classify._transport import transport_facts
+from ...classify import TransportKind, provider_error_from_http, transport_facts
 from ...machine import Trigger
 from ...wire import Adapter, adapter_for
-from .._config import Ids, StreamConfig
-from .._core import RunCore
-from .._stream import sync_body_chunks
-from .._sync_reads import socket_of
-from .._sync_run import SyncRun
-from .._urls import check_base_url
+from ..core._config import Ids, StreamConfig
+from ..core._run_core import RunCore
+from ..core._urls import check_base_url
+from ._stream import sync_body_chunks
+from ._sync_reads import socket_of
+from ._sync_run import SyncRun
 
 __all__ = ["SyncHttpRun", "open_sync_stream"]
 

@@ -58,16 +58,17 @@ import anyio.abc
 
 from ...classify import TransportKind, provider_error_from_http, transport_facts
 from ...machine import Trigger
-from ...wire import Adapter, SSEEvent, StreamEvent, adapter_for, format_named
-from .._config import Ids, StreamConfig
-from .._record import Recorder
-from .._stream import Run, _default_tls
-from .._watchdog import loop_time
+from ...wire import Adapter, Frame, StreamEvent, adapter_for, format_named
+from ..core._config import Ids, StreamConfig
+from ..records._record import Recorder
+from ._stream import Run, _default_tls
+from ._watchdog import loop_time
 
 try:
     from websockets.client import ClientProtocol
     from websockets.exceptions import InvalidStatus
-    from websockets.frames import Frame, Opcode
+    from websockets.frames import Frame as WebSocketFrame
+    from websockets.frames import Opcode
     from websockets.http11 import Response
     from websockets.uri import parse_uri
 except ImportError as missing:  # pragma: no cover - the extra is installed wherever tests run
@@ -131,9 +132,9 @@ class MessageWire:
         self.closed = False  # the peer's close frame ended the stream
         self.close_code: int | None = None
 
-    def frames(self, message: str) -> list[SSEEvent]:
+    def frames(self, message: str) -> list[Frame]:
         self.rec.bytes_received += len(message)
-        return [SSEEvent(message)]
+        return [Frame(message)]
 
     def end(self) -> list[StreamEvent]:
         return self.adapter.end()
@@ -237,7 +238,7 @@ class WebSocketConnection:
         return self._pending.pop(0)
 
     def _take(self, event: Any) -> None:
-        if not isinstance(event, Frame):
+        if not isinstance(event, WebSocketFrame):
             return
         opcode = event.opcode
         if opcode is Opcode.CLOSE:
@@ -268,7 +269,7 @@ class WebSocketConnection:
             # EndOfStream as its context, whose traceback holds the reading run.
             protocol.receive_eof()
             events = protocol.events_received()
-            if not any(isinstance(e, Frame) and e.opcode is Opcode.CLOSE for e in events):
+            if not any(isinstance(e, WebSocketFrame) and e.opcode is Opcode.CLOSE for e in events):
                 self.closed = True
                 raise anyio.EndOfStream
             return events

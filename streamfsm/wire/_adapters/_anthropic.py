@@ -55,7 +55,7 @@ from .._events import (
     ToolInputDelta,
     Usage,
 )
-from .._sse import SSEEvent
+from .._sse import Frame
 from ._base import (
     UNEXPECTED_EVENT,
     UNKNOWN_BLOCK,
@@ -292,7 +292,7 @@ class AnthropicAdapter(Adapter):
         base = base_url.rstrip("/")
         return (f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"), out
 
-    def _on_data(self, event: SSEEvent, data: str, index: int) -> list[StreamEvent]:
+    def _on_data(self, event: Frame, data: str, index: int) -> list[StreamEvent]:
         template = self._template
         if template is not None and event.event == _BLOCK_DELTA:
             text = template.text(data)

@@ -52,7 +52,7 @@ from .._events import (
     ToolInputEnd,
     ToolInputStart,
 )
-from .._sse import SSEEvent
+from .._sse import Frame
 
 MAX_DELTA_KEYS: Final = 32  # distinct names kept in ``delta_keys``, "other" included
 MAX_KEY_CHARS: Final = 64  # a longer "field name" is not a field name
@@ -437,7 +437,7 @@ class Adapter:
         """The URL to POST and the body to send (a copy; the caller's mapping is not touched)."""
         raise NotImplementedError
 
-    def feed(self, event: SSEEvent) -> list[StreamEvent]:
+    def feed(self, event: Frame) -> list[StreamEvent]:
         index = self.events_seen
         self.events_seen = index + 1
         if event.comment:
@@ -473,7 +473,7 @@ class Adapter:
 
     # -- for subclasses -------------------------------------------------------------------------------------
 
-    def _on_data(self, event: SSEEvent, data: str, index: int) -> list[StreamEvent]:
+    def _on_data(self, event: Frame, data: str, index: int) -> list[StreamEvent]:
         raise NotImplementedError
 
     @staticmethod

@@ -48,7 +48,7 @@ from .._events import (
     Usage,
 )
 from .._eventstream import CONTENT_TYPE, require_botocore
-from .._sse import SSEEvent
+from .._sse import Frame
 from ._base import (
     UNEXPECTED_EVENT,
     UNEXPECTED_SHAPE,
@@ -210,7 +210,7 @@ class BedrockConverseAdapter(Adapter):
             return []
         return self._finish()
 
-    def _on_data(self, event: SSEEvent, data: str, index: int) -> list[StreamEvent]:
+    def _on_data(self, event: Frame, data: str, index: int) -> list[StreamEvent]:
         payload = self.load(data, index)
         if event.event == "message":  # no name: the event is the payload's one key ({name: body})
             if len(payload) != 1:

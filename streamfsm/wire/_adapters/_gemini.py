@@ -71,7 +71,7 @@ from .._events import (
     ToolInputStart,
     Usage,
 )
-from .._sse import SSEEvent
+from .._sse import Frame
 from ._base import (
     UNEXPECTED_EVENT,
     UNEXPECTED_SHAPE,
@@ -327,7 +327,7 @@ class GeminiAdapter(Adapter):
             out += self._held
             self._held = []
 
-    def _on_data(self, event: SSEEvent, data: str, index: int) -> list[StreamEvent]:
+    def _on_data(self, event: Frame, data: str, index: int) -> list[StreamEvent]:
         payload = self.load(data, index)
         if payload.get("error") is not None:
             return self.error(payload)

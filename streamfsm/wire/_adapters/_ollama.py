@@ -32,7 +32,7 @@ from typing import Any, Final
 
 from .._definitions import Decision, Definitions, informational, not_understood, read
 from .._events import FinishReason, Metadata, ProtocolViolation, StreamEvent, Usage
-from .._sse import SSEEvent
+from .._sse import Frame
 from ._base import (
     MALFORMED_JSON,
     NOT_EVENT_STREAM,
@@ -153,7 +153,7 @@ class OllamaAdapter(Adapter):
         base = base_url.rstrip("/").removesuffix("/api")
         return f"{base}/api/{'chat' if 'messages' in out else 'generate'}", out
 
-    def _on_data(self, event: SSEEvent, data: str, index: int) -> list[StreamEvent]:
+    def _on_data(self, event: Frame, data: str, index: int) -> list[StreamEvent]:
         try:
             payload = self.load(data, index)
         except ProtocolViolation as exc:

@@ -59,7 +59,7 @@ from .._events import (
     ToolInput,
     Usage,
 )
-from .._sse import SSEEvent
+from .._sse import Frame
 from ._base import (
     DONE_MISSING,
     REASONING,
@@ -262,7 +262,7 @@ class OpenAIChatAdapter(Adapter):
             out["stream_options"] = {**options, "include_usage": True}
         return f"{base_url.rstrip('/')}/chat/completions", out
 
-    def _on_data(self, event: SSEEvent, data: str, index: int) -> list[StreamEvent]:
+    def _on_data(self, event: Frame, data: str, index: int) -> list[StreamEvent]:
         template = self._template
         if template is not None and event.event == "message":
             text = template.text(data)
@@ -323,7 +323,7 @@ class OpenAIChatAdapter(Adapter):
             out.append(_CHUNK)
         return out
 
-    def _remember(self, event: SSEEvent, data: str, payload: dict[str, Any], choice: dict[str, Any]) -> None:
+    def _remember(self, event: Frame, data: str, payload: dict[str, Any], choice: dict[str, Any]) -> None:
         """A chunk read whole as one content delta alone: its template, when every other field of it is one
         that ``_templated`` may take as read (no finish, no usage, no field beside the delta unread)."""
         if (

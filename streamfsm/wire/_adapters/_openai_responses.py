@@ -63,7 +63,7 @@ from .._events import (
     ToolInput,
     Usage,
 )
-from .._sse import SSEEvent
+from .._sse import Frame
 from ._base import (
     SEQUENCE_REGRESSED,
     UNEXPECTED_EVENT,
@@ -417,7 +417,7 @@ class OpenAIResponsesAdapter(Adapter):
         out["stream"] = True
         return f"{base_url.rstrip('/')}/responses", out
 
-    def _on_data(self, event: SSEEvent, data: str, index: int) -> list[StreamEvent]:
+    def _on_data(self, event: Frame, data: str, index: int) -> list[StreamEvent]:
         payload = self.load(data, index)
         kind = payload.get("type")
         if event.event == "error" and (type(kind) is not str or kind not in _ERROR_EVENTS):

@@ -15,7 +15,7 @@ mapping are the wire adapter's, not a copy. No item is ``model_dump``-ed:
 ``wrap()`` reads a stream's body itself whenever it can; these translators serve the rest (a
 ``MessageStream``, a stream the caller already started to iterate, a body that is not SSE served as
 ``text/event-stream``). Differences from the wire, all forced by what the SDKs hide (see
-``streamfsm.runtime._sdk``):
+``streamfsm.runtime.drivers._sdk``):
 
 * openai swallows ``data: [DONE]`` and stops the same way at a clean EOF, so through the SDK a Chat
   Completions stream counts as finished when the iteration ends *after a* ``finish_reason``; an end without

@@ -109,18 +109,19 @@ from typing import Any, TypeAlias, cast
 
 import anyio
 
-from ..classify import AbortSource, Diagnosis
-from ..machine import State
-from ..wire import ConsumerEvent, ContinueStyle, Result, ResumeRefusal, Rewrite, ToolCall
+from ...classify import AbortSource, Diagnosis
+from ...machine import State
+from ...wire import ConsumerEvent, ContinueStyle, Result, ResumeRefusal, Rewrite, ToolCall
+from ..core._config import AttemptLink, Ids, RouteTag
+from ..core._errors import NoRoute, StreamFailed
+from ..drivers._handle import ConsumerRun
+from ..drivers._stream import HttpRun, Run, ToolScope, _result
+from ..records._record import RunRecord
 from ._attempt_io import AttemptIo, drive
 from ._breaker import BREAKERS, Breakers, BreakerState
 from ._chain import Chain, LinkDecision, link
-from ._config import AttemptLink, Ids, RouteTag
 from ._delivery import DEFAULT_MAX_HELD_EVENTS, Delivery, Partial, RetryingEvent, ToolResult
-from ._errors import NoRoute, StreamFailed
-from ._handle import ConsumerRun
 from ._race import LOST, first_to_answer, read
-from ._record import RunRecord
 from ._recovery import Continuations, ContinuePlan, Offer, Recovery, RecoveryPlan, ResumePlan, offer
 from ._retry_policy import (
     MAX_ATTEMPTS,
@@ -133,7 +134,6 @@ from ._retry_policy import (
     stopped_locally,
 )
 from ._routes import Route, Routing
-from ._stream import HttpRun, Run, ToolScope, _result
 
 __all__ = [
     "MAX_ATTEMPTS",

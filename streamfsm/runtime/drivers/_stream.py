@@ -32,9 +32,9 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
 import anyio
 import httpx
 
-from ..classify import TransportKind, provider_error_from_http, transport_facts
-from ..machine import Trigger
-from ..wire import (
+from ...classify import TransportKind, provider_error_from_http, transport_facts
+from ...machine import Trigger
+from ...wire import (
     Adapter,
     ConsumerEvent,
     ContinueRefusal,
@@ -46,18 +46,18 @@ from ..wire import (
     format_named,
     prefill_refused,
 )
-from ._config import AttemptLink, Ids, StreamConfig
-from ._core import END, RunCore
+from ..core._config import AttemptLink, Ids, StreamConfig
+from ..core._run_core import END, RunCore
+from ..core._urls import check_base_url
+from ..retry._recovery import RESUMABLE_EDGES, ContinuePlan, ResumePlan
 from ._decoding import decoded_chunks, sync_decoded_chunks
 from ._handle import ConsumerRun
 from ._handle import ToolScope as ToolScope  # where the retry and the package import it from
 from ._reads import LoopReads
-from ._recovery import RESUMABLE_EDGES, ContinuePlan, ResumePlan
-from ._urls import check_base_url
 from ._watchdog import loop_time, plain_scope_class
 
 if TYPE_CHECKING:
-    from .drivers.websocket import WebSocketConnection
+    from .websocket import WebSocketConnection
 
 _log = logging.getLogger("streamfsm")
 _CLEANUP_TIMEOUT_S: Final = 5.0
@@ -461,7 +461,7 @@ def open_stream(
     config: StreamConfig | None = None,
     ids: Ids | Mapping[str, Any] | None = None,
 ) -> HttpRun:
-    """Open one streaming request to ``provider`` (a registered format: ``streamfsm.wire.PROVIDERS``).
+    """Open one streaming request to ``provider`` (a registered format: ``streamfsm.wire.FORMAT_NAMES``).
 
     Use it as an async context manager; the request is sent on entry. ``headers`` carries auth and is never
     recorded. ``client`` is used and left open when given; otherwise the run owns a fresh client. A
@@ -470,7 +470,7 @@ def open_stream(
     is then a ``WebSocketConnection`` that runs share one response after another).
     """
     if base_url.startswith(("ws://", "wss://")):
-        from .drivers.websocket import (
+        from .websocket import (
             WebSocketConnection,
             WebSocketRun,
         )  # the websocket extra, loaded when it is used

@@ -9,7 +9,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Final, TypeAlias
 
-from ..wire import (
+from ...wire import (
     ConsumerEvent,
     Continued,
     Finish,

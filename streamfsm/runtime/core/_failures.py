@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 from urllib.parse import urlsplit
 
-from ..classify import (
+from ...classify import (
     ENDPOINT_AT_ROOT,
     UNPARSEABLE_ARGUMENTS,
     AbortSource,
@@ -26,12 +26,12 @@ from ..classify import (
     shown_reason,
     transport_facts,
 )
-from ..machine import StreamMachine, Trigger
-from ..wire import Finish, ProtocolViolation, StreamEvent, whole_answers_of
+from ...machine import StreamMachine, Trigger
+from ...wire import Finish, ProtocolViolation, StreamEvent, whole_answers_of
+from ..records._record import Recorder, RunRecord
 from ._cycles import release_traceback_cycles
 from ._errors import StreamFailed
 from ._ledger import Ledger
-from ._record import Recorder, RunRecord
 
 __all__ = ["ErrorBody", "RunFailures"]
 

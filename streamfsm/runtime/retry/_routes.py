@@ -15,15 +15,15 @@ from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Final, NamedTuple, TypeAlias
 
-from ..classify import Diagnosis, FailureClass, ProviderErrorKind, Verdict
-from ..wire import ContinueStyle
+from ...classify import Diagnosis, FailureClass, ProviderErrorKind, Verdict
+from ...wire import ContinueStyle
 from ._breaker import Breakers, BreakerState
 from ._recovery import Recovery
 from ._retry_policy import DecisionKind, Failed, RetryPolicy, Step, budget_spent
 
 if TYPE_CHECKING:
-    from ._config import Ids
-    from ._stream import Run
+    from ..core._config import Ids
+    from ..drivers._stream import Run
 
 __all__ = [
     "NEXT_ROUTE",

@@ -15,8 +15,8 @@ from typing import Any, TypeVar
 
 import anyio
 
-from ..wire import ConsumerEvent
-from ._stream import Run
+from ...wire import ConsumerEvent
+from ..drivers._stream import Run
 
 __all__ = ["AttemptIo", "drive"]
 

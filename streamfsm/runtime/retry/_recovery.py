@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
-from ..machine import Activity, Commitment, State, Trigger
-from ..wire import (
+from ...machine import Activity, Commitment, State, Trigger
+from ...wire import (
     FORMATS,
     Continuation,
     ContinueStyle,
@@ -29,7 +29,7 @@ from ..wire import (
 from ._delivery import Partial
 
 if TYPE_CHECKING:
-    from ..wire import Adapter
+    from ...wire import Adapter
 
 __all__ = [
     "RESUMABLE_EDGES",

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
-from ..machine import IllegalTransition, State, Trigger
-from ..wire import FinishReason, ReasoningDelta, Result, TextDelta, ToolCall, ToolInputStart, Usage
-from ._record import Recorder
+from ...machine import IllegalTransition, State, Trigger
+from ...wire import FinishReason, ReasoningDelta, Result, TextDelta, ToolCall, ToolInputStart, Usage
+from ..records._record import Recorder
 
 __all__ = ["Ledger"]
 

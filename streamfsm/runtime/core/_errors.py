@@ -13,11 +13,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..classify import Diagnosis
-    from ._breaker import Breaker
+    from ...classify import Diagnosis
+    from ..records._record import RunRecord
+    from ..retry._breaker import Breaker
+    from ..retry._delivery import Partial
     from ._config import AttemptLink
-    from ._delivery import Partial
-    from ._record import RunRecord
 
 
 class StreamError(Exception):

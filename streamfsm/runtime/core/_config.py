@@ -8,13 +8,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
-from ..wire import MAX_LINE_BYTES
+from ...wire import MAX_LINE_BYTES
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ._record import RunRecord
-    from ._recovery import RecoveryPlan
+    from ..records._record import RunRecord
+    from ..retry._recovery import RecoveryPlan
 
 
 MAX_TIMELINE = 256  # entries; the JSON Schema holds the same bound

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from types import TracebackType
 from typing import Any, Final, TypeVar
 
-from ..classify import AbortSource
-from ..machine import Trigger
-from ..wire import ConsumerEvent
+from ...classify import AbortSource
+from ...machine import Trigger
+from ...wire import ConsumerEvent
 from ._handle import ConsumerRun
 from ._sync_reads import ThreadReads
 

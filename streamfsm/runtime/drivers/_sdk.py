@@ -81,7 +81,7 @@ from typing import Any, Final, overload
 
 import anyio
 
-from ..classify import (
+from ...classify import (
     ProviderError,
     TransportKind,
     provider_error_from_event,
@@ -90,8 +90,8 @@ from ..classify import (
     redact_url,
     transport_facts,
 )
-from ..machine import Trigger
-from ..wire import (
+from ...machine import Trigger
+from ...wire import (
     FORMATS,
     HELPER_EVENTS,
     MALFORMED_JSON,
@@ -106,22 +106,22 @@ from ..wire import (
     adapter_for,
     event_stream_violation,
 )
-from ._config import Ids, StreamConfig
-from ._core import RunCore, Wire
-from ._errors import StreamFailed
+from ..core._config import Ids, StreamConfig
+from ..core._errors import StreamFailed
+from ..core._run_core import RunCore, Wire
+from ..records._record import request_shape
 from ._handle import ConsumerRun
-from ._record import request_shape
 from ._stream import Run, _no_chunks, body_chunks, sync_body_chunks
 from ._sync_reads import socket_of
 from ._sync_run import SyncRun
 from ._watchdog import loop_time
 
-__all__ = ["SDK_PROVIDERS", "SdkRun", "SyncSdkRun", "wrap"]
+__all__ = ["SDK_FORMAT_NAMES", "SdkRun", "SyncSdkRun", "wrap"]
 
 _SDK_FORMATS: Final[Mapping[str, SdkSide]] = {
     name: fmt.sdk for name, fmt in FORMATS.items() if fmt.sdk is not None
 }  # each format wrap() reads, by the SDK side its Format declares
-SDK_PROVIDERS: Final = tuple(_SDK_FORMATS)
+SDK_FORMAT_NAMES: Final = tuple(_SDK_FORMATS)
 """The provider formats ``wrap()`` understands."""
 
 _TRANSLATORS: Final[dict[str, type[SdkTranslator]]] = {
@@ -325,8 +325,8 @@ def sdk_retries_of(response: Any) -> int:
 def _check_provider(provider: str | None) -> str | None:
     if provider is None:
         return None
-    if provider not in SDK_PROVIDERS:
-        valid = ", ".join(repr(p) for p in SDK_PROVIDERS)
+    if provider not in SDK_FORMAT_NAMES:
+        valid = ", ".join(repr(p) for p in SDK_FORMAT_NAMES)
         raise ValueError(f"wrap() supports the provider formats {valid}, not {provider!r}")
     return provider
 
@@ -830,7 +830,7 @@ def wrap(
     un-awaited call that returns an async SDK stream, or a zero-argument callable that makes a sync SDK
     call (``lambda: client.chat.completions.create(..., stream=True)``): the call then runs under the run
     (on a helper thread, within the connect deadline), so its HTTP and connection errors are diagnosed and
-    recorded like any other failure. ``provider``: one of ``SDK_PROVIDERS`` (the formats whose
+    recorded like any other failure. ``provider``: one of ``SDK_FORMAT_NAMES`` (the formats whose
     ``Format.sdk`` says how); detected when None. Returns an ``SdkRun`` (``async with``) or, for a sync
     stream, a ``SyncSdkRun`` (``with``). Raises ``TypeError`` for anything else, ``ValueError`` for a
     provider that is unknown or does not match the stream.

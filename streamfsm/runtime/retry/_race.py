@@ -9,10 +9,10 @@ from typing import Final
 
 import anyio
 
-from ..classify import AbortSource
-from ..wire import ConsumerEvent
-from ._errors import StreamFailed
-from ._stream import Run
+from ...classify import AbortSource
+from ...wire import ConsumerEvent
+from ..core._errors import StreamFailed
+from ..drivers._stream import Run
 
 __all__ = ["LOST", "first_to_answer", "read"]
 

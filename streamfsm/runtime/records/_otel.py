@@ -77,10 +77,10 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "streamfsm's OpenTelemetry sink needs the 'otel' extra: pip install 'streamfsm[otel]'"
     ) from exc
 
-from .. import __version__
-from ..classify import MASK, redact_text
-from ..wire import FORMATS
-from ._breaker import BREAKERS, Breakers, BreakerState
+from ... import __version__
+from ...classify import MASK, redact_text
+from ...wire import FORMATS
+from ..retry._breaker import BREAKERS, Breakers, BreakerState
 from ._labels import BoundedLabel
 from ._sinks import count_sink_failure
 

@@ -15,7 +15,7 @@ import random
 from dataclasses import KW_ONLY, dataclass
 from typing import Final, NamedTuple
 
-from ..classify import (
+from ...classify import (
     LONGEST_AUTOMATIC_WAIT_S,
     MAX_EVIDENCE,
     VERDICT_LEAD,
@@ -24,8 +24,8 @@ from ..classify import (
     Diagnosis,
     Verdict,
 )
-from ..wire import ContinueRefusal, ContinueStyle, ResumeRefusal
-from ._config import MAX_ATTEMPT_LINKS
+from ...wire import ContinueRefusal, ContinueStyle, ResumeRefusal
+from ..core._config import MAX_ATTEMPT_LINKS
 from ._recovery import ContinuePlan, Recovery, RecoveryPlan, ResumePlan
 
 __all__ = [

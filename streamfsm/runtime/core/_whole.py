@@ -21,19 +21,19 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-from ..classify import provider_error_from_document
-from ..wire import (
+from ...classify import provider_error_from_document
+from ...wire import (
     MALFORMED_JSON,
     UNEXPECTED_SHAPE,
     Adapter,
+    Frame,
     ProtocolViolation,
     ProviderErrorEvent,
-    SSEEvent,
     StreamEvent,
     format_named,
 )
-from ._core import SseWire
-from ._record import Recorder
+from ..records._record import Recorder
+from ._run_core import StreamWire
 
 MAX_ANSWER_BYTES: Final = 64 << 20  # a bigger "answer" is kept no further: the run fails, the SDK reads on
 ANSWER_TOO_LARGE: Final = "answer_too_large"
@@ -43,7 +43,7 @@ WHOLE_ANSWER_MARKER: Final = "body=whole_answer"  # the evidence of an error obj
 _BLANKS: Final = b" \t\r\n\xef\xbb\xbf"
 
 
-class WholeBody(SseWire):
+class WholeBody(StreamWire):
     """The body of a non-streaming answer: kept (bounded) as it arrives, read at its clean end."""
 
     __slots__ = ("_body", "_detail")
@@ -89,7 +89,7 @@ class WholeBody(SseWire):
         events: list[StreamEvent] = []
         for frame in frames:
             data = frame if isinstance(frame, str) else json.dumps(frame, separators=(",", ":"))
-            events += adapter.feed(SSEEvent(data))
+            events += adapter.feed(Frame(data))
         return events + adapter.end()
 
     def eof_detail(self) -> str | None:

@@ -14,8 +14,8 @@ from typing import Any
 
 import anyio
 
-from ..machine import Trigger
-from ._core import DEADLINE, RunCore
+from ...machine import Trigger
+from ..core._run_core import DEADLINE, RunCore
 from ._watchdog import (
     ARRIVAL_LOOK_S,
     ARRIVAL_LOOKS,

@@ -36,9 +36,9 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, NoReturn, Protocol, TypeVar
 
-from ..classify import AbortSource, Diagnosis, FinishCause, diagnose_finished, finish_cause
-from ..machine import PROVIDER_PROGRESS, Activity, IllegalTransition, State, StreamMachine, Trigger
-from ..wire import (
+from ...classify import AbortSource, Diagnosis, FinishCause, diagnose_finished, finish_cause
+from ...machine import PROVIDER_PROGRESS, Activity, IllegalTransition, State, StreamMachine, Trigger
+from ...wire import (
     CONSUMER_EVENT_TYPES,
     MAX_DOCUMENT_BYTES,
     NOT_EVENT_STREAM,
@@ -60,13 +60,13 @@ from ..wire import (
     format_named,
     whole_answers_of,
 )
+from ..records._record import Recorder, RunRecord
 from ._config import Ids, StreamConfig
 from ._errors import StreamFailed
 from ._failures import ErrorBody, RunFailures
 from ._ledger import Ledger
-from ._record import Recorder, RunRecord
 
-__all__ = ["DEADLINE", "END", "STOP", "ReadEnd", "RunCore", "SseWire", "Wire"]
+__all__ = ["DEADLINE", "END", "STOP", "ReadEnd", "RunCore", "StreamWire", "Wire"]
 
 _CONSUMER_TYPES: Final = frozenset(CONSUMER_EVENT_TYPES)
 
@@ -106,7 +106,7 @@ class Wire(Protocol):
     def eof_detail(self) -> str | None: ...
 
 
-class SseWire:
+class StreamWire:
     """A streamed body read by the run itself: bytes → the format's framing (SSE, NDJSON, ...) → frames →
     one wire adapter → events."""
 
@@ -391,11 +391,11 @@ class RunCore(RunFailures):
         """A step on the timeline that is no stream event (``connected``, ``request_written``, ...)."""
         self.rec.lifecycle(kind, self.machine.state if state is None else state)
 
-    def stream_wire(self, adapter: Adapter) -> SseWire:
+    def stream_wire(self, adapter: Adapter) -> StreamWire:
         """A streamed body read by ``adapter``, in its format's framing."""
         fmt = format_named(adapter.name)
         framing = fmt.framing(self.config.max_line_bytes)
-        return SseWire(adapter, framing, self.rec, sniff=fmt.sniffs_documents)
+        return StreamWire(adapter, framing, self.rec, sniff=fmt.sniffs_documents)
 
     def headers(self, status: int | None, headers: Mapping[str, str], wire: Wire | None = None) -> None:
         """The response's headers arrived. A 2xx (or an unknown status: an SDK's stream) makes the body the

@@ -18,8 +18,8 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
-from ._core import DEADLINE, END, RunCore
-from ._cycles import release_traceback_cycles
+from ..core._cycles import release_traceback_cycles
+from ..core._run_core import DEADLINE, END, RunCore
 from ._watchdog import ARRIVAL_LOOK_S, ARRIVAL_LOOKS, MAX_ARRIVAL_LOOKS, readable, socket_of
 
 __all__ = ["ReadWatchdog", "ThreadReads", "socket_of"]

@@ -18,10 +18,10 @@ from datetime import datetime, timezone
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
-from ..classify import Diagnosis, FailureClass, TransportFacts, redact_headers, redact_text, redact_url
-from ..machine import State, Trigger
-from ..wire import DONE_MISSING, UNREAD_CONTENT, Adapter
-from ._config import MAX_ATTEMPT_LINKS, Ids, StreamConfig
+from ...classify import Diagnosis, FailureClass, TransportFacts, redact_headers, redact_text, redact_url
+from ...machine import State, Trigger
+from ...wire import DONE_MISSING, UNREAD_CONTENT, Adapter
+from ..core._config import MAX_ATTEMPT_LINKS, Ids, StreamConfig
 
 SCHEMA: Final = "streamfsm.run/1"
 READABLE_SCHEMAS: Final = frozenset({SCHEMA})

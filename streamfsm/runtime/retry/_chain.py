@@ -9,10 +9,10 @@ import enum
 import uuid
 from typing import Protocol
 
-from ..classify import Diagnosis
-from ..wire import ContinueRefusal, ResumeRefusal
-from ._config import MAX_ATTEMPT_LINKS, AttemptLink, Ids
-from ._record import RunRecord
+from ...classify import Diagnosis
+from ...wire import ContinueRefusal, ResumeRefusal
+from ..core._config import MAX_ATTEMPT_LINKS, AttemptLink, Ids
+from ..records._record import RunRecord
 from ._recovery import ContinuePlan, Recovery, RecoveryPlan, ResumePlan
 
 __all__ = ["Attempt", "Chain", "LinkDecision", "link"]

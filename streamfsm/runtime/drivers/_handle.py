@@ -17,13 +17,13 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, TypeVar
 
-from ..classify import AbortSource, Diagnosis
-from ..machine import State, Trigger
-from ..wire import ConsumerEvent, Result
-from ._core import RunCore
-from ._errors import StreamFailed
-from ._record import RunRecord
-from ._sinks import deliver
+from ...classify import AbortSource, Diagnosis
+from ...machine import State, Trigger
+from ...wire import ConsumerEvent, Result
+from ..core._errors import StreamFailed
+from ..core._run_core import RunCore
+from ..records._record import RunRecord
+from ..records._sinks import deliver
 
 __all__ = ["ConsumerRun", "RunHandle", "ToolScope"]
 
