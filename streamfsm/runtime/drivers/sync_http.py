@@ -13,8 +13,6 @@ timeouts at the connect deadline (the body's reads then wait as long as the watc
 
 from __future__ import annotations
 
-import functools
-import ssl
 import time
 from collections.abc import Mapping
 from typing import Any, Final
@@ -27,18 +25,13 @@ from ...wire import Adapter, adapter_for
 from ..core._config import Ids, StreamConfig
 from ..core._run_core import RunCore
 from ..core._urls import check_base_url
-from ._stream import sync_body_chunks
+from ._stream import _default_tls, sync_body_chunks
 from ._sync_reads import socket_of
 from ._sync_run import SyncRun
 
 __all__ = ["SyncHttpRun", "open_sync_stream"]
 
 _TIMEOUTS: Final = ("connect", "read", "write", "pool")
-
-
-@functools.cache
-def _default_tls() -> ssl.SSLContext:
-    return httpx.create_ssl_context()  # built once, as the async driver's (it loads the CA bundle)
 
 
 class SyncHttpRun(SyncRun):
