@@ -60,6 +60,7 @@ from ._keys import account_of, deployment_key
 from ._limits import RETRY_AFTER_S, BodyChunks, Budget, Held, body_deadline, check_limit
 from ._metrics import RelayMetrics, relay_metrics
 from ._pool import ShardedPool, UpstreamClient
+from ._relayed import RelayedRun
 from ._table import RouteTable
 
 __all__ = ["IDLE_TIMEOUT_S", "Relay", "RelayConfig"]
@@ -396,7 +397,7 @@ class Relay:
         raw_path: bytes = scope.get("raw_path") or path.encode("utf-8")
         url = str(self._base.copy_with(raw_path=self._prefix + raw_path))
         run = TapRun(provider, body={}, url=url, config=self._stream_config, ids=Ids(context=ids))
-        run.refused(why, limit, written, close)
+        RelayedRun(run).refused(why, limit, written, close)
 
     def _route(self, path: str) -> str:
         """The record's route: ``path`` redacted, once per path (an API has few; per stream it was a cost)."""
@@ -484,7 +485,7 @@ class Relay:
         """The exchange with the request's correlation ids in context; cancelled from outside (the server's
         grace period for shutdown is over), the client hears why."""
         try:
-            with context(**ids), relaying(client, exchange.runs), _in_flight(self.metrics):
+            with context(**ids), relaying(client, exchange.take_on), _in_flight(self.metrics):
                 await self._exchange(request, exchange, call)
         except anyio.get_cancelled_exc_class():
             if not exchange.client_gone:

@@ -21,6 +21,7 @@ from ..runtime import Finish, RelayClose
 from ..tap import TapRun, failure_of, run_of
 from ..wire import FORMATS
 from ._limits import Held
+from ._relayed import RelayedRun
 
 __all__ = ["HOP_BY_HOP", "REQUEST_ID", "SHUTDOWN", "Downstream", "answer", "connection_named"]
 
@@ -73,9 +74,9 @@ class Downstream:
         "client_gone",
         "max_answer",
         "method",
+        "relayed",
         "request_id",
         "route",
-        "run",
         "runs",
         "send",
         "sse",
@@ -89,8 +90,8 @@ class Downstream:
         self.route = route  # the request's path, redacted
         self.send = send
         self.write_timeout = write_timeout
-        self.run: TapRun | None = None
-        self.runs: list[TapRun] = []  # every run the tap started for this exchange, held until release()
+        self.relayed: RelayedRun | None = None  # the run whose answer the client gets
+        self.runs: list[RelayedRun] = []  # every run the tap started for this exchange, held until release()
         self.client_gone = False
         self.started = False  # the response's headers went downstream
         self.sse = False
@@ -106,10 +107,23 @@ class Downstream:
             if message["type"] == "http.disconnect":
                 break
         self.client_gone = True
-        run = self.run
-        if run is not None:
-            run.abort("the client disconnected", source="client")
+        relayed = self.relayed
+        if relayed is not None:
+            relayed.run.abort("the client disconnected", source="client")
         scope.cancel()
+
+    def take_on(self, run: TapRun) -> None:
+        """The tap starts a run for this exchange (``tap.relaying``): the relay takes it on."""
+        self.runs.append(RelayedRun.started(run))
+
+    def relayed_of(self, run: TapRun) -> RelayedRun:
+        """The relay's side of ``run``, one the tap started for this exchange."""
+        for relayed in self.runs:
+            if relayed.run is run:
+                return relayed
+        relayed = RelayedRun(run)  # not started inside this exchange's block: taken on now
+        self.runs.append(relayed)
+        return relayed
 
     async def stream(
         self, response: httpx.Response, opened: tuple[Any, AsyncIterator[bytes]] | None = None
@@ -118,14 +132,14 @@ class Downstream:
         ``opened``: a route table's attempt, its start read already and held back from the client (the run's
         kept events, and its chunks: ``_fallback.Opening``)."""
         run: TapRun | None = run_of(response)
-        self.run = run
+        relayed = self.relayed = self.relayed_of(run) if run is not None else None
         if opened is not None:
             events, chunks = opened
         else:
             events = run.keep_events() if run is not None else None
             chunks = response.aiter_raw()
-        if run is not None:
-            run.hold()  # the record counts every write of ours, to the response's end (``release``)
+        if relayed is not None:
+            relayed.hold()  # the record counts every write of ours, to the response's end (``release``)
         kept = self.answer if run is not None and run.streams is False else None  # the run's whole copy
         if kept is not None:
             declared = response.headers.get("content-length", "")
@@ -133,14 +147,14 @@ class Downstream:
             if broken is not None:
                 why = f"the upstream's answer is over the relay's {broken} ({declared} bytes)"
                 written = await answer(self.send, 502, self.request_id, "upstream_error", why)
-                run.refused_answer(why, broken, written)  # type: ignore[union-attr]
+                relayed.refused_answer(why, broken, written)  # type: ignore[union-attr]
                 return
         size = 0
         headers = _response_headers(response.headers.raw, self.request_id, sse=_is_stream(response))
         start = {"type": "http.response.start", "status": response.status_code, "headers": headers}
         write_timeout = self.write_timeout
-        if run is not None:
-            run.cancel_means(AbortSource.APP, SHUTDOWN, RelayClose.RELAY_SHUTDOWN)
+        if relayed is not None:
+            relayed.cancel_means(AbortSource.APP, SHUTDOWN, RelayClose.RELAY_SHUTDOWN)
         # A non-streaming answer is passed on once whole (its run holds a copy to its end anyway): an upstream
         # that breaks it, or an answer past a limit, is then the relay's own answer naming the request id,
         # which an SDK raises as a status error carrying it, never a cut transfer ("Connection error.").
@@ -157,8 +171,8 @@ class Downstream:
                         raise TimeoutError
                     writes.deadline = math.inf
                     self.started, self.sse = True, _is_stream(response)
-                    if run is not None:
-                        run.relayed_bytes(0)
+                    if relayed is not None:
+                        relayed.relayed_bytes(0)
                 async for chunk in chunks:
                     if self.client_gone:
                         break
@@ -174,7 +188,7 @@ class Downstream:
                         if broken is not None:
                             why = f"the upstream's answer passed the relay's {broken}"
                             written = await answer(self.send, 502, self.request_id, "upstream_error", why)
-                            run.refused_answer(why, broken, written)  # type: ignore[union-attr]
+                            relayed.refused_answer(why, broken, written)  # type: ignore[union-attr]
                             log.warning("%s: answered 502 [request_id=%s]", why, self.request_id)
                             return
                         held.append(chunk)
@@ -184,7 +198,7 @@ class Downstream:
                     if writes.cancel_called:
                         raise TimeoutError
                     writes.deadline = math.inf
-                    if run is not None:
+                    if relayed is not None:
                         if events and isinstance(events[-1], Finish):  # nothing follows the terminal
                             # The server writes into a connection it may already know is gone (uvicorn:
                             # silently): let a disconnect it saw reach us before the terminal counts as
@@ -192,26 +206,26 @@ class Downstream:
                             await anyio.lowlevel.checkpoint()
                             if self.client_gone:
                                 break
-                        _report(run, events, len(chunk))
-                        if run.failure is not None and _edge(run) == _UPSTREAM_ERROR:
-                            run.relayed_error("upstream")  # the provider's own error event, passed on
+                        relayed.report(events, len(chunk))
+                        if relayed.run.failure is not None and _edge(relayed.run) == _UPSTREAM_ERROR:
+                            relayed.relayed_error("upstream")  # the provider's own error event, passed on
                 else:
                     whole = held is not None and not self.client_gone and not _broken_whole(run)
                     if whole and not await self._pass_held(start, held or []):
                         raise TimeoutError
-                    if run is not None and not self.client_gone:
+                    if relayed is not None and not self.client_gone:
                         # Read at the body's end (a whole answer's, a decoder's last bytes): the events of
                         # bytes the client took already.
                         if events:
-                            _report(run, events, 0)
-                        if run.failure is not None and _edge(run) == _UPSTREAM_ERROR:
-                            run.relayed_error("upstream")
+                            relayed.report(events, 0)
+                        if relayed.run.failure is not None and _edge(relayed.run) == _UPSTREAM_ERROR:
+                            relayed.relayed_error("upstream")
             if writes.cancelled_caught:
                 raise TimeoutError
         except anyio.get_cancelled_exc_class():
-            if run is not None and not run.diagnosis and not self.client_gone:  # cancelled in a write
-                run.abort(SHUTDOWN, source=AbortSource.APP)
-                run.relay_closed(RelayClose.RELAY_SHUTDOWN)
+            if relayed is not None and not relayed.run.diagnosis and not self.client_gone:  # in a write
+                relayed.run.abort(SHUTDOWN, source=AbortSource.APP)
+                relayed.relay_closed(RelayClose.RELAY_SHUTDOWN)
             raise
         except TimeoutError:
             self._write_failed("the client did not take a write in time")
@@ -236,18 +250,18 @@ class Downstream:
                     return
                 await self._end()
                 return
-            await self._cut(response, run, failure.record["summary"]["title"] if failure else None)
+            await self._cut(response, relayed, failure.record["summary"]["title"] if failure else None)
             return
         finally:
-            if run is not None and run.finished and not run.terminal_relayed:
+            if relayed is not None and relayed.run.finished and not relayed.terminal_relayed:
                 # The answer is whole upstream but its end never reached the client: not completed.
-                run.relay_closed(
+                relayed.relay_closed(
                     RelayClose.CLIENT_ABORT if self.client_gone else RelayClose.CLIENT_WRITE_FAILED
                 )
         if self.client_gone:
             return
         if run is not None and run.failure is not None and _edge(run) in _CUT_EDGES | _CUT_AT:
-            await self._cut(response, run, run.failure.record["summary"]["title"])
+            await self._cut(response, relayed, run.failure.record["summary"]["title"])
             return
         await self._end()
 
@@ -256,25 +270,25 @@ class Downstream:
         False: the client did not take them in time."""
         body = b"".join(held)
         held.clear()
-        run = self.run
+        relayed = self.relayed
         with anyio.move_on_after(self.write_timeout) as writes:
             await self.send(start)
             self.started = True
-            if run is not None:
-                run.relayed_bytes(0)
+            if relayed is not None:
+                relayed.relayed_bytes(0)
             if body:
                 await self.send({"type": "http.response.body", "body": body, "more_body": True})
         if writes.cancel_called:
             return False
-        if run is not None:
-            run.relayed_bytes(len(body))
+        if relayed is not None:
+            relayed.relayed_bytes(len(body))
         return True
 
     async def _end(self) -> None:
         with anyio.move_on_after(self.write_timeout):
             await self.send({"type": "http.response.body", "body": b"", "more_body": False})
-            if self.run is not None and not self.client_gone:
-                self.run.relayed_end()
+            if self.relayed is not None and not self.client_gone:
+                self.relayed.relayed_end()
 
     def _over(self, kept: Held, size: int) -> str | None:
         """The limit an answer of ``size`` bytes would pass, or None once its room is taken."""
@@ -289,23 +303,24 @@ class Downstream:
         the budget is given back."""
         if self.answer is not None:
             self.answer.release()
-        for run in {id(run): run for run in (*self.runs, self.run) if run is not None}.values():
-            run.release()
+        for relayed in {id(r): r for r in (*self.runs, self.relayed) if r is not None}.values():
+            relayed.release()
 
     def _write_failed(self, why: str) -> None:
-        run = self.run
-        if run is not None and run.diagnosis is None:
-            run.stopped(_DownstreamWriteFailed(why))
+        relayed = self.relayed
+        if relayed is not None and relayed.run.diagnosis is None:
+            relayed.run.stopped(_DownstreamWriteFailed(why))
         log.warning("%s: the response was cut [request_id=%s]", why, self.request_id)
 
     async def _cut(
         self,
         response: httpx.Response,
-        run: TapRun | None,
+        relayed: RelayedRun | None,
         title: str | None,
     ) -> None:
         """The upstream failed mid-stream: the format's in-band error event, then the response ends without
         its end (the ASGI server closes the connection), so that no client can take it for a clean end."""
+        run = relayed.run if relayed is not None else None
         message = f"streamfsm relay: the upstream stream failed: {title or 'the connection broke'}"
         message += f" (request id {self.request_id})"
         if not self.started:  # a whole answer, held: nothing went yet, so the client gets the relay's answer
@@ -323,8 +338,8 @@ class Downstream:
         if event:
             with anyio.move_on_after(self.write_timeout):
                 await self.send({"type": "http.response.body", "body": event, "more_body": True})
-                if run is not None and not self.client_gone:
-                    run.relayed_error("relay", len(event))
+                if relayed is not None and not self.client_gone:
+                    relayed.relayed_error("relay", len(event))
         log.warning(
             "upstream stream failed, downstream response cut [request_id=%s run_id=%s]",
             self.request_id,
@@ -334,15 +349,16 @@ class Downstream:
     async def shut_down(self) -> None:
         """The relay is going away mid-exchange: the client learns it (the format's error event, or a 503
         before the response started); the run was recorded as ``relay_shutdown``."""
-        run = self.run
+        relayed = self.relayed
+        run = relayed.run if relayed is not None else None
         message = f"streamfsm relay: {SHUTDOWN} (request id {self.request_id})"
         if not self.started:
             self._answered(await answer(self.send, 503, self.request_id, "relay_shutdown", SHUTDOWN))
         elif self.sse:
             event = _error_event(run.provider if run is not None else None, message)
             await self.send({"type": "http.response.body", "body": event, "more_body": True})
-            if run is not None:
-                run.relayed_error("relay", len(event))
+            if relayed is not None:
+                relayed.relayed_error("relay", len(event))
         log.warning(
             "%s: the response was cut [request_id=%s run_id=%s]",
             SHUTDOWN,
@@ -387,17 +403,9 @@ class Downstream:
     def _answered(self, written: int) -> None:
         """The relay answered for the upstream (a 502, 504 or 503, whole): each held run counts it."""
         if written:
-            for run in self.runs:
-                run.relayed_bytes(written)
-                run.relayed_end()
-
-
-def _report(run: TapRun, events: Any, nbytes: int) -> None:
-    """``nbytes`` of the chunk just written, with the consumer events it carried."""
-    if events:
-        run.core.relayed_chunk(events, nbytes)  # as run.relayed() for each, the bytes with the first
-    else:
-        run.relayed_bytes(nbytes)
+            for relayed in self.runs:
+                relayed.relayed_bytes(written)
+                relayed.relayed_end()
 
 
 def _broken_whole(run: TapRun | None) -> bool:

@@ -43,6 +43,7 @@ from ..runtime import (
 from ..tap import TapRun, attempt, current_ids, run_of
 from ._downstream import SHUTDOWN, Downstream, answer
 from ._limits import BodyChunks
+from ._relayed import RelayedRun
 from ._table import RouteTable, TableRoute
 
 __all__ = ["HOLD_BYTES", "Opening", "RouteBook", "Routed", "routed"]
@@ -269,14 +270,14 @@ async def _open(client: httpx.AsyncClient, request: httpx.Request, exchange: Dow
     try:
         response = await client.send(request, stream=True)
     except httpx.HTTPError as exc:
-        run = exchange.runs[-1] if len(exchange.runs) > before else None
+        run = exchange.runs[-1].run if len(exchange.runs) > before else None
         return Opening(None, run, error=exc)
     run = run_of(response)
     if run is None:  # not a run (a redirect): passed on as it is
         return Opening(response, None, ended=False)
     opening = Opening(response, run, run.keep_events())
-    exchange.run = run  # the client's disconnect ends this attempt
-    run.cancel_means(AbortSource.APP, SHUTDOWN, RelayClose.RELAY_SHUTDOWN)
+    relayed = exchange.relayed = exchange.relayed_of(run)  # the client's disconnect ends this attempt
+    relayed.cancel_means(AbortSource.APP, SHUTDOWN, RelayClose.RELAY_SHUTDOWN)
     await opening.hold()
     return opening
 
@@ -307,10 +308,11 @@ async def _discard(exchange: Downstream, opening: Opening) -> None:
     await opening.close()
     run = opening.run
     if run is not None:
-        exchange.runs[:] = [r for r in exchange.runs if r is not run]
-        if exchange.run is run:
-            exchange.run = None
-        run.release()
+        relayed = exchange.relayed_of(run)
+        exchange.runs[:] = [r for r in exchange.runs if r is not relayed]
+        if exchange.relayed is relayed:
+            exchange.relayed = None
+        relayed.release()
 
 
 def _settle(routing: Routing, opening: Opening | None) -> None:
@@ -346,4 +348,4 @@ async def _no_route(
     body = {"model": call.model} if call.model is not None else {}
     url = str(call.routes[0].url(call.target))
     run = TapRun(call.provider, body=body, url=url, config=config, ids=Ids(context=ids.context))
-    run.refused(why, "circuit_breaker", written, RelayClose.OVERLOADED)
+    RelayedRun(run).refused(why, "circuit_breaker", written, RelayClose.OVERLOADED)

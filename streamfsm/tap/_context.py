@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Final
@@ -12,7 +12,7 @@ from ._notes import BLOCK_LEDGERS, Ledger
 
 _CURRENT: Final[ContextVar[Ids | None]] = ContextVar("streamfsm_ids", default=None)
 _RELAYED: Final[ContextVar[bytes | None]] = ContextVar("streamfsm_relayed", default=None)
-_HELD: Final[ContextVar[list[Any] | None]] = ContextVar("streamfsm_relay_runs", default=None)
+_STARTED: Final[ContextVar[Callable[[Any], None] | None]] = ContextVar("streamfsm_relay_runs", default=None)
 _FIRST_TOKEN: Final[ContextVar[float | None]] = ContextVar("streamfsm_first_token_s", default=None)
 
 
@@ -59,25 +59,24 @@ def current_ids() -> Ids | None:
 
 
 @contextmanager
-def relaying(client: bytes = b"", runs: list[Any] | None = None) -> Iterator[None]:
-    """Every run the tap starts inside this block is relayed downstream (``streamfsm.relay``): its record has
-    a ``relay`` section from the start, so that a run that ends before any byte goes down (an unreachable or
-    silent upstream: a 502 or 504) still says how it closed. ``client``: who sent the request (its account and
-    address, as the relay knows them); an attempt chain never joins runs of two clients. ``runs``: each run
-    started is held (``TapRun.hold``) and added to it, so that the relay counts its own answer (a 502 or 504
-    written after the run failed) before it releases the record."""
+def relaying(client: bytes = b"", started: Callable[[Any], None] | None = None) -> Iterator[None]:
+    """Every run the tap starts inside this block is relayed downstream (``streamfsm.relay``): the relay
+    reads the run itself, so the SDK's reads are not told what the bytes do not show. ``client``: who sent
+    the request (its account and address, as the relay knows them); an attempt chain never joins runs of two
+    clients. ``started``: called with each run (a ``TapRun``) before it begins, for the relay to take it on
+    (its record's ``relay`` section from the start, kept open for the relay's own last writes)."""
     token = _RELAYED.set(client)
-    kept = _HELD.set(runs)
+    kept = _STARTED.set(started)
     try:
         yield
     finally:
-        _HELD.reset(kept)
+        _STARTED.reset(kept)
         _RELAYED.reset(token)
 
 
-def relay_runs() -> list[Any] | None:
-    """Where the relay keeps the runs the tap starts for it (see ``relaying``), or None."""
-    return _HELD.get()
+def relay_started() -> Callable[[Any], None] | None:
+    """Who takes on each run the tap starts for a relay (see ``relaying``), or None."""
+    return _STARTED.get()
 
 
 def relayed() -> bool:

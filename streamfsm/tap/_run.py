@@ -21,7 +21,6 @@ from ..runtime import (
     ConsumerEvent,
     Ids,
     LoopReads,
-    RelayClose,
     RunCore,
     RunHandle,
     StreamConfig,
@@ -74,10 +73,13 @@ class TapRun(RunHandle):
         core.asks_stream(asks_stream)
         self._events: deque[ConsumerEvent] | None = None  # nobody reads our events (the SDK reads the bytes)
         self._ended = False
-        self._due = False
-        self._held = False  # a relay's writes are still to come: the record waits for release()
         self._then: Callable[[TapRun], None] | None = None  # what end() does once the record is out
-        self._cancel_means: tuple[AbortSource, str, RelayClose] | None = None
+        # Who still writes the record after the run's end (a relay: its last writes downstream): while it
+        # says so, ``end()`` waits, and it calls ``end()`` again once it is done.
+        self.keeps_record: Callable[[], bool] | None = None
+        # What a cancellation from outside means when no ``abort()`` came first (a relay: its own shutdown):
+        # asked then, it names the abort's source and reason.
+        self.outside_cancel: Callable[[], tuple[AbortSource, str]] | None = None
         self.failure: StreamFailed | None = None
         self.streams: bool | None = None  # once a 2xx response said it
         self._witness = Witness()  # for failure_of, when a framework raises an exception of its own
@@ -162,9 +164,8 @@ class TapRun(RunHandle):
             return self._settle(core.http_error())
         request = core.abort_request
         cancelled = exc is not None and self._cancelled(exc)
-        if request is None and cancelled and self._cancel_means is not None:
-            request = self._cancel_means[:2]
-            core.relay_closed(self._cancel_means[2])
+        if request is None and cancelled and self.outside_cancel is not None:
+            request = self.outside_cancel()
         if request is not None and (exc is None or cancelled):
             source, reason = request  # abort() came first (between reads, or it cancelled the reader)
             failure = core.fail(Trigger.LOCAL_ABORT, core.abort_facts(source, reason))
@@ -195,96 +196,27 @@ class TapRun(RunHandle):
                 core.fail(Trigger.LOCAL_ABORT, core.abort_facts(AbortSource.CONSUMER_STOPPED, reason))
         self.end()
 
-    # -- for a relay (streamfsm.relay), which writes the bytes downstream itself ---------------------------
+    # -- for a reader of the run's events besides the SDK (``streamfsm.relay``) --------------------------
 
     def keep_events(self) -> deque[ConsumerEvent]:
         """From now on, keep the consumer events each read chunk carries in the returned deque (else nobody
-        reads them), for a relay to drain once it has written that chunk and report with ``relayed()``.
-        Text and reasoning deltas there carry no text (``Adapter.lean``): the relay writes the bytes."""
+        reads them): a relay drains them once it has written that chunk. Text and reasoning deltas there
+        carry no text (``Adapter.lean``): the SDK, or the relay, reads the bytes."""
         self._events = deque()
         return self._events
-
-    def cancel_means(self, source: AbortSource, reason: str, close: RelayClose) -> None:
-        """What a cancellation from outside (no ``abort()`` came first) means for this run: for a relay, its
-        own shutdown (the ASGI server cancels what is still running once its grace period is over)."""
-        self._cancel_means = (source, reason, close)
-
-    def relay_closed(self, close: RelayClose) -> None:
-        """The relay's own word on how the stream closed where the outcome cannot say it: a finished run
-        whose terminal event never reached the client, the relay shutting down."""
-        self.core.relay_closed(close)
-
-    def refused(
-        self, reason: str, limit: str, nbytes: int = 0, close: RelayClose = RelayClose.OVERLOADED
-    ) -> None:
-        """A relay refused the request before it went upstream (``close`` ``overloaded``: a 503, ``limit``,
-        one of its own, was full; ``refused``: a 400, 408 or 413, ``limit`` the rule the request broke;
-        ``nbytes``: the answer's body the client took): the run ends now as the relay's own abort, with the
-        close kind and the limit named in the ``relay`` section, and its record goes to the sinks."""
-        core = self.core
-        core.relayed(None, nbytes)
-        if nbytes:
-            core.relayed_end()
-        core.relay_limit(limit)
-        core.relay_closed(close)
-        self.failure = core.fail(Trigger.LOCAL_ABORT, core.abort_facts(AbortSource.APP, reason))
-        self.end()
-
-    def refused_answer(self, reason: str, limit: str, nbytes: int = 0) -> None:
-        """A relay refused the upstream's non-streaming answer (``limit``, a bound of its own, was passed):
-        the run stops now as the relay's own abort, with the close kind ``refused`` and the limit named; the
-        record goes out at ``release()`` (``nbytes``: the relay's answer the client took instead)."""
-        core = self.core
-        core.relayed(None, nbytes)
-        if nbytes:
-            core.relayed_end()
-        core.relay_limit(limit)
-        core.relay_closed(RelayClose.REFUSED)
-        self.abort(reason, source=AbortSource.APP)
-
-    def hold(self) -> None:
-        """The relay writes the client's response: the record waits for ``release()``, so that it counts the
-        relay's last writes too (its error event, the response's end)."""
-        self._held = True
-
-    def release(self) -> None:
-        """The relay's exchange is over: an end that came while held happens now."""
-        self._held = False
-        if self._due:
-            self.end()
-
-    def relayed_error(self, source: str, nbytes: int = 0) -> None:
-        """An in-band error event reached the client: the upstream's own (``"upstream"``, passed on in the
-        chunk that carried it) or the relay's (``"relay"``, ``nbytes`` of it)."""
-        self.core.relayed_error(source, nbytes)
-
-    def relayed_end(self) -> None:
-        """The response's clean end reached the client (the last chunk of its framing was written)."""
-        self.core.relayed_end()
-
-    def relayed_bytes(self, nbytes: int) -> None:
-        """A relay wrote ``nbytes`` downstream that carried no consumer event of their own (the rest of a
-        frame, a keepalive comment, ``data: [DONE]``, an error body; 0: the response started downstream):
-        counted in the record's ``relay`` section, which this creates."""
-        self.core.relayed(None, nbytes)
-
-    @property
-    def terminal_relayed(self) -> bool:
-        """Whether a relay reported the terminal event written downstream."""
-        return self.core.terminal_relayed
 
     def ended_without_terminal(self) -> bool:
         return self.failure is not None and self.failure.record["outcome"]["edge"] == _EOF_EDGE
 
     def end(self, then: Callable[[TapRun], None] | None = None) -> None:
-        """Seal the record and hand it to the sinks, once; ``then``: called with the run after it. A run a
-        relay holds (``hold()``) does so at ``release()``."""
+        """Seal the record and hand it to the sinks, once; ``then``: called with the run after it. A run whose
+        record is kept (``keeps_record``) does so when its keeper calls again."""
         if self._ended:
             return
         if then is not None:
             self._then = then
-        if self._held:
-            self._due = True
+        keeps = self.keeps_record
+        if keeps is not None and keeps():
             return
         self._ended = True
         self._witness.settle(self.failure)

@@ -62,7 +62,7 @@ from ..runtime import (
     plain_scope_class,
     socket_of,
 )
-from ._context import current_ids, first_token_bound, relay_runs, relayed, relayed_for
+from ._context import current_ids, first_token_bound, relay_started, relayed, relayed_for
 from ._notes import attach, remember
 from ._rules import Rule, check_rules, llm_request
 from ._run import SyncTapRun, TapRun
@@ -245,12 +245,9 @@ class _Tap:
         bound = first_token_bound()
         if bound is not None:  # a route's deadline (the relay's route table), before the run starts
             run.core.bound_first_token(bound)
-        if relayed():
-            run.relayed_bytes(0)
-            held = relay_runs()
-            if held is not None:  # the relay's own answer is still to come: it releases the record
-                run.hold()
-                held.append(run)
+        started = relay_started()
+        if started is not None:  # a relay's run: the relay takes it on before it begins
+            started(run)
         run.begin()
         return run, key
 
