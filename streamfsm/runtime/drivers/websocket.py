@@ -215,10 +215,16 @@ class WebSocketConnection:
         while True:
             for event in await self._events():
                 if isinstance(event, Response):
-                    if protocol.handshake_exc is not None:
-                        if isinstance(protocol.handshake_exc, InvalidStatus):
+                    failed = protocol.handshake_exc
+                    if failed is not None:
+                        # The protocol, the response and the parser (suspended where it caught it) keep its
+                        # exception, whose traceback keeps the parser's frames and through them this one and
+                        # the run reading: a cycle. Raised from here, it needs no traceback of its own.
+                        protocol.handshake_exc = event._exception = None
+                        failed.__traceback__ = None
+                        if isinstance(failed, InvalidStatus):
                             raise WebSocketRefused(event)
-                        raise protocol.handshake_exc
+                        raise failed
                     self.opened = True
                     self.upgrade_headers = {k.lower(): v for k, v in event.headers.raw_items()}
                     return self.upgrade_headers
