@@ -429,27 +429,16 @@ class _AsyncTapStream(_StreamBase):
             return self._handed_on(run, STOP, StopAsyncIteration)
         reads = run.reads
         assert isinstance(reads, LoopReads)
-        scope = reads.scope_for_read()
-        got: Any = None
         try:
-            with scope:
-                try:
-                    got = await self._next()
-                except StopAsyncIteration:
-                    got = END
-                except Exception as exc:
-                    got = exc
-                finally:
-                    reads.ended()
+            got = await reads.read(self._next)
         except BaseException as exc:
             if self._run is not None:  # cancelled from outside, or the application is going away
                 self._failed(exc, run.failure if run.done else run.stopped(exc))
             raise
-        outcome = reads.outcome(scope, got)
         try:
-            return self._handed_on(run, outcome, StopAsyncIteration)
+            return self._handed_on(run, got, StopAsyncIteration)
         finally:  # a fault raised through this frame: its traceback holds the frame, which must not hold it
-            got = outcome = None
+            got = None
 
     async def _passed(self, run: TapRun | None) -> bytes:
         """The run is over (or reads an error body, unwatched): the bytes pass through."""

@@ -9,13 +9,13 @@ written once per I/O style, beside ``ThreadReads`` (``_sync_reads``) for blockin
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
 
 from ...machine import Trigger
-from ..core._run_core import DEADLINE, RunCore
+from ..core._run_core import DEADLINE, END, RunCore
 from ._watchdog import (
     ARRIVAL_LOOK_S,
     ARRIVAL_LOOKS,
@@ -37,8 +37,8 @@ __all__ = ["LoopReads"]
 
 
 class LoopReads:
-    """One async run's reads: ``scope_for_read()`` begins one (wait in the scope it returns), ``ended()`` ends
-    it; ``outcome`` says how it ended, for the core's read door (``RunCore.took``)."""
+    """One async run's reads: ``read(next_chunk)`` waits for one under the watchdog and says how it ended,
+    for the core's read door (``RunCore.took``)."""
 
     __slots__ = (
         "_arrival_looks",
@@ -61,6 +61,25 @@ class LoopReads:
         self.response: Any = None  # else the response, whose socket may be found
         self._entry: Entry | None = None  # when the loop's watchdog looks at this run next
         self._watchdog: LoopWatchdog | None = None  # the loop's, once this run registered with it
+
+    async def read(self, next_chunk: Callable[[], Awaitable[bytes]]) -> Any:
+        """One watched read: the chunk, ``END``, the fault it raised, or ``DEADLINE`` if the loop's watchdog
+        or ``abort()`` cancelled it (``outcome``). A cancellation from outside propagates."""
+        scope = self.scope_for_read()
+        got: Any = None
+        with scope:
+            try:
+                got = await next_chunk()
+            except StopAsyncIteration:
+                got = END
+            except Exception as exc:
+                got = exc
+            finally:
+                self.ended()
+        try:
+            return self.outcome(scope, got)
+        finally:  # a fault's traceback holds this frame, which must not hold the fault
+            got = None
 
     def scope_for_read(self) -> anyio.CancelScope:
         """Begin a read: the scope to wait in, which the loop's watchdog (or ``interrupt``) cancels."""

@@ -47,7 +47,7 @@ from ...wire import (
     prefill_refused,
 )
 from ..core._config import AttemptLink, Ids, StreamConfig
-from ..core._run_core import END, RunCore
+from ..core._run_core import RunCore
 from ..core._urls import check_base_url
 from ..retry._recovery import RESUMABLE_EDGES, ContinuePlan, ResumePlan
 from ._decoding import decoded_chunks, sync_decoded_chunks
@@ -199,23 +199,7 @@ class Run(ConsumerRun):
         while not pending:
             if self._over():
                 raise StopAsyncIteration
-            # Wait for the next chunk in a cancel scope that the loop's watchdog cancels when the earliest
-            # deadline passes, and abort() at once; how the read ended goes through the core's read door.
-            # Inline, not a coroutine: this is paid once per network read.
-            reads = self._reads
-            got: Any = None
-            with reads.scope_for_read() as scope:
-                try:
-                    got = await self._next_chunk()
-                except StopAsyncIteration:
-                    got = END
-                except Exception as exc:
-                    got = exc
-                finally:
-                    reads.ended()
-            events = core.took(reads.outcome(scope, got))
-            got = None  # a fault: the failure raised from this frame does not hold it twice
-            self._took(events)
+            self._took(core.took(await self._reads.read(self._next_chunk)))
         return pending.popleft()
 
 
