@@ -21,6 +21,7 @@ from streamfsm.testing import End, FaultServerThread, Headers, Send, Status, cat
 from streamfsm.testing._harness import BODIES, ScenarioRouter, _AgentError, _outcome, _Role, run_scenario
 from streamfsm.testing._script import unused_port
 from streamfsm.wire import adapter_for
+from tests.support.runs import machine_walk_problems
 
 
 def _playable(scenario: Any) -> bool:
@@ -94,6 +95,7 @@ def test_a_sync_run_ends_as_the_catalog_says_and_records_what_the_async_run_reco
 ) -> None:
     outcome = _play_sync(scenario, server.base_url)
     assert outcome.matched, outcome.mismatch
+    assert outcome.record is not None and not machine_walk_problems(outcome.record)
     played = anyio.run(lambda: run_scenario(scenario, base_url=server.base_url))
     assert played.matched, played.mismatch
     assert _said(outcome.record) == _said(played.record)

@@ -15,6 +15,7 @@ from typing import Any
 import jsonschema
 
 import streamfsm
+from streamfsm.machine import INITIAL_STATE, Activity, Trigger
 from streamfsm.testing import BODIES as KIT_BODIES
 from streamfsm.testing import SSE_FORMATS, Headers, Send
 from streamfsm.wire import SSEDecoder, StreamEvent, adapter_for
@@ -122,6 +123,44 @@ def validate_record(record: streamfsm.RunRecord) -> dict[str, Any]:
     jsonschema.validate(data, _schema())
     assert streamfsm.RunRecord.from_dict(data).to_dict() == data
     return data
+
+
+_TRIGGERS = {trigger.value: trigger for trigger in Trigger}
+
+
+def machine_walk_problems(record: Any) -> list[str]:
+    """What in a record's timeline the machine disputes: replayed from the initial state, every trigger is a
+    move the table allows and lands in the state the entry says (a coalesced entry, ``n`` times); the run
+    reaches exactly one terminal state, takes no trigger after it, and its outcome names that state and the
+    last trigger as its edge. Whichever driver made the record, the core's properties hold of it."""
+    entries = record["timeline"]["entries"]
+    if record["timeline"]["omitted"]:  # a bounded timeline lost its middle: only its end can be checked
+        entries = ()
+    state, last, ended = INITIAL_STATE, None, False
+    for index, entry in enumerate(entries):
+        kind = entry["event"]
+        trigger = _TRIGGERS.get(kind)
+        if trigger is not None:
+            if ended:
+                return [f"entry {index}: {kind} after the terminal state {state}"]
+            for _ in range(entry.get("n", 1)):
+                moved = state._next.get(trigger)
+                if moved is None:
+                    return [f"entry {index}: {kind} is no move from {state}"]
+                state = moved
+            last = kind
+        if str(state) != entry["state"]:
+            return [f"entry {index}: {kind} says {entry['state']}, the machine says {state}"]
+        ended = state.is_terminal
+    outcome = record["outcome"]
+    problems = []
+    if entries and outcome["state"] != str(state):
+        problems.append(f"the timeline ends in {state}, the outcome says {outcome['state']}")
+    if not Activity(outcome["state"].partition("/")[0]).is_terminal:
+        problems.append(f"the outcome's state {outcome['state']} is not terminal")
+    if entries and outcome["edge"] not in (None, last):
+        problems.append(f"the last trigger is {last}, the outcome's edge {outcome['edge']}")
+    return problems
 
 
 async def consume(run: streamfsm.Run) -> list[Any]:

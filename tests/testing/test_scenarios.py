@@ -36,6 +36,7 @@ from streamfsm.testing._harness import WRAPPED_SDKS
 from streamfsm.testing._wire import EVENT_STREAM_FORMATS, NDJSON_FORMATS
 from streamfsm.testing.pytest_plugin import FaultProvider
 from streamfsm.testing.strategies import FaultyStream, faulty_streams
+from tests.support.runs import machine_walk_problems
 from tests.support.sockets import open_sockets
 
 CATALOG = [
@@ -182,6 +183,36 @@ def test_every_sdk_speaking_scenario_has_an_sdk_path() -> None:
             and scenario.meta.get("transport") != "websocket"
         ):
             assert scenario.name in covered
+
+
+def test_every_record_of_our_client_and_of_wrap_walks_the_machine(
+    played: dict[str, Outcome], played_sdk: dict[tuple[str, str], Outcome]
+) -> None:
+    """The core's properties, of each driver's records over the catalog: HTTP, WebSocket and both SDKs."""
+    drivers: set[str] = set()
+    for outcome in [*played.values(), *played_sdk.values()]:
+        assert outcome.record is not None, outcome.name
+        assert not machine_walk_problems(outcome.record), (outcome.via, outcome.name)
+        drivers.add("websocket" if "/ws-" in outcome.name else outcome.via)
+    assert drivers == {"runtime", "websocket", "openai", "anthropic"}
+
+
+def test_the_walk_finds_a_record_the_machine_disputes(played: dict[str, Outcome]) -> None:
+    played_record = played["openai-chat/text-then-fin"].record
+    assert played_record is not None
+    good = played_record.to_dict()
+    assert not machine_walk_problems(good)  # the same record as plain dicts
+
+    def broken(change: Any) -> list[str]:
+        record = json.loads(json.dumps(good))
+        change(record, record["timeline"]["entries"])
+        return machine_walk_problems(record)
+
+    assert broken(lambda r, e: e[-2].update(state="generating/none"))  # a state the moves do not reach
+    assert broken(lambda r, e: e.append({"t": 1.0, "event": "text_delta", "state": e[-1]["state"]}))
+    assert broken(lambda r, e: e.insert(0, {"t": 0.0, "event": "text_delta", "state": "generating/visible"}))
+    assert broken(lambda r, e: r["outcome"].update(edge="reset"))
+    assert broken(lambda r, e: r["outcome"].update(state="generating/visible"))
 
 
 def test_no_raw_transport_message_ever_reaches_a_summary(played: dict[str, Outcome]) -> None:

@@ -30,6 +30,7 @@ from streamfsm.testing import (
 )
 from streamfsm.testing._harness import TAP_DIFFERENCES, TAP_PATHS, Difference
 from tests.support.cli import harness
+from tests.support.runs import machine_walk_problems
 from tests.support.sockets import open_sockets
 
 CATALOG = catalog()
@@ -70,6 +71,7 @@ def test_scenario_through_the_tap_matches_or_is_a_documented_difference(
     outcome = played_tap[path, scenario.name]
     assert outcome.matched, outcome.mismatch
     assert outcome.record is not None
+    assert not machine_walk_problems(outcome.record)  # the core's properties, of the tap's records
     context = outcome.record["ids"]["context"]
     assert context["scenario"] == scenario.name and context["harness_path"] == path
     sdk = path.partition(":")[2]
