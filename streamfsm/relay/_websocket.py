@@ -93,15 +93,8 @@ class Responses:
             return
         self.client_left()
         adapter = adapter_for(self.fmt)
-        model = body.get("model")
-        core = self.core = RunCore(
-            provider=adapter.name,
-            model=model if isinstance(model, str) else None,
-            body=body,
-            url=self.url,
-            config=self.config,
-            ids=Ids(context=self.context),
-            delta_keys=adapter.delta_keys,
+        core = self.core = RunCore.for_request(
+            adapter, body, self.url, config=self.config, ids=Ids(context=self.context)
         )
         core.begin()
         core.request_left()

@@ -54,16 +54,7 @@ class TapRun(RunHandle):
     ) -> None:
         self._format = format_named(provider)
         adapter = self._format.adapter()
-        model = body.get("model")
-        core = self.core = RunCore(
-            provider=adapter.name,
-            model=model if isinstance(model, str) else None,
-            body=body,
-            url=url,
-            config=config,
-            ids=ids,
-            delta_keys=adapter.delta_keys,
-        )
+        core = self.core = RunCore.for_request(adapter, body, url, config=config, ids=ids)
         self._hold(core)
         self.reads: LoopReads | ThreadReads = self._reads
         adapter.lean()  # the SDK reads the text from its own copy of the bytes; the run needs the kinds

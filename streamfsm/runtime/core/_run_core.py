@@ -318,6 +318,28 @@ class RunCore(RunFailures):
         # A function of the core, not a driver's bound method: the core holds no driver (no cycle).
         self.read_fault: Callable[[RunCore, Exception], StreamFailed] = RunCore.fault
 
+    @classmethod
+    def for_request(
+        cls,
+        adapter: Adapter,
+        body: Mapping[str, Any],
+        url: str,
+        *,
+        config: StreamConfig | None = None,
+        ids: Ids | Mapping[str, Any] | None = None,
+    ) -> RunCore:
+        """The core of a run whose request ``body`` goes to ``url`` in ``adapter``'s format."""
+        model = body.get("model")
+        return cls(
+            provider=adapter.name,
+            model=model if isinstance(model, str) else None,
+            body=body,
+            url=url,
+            config=config,
+            ids=ids,
+            delta_keys=adapter.delta_keys,
+        )
+
     def bound_first_token(self, seconds: float) -> None:
         """A route's deadline for the first token, set before the run starts: the headers come within
         ``seconds`` of the request's start and the first token within ``seconds`` of the headers, or a

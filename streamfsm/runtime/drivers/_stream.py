@@ -90,20 +90,7 @@ class Run(ConsumerRun):
     (``_next_chunk``) and the core's wire (``RunCore.headers``); ``_close_source`` ends it.
     """
 
-    def __init__(
-        self,
-        *,
-        provider: str,
-        model: str | None,
-        body: Mapping[str, Any],
-        url: str,
-        delta_keys: Mapping[str, int],
-        config: StreamConfig | None,
-        ids: Ids | Mapping[str, Any] | None,
-    ) -> None:
-        core = RunCore(
-            provider=provider, model=model, body=body, url=url, config=config, ids=ids, delta_keys=delta_keys
-        )
+    def __init__(self, core: RunCore) -> None:
         self._hold(core)
         # The source, set by the subclass's _connect: the next chunk (raises StopAsyncIteration at the clean
         # end; a StopIteration on a sync source).
@@ -203,6 +190,20 @@ class Run(ConsumerRun):
         return pending.popleft()
 
 
+def traced(core: RunCore, name: str) -> bool:
+    """httpcore's trace ``name``: the step of the request it completes, told to the core; True for the
+    connection made."""
+    if not name.endswith(".complete"):
+        return False
+    if "connect_tcp" in name or "connect_unix" in name:
+        core.lifecycle("connected")
+        return True
+    if "send_request_body" in name:
+        core.request_left()
+        core.lifecycle("request_written")
+    return False
+
+
 def _result(
     text: list[str], reasoning: list[str], refusal: list[str], calls: Iterable[ToolCall], run: Run
 ) -> Result:
@@ -254,16 +255,7 @@ class HttpRun(Run):
                 plan,
             )
         self.resume_refusal: ResumeRefusal | None = None  # why the provider refused this resume, if it did
-        model = json.get("model")
-        super().__init__(
-            provider=adapter.name,
-            model=model if isinstance(model, str) else None,
-            body=json,
-            url=url,
-            delta_keys=adapter.delta_keys,
-            config=config,
-            ids=ids,
-        )
+        super().__init__(RunCore.for_request(adapter, json, url, config=config, ids=ids))
         self._adapter = adapter
         self._url, self._body = url, body
         self._headers = dict(headers or {})
@@ -278,14 +270,8 @@ class HttpRun(Run):
             self._core.response_known(self._resume.response_id)
 
     async def _trace(self, name: str, info: Mapping[str, Any]) -> None:
-        if not name.endswith(".complete"):
-            return
-        if "connect_tcp" in name or "connect_unix" in name:
+        if traced(self._core, name):
             self._connected = True
-            self._core.lifecycle("connected")
-        elif "send_request_body" in name:
-            self._core.request_left()
-            self._core.lifecycle("request_written")
 
     async def _connect(self) -> None:
         config = self.config

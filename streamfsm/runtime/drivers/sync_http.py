@@ -25,7 +25,7 @@ from ...wire import Adapter, adapter_for
 from ..core._config import Ids, StreamConfig
 from ..core._run_core import RunCore
 from ..core._urls import check_base_url
-from ._stream import _default_tls, sync_body_chunks
+from ._stream import _default_tls, sync_body_chunks, traced
 from ._sync_reads import socket_of
 from ._sync_run import SyncRun
 
@@ -56,17 +56,7 @@ class SyncHttpRun(SyncRun):
             raise ValueError("a recovery plan (continue, resume) is for the async open_stream")
         adapter: Adapter = adapter_for(provider)
         url, body = adapter.request(base_url, json)
-        model = json.get("model")
-        core = RunCore(
-            provider=adapter.name,
-            model=model if isinstance(model, str) else None,
-            body=json,
-            url=url,
-            config=config,
-            ids=ids,
-            delta_keys=adapter.delta_keys,
-        )
-        self._hold(core)
+        self._hold(RunCore.for_request(adapter, json, url, config=config, ids=ids))
         self._adapter = adapter
         self._url, self._body = url, body
         self._headers = dict(headers or {})
@@ -76,14 +66,8 @@ class SyncHttpRun(SyncRun):
         self._response: httpx.Response | None = None
 
     def _trace(self, name: str, info: Mapping[str, Any]) -> None:
-        if not name.endswith(".complete"):
-            return
-        if "connect_tcp" in name or "connect_unix" in name:
+        if traced(self._core, name):
             self._connected = True
-            self._core.lifecycle("connected")
-        elif "send_request_body" in name:
-            self._core.request_left()
-            self._core.lifecycle("request_written")
 
     def _connect_sync(self) -> None:
         core = self._core

@@ -60,6 +60,7 @@ from ...classify import TransportKind, provider_error_from_http, transport_facts
 from ...machine import Trigger
 from ...wire import Adapter, Frame, StreamEvent, adapter_for, format_named
 from ..core._config import Ids, StreamConfig
+from ..core._run_core import RunCore
 from ..records._record import Recorder
 from ._stream import Run, _default_tls
 from ._watchdog import loop_time
@@ -385,16 +386,7 @@ class WebSocketRun(Run):
         if Ids.coerce(ids).recovery is not None:
             raise ValueError("a WebSocket run has no continuation or resume plan (yet)")
         self._message = create_message(provider, json)
-        model = json.get("model")
-        super().__init__(
-            provider=adapter.name,
-            model=model if isinstance(model, str) else None,
-            body=json,
-            url=url,
-            delta_keys=adapter.delta_keys,
-            config=config,
-            ids=ids,
-        )
+        super().__init__(RunCore.for_request(adapter, json, url, config=config, ids=ids))
         self._adapter = adapter
         self._connection = client or WebSocketConnection(
             url, headers=headers, max_message_bytes=self.config.max_line_bytes
